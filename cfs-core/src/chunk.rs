@@ -1,0 +1,389 @@
+//! Chunks: the pieces of a document's canonical text that are searched and embedded.
+//!
+//! A chunk's span (`byte_offset`, `byte_length`) is in UTF-8 bytes of the document's
+//! canonical text; its `text` is exactly that span. The kind carries what the chunker
+//! knew: the heading path of a Markdown section, the symbol of a code chunk (with the
+//! window index when a long symbol is split), the page of a PDF chunk.
+
+use borsh::{BorshDeserialize, BorshSerialize};
+
+use crate::encode::{Canonical, check_len};
+use crate::error::CoreError;
+use crate::hash::{self, LeafHash, MerkleRoot, TextHash};
+use crate::id::{ChunkId, DocumentId};
+use crate::merkle::merkle_root;
+
+/// Longest chunk text, in bytes.
+const MAX_CHUNK_BYTES: usize = 16 << 20;
+/// Longest name, signature, language or heading, in bytes.
+const MAX_LABEL_BYTES: usize = 64 << 10;
+/// Deepest heading path.
+const MAX_HEADING_DEPTH: usize = 64;
+
+/// What kind of symbol a code chunk holds. Encoded as a `u8`, in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, BorshSerialize, BorshDeserialize)]
+pub enum SymbolKind {
+    /// 0: a free function.
+    Function,
+    /// 1: a function inside a class, impl or trait.
+    Method,
+    /// 2: a class.
+    Class,
+    /// 3: an interface.
+    Interface,
+    /// 4: a type alias or type definition.
+    Type,
+    /// 5: a constant or static.
+    Const,
+    /// 6: a variable.
+    Var,
+    /// 7: a Rust `impl` block.
+    Impl,
+    /// 8: a Rust trait.
+    Trait,
+    /// 9: a module or namespace.
+    Module,
+    /// 10: a struct.
+    Struct,
+    /// 11: an enum.
+    Enum,
+    /// 12: a macro definition.
+    Macro,
+}
+
+impl SymbolKind {
+    /// Lower-case name, as shown by the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Function => "function",
+            Self::Method => "method",
+            Self::Class => "class",
+            Self::Interface => "interface",
+            Self::Type => "type",
+            Self::Const => "const",
+            Self::Var => "var",
+            Self::Impl => "impl",
+            Self::Trait => "trait",
+            Self::Module => "module",
+            Self::Struct => "struct",
+            Self::Enum => "enum",
+            Self::Macro => "macro",
+        }
+    }
+}
+
+/// Position of one window of a symbol split by the sliding window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, BorshSerialize, BorshDeserialize)]
+pub struct Window {
+    /// 0-based index of this window.
+    pub index: u32,
+    /// Number of windows the symbol was split into (at least 2).
+    pub count: u32,
+}
+
+/// A code symbol. Field order is the encoding order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, BorshSerialize, BorshDeserialize)]
+pub struct Symbol {
+    /// What the symbol is.
+    pub kind: SymbolKind,
+    /// Its name.
+    pub name: String,
+    /// Name of the enclosing symbol (class, impl, trait), if any.
+    pub parent: Option<String>,
+    /// Its signature: the declaration up to the body.
+    pub signature: String,
+    /// Its doc comment, markers included, or empty.
+    pub doc_comment: String,
+    /// Set when the symbol was split into windows.
+    pub window: Option<Window>,
+}
+
+/// What a chunk is. Encoded as a `u8` tag in this order, then the fields.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, BorshSerialize, BorshDeserialize)]
+pub enum ChunkKind {
+    /// 0: prose or other text.
+    Text,
+    /// 1: part of a Markdown section; the heading path from the top level down.
+    Section {
+        /// Headings enclosing the chunk, outermost first.
+        heading_path: Vec<String>,
+    },
+    /// 2: source code; `symbol` is `None` for code between symbols.
+    Code {
+        /// Language name, e.g. `rust`.
+        language: String,
+        /// The symbol the chunk holds, if any.
+        symbol: Option<Symbol>,
+    },
+    /// 3: text from one page of a PDF.
+    Page {
+        /// 1-based page number.
+        page: u32,
+    },
+}
+
+impl ChunkKind {
+    /// Short name of the kind: `text`, `section`, `code`, `page`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Section { .. } => "section",
+            Self::Code { .. } => "code",
+            Self::Page { .. } => "page",
+        }
+    }
+}
+
+/// A chunk. Field order is the encoding order.
+#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize)]
+pub struct Chunk {
+    /// `ChunkId::derive(document_id, sequence, text_hash)`.
+    pub id: ChunkId,
+    /// The document the chunk belongs to.
+    pub document_id: DocumentId,
+    /// 0-based position among the document's chunks.
+    pub sequence: u32,
+    /// Start of the span in the canonical text, in bytes.
+    pub byte_offset: u64,
+    /// Length of the span in bytes; equals `text.len()`.
+    pub byte_length: u32,
+    /// 1-based line of the span's first byte.
+    pub start_line: u32,
+    /// 1-based line of the span's last byte.
+    pub end_line: u32,
+    /// BLAKE3 of `text`.
+    pub text_hash: TextHash,
+    /// What the chunk is.
+    pub kind: ChunkKind,
+    /// The span's text.
+    pub text: String,
+}
+
+impl Chunk {
+    /// Builds a chunk, deriving its text hash and id.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        document_id: DocumentId,
+        sequence: u32,
+        byte_offset: u64,
+        start_line: u32,
+        end_line: u32,
+        kind: ChunkKind,
+        text: String,
+    ) -> Result<Self, CoreError> {
+        let byte_length = u32::try_from(text.len())
+            .map_err(|_| CoreError::invalid("chunk", "text longer than u32::MAX"))?;
+        let text_hash = TextHash::of(&text);
+        let chunk = Self {
+            id: ChunkId::derive(&document_id, sequence, &text_hash),
+            document_id,
+            sequence,
+            byte_offset,
+            byte_length,
+            start_line,
+            end_line,
+            text_hash,
+            kind,
+            text,
+        };
+        chunk.validate()?;
+        Ok(chunk)
+    }
+
+    /// The Merkle leaf of this chunk.
+    pub fn leaf_hash(&self) -> LeafHash {
+        hash::leaf_chunk(&self.encode())
+    }
+
+    /// End of the span (exclusive), in bytes.
+    pub fn byte_end(&self) -> u64 {
+        self.byte_offset + u64::from(self.byte_length)
+    }
+}
+
+fn validate_kind(kind: &ChunkKind) -> Result<(), CoreError> {
+    const K: &str = Chunk::KIND;
+    match kind {
+        ChunkKind::Text => {}
+        ChunkKind::Section { heading_path } => {
+            check_len(K, "heading path", heading_path.len(), MAX_HEADING_DEPTH)?;
+            for heading in heading_path {
+                check_len(K, "heading", heading.len(), MAX_LABEL_BYTES)?;
+            }
+        }
+        ChunkKind::Code { language, symbol } => {
+            if language.is_empty() {
+                return Err(CoreError::invalid(K, "code chunk without a language"));
+            }
+            check_len(K, "language", language.len(), MAX_LABEL_BYTES)?;
+            if let Some(symbol) = symbol {
+                check_len(K, "symbol name", symbol.name.len(), MAX_LABEL_BYTES)?;
+                check_len(K, "signature", symbol.signature.len(), MAX_LABEL_BYTES)?;
+                check_len(K, "doc comment", symbol.doc_comment.len(), MAX_CHUNK_BYTES)?;
+                if let Some(parent) = &symbol.parent {
+                    check_len(K, "parent", parent.len(), MAX_LABEL_BYTES)?;
+                }
+                if let Some(w) = symbol.window {
+                    if w.count < 2 || w.index >= w.count {
+                        return Err(CoreError::invalid(
+                            K,
+                            format!("window {} of {} is out of range", w.index, w.count),
+                        ));
+                    }
+                }
+            }
+        }
+        ChunkKind::Page { page } => {
+            if *page == 0 {
+                return Err(CoreError::invalid(K, "page numbers start at 1"));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Canonical for Chunk {
+    const KIND: &'static str = "chunk";
+
+    fn validate(&self) -> Result<(), CoreError> {
+        check_len(Self::KIND, "text", self.text.len(), MAX_CHUNK_BYTES)?;
+        if self.text.is_empty() {
+            return Err(CoreError::invalid(Self::KIND, "empty text"));
+        }
+        if usize::try_from(self.byte_length).ok() != Some(self.text.len()) {
+            return Err(CoreError::invalid(
+                Self::KIND,
+                format!(
+                    "byte_length {} but text is {} bytes",
+                    self.byte_length,
+                    self.text.len()
+                ),
+            ));
+        }
+        if self
+            .byte_offset
+            .checked_add(u64::from(self.byte_length))
+            .is_none()
+        {
+            return Err(CoreError::invalid(Self::KIND, "span end overflows u64"));
+        }
+        if self.start_line == 0 || self.start_line > self.end_line {
+            return Err(CoreError::invalid(
+                Self::KIND,
+                format!(
+                    "need 1 <= start_line ({}) <= end_line ({})",
+                    self.start_line, self.end_line
+                ),
+            ));
+        }
+        if self.text_hash != TextHash::of(&self.text) {
+            return Err(CoreError::invalid(
+                Self::KIND,
+                "text_hash is not BLAKE3(text)",
+            ));
+        }
+        let expected = ChunkId::derive(&self.document_id, self.sequence, &self.text_hash);
+        if self.id != expected {
+            return Err(CoreError::invalid(
+                Self::KIND,
+                format!("id {} is not the derived id {expected}", self.id),
+            ));
+        }
+        validate_kind(&self.kind)
+    }
+}
+
+/// The hierarchical hash of a document: the Merkle root of its chunks' leaf hashes in
+/// sequence order (the empty root for no chunks). `chunks` may come in any order.
+pub fn hierarchical_hash<'a>(chunks: impl IntoIterator<Item = &'a Chunk>) -> MerkleRoot {
+    let mut leaves: Vec<(u32, [u8; 32])> = chunks
+        .into_iter()
+        .map(|c| (c.sequence, c.leaf_hash().0))
+        .collect();
+    leaves.sort_unstable_by_key(|(sequence, _)| *sequence);
+    let leaves: Vec<[u8; 32]> = leaves.into_iter().map(|(_, leaf)| leaf).collect();
+    merkle_root(&leaves)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(text: &str) -> Chunk {
+        Chunk::new(
+            DocumentId([5; 16]),
+            0,
+            0,
+            1,
+            1,
+            ChunkKind::Text,
+            text.into(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn new_derives_and_validates() {
+        let c = chunk("hello");
+        assert_eq!(c.byte_length, 5);
+        assert_eq!(Chunk::decode(&c.encode()).unwrap(), c);
+        assert!(
+            Chunk::new(
+                DocumentId([5; 16]),
+                0,
+                0,
+                1,
+                1,
+                ChunkKind::Text,
+                String::new()
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn decode_rejects_tampering() {
+        let c = chunk("hello");
+        let mut tampered = c.clone();
+        tampered.text = "hellp".into();
+        assert!(matches!(
+            Chunk::decode(&tampered.encode()),
+            Err(CoreError::Invalid { .. })
+        ));
+        let mut bad_window = c.clone();
+        bad_window.kind = ChunkKind::Code {
+            language: "rust".into(),
+            symbol: Some(Symbol {
+                kind: SymbolKind::Function,
+                name: "f".into(),
+                parent: None,
+                signature: "fn f()".into(),
+                doc_comment: String::new(),
+                window: Some(Window { index: 2, count: 2 }),
+            }),
+        };
+        assert!(bad_window.validate().is_err());
+        // An out-of-range enum tag is malformed, not a panic.
+        let mut bytes = c.encode();
+        let tag_at = 16 + 16 + 4 + 8 + 4 + 4 + 4 + 32;
+        bytes[tag_at] = 9;
+        assert!(matches!(
+            Chunk::decode(&bytes),
+            Err(CoreError::Malformed { .. })
+        ));
+    }
+
+    #[test]
+    fn hierarchical_hash_ignores_input_order() {
+        let doc = DocumentId([5; 16]);
+        let chunks: Vec<Chunk> = (0..5)
+            .map(|i| {
+                Chunk::new(doc, i, u64::from(i), 1, 1, ChunkKind::Text, format!("c{i}")).unwrap()
+            })
+            .collect();
+        let forward = hierarchical_hash(&chunks);
+        let backward = hierarchical_hash(chunks.iter().rev());
+        assert_eq!(forward, backward);
+        assert_eq!(hierarchical_hash(&[]), MerkleRoot::empty());
+    }
+}

@@ -1,0 +1,180 @@
+//! Entity ids: UUIDv5 (RFC 9562) under the fixed namespaces in [`namespace`].
+//!
+//! A UUIDv5 is SHA-1 of `namespace || name`, truncated to 16 bytes with the version and
+//! variant bits set. The names are binary and defined here and in `docs/spec.md`:
+//!
+//! | id | name bytes |
+//! |---|---|
+//! | [`PathId`] | the relative path, UTF-8 |
+//! | [`DocumentId`] | content hash (32) `||` profile hash (32) |
+//! | [`ChunkId`] | document id (16) `||` sequence (u32 LE) `||` text hash (32) |
+//! | [`EmbeddingId`] | chunk id (16) `||` model hash (32) |
+
+use std::fmt;
+
+use borsh::{BorshDeserialize, BorshSerialize};
+use uuid::Uuid;
+
+use crate::error::CoreError;
+use crate::hash::{ContentHash, ModelHash, ProfileHash, TextHash};
+
+/// The published namespaces. Each is `UUIDv5(NAMESPACE_URL, "urn:cfs:v1:<kind>")`,
+/// which a test checks; the literal values are what the spec publishes.
+pub mod namespace {
+    use uuid::{Uuid, uuid};
+
+    /// Namespace of path ids.
+    pub const PATH: Uuid = uuid!("4e83bbb9-3b92-54b4-aa3b-02f8fcda6fa8");
+    /// Namespace of document ids.
+    pub const DOCUMENT: Uuid = uuid!("eee15cb3-ea93-5620-987c-902405b9fa52");
+    /// Namespace of chunk ids.
+    pub const CHUNK: Uuid = uuid!("f7009ce4-badb-5371-be38-658e3dd17834");
+    /// Namespace of embedding ids.
+    pub const EMBEDDING: Uuid = uuid!("2ee7d442-d547-5450-b018-6348aee37b25");
+}
+
+macro_rules! id_newtype {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, BorshSerialize, BorshDeserialize)]
+        pub struct $name(pub [u8; 16]);
+
+        impl $name {
+            /// The 16 raw bytes; ids sort by these.
+            pub fn as_bytes(&self) -> &[u8; 16] {
+                &self.0
+            }
+
+            /// As a `uuid::Uuid`.
+            pub fn as_uuid(&self) -> Uuid {
+                Uuid::from_bytes(self.0)
+            }
+
+            /// Parses the hyphenated, simple or braced UUID forms.
+            pub fn parse(text: &str) -> Result<Self, CoreError> {
+                Uuid::parse_str(text).map(|u| Self(u.into_bytes())).map_err(|e| {
+                    CoreError::InvalidInput(format!(
+                        "{} {text:?} is not a UUID: {e}",
+                        stringify!($name)
+                    ))
+                })
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Display::fmt(&self.as_uuid().hyphenated(), f)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($name), self.as_uuid().hyphenated())
+            }
+        }
+    };
+}
+
+id_newtype!(
+    /// Id of a path entry: `UUIDv5(PATH, path)`.
+    PathId
+);
+id_newtype!(
+    /// Id of a document: one per distinct (content, parse profile).
+    DocumentId
+);
+id_newtype!(
+    /// Id of a chunk: unique per (document, sequence, text).
+    ChunkId
+);
+id_newtype!(
+    /// Id of an embedding: one per (chunk, model).
+    EmbeddingId
+);
+
+fn v5(namespace: &Uuid, name: &[u8]) -> [u8; 16] {
+    Uuid::new_v5(namespace, name).into_bytes()
+}
+
+impl PathId {
+    /// The id of a relative path.
+    pub fn derive(path: &str) -> Self {
+        Self(v5(&namespace::PATH, path.as_bytes()))
+    }
+}
+
+impl DocumentId {
+    /// The id of a document with this content under this parse profile.
+    pub fn derive(content: &ContentHash, profile: &ProfileHash) -> Self {
+        let mut name = [0u8; 64];
+        name[..32].copy_from_slice(&content.0);
+        name[32..].copy_from_slice(&profile.0);
+        Self(v5(&namespace::DOCUMENT, &name))
+    }
+}
+
+impl ChunkId {
+    /// The id of the chunk at `sequence` of `document` with text hash `text`.
+    pub fn derive(document: &DocumentId, sequence: u32, text: &TextHash) -> Self {
+        let mut name = [0u8; 52];
+        name[..16].copy_from_slice(&document.0);
+        name[16..20].copy_from_slice(&sequence.to_le_bytes());
+        name[20..].copy_from_slice(&text.0);
+        Self(v5(&namespace::CHUNK, &name))
+    }
+}
+
+impl EmbeddingId {
+    /// The id of the embedding of `chunk` by `model`.
+    pub fn derive(chunk: &ChunkId, model: &ModelHash) -> Self {
+        let mut name = [0u8; 48];
+        name[..16].copy_from_slice(&chunk.0);
+        name[16..].copy_from_slice(&model.0);
+        Self(v5(&namespace::EMBEDDING, &name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_are_derived_as_published() {
+        for (kind, ns) in [
+            ("path", namespace::PATH),
+            ("document", namespace::DOCUMENT),
+            ("chunk", namespace::CHUNK),
+            ("embedding", namespace::EMBEDDING),
+        ] {
+            let name = format!("urn:cfs:v1:{kind}");
+            assert_eq!(
+                Uuid::new_v5(&Uuid::NAMESPACE_URL, name.as_bytes()),
+                ns,
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn rfc9562_v5_example() {
+        // RFC 9562, appendix A.4.
+        let id = Uuid::new_v5(&Uuid::NAMESPACE_DNS, b"www.example.com");
+        assert_eq!(id.to_string(), "2ed6657d-e927-568b-95e1-2665a8aea6a2");
+    }
+
+    #[test]
+    fn same_text_in_two_documents_gives_two_chunk_ids() {
+        let text = TextHash::of("fn main() {}");
+        let a = DocumentId([1; 16]);
+        let b = DocumentId([2; 16]);
+        assert_ne!(ChunkId::derive(&a, 0, &text), ChunkId::derive(&b, 0, &text));
+        assert_ne!(ChunkId::derive(&a, 0, &text), ChunkId::derive(&a, 1, &text));
+    }
+
+    #[test]
+    fn parse_round_trip() {
+        let id = PathId::derive("src/lib.rs");
+        assert_eq!(PathId::parse(&id.to_string()).unwrap(), id);
+        assert!(PathId::parse("not-a-uuid").is_err());
+    }
+}

@@ -1,0 +1,469 @@
+//! An in-memory canonical state: the five tables as sorted maps, with the rules that keep
+//! them consistent (reference-counted documents, system edges) and the full computation
+//! of their roots.
+//!
+//! The store keeps the same state in redb; this type is the reference it is tested
+//! against, the engine of the test vectors, and a convenient way for a program to build
+//! a state without a database.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rayon::prelude::*;
+
+use crate::bucket::{Bucket, TopTree, table_root_from_sorted};
+use crate::chunk::{Chunk, ChunkKind, hierarchical_hash};
+use crate::diff::StateDiff;
+use crate::document::Document;
+use crate::edge::{Edge, EdgeKind, EntityId};
+use crate::embedding::Embedding;
+use crate::encode::Canonical;
+use crate::error::CoreError;
+use crate::hash::{HASH_LEN, MerkleRoot, StateRoot};
+use crate::id::{ChunkId, DocumentId, EmbeddingId, PathId};
+use crate::merkle::{merkle_path, merkle_root};
+use crate::path::PathEntry;
+use crate::proof::{ChunkProof, InclusionProof};
+use crate::table::{Entity, Table, TableRoots};
+
+/// The canonical state as five sorted maps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CanonicalState {
+    paths: BTreeMap<PathId, PathEntry>,
+    documents: BTreeMap<DocumentId, Document>,
+    chunks: BTreeMap<ChunkId, Chunk>,
+    embeddings: BTreeMap<EmbeddingId, Embedding>,
+    edges: BTreeMap<Edge, Edge>,
+}
+
+/// The root of one table, computed from all its rows, buckets hashed in parallel.
+fn table_root<E: Entity>(rows: &BTreeMap<E::Key, E>) -> MerkleRoot {
+    let rows: Vec<(&E::Key, &E)> = rows.iter().collect();
+    let leaves: Vec<(Bucket, [u8; HASH_LEN])> = rows
+        .par_iter()
+        .map(|(key, row)| (E::bucket_of(key), row.leaf().0))
+        .collect();
+    table_root_from_sorted(&leaves).expect("BTreeMap iterates in key order")
+}
+
+impl CanonicalState {
+    /// An empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Path entries by path id.
+    pub fn paths(&self) -> &BTreeMap<PathId, PathEntry> {
+        &self.paths
+    }
+    /// Documents by id.
+    pub fn documents(&self) -> &BTreeMap<DocumentId, Document> {
+        &self.documents
+    }
+    /// Chunks by id.
+    pub fn chunks(&self) -> &BTreeMap<ChunkId, Chunk> {
+        &self.chunks
+    }
+    /// Embeddings by id.
+    pub fn embeddings(&self) -> &BTreeMap<EmbeddingId, Embedding> {
+        &self.embeddings
+    }
+    /// Edges, each its own key.
+    pub fn edges(&self) -> &BTreeMap<Edge, Edge> {
+        &self.edges
+    }
+
+    /// The path entry of `path`.
+    pub fn path(&self, path: &str) -> Option<&PathEntry> {
+        self.paths.get(&PathId::derive(path))
+    }
+
+    /// Adds a document with all its chunks and embeddings, and the system edges that link
+    /// them (`contains`, `embedded_as`, plus the given `next_window` edges).
+    ///
+    /// Everything is checked first and nothing is changed on error: every entity is
+    /// valid, the chunks are exactly sequences `0..n_chunks` of this document and match
+    /// its hierarchical hash, every embedding is of one of these chunks, every window
+    /// edge links two of them. Adding a document that is already present with the same
+    /// rows is a no-op; with other rows it is an error, since ids are derived from
+    /// content and the same id must mean the same rows.
+    pub fn insert_document(
+        &mut self,
+        document: Document,
+        chunks: Vec<Chunk>,
+        embeddings: Vec<Embedding>,
+        window_edges: Vec<Edge>,
+    ) -> Result<(), CoreError> {
+        const K: &str = "document";
+        document.validate()?;
+        let mut by_sequence: BTreeMap<u32, &Chunk> = BTreeMap::new();
+        for chunk in &chunks {
+            chunk.validate()?;
+            if chunk.document_id != document.id {
+                return Err(CoreError::invalid(
+                    K,
+                    format!(
+                        "chunk {} belongs to {}, not {}",
+                        chunk.id, chunk.document_id, document.id
+                    ),
+                ));
+            }
+            if chunk.byte_end() > document.text_length_bytes {
+                return Err(CoreError::invalid(
+                    K,
+                    format!(
+                        "chunk {} ends past the text ({} bytes)",
+                        chunk.id, document.text_length_bytes
+                    ),
+                ));
+            }
+            if by_sequence.insert(chunk.sequence, chunk).is_some() {
+                return Err(CoreError::invalid(
+                    K,
+                    format!("sequence {} twice", chunk.sequence),
+                ));
+            }
+        }
+        let expected: Vec<u32> = (0..document.n_chunks).collect();
+        if !by_sequence.keys().copied().eq(expected.iter().copied()) {
+            return Err(CoreError::invalid(
+                K,
+                format!("chunk sequences are not 0..{}", document.n_chunks),
+            ));
+        }
+        if hierarchical_hash(&chunks) != document.hierarchical_hash {
+            return Err(CoreError::invalid(
+                K,
+                "hierarchical hash does not match the chunks",
+            ));
+        }
+        let chunk_ids: BTreeSet<ChunkId> = chunks.iter().map(|c| c.id).collect();
+        for embedding in &embeddings {
+            embedding.validate()?;
+            if !chunk_ids.contains(&embedding.chunk_id) {
+                return Err(CoreError::invalid(
+                    K,
+                    format!(
+                        "embedding {} is of a chunk not in the document",
+                        embedding.id
+                    ),
+                ));
+            }
+        }
+        for edge in &window_edges {
+            edge.validate()?;
+            let inside = |id: EntityId| chunk_ids.contains(&ChunkId(id.0));
+            if edge.kind != EdgeKind::NEXT_WINDOW || !inside(edge.source) || !inside(edge.target) {
+                return Err(CoreError::invalid(
+                    K,
+                    format!("{edge:?} is not a next_window edge between its chunks"),
+                ));
+            }
+        }
+
+        let mut edges: Vec<Edge> = window_edges;
+        edges.extend(
+            chunks
+                .iter()
+                .map(|c| Edge::new(document.id, c.id, EdgeKind::CONTAINS)),
+        );
+        edges.extend(
+            embeddings
+                .iter()
+                .map(|e| Edge::new(e.chunk_id, e.id, EdgeKind::EMBEDDED_AS)),
+        );
+
+        if let Some(existing) = self.documents.get(&document.id) {
+            let same = *existing == document
+                && chunks.iter().all(|c| self.chunks.get(&c.id) == Some(c))
+                && embeddings
+                    .iter()
+                    .all(|e| self.embeddings.get(&e.id) == Some(e))
+                && edges.iter().all(|e| self.edges.contains_key(e));
+            if same {
+                return Ok(());
+            }
+            return Err(CoreError::invalid(
+                K,
+                format!("{} is already present with other rows", document.id),
+            ));
+        }
+        self.documents.insert(document.id, document);
+        self.chunks.extend(chunks.into_iter().map(|c| (c.id, c)));
+        self.embeddings
+            .extend(embeddings.into_iter().map(|e| (e.id, e)));
+        self.edges.extend(edges.into_iter().map(|e| (e, e)));
+        Ok(())
+    }
+
+    /// Binds a path to a present document, replacing any previous binding of that path;
+    /// a document left without paths is removed with everything it owns. Returns the
+    /// previous entry.
+    pub fn bind_path(&mut self, entry: PathEntry) -> Result<Option<PathEntry>, CoreError> {
+        entry.validate()?;
+        if !self.documents.contains_key(&entry.document_id) {
+            return Err(CoreError::invalid(
+                "path entry",
+                format!(
+                    "{:?} names the absent document {}",
+                    entry.path, entry.document_id
+                ),
+            ));
+        }
+        let previous = self.paths.insert(entry.id(), entry);
+        if let Some(old) = &previous {
+            self.collect_if_unreferenced(old.document_id);
+        }
+        Ok(previous)
+    }
+
+    /// Removes the binding of `path`; a document left without paths is removed with
+    /// everything it owns. Returns the removed entry.
+    pub fn unbind_path(&mut self, path: &str) -> Option<PathEntry> {
+        let removed = self.paths.remove(&PathId::derive(path))?;
+        self.collect_if_unreferenced(removed.document_id);
+        Some(removed)
+    }
+
+    /// Adds a user edge between two present documents, chunks or embeddings.
+    pub fn insert_edge(&mut self, edge: Edge) -> Result<(), CoreError> {
+        edge.validate()?;
+        if edge.kind.is_system() {
+            return Err(CoreError::invalid(
+                "edge",
+                "system edges come with their document",
+            ));
+        }
+        for end in [edge.source, edge.target] {
+            if !self.entity_exists(end) {
+                return Err(CoreError::invalid(
+                    "edge",
+                    format!("{end:?} does not exist"),
+                ));
+            }
+        }
+        self.edges.insert(edge, edge);
+        Ok(())
+    }
+
+    /// Removes a user edge; returns whether it was present.
+    pub fn remove_edge(&mut self, edge: &Edge) -> bool {
+        !edge.kind.is_system() && self.edges.remove(edge).is_some()
+    }
+
+    fn entity_exists(&self, id: EntityId) -> bool {
+        self.documents.contains_key(&DocumentId(id.0))
+            || self.chunks.contains_key(&ChunkId(id.0))
+            || self.embeddings.contains_key(&EmbeddingId(id.0))
+    }
+
+    fn collect_if_unreferenced(&mut self, document: DocumentId) {
+        if self.paths.values().any(|p| p.document_id == document) {
+            return;
+        }
+        if self.documents.remove(&document).is_none() {
+            return;
+        }
+        let chunks: BTreeSet<ChunkId> = self
+            .chunks
+            .values()
+            .filter(|c| c.document_id == document)
+            .map(|c| c.id)
+            .collect();
+        self.chunks.retain(|id, _| !chunks.contains(id));
+        let embeddings: BTreeSet<EmbeddingId> = self
+            .embeddings
+            .values()
+            .filter(|e| chunks.contains(&e.chunk_id))
+            .map(|e| e.id)
+            .collect();
+        self.embeddings.retain(|id, _| !embeddings.contains(id));
+        let gone = |id: EntityId| {
+            id.0 == document.0
+                || chunks.contains(&ChunkId(id.0))
+                || embeddings.contains(&EmbeddingId(id.0))
+        };
+        self.edges.retain(|e, _| !gone(e.source) && !gone(e.target));
+    }
+
+    /// The five table roots, each computed from all its rows.
+    pub fn table_roots(&self) -> TableRoots {
+        let ((paths, documents), (chunks, (embeddings, edges))) = rayon::join(
+            || rayon::join(|| table_root(&self.paths), || table_root(&self.documents)),
+            || {
+                rayon::join(
+                    || table_root(&self.chunks),
+                    || rayon::join(|| table_root(&self.embeddings), || table_root(&self.edges)),
+                )
+            },
+        );
+        TableRoots {
+            paths,
+            documents,
+            chunks,
+            embeddings,
+            edges,
+        }
+    }
+
+    /// The state root.
+    pub fn state_root(&self) -> StateRoot {
+        self.table_roots().state_root()
+    }
+
+    /// What changed from `self` to `newer`.
+    pub fn diff(&self, newer: &CanonicalState) -> StateDiff {
+        StateDiff::between(self, newer)
+    }
+
+    /// The inclusion proof of a chunk, or `None` if it is absent.
+    pub fn prove_chunk(&self, id: &ChunkId) -> Option<ChunkProof> {
+        let chunk = self.chunks.get(id)?.clone();
+        let bucket = Chunk::bucket_of(id);
+        let in_bucket: Vec<(&ChunkId, &Chunk)> = self
+            .chunks
+            .iter()
+            .filter(|(k, _)| Chunk::bucket_of(k) == bucket)
+            .collect();
+        let index = in_bucket.iter().position(|(k, _)| *k == id)?;
+        let leaves: Vec<[u8; HASH_LEN]> = in_bucket.iter().map(|(_, c)| c.leaf_hash().0).collect();
+        let path = merkle_path(&leaves, index)?;
+        let mut bucket_roots = vec![MerkleRoot::empty(); crate::bucket::N_BUCKETS];
+        let mut by_bucket: BTreeMap<Bucket, Vec<[u8; HASH_LEN]>> = BTreeMap::new();
+        for (key, row) in &self.chunks {
+            by_bucket
+                .entry(Chunk::bucket_of(key))
+                .or_default()
+                .push(row.leaf_hash().0);
+        }
+        for (b, leaves) in by_bucket {
+            bucket_roots[usize::from(b.0)] = merkle_root(&leaves);
+        }
+        let top = TopTree::from_bucket_roots(&bucket_roots).ok()?;
+        Some(ChunkProof {
+            chunk,
+            proof: InclusionProof {
+                table: Table::Chunks,
+                bucket: bucket.0,
+                path,
+                bucket_siblings: top.siblings(bucket),
+                table_roots: self.table_roots(),
+            },
+        })
+    }
+
+    /// Every broken invariant of the state, described; empty when the state is sound.
+    ///
+    /// Checks: every path names a present document and every document has a path; every
+    /// chunk's document is present, a document's chunks are exactly sequences
+    /// `0..n_chunks` and match its hierarchical hash; every embedding's chunk is present;
+    /// system edges are exactly the `contains` and `embedded_as` edges the rows imply,
+    /// `next_window` edges link windows of one symbol, user edges link present entities.
+    pub fn check_integrity(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut referenced: BTreeSet<DocumentId> = BTreeSet::new();
+        for entry in self.paths.values() {
+            referenced.insert(entry.document_id);
+            if !self.documents.contains_key(&entry.document_id) {
+                problems.push(format!(
+                    "path {:?} names absent document {}",
+                    entry.path, entry.document_id
+                ));
+            }
+        }
+        let mut by_document: BTreeMap<DocumentId, Vec<&Chunk>> = BTreeMap::new();
+        for chunk in self.chunks.values() {
+            by_document
+                .entry(chunk.document_id)
+                .or_default()
+                .push(chunk);
+            if !self.documents.contains_key(&chunk.document_id) {
+                problems.push(format!(
+                    "orphan chunk {} of absent document {}",
+                    chunk.id, chunk.document_id
+                ));
+            }
+        }
+        for document in self.documents.values() {
+            if !referenced.contains(&document.id) {
+                problems.push(format!("document {} has no path", document.id));
+            }
+            let chunks = by_document
+                .get(&document.id)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]);
+            let mut sequences: Vec<u32> = chunks.iter().map(|c| c.sequence).collect();
+            sequences.sort_unstable();
+            if !sequences.iter().copied().eq(0..document.n_chunks) {
+                problems.push(format!(
+                    "document {} has chunk sequences {:?}, expected 0..{}",
+                    document.id, sequences, document.n_chunks
+                ));
+            } else if hierarchical_hash(chunks.iter().copied()) != document.hierarchical_hash {
+                problems.push(format!(
+                    "document {} hierarchical hash mismatch",
+                    document.id
+                ));
+            }
+        }
+        for embedding in self.embeddings.values() {
+            if !self.chunks.contains_key(&embedding.chunk_id) {
+                problems.push(format!(
+                    "orphan embedding {} of absent chunk {}",
+                    embedding.id, embedding.chunk_id
+                ));
+            }
+        }
+        let mut implied: BTreeSet<Edge> = BTreeSet::new();
+        implied.extend(
+            self.chunks
+                .values()
+                .map(|c| Edge::new(c.document_id, c.id, EdgeKind::CONTAINS)),
+        );
+        implied.extend(
+            self.embeddings
+                .values()
+                .map(|e| Edge::new(e.chunk_id, e.id, EdgeKind::EMBEDDED_AS)),
+        );
+        for edge in self.edges.keys() {
+            match edge.kind {
+                EdgeKind::CONTAINS | EdgeKind::EMBEDDED_AS => {
+                    if !implied.remove(edge) {
+                        problems.push(format!("system edge {edge:?} not implied by any row"));
+                    }
+                }
+                EdgeKind::NEXT_WINDOW => {
+                    if !self.is_window_step(edge) {
+                        problems.push(format!(
+                            "next_window edge {edge:?} does not link consecutive windows"
+                        ));
+                    }
+                }
+                _ => {
+                    if !self.entity_exists(edge.source) || !self.entity_exists(edge.target) {
+                        problems.push(format!("user edge {edge:?} has an absent endpoint"));
+                    }
+                }
+            }
+        }
+        problems.extend(implied.iter().map(|e| format!("missing system edge {e:?}")));
+        problems
+    }
+
+    fn is_window_step(&self, edge: &Edge) -> bool {
+        let window = |id: EntityId| {
+            let chunk = self.chunks.get(&ChunkId(id.0))?;
+            match &chunk.kind {
+                ChunkKind::Code {
+                    symbol: Some(s), ..
+                } => Some((chunk.document_id, s.window?)),
+                _ => None,
+            }
+        };
+        match (window(edge.source), window(edge.target)) {
+            (Some((da, wa)), Some((db, wb))) => {
+                da == db && wa.count == wb.count && wa.index + 1 == wb.index
+            }
+            _ => false,
+        }
+    }
+}

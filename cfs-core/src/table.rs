@@ -1,0 +1,206 @@
+//! The five committed tables, the [`Entity`] trait that ties each kind to its table, and
+//! the state root over the five table roots.
+
+use std::fmt::Debug;
+
+use borsh::{BorshDeserialize, BorshSerialize};
+
+use crate::bucket::Bucket;
+use crate::chunk::Chunk;
+use crate::document::Document;
+use crate::edge::Edge;
+use crate::embedding::Embedding;
+use crate::encode::Canonical;
+use crate::hash::{self, LeafHash, MerkleRoot, StateRoot};
+use crate::id::{ChunkId, DocumentId, EmbeddingId, PathId};
+use crate::path::PathEntry;
+
+/// A committed table. The order here is the order of the roots in the state root.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, BorshSerialize, BorshDeserialize,
+)]
+pub enum Table {
+    /// 0: path entries, keyed by path id.
+    Paths,
+    /// 1: documents, keyed by document id.
+    Documents,
+    /// 2: chunks, keyed by chunk id.
+    Chunks,
+    /// 3: embeddings, keyed by embedding id.
+    Embeddings,
+    /// 4: edges, keyed by (source, target, kind).
+    Edges,
+}
+
+impl Table {
+    /// All tables in state-root order.
+    pub const ALL: [Table; 5] = [
+        Table::Paths,
+        Table::Documents,
+        Table::Chunks,
+        Table::Embeddings,
+        Table::Edges,
+    ];
+
+    /// Lower-case plural name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Paths => "paths",
+            Table::Documents => "documents",
+            Table::Chunks => "chunks",
+            Table::Embeddings => "embeddings",
+            Table::Edges => "edges",
+        }
+    }
+}
+
+/// An entity stored in one of the committed tables.
+pub trait Entity: Canonical + Clone + Send + Sync {
+    /// Its table.
+    const TABLE: Table;
+    /// Its key; the byte order of [`Entity::key_bytes`] is the order of `Key`.
+    type Key: Ord + Copy + Debug + Send + Sync;
+    /// Its key.
+    fn key(&self) -> Self::Key;
+    /// The key's bytes, whose leading bits choose the bucket.
+    fn key_bytes(key: &Self::Key) -> &[u8];
+    /// Its Merkle leaf: `derive_key(LEAF_<table>, encode(self))`.
+    fn leaf(&self) -> LeafHash;
+    /// The bucket its key falls in.
+    fn bucket_of(key: &Self::Key) -> Bucket {
+        Bucket::of_key(Self::key_bytes(key))
+    }
+}
+
+impl Entity for PathEntry {
+    const TABLE: Table = Table::Paths;
+    type Key = PathId;
+    fn key(&self) -> PathId {
+        self.id()
+    }
+    fn key_bytes(key: &PathId) -> &[u8] {
+        &key.0
+    }
+    fn leaf(&self) -> LeafHash {
+        self.leaf_hash()
+    }
+}
+
+impl Entity for Document {
+    const TABLE: Table = Table::Documents;
+    type Key = DocumentId;
+    fn key(&self) -> DocumentId {
+        self.id
+    }
+    fn key_bytes(key: &DocumentId) -> &[u8] {
+        &key.0
+    }
+    fn leaf(&self) -> LeafHash {
+        self.leaf_hash()
+    }
+}
+
+impl Entity for Chunk {
+    const TABLE: Table = Table::Chunks;
+    type Key = ChunkId;
+    fn key(&self) -> ChunkId {
+        self.id
+    }
+    fn key_bytes(key: &ChunkId) -> &[u8] {
+        &key.0
+    }
+    fn leaf(&self) -> LeafHash {
+        self.leaf_hash()
+    }
+}
+
+impl Entity for Embedding {
+    const TABLE: Table = Table::Embeddings;
+    type Key = EmbeddingId;
+    fn key(&self) -> EmbeddingId {
+        self.id
+    }
+    fn key_bytes(key: &EmbeddingId) -> &[u8] {
+        &key.0
+    }
+    fn leaf(&self) -> LeafHash {
+        self.leaf_hash()
+    }
+}
+
+impl Entity for Edge {
+    const TABLE: Table = Table::Edges;
+    type Key = Edge;
+    fn key(&self) -> Edge {
+        *self
+    }
+    /// The bucket of an edge is chosen by its source id; edges sort by the full key.
+    fn key_bytes(key: &Edge) -> &[u8] {
+        &key.source.0
+    }
+    fn leaf(&self) -> LeafHash {
+        self.leaf_hash()
+    }
+}
+
+/// The roots of the five tables. Field order is table order and encoding order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, BorshSerialize, BorshDeserialize)]
+pub struct TableRoots {
+    /// Root of the paths table.
+    pub paths: MerkleRoot,
+    /// Root of the documents table.
+    pub documents: MerkleRoot,
+    /// Root of the chunks table.
+    pub chunks: MerkleRoot,
+    /// Root of the embeddings table.
+    pub embeddings: MerkleRoot,
+    /// Root of the edges table.
+    pub edges: MerkleRoot,
+}
+
+impl TableRoots {
+    /// The roots of five empty tables.
+    pub fn empty() -> Self {
+        let root = crate::bucket::TopTree::new().root();
+        Self {
+            paths: root,
+            documents: root,
+            chunks: root,
+            embeddings: root,
+            edges: root,
+        }
+    }
+
+    /// The root of `table`.
+    pub fn get(&self, table: Table) -> MerkleRoot {
+        match table {
+            Table::Paths => self.paths,
+            Table::Documents => self.documents,
+            Table::Chunks => self.chunks,
+            Table::Embeddings => self.embeddings,
+            Table::Edges => self.edges,
+        }
+    }
+
+    /// Sets the root of `table`.
+    pub fn set(&mut self, table: Table, root: MerkleRoot) {
+        match table {
+            Table::Paths => self.paths = root,
+            Table::Documents => self.documents = root,
+            Table::Chunks => self.chunks = root,
+            Table::Embeddings => self.embeddings = root,
+            Table::Edges => self.edges = root,
+        }
+    }
+
+    /// `derive_key(STATE_ROOT, paths || documents || chunks || embeddings || edges)`.
+    pub fn state_root(&self) -> StateRoot {
+        hash::state(&[
+            &self.paths.0,
+            &self.documents.0,
+            &self.chunks.0,
+            &self.embeddings.0,
+            &self.edges.0,
+        ])
+    }
+}

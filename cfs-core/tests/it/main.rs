@@ -1,0 +1,4 @@
+//! Integration tests of cfs-core: test vectors and properties.
+
+mod properties;
+mod vectors;
