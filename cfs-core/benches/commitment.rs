@@ -1,1 +1,108 @@
-fn main() {}
+//! Cost of the commitment at one million chunk leaves: the full state root (what
+//! `verify` recomputes) and the update of one bucket (what a one-file commit pays).
+//!
+//! Run: `cargo bench -p cfs-core --bench commitment`. Each benchmark checks its result
+//! against an independent computation before timing it.
+
+use std::hint::black_box;
+
+use cfs_core::{
+    Bucket, BucketedTable, Chunk, ChunkKind, DocumentId, TableRoots, table_root_from_sorted,
+};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use rayon::prelude::*;
+
+const N_LEAVES: u32 = 1_000_000;
+
+/// Sorted (bucket, leaf) pairs with uniformly spread 16-byte keys, as chunk ids are.
+fn leaves(n: u32) -> Vec<([u8; 16], Bucket, [u8; 32])> {
+    let mut out: Vec<([u8; 16], Bucket, [u8; 32])> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let h = blake3::hash(&i.to_le_bytes());
+            let key: [u8; 16] = h.as_bytes()[..16].try_into().expect("16 bytes");
+            let leaf = *blake3::hash(h.as_bytes()).as_bytes();
+            (key, Bucket::of_key(&key), leaf)
+        })
+        .collect();
+    out.par_sort_unstable_by_key(|(k, _, _)| *k);
+    out
+}
+
+fn state_root_at_one_million(c: &mut Criterion) {
+    let rows = leaves(N_LEAVES);
+    let sorted: Vec<(Bucket, [u8; 32])> = rows.iter().map(|(_, b, l)| (*b, *l)).collect();
+    let mut table = BucketedTable::new();
+    for (key, bucket, leaf) in &rows {
+        table.insert(*bucket, *key, *leaf);
+    }
+    let full = table_root_from_sorted(&sorted).expect("sorted");
+    assert_eq!(table.root(), full, "incremental and full roots disagree");
+
+    let mut group = c.benchmark_group("commitment_1M");
+    group.sample_size(10);
+    group.bench_function("state_root_full_1M_chunk_leaves", |b| {
+        b.iter(|| {
+            let chunks = table_root_from_sorted(black_box(&sorted)).expect("sorted");
+            let mut roots = TableRoots::empty();
+            roots.chunks = chunks;
+            black_box(roots.state_root())
+        })
+    });
+
+    // One-file edit: one chunk replaced, i.e. one leaf removed and one inserted (in
+    // general in two buckets), then the root.
+    let mut i = 0u32;
+    group.sample_size(100);
+    group.bench_function("one_chunk_update_1M", |b| {
+        b.iter_batched(
+            || {
+                i += 1;
+                let (key, bucket, _) = rows[(i as usize * 7919) % rows.len()];
+                let fresh = blake3::hash(&(N_LEAVES + i).to_le_bytes());
+                let new_key: [u8; 16] = fresh.as_bytes()[..16].try_into().expect("16 bytes");
+                (key, bucket, new_key, *fresh.as_bytes())
+            },
+            |(key, bucket, new_key, leaf)| {
+                table.remove(bucket, &key);
+                table.insert(Bucket::of_key(&new_key), new_key, leaf);
+                black_box(table.root())
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+fn chunk_leaf_hashing(c: &mut Criterion) {
+    let doc = DocumentId([9; 16]);
+    let chunks: Vec<Chunk> = (0..10_000u32)
+        .map(|i| {
+            let text = format!("fn item_{i}() {{ let x = {i}; x * 2 }}\n").repeat(20);
+            Chunk::new(
+                doc,
+                i,
+                u64::from(i) * 800,
+                i + 1,
+                i + 20,
+                ChunkKind::Text,
+                text,
+            )
+            .expect("valid chunk")
+        })
+        .collect();
+    let mut group = c.benchmark_group("leaf_hashing");
+    group.throughput(criterion::Throughput::Elements(chunks.len() as u64));
+    group.bench_function("chunk_leaf_10k_chunks_of_800_bytes", |b| {
+        b.iter(|| {
+            chunks
+                .iter()
+                .map(|c| c.leaf_hash().0[0] as u64)
+                .sum::<u64>()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, state_root_at_one_million, chunk_leaf_hashing);
+criterion_main!(benches);

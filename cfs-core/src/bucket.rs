@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use crate::error::{CoreError, ProofError};
 use crate::hash::{self, HASH_LEN, MerkleRoot};
-use crate::merkle::{MerklePath, merkle_path, merkle_root, root_from_path};
+use crate::merkle::{MerklePath, complete_tree_path, merkle_path, merkle_root, root_from_path};
 
 /// Bits of a key that choose its bucket.
 pub const BUCKET_BITS: u32 = 10;
@@ -119,12 +119,8 @@ impl TopTree {
                 bucket.0
             )));
         }
-        let path = MerklePath {
-            index: u32::from(bucket.0),
-            count: N_BUCKETS as u32,
-            siblings: siblings.to_vec(),
-        };
-        root_from_path(&bucket_root.0, &path)
+        let path = complete_tree_path(bucket.index(), siblings);
+        Ok(root_from_path(&bucket_root.0, &path))
     }
 }
 

@@ -223,13 +223,13 @@ fn validate_kind(kind: &ChunkKind) -> Result<(), CoreError> {
                 if let Some(parent) = &symbol.parent {
                     check_len(K, "parent", parent.len(), MAX_LABEL_BYTES)?;
                 }
-                if let Some(w) = symbol.window {
-                    if w.count < 2 || w.index >= w.count {
-                        return Err(CoreError::invalid(
-                            K,
-                            format!("window {} of {} is out of range", w.index, w.count),
-                        ));
-                    }
+                if let Some(w) = symbol.window
+                    && (w.count < 2 || w.index >= w.count)
+                {
+                    return Err(CoreError::invalid(
+                        K,
+                        format!("window {} of {} is out of range", w.index, w.count),
+                    ));
                 }
             }
         }

@@ -236,7 +236,7 @@ pub fn hex_decode(text: &str) -> Result<Vec<u8>, CoreError> {
         }
     }
     let bytes = text.as_bytes();
-    if bytes.len() % 2 != 0 {
+    if !bytes.len().is_multiple_of(2) {
         return Err(CoreError::InvalidInput(format!(
             "hex string has odd length {}",
             bytes.len()

@@ -35,7 +35,7 @@ pub use hash::{
     context, hex_decode, hex_encode,
 };
 pub use id::{ChunkId, DocumentId, EmbeddingId, PathId, namespace};
-pub use merkle::{MerklePath, merkle_path, merkle_root, root_from_path};
+pub use merkle::{MerklePath, PathStep, merkle_path, merkle_root, root_from_path};
 pub use path::{MAX_PATH_BYTES, PathEntry, validate_rel_path};
 pub use proof::{ChunkProof, InclusionProof};
 pub use record::{ChangeSummary, StateRecord, TableChange};

@@ -4,12 +4,12 @@
 //! bucket roots). Each layer pairs neighbours left to right into
 //! `derive_key(NODE, left || right)`; the last node of an odd layer is promoted to the
 //! next layer unchanged. One leaf is its own root; no leaves give the `EMPTY` root. A
-//! path (proof) lists the siblings from the leaf upwards, skipping promoted levels.
+//! path (proof) lists the siblings from the leaf upwards with their sides, skipping
+//! promoted levels.
 
 use borsh::{BorshDeserialize, BorshSerialize};
 use rs_merkle::{Hasher, MerkleTree};
 
-use crate::error::ProofError;
 use crate::hash::{self, HASH_LEN, MerkleRoot};
 
 /// rs_merkle hasher whose inner nodes are `derive_key(NODE, left || right)`.
@@ -56,15 +56,40 @@ pub fn merkle_root(leaves: &[[u8; HASH_LEN]]) -> MerkleRoot {
     }
 }
 
-/// Where a leaf sits in a tree and the siblings that lead from it to the root.
-#[derive(Clone, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize)]
+/// One step up a Merkle path: a sibling and the side it is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, BorshSerialize, BorshDeserialize)]
+pub struct PathStep {
+    /// True if the sibling is the left child (the node so far is the right one).
+    pub sibling_is_left: bool,
+    /// The sibling's hash.
+    pub sibling: MerkleRoot,
+}
+
+/// The steps from a leaf up to the root, promoted levels skipped.
+///
+/// A path carries sides rather than a leaf index and count: those are not committed by
+/// the root, so a path built on them could be altered and still verify, whereas every
+/// bit of a path of steps is bound by the hashes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, BorshSerialize, BorshDeserialize)]
 pub struct MerklePath {
-    /// 0-based index of the leaf.
-    pub index: u32,
-    /// Number of leaves in the tree.
-    pub count: u32,
-    /// Sibling hashes from the leaf's layer upwards, promoted levels skipped.
-    pub siblings: Vec<MerkleRoot>,
+    /// Steps from the leaf's layer upwards.
+    pub steps: Vec<PathStep>,
+}
+
+/// The sides of the siblings of leaf `index` among `count`, from the bottom up: for each
+/// layer with a sibling, whether that sibling is on the left.
+fn sibling_sides(mut index: usize, mut width: usize) -> Vec<bool> {
+    let mut sides = Vec::new();
+    while width > 1 {
+        if index % 2 == 1 {
+            sides.push(true);
+        } else if index + 1 < width {
+            sides.push(false);
+        }
+        index /= 2;
+        width = width.div_ceil(2);
+    }
+    sides
 }
 
 /// The path of leaf `index` in the tree over `leaves`; `None` if out of range.
@@ -72,58 +97,48 @@ pub fn merkle_path(leaves: &[[u8; HASH_LEN]], index: usize) -> Option<MerklePath
     if index >= leaves.len() {
         return None;
     }
-    let siblings = if leaves.len() == 1 {
-        Vec::new()
-    } else {
-        MerkleTree::<NodeHasher>::from_leaves(leaves)
-            .proof(&[index])
-            .proof_hashes()
-            .iter()
-            .map(|h| MerkleRoot(*h))
-            .collect()
-    };
-    Some(MerklePath {
-        index: u32::try_from(index).ok()?,
-        count: u32::try_from(leaves.len()).ok()?,
-        siblings,
-    })
+    if leaves.len() == 1 {
+        return Some(MerklePath::default());
+    }
+    let tree = MerkleTree::<NodeHasher>::from_leaves(leaves);
+    let proof = tree.proof(&[index]);
+    let sides = sibling_sides(index, leaves.len());
+    debug_assert_eq!(sides.len(), proof.proof_hashes().len());
+    let steps = sides
+        .into_iter()
+        .zip(proof.proof_hashes())
+        .map(|(sibling_is_left, h)| PathStep {
+            sibling_is_left,
+            sibling: MerkleRoot(*h),
+        })
+        .collect();
+    Some(MerklePath { steps })
 }
 
-/// Recomputes the root from a leaf and its path, rejecting a path whose index, count or
-/// number of siblings does not fit.
-pub fn root_from_path(leaf: &[u8; HASH_LEN], path: &MerklePath) -> Result<MerkleRoot, ProofError> {
-    if path.index >= path.count {
-        return Err(ProofError::MalformedPath(format!(
-            "index {} not below count {}",
-            path.index, path.count
-        )));
-    }
-    let mut node = *leaf;
-    let mut index = path.index;
-    let mut width = path.count;
-    let mut siblings = path.siblings.iter();
-    while width > 1 {
-        let sibling_needed = index % 2 == 1 || index + 1 < width;
-        if sibling_needed {
-            let sibling = siblings.next().ok_or_else(|| {
-                ProofError::MalformedPath(format!("too few siblings for count {}", path.count))
-            })?;
-            node = if index % 2 == 1 {
-                hash::node(&sibling.0, &node)
-            } else {
-                hash::node(&node, &sibling.0)
-            };
+/// The path of position `index` in a complete tree of `2^depth` leaves, given its
+/// siblings from the bottom up; the sides come from the bits of `index`.
+pub(crate) fn complete_tree_path(index: usize, siblings: &[MerkleRoot]) -> MerklePath {
+    let steps = siblings
+        .iter()
+        .enumerate()
+        .map(|(level, sibling)| PathStep {
+            sibling_is_left: (index >> level) & 1 == 1,
+            sibling: *sibling,
+        })
+        .collect();
+    MerklePath { steps }
+}
+
+/// The root that a leaf and its path lead to.
+pub fn root_from_path(leaf: &[u8; HASH_LEN], path: &MerklePath) -> MerkleRoot {
+    let node = path.steps.iter().fold(*leaf, |node, step| {
+        if step.sibling_is_left {
+            hash::node(&step.sibling.0, &node)
+        } else {
+            hash::node(&node, &step.sibling.0)
         }
-        index /= 2;
-        width = width.div_ceil(2);
-    }
-    if siblings.next().is_some() {
-        return Err(ProofError::MalformedPath(format!(
-            "too many siblings for count {}",
-            path.count
-        )));
-    }
-    Ok(MerkleRoot(node))
+    });
+    MerkleRoot(node)
 }
 
 #[cfg(test)]
@@ -152,14 +167,17 @@ mod tests {
             let root = merkle_root(&l);
             for i in 0..usize::from(n) {
                 let path = merkle_path(&l, i).unwrap();
-                assert_eq!(root_from_path(&l[i], &path).unwrap(), root, "n={n} i={i}");
+                assert_eq!(root_from_path(&l[i], &path), root, "n={n} i={i}");
                 let mut extra = path.clone();
-                extra.siblings.push(MerkleRoot([0; 32]));
-                assert!(root_from_path(&l[i], &extra).is_err());
-                if !path.siblings.is_empty() {
-                    let mut short = path.clone();
-                    short.siblings.pop();
-                    assert!(root_from_path(&l[i], &short).is_err());
+                extra.steps.push(PathStep {
+                    sibling_is_left: false,
+                    sibling: MerkleRoot([0; 32]),
+                });
+                assert_ne!(root_from_path(&l[i], &extra), root);
+                for k in 0..path.steps.len() {
+                    let mut flipped = path.clone();
+                    flipped.steps[k].sibling_is_left ^= true;
+                    assert_ne!(root_from_path(&l[i], &flipped), root);
                 }
             }
             assert!(merkle_path(&l, usize::from(n)).is_none());

@@ -22,7 +22,7 @@ pub struct InclusionProof {
     pub table: Table,
     /// The bucket the leaf is in.
     pub bucket: u16,
-    /// The leaf's path within its bucket.
+    /// The leaf's path within its bucket, from the bottom up.
     pub path: MerklePath,
     /// Siblings of the bucket root in the table's top tree, from the bottom up.
     pub bucket_siblings: Vec<MerkleRoot>,
@@ -44,7 +44,7 @@ impl InclusionProof {
                 actual: key_bucket.0,
             });
         }
-        let bucket_root = root_from_path(&leaf.0, &self.path)?;
+        let bucket_root = root_from_path(&leaf.0, &self.path);
         let table_root =
             TopTree::root_from_siblings(Bucket(self.bucket), bucket_root, &self.bucket_siblings)?;
         let claimed = self.table_roots.get(self.table);

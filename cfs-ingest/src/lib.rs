@@ -1,1 +1,24 @@
-//! placeholder
+//! cfs-ingest: from files to canonical rows.
+//!
+//! Detection, decoding to canonical text, chunking, embedding and directory walking.
+//! Everything here is deterministic: the same bytes give the same document, chunks and
+//! embeddings on every machine, in any order, on any thread.
+
+mod decode;
+mod detect;
+mod embed;
+mod error;
+mod pipeline;
+mod text;
+mod walk;
+
+pub use decode::{DecodeFailure, Decoded, decode};
+pub use detect::{Detected, Format, Language, by_name, detect};
+pub use embed::{EmbedError, Embedder, HashEmbedder, feature_hash, identifier_parts, is_word_char};
+pub use error::IngestError;
+pub use pipeline::{
+    DEFAULT_MAX_FILE_BYTES, IngestConfig, Ingested, JSON_PARSER, Parsed, TEXT_CHUNKER, TEXT_PARSER,
+    embed_chunks, embedding_text, ingest_file, parse_file,
+};
+pub use text::{ChunkParams, MIN_MAX_BYTES, Span, chunk_text};
+pub use walk::{DEFAULT_IGNORED_DIRS, Walk, WalkEntry, rel_path_string, walk};

@@ -1,4 +1,5 @@
 //! Integration tests of cfs-core: test vectors and properties.
 
 mod properties;
+mod tidy;
 mod vectors;

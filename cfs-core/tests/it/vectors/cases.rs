@@ -564,7 +564,7 @@ fn merkle() -> FileSpec {
     }
     FileSpec {
         name: "merkle.json",
-        comment: "Merkle trees and the bucketed table commitment (docs/spec.md sections 'Merkle trees' and 'Table roots'). merkle: leaves are given as hex (leaf i is BLAKE3(u32le(i))); the root pairs neighbours into derive_key(NODE, left || right), promotes the last node of an odd layer unchanged, a single leaf is the root, no leaves give derive_key(EMPTY, ''); paths list each leaf's siblings from the bottom up, promoted levels skipped. bucket: the first 10 bits of the key, big-endian (for an edge key, of its source). table: entries [key, leaf] are sorted by key bytes, grouped into 1024 buckets, each bucket root is the merkle root of its leaves, the table root is the merkle root of the 1024 bucket roots in bucket order (empty buckets give the empty root). A generated table of n leaves has key i = BLAKE3('cfs test key ' || u32le(i))[0..16] and leaf i = BLAKE3('cfs test leaf ' || u32le(i)).",
+        comment: "Merkle trees and the bucketed table commitment (docs/spec.md sections 'Merkle trees' and 'Table roots'). merkle: leaves are given as hex (leaf i is BLAKE3(u32le(i))); the root pairs neighbours into derive_key(NODE, left || right), promotes the last node of an odd layer unchanged, a single leaf is the root, no leaves give derive_key(EMPTY, ''); paths list, for each leaf (by index), the steps from the bottom up, promoted levels skipped: each step is the sibling and whether it is on the left. bucket: the first 10 bits of the key, big-endian (for an edge key, of its source). table: entries [key, leaf] are sorted by key bytes, grouped into 1024 buckets, each bucket root is the merkle root of its leaves, the table root is the merkle root of the 1024 bucket roots in bucket order (empty buckets give the empty root). A generated table of n leaves has key i = BLAKE3('cfs test key ' || u32le(i))[0..16] and leaf i = BLAKE3('cfs test leaf ' || u32le(i)).",
         cases,
     }
 }
@@ -785,7 +785,7 @@ fn proofs() -> FileSpec {
     let mut tampered: Vec<(&str, Value, String)> =
         vec![("untampered proof", proof.clone(), root.clone())];
     let mut p = proof.clone();
-    p["siblings"][0] = json!(flip(p["siblings"][0].as_str().expect("sibling")));
+    p["path"][0]["sibling"] = json!(flip(p["path"][0]["sibling"].as_str().expect("sibling")));
     tampered.push(("a flipped bit in a bucket-level sibling", p, root.clone()));
     let mut p = proof.clone();
     p["bucket_siblings"][3] = json!(flip(p["bucket_siblings"][3].as_str().expect("sibling")));
@@ -794,17 +794,17 @@ fn proofs() -> FileSpec {
     p["bucket_siblings"].as_array_mut().expect("array").pop();
     tampered.push(("a top-tree sibling missing", p, root.clone()));
     let mut p = proof.clone();
-    p["siblings"]
+    p["path"]
         .as_array_mut()
         .expect("array")
-        .push(json!(hex_encode(&[0; 32])));
-    tampered.push(("an extra sibling", p, root.clone()));
+        .push(json!({"left": false, "sibling": hex_encode(&[0; 32])}));
+    tampered.push(("an extra step", p, root.clone()));
     let mut p = proof.clone();
-    p["index"] = json!(1 - p["index"].as_u64().expect("index").min(1));
-    tampered.push(("another leaf index", p, root.clone()));
+    p["path"].as_array_mut().expect("array").pop();
+    tampered.push(("a step missing", p, root.clone()));
     let mut p = proof.clone();
-    p["count"] = json!(1);
-    tampered.push(("a leaf count of 1 with siblings", p, root.clone()));
+    p["path"][1]["left"] = json!(!p["path"][1]["left"].as_bool().expect("side"));
+    tampered.push(("a step's side flipped", p, root.clone()));
     let mut p = proof.clone();
     p["bucket"] = json!((p["bucket"].as_u64().expect("bucket") + 1) % 1024);
     tampered.push(("another bucket", p, root.clone()));
@@ -834,7 +834,7 @@ fn proofs() -> FileSpec {
     }
     FileSpec {
         name: "proofs.json",
-        comment: "Inclusion proofs of chunks (docs/spec.md section 'Inclusion proofs'). proof: build the state (as in state.json), then prove chunk `sequence` of document `document`: the chunk, its bucket, its index among the bucket's leaves in key order, the bucket's leaf count, the siblings within the bucket from the bottom up, the 10 siblings of the bucket root in the top tree from the bottom up, and the five table roots; expected are these fields, the canonical encoding of the proof and the state root. proof_check: verify a proof against a trusted state root (the chunk is valid, the table is chunks, the bucket is the chunk id's bucket, the path has exactly the siblings its index and count need, the recomputed chunks root equals the proof's, the state root of the proof's table roots equals the trusted one); expected is whether it verifies.",
+        comment: "Inclusion proofs of chunks (docs/spec.md section 'Inclusion proofs'). proof: build the state (as in state.json), then prove chunk `sequence` of document `document`: the chunk, its bucket, the path of its leaf among the bucket's leaves in key order (steps from the bottom up, each a sibling and whether it is on the left), the 10 siblings of the bucket root in the top tree from the bottom up, and the five table roots; expected are these fields, the canonical encoding of the proof and the state root. proof_check: verify a proof against a trusted state root (the chunk is valid, the table is chunks, the bucket is the chunk id's bucket, there are exactly 10 bucket siblings, the recomputed chunks root equals the proof's, the state root of the proof's table roots equals the trusted one); expected is whether it verifies.",
         cases,
     }
 }

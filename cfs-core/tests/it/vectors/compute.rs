@@ -189,7 +189,7 @@ pub fn compute(case: &Value) -> R<Value> {
             let paths: Vec<Value> = (0..leaves.len())
                 .map(|i| {
                     let p = merkle_path(&leaves, i).expect("index in range");
-                    json!({"index": i, "siblings": hexes(&p.siblings)})
+                    json!({"index": i, "path": path_to(&p)})
                 })
                 .collect();
             json!({"root": merkle_root(&leaves).to_hex(), "paths": paths})

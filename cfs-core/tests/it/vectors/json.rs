@@ -4,8 +4,8 @@
 use cfs_core::{
     Canonical, ChangeSummary, Chunk, ChunkId, ChunkKind, ChunkProof, ContentHash, Document,
     DocumentId, Edge, EdgeKind, Embedding, EmbeddingId, EntityId, InclusionProof, MerklePath,
-    MerkleRoot, MetaEntry, ModelHash, ParseProfile, PathEntry, StateRecord, StateRoot, Symbol,
-    SymbolKind, Table, TableChange, TableRoots, TextHash, Window, hex_decode, hex_encode,
+    MerkleRoot, MetaEntry, ModelHash, ParseProfile, PathEntry, PathStep, StateRecord, StateRoot,
+    Symbol, SymbolKind, Table, TableChange, TableRoots, TextHash, Window, hex_decode, hex_encode,
 };
 use serde_json::{Value, json};
 
@@ -340,14 +340,31 @@ pub fn roots_list(v: &Value, key: &str) -> R<Vec<MerkleRoot>> {
         .collect()
 }
 
+pub fn path_to(p: &MerklePath) -> Value {
+    p.steps
+        .iter()
+        .map(|s| json!({"left": s.sibling_is_left, "sibling": s.sibling.to_hex()}))
+        .collect()
+}
+pub fn path_from(steps: &[Value]) -> R<MerklePath> {
+    let steps = steps
+        .iter()
+        .map(|s| {
+            Ok(PathStep {
+                sibling_is_left: get(s, "left")?.as_bool().ok_or("left: bool")?,
+                sibling: MerkleRoot(h32_of(s, "sibling")?),
+            })
+        })
+        .collect::<R<Vec<_>>>()?;
+    Ok(MerklePath { steps })
+}
+
 pub fn proof_to(p: &ChunkProof) -> Value {
     json!({
         "chunk": chunk_to(&p.chunk),
         "table": p.proof.table.name(),
         "bucket": p.proof.bucket,
-        "index": p.proof.path.index,
-        "count": p.proof.path.count,
-        "siblings": hexes(&p.proof.path.siblings),
+        "path": path_to(&p.proof.path),
         "bucket_siblings": hexes(&p.proof.bucket_siblings),
         "table_roots": roots_to(&p.proof.table_roots),
     })
@@ -363,11 +380,7 @@ pub fn proof_from(v: &Value) -> R<ChunkProof> {
         proof: InclusionProof {
             table,
             bucket: u16::try_from(u64_of(v, "bucket")?).map_err(|e| e.to_string())?,
-            path: MerklePath {
-                index: u32_of(v, "index")?,
-                count: u32_of(v, "count")?,
-                siblings: roots_list(v, "siblings")?,
-            },
+            path: path_from(arr_of(v, "path")?)?,
             bucket_siblings: roots_list(v, "bucket_siblings")?,
             table_roots: roots_from(get(v, "table_roots")?)?,
         },

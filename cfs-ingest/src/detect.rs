@@ -1,0 +1,266 @@
+//! File type detection: by extension first (CFS-011 section 2, extended to the types a
+//! repository holds), then by content, so that binary files are recognised and skipped
+//! with a reason instead of being chunked.
+
+/// How a file is parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Plain text and every text format without a parser of its own.
+    Text,
+    /// Markdown.
+    Markdown,
+    /// HTML.
+    Html,
+    /// JSON.
+    Json,
+    /// PDF.
+    Pdf,
+    /// Source code in a language.
+    Code(Language),
+}
+
+/// A programming language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Language {
+    /// Rust.
+    Rust,
+    /// Go.
+    Go,
+    /// Python.
+    Python,
+    /// TypeScript.
+    TypeScript,
+    /// TSX.
+    Tsx,
+    /// JavaScript.
+    JavaScript,
+    /// JSX.
+    Jsx,
+    /// Another language, chunked as text; its name.
+    Other(&'static str),
+}
+
+impl Language {
+    /// Lower-case name, as stored in code chunks.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rust => "rust",
+            Self::Go => "go",
+            Self::Python => "python",
+            Self::TypeScript => "typescript",
+            Self::Tsx => "tsx",
+            Self::JavaScript => "javascript",
+            Self::Jsx => "jsx",
+            Self::Other(name) => name,
+        }
+    }
+}
+
+/// The detected type of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Detected {
+    /// MIME type recorded in the parse profile.
+    pub mime_type: &'static str,
+    /// How it is parsed.
+    pub format: Format,
+}
+
+const fn text(mime_type: &'static str) -> Detected {
+    Detected {
+        mime_type,
+        format: Format::Text,
+    }
+}
+const fn code(mime_type: &'static str, language: Language) -> Detected {
+    Detected {
+        mime_type,
+        format: Format::Code(language),
+    }
+}
+
+/// The type named by a file's extension (or its whole name), if cfs knows it.
+pub fn by_name(path: &str) -> Option<Detected> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let lower = name.to_ascii_lowercase();
+    match lower.as_str() {
+        "makefile" | "gnumakefile" => {
+            return Some(code("text/x-makefile", Language::Other("make")));
+        }
+        "dockerfile" | "containerfile" => {
+            return Some(code("text/x-dockerfile", Language::Other("dockerfile")));
+        }
+        "license" | "licence" | "copying" | "readme" | "changelog" | "authors" | "notice"
+        | "contributing" | ".gitignore" | ".gitattributes" | ".editorconfig" | "cargo.lock" => {
+            return Some(text("text/plain"));
+        }
+        _ => {}
+    }
+    let ext = lower.rsplit_once('.').map(|(_, e)| e)?;
+    Some(match ext {
+        "md" | "markdown" | "mdown" | "mkd" | "mdx" => Detected {
+            mime_type: "text/markdown",
+            format: Format::Markdown,
+        },
+        "txt" | "text" | "rst" | "adoc" | "asciidoc" | "org" | "tex" | "log" => text("text/plain"),
+        "pdf" => Detected {
+            mime_type: "application/pdf",
+            format: Format::Pdf,
+        },
+        "html" | "htm" | "xhtml" => Detected {
+            mime_type: "text/html",
+            format: Format::Html,
+        },
+        "json" | "jsonc" | "geojson" | "webmanifest" => Detected {
+            mime_type: "application/json",
+            format: Format::Json,
+        },
+        "rs" => code("text/x-rust", Language::Rust),
+        "go" => code("text/x-go", Language::Go),
+        "py" | "pyi" | "pyw" => code("text/x-python", Language::Python),
+        "ts" | "mts" | "cts" => code("text/typescript", Language::TypeScript),
+        "tsx" => code("text/tsx", Language::Tsx),
+        "js" | "mjs" | "cjs" => code("text/javascript", Language::JavaScript),
+        "jsx" => code("text/jsx", Language::Jsx),
+        "c" | "h" => code("text/x-c", Language::Other("c")),
+        "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => code("text/x-c++", Language::Other("cpp")),
+        "java" => code("text/x-java", Language::Other("java")),
+        "kt" | "kts" => code("text/x-kotlin", Language::Other("kotlin")),
+        "scala" => code("text/x-scala", Language::Other("scala")),
+        "swift" => code("text/x-swift", Language::Other("swift")),
+        "rb" => code("text/x-ruby", Language::Other("ruby")),
+        "php" => code("text/x-php", Language::Other("php")),
+        "cs" => code("text/x-csharp", Language::Other("csharp")),
+        "lua" => code("text/x-lua", Language::Other("lua")),
+        "zig" => code("text/x-zig", Language::Other("zig")),
+        "hs" => code("text/x-haskell", Language::Other("haskell")),
+        "ex" | "exs" => code("text/x-elixir", Language::Other("elixir")),
+        "erl" | "hrl" => code("text/x-erlang", Language::Other("erlang")),
+        "ml" | "mli" => code("text/x-ocaml", Language::Other("ocaml")),
+        "sh" | "bash" | "zsh" | "fish" => code("text/x-shellscript", Language::Other("shell")),
+        "ps1" => code("text/x-powershell", Language::Other("powershell")),
+        "sql" => code("application/sql", Language::Other("sql")),
+        "css" | "scss" | "sass" | "less" => code("text/css", Language::Other("css")),
+        "vue" | "svelte" => code(
+            "text/html",
+            Language::Other(if ext == "vue" { "vue" } else { "svelte" }),
+        ),
+        "proto" => code("text/x-protobuf", Language::Other("protobuf")),
+        "toml" => text("application/toml"),
+        "yaml" | "yml" => text("application/yaml"),
+        "xml" | "svg" | "xsd" | "xsl" => text("application/xml"),
+        "csv" | "tsv" => text("text/csv"),
+        "ini" | "cfg" | "conf" | "properties" | "env" => text("text/plain"),
+        "lock" => text("text/plain"),
+        _ => return None,
+    })
+}
+
+/// Known binary formats by their first bytes.
+const MAGIC: [(&[u8], &str); 16] = [
+    (b"\x89PNG\r\n\x1a\n", "PNG image"),
+    (b"\xFF\xD8\xFF", "JPEG image"),
+    (b"GIF87a", "GIF image"),
+    (b"GIF89a", "GIF image"),
+    (b"PK\x03\x04", "ZIP archive"),
+    (b"\x1F\x8B", "gzip data"),
+    (b"\x7FELF", "ELF executable"),
+    (b"MZ", "Windows executable"),
+    (b"\xCF\xFA\xED\xFE", "Mach-O executable"),
+    (b"\xCA\xFE\xBA\xBE", "Java class or Mach-O universal binary"),
+    (b"\0asm", "WebAssembly module"),
+    (b"SQLite format 3\0", "SQLite database"),
+    (b"BZh", "bzip2 data"),
+    (b"\xFD7zXZ\0", "xz data"),
+    (b"7z\xBC\xAF\x27\x1C", "7-Zip archive"),
+    (b"\x28\xB5\x2F\xFD", "zstd data"),
+];
+
+/// Detects a file from its relative path and its first bytes. `Err` carries the reason a
+/// file is not indexed (binary, unknown binary type).
+pub fn detect(path: &str, head: &[u8]) -> Result<Detected, String> {
+    let named = by_name(path);
+    if head.starts_with(b"%PDF-") {
+        return Ok(Detected {
+            mime_type: "application/pdf",
+            format: Format::Pdf,
+        });
+    }
+    if let Some((_, what)) = MAGIC.iter().find(|(magic, _)| head.starts_with(magic)) {
+        // "MZ" and "BZh" are short: trust them only when the name does not say text.
+        let weak = head.starts_with(b"MZ") || head.starts_with(b"BZh");
+        if !(weak && named.is_some()) {
+            return Err(format!("binary ({what})"));
+        }
+    }
+    if let Some(detected) = named {
+        if detected.format == Format::Pdf {
+            return Err("named .pdf but has no PDF header".into());
+        }
+        return Ok(detected);
+    }
+    if looks_binary(head) {
+        return Err("binary (unknown type)".into());
+    }
+    Ok(text("text/plain"))
+}
+
+/// Binary, unless it is UTF-16 (a BOM, or mostly zeros at one byte parity only): a NUL byte, or
+/// more than 10% of bytes that are control characters other than whitespace.
+fn looks_binary(head: &[u8]) -> bool {
+    if head.starts_with(b"\xFF\xFE") || head.starts_with(b"\xFE\xFF") {
+        return false;
+    }
+    if head.contains(&0) {
+        // Judge an even-length prefix, since `head` may cut a file anywhere.
+        let even = &head[..head.len() & !1];
+        return crate::decode::utf16_without_bom(even).is_none();
+    }
+    let control = head
+        .iter()
+        .filter(|b| **b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x0C))
+        .count();
+    control * 10 > head.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extensions() {
+        assert_eq!(by_name("a/README.md").unwrap().format, Format::Markdown);
+        assert_eq!(
+            by_name("x.TSX").unwrap().format,
+            Format::Code(Language::Tsx)
+        );
+        assert_eq!(by_name("lib.rs").unwrap().mime_type, "text/x-rust");
+        assert_eq!(
+            by_name("Makefile").unwrap().format,
+            Format::Code(Language::Other("make"))
+        );
+        assert!(by_name("photo.jpeg").is_none());
+    }
+
+    #[test]
+    fn content_decides_for_binaries() {
+        assert!(detect("a.txt", b"\x89PNG\r\n\x1a\n....").is_err());
+        assert!(detect("blob", b"\x00\x01\x02\x03").is_err());
+        assert_eq!(
+            detect("noext", b"plain words\n").unwrap().format,
+            Format::Text
+        );
+        assert_eq!(
+            detect("doc.bin", b"%PDF-1.7\n").unwrap().format,
+            Format::Pdf
+        );
+        assert!(detect("fake.pdf", b"hello").is_err());
+        // A text file that happens to start with MZ stays text.
+        assert_eq!(
+            detect("notes.txt", b"MZ is a word").unwrap().format,
+            Format::Text
+        );
+        // UTF-16 without BOM is not binary.
+        let utf16: Vec<u8> = "hello".encode_utf16().flat_map(u16::to_le_bytes).collect();
+        assert_eq!(detect("a", &utf16).unwrap().format, Format::Text);
+    }
+}

@@ -1,0 +1,283 @@
+//! Embedders: text to integer vectors.
+//!
+//! [`Embedder`] is the seam for any model. [`HashEmbedder`], the default, needs no
+//! download and is bit-exact everywhere: integer arithmetic only, signed feature hashing
+//! of words, identifier parts and character trigrams, L2-normalised in fixed point and
+//! quantised to `i16`. `docs/spec.md` ("The default embedder") is its normative
+//! description, and `test-vectors/embedder.json` pins its output.
+
+use cfs_core::ModelHash;
+
+/// Why a batch could not be embedded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmbedError {
+    /// The model failed on the batch.
+    #[error("embedding model {model}: {reason}")]
+    Model {
+        /// Model id.
+        model: String,
+        /// What failed.
+        reason: String,
+    },
+}
+
+/// Something that turns texts into vectors of one fixed dimension.
+pub trait Embedder: Send + Sync {
+    /// The model id; its hash is recorded with every vector.
+    fn model_id(&self) -> &str;
+    /// The vector dimension.
+    fn dimension(&self) -> usize;
+    /// Embeds a batch; the result has one vector of [`Embedder::dimension`] per text, in order.
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, EmbedError>;
+    /// `ModelHash::of(model_id)`.
+    fn model_hash(&self) -> ModelHash {
+        ModelHash::of(self.model_id())
+    }
+}
+
+/// Feature tags: the first byte hashed with each feature.
+const TAG_WORD: u8 = b'w';
+const TAG_PART: u8 = b's';
+const TAG_TRIGRAM: u8 = b'g';
+/// Weights of the feature kinds.
+const WEIGHT_WORD: i64 = 2;
+const WEIGHT_PART: i64 = 2;
+const WEIGHT_TRIGRAM: i64 = 1;
+/// Most trigrams taken from one word.
+const MAX_TRIGRAMS_PER_WORD: usize = 32;
+/// Largest output component.
+const SCALE: i128 = 32767;
+
+/// The default embedder: feature hashing into `dimension` signed buckets.
+#[derive(Clone, Debug)]
+pub struct HashEmbedder {
+    dimension: usize,
+    model_id: String,
+}
+
+impl Default for HashEmbedder {
+    fn default() -> Self {
+        Self::new(256)
+    }
+}
+
+impl HashEmbedder {
+    /// A hash embedder of `dimension` components (at least 1).
+    pub fn new(dimension: usize) -> Self {
+        let dimension = dimension.max(1);
+        Self {
+            dimension,
+            model_id: format!("cfs-hash-embed/1 dim={dimension}"),
+        }
+    }
+
+    /// Embeds one text.
+    pub fn embed(&self, text: &str) -> Vec<i16> {
+        let mut acc = vec![0i64; self.dimension];
+        for_each_feature(text, |tag, feature, weight| {
+            let h = feature_hash(tag, feature);
+            let index = (h % self.dimension as u64) as usize;
+            let signed = if h >> 63 == 1 { -weight } else { weight };
+            acc[index] += signed;
+        });
+        normalize(&acc)
+    }
+}
+
+impl Embedder for HashEmbedder {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, EmbedError> {
+        Ok(texts.iter().map(|t| self.embed(t)).collect())
+    }
+}
+
+/// True for the characters words are made of: ASCII letters, digits and `_`, and every
+/// non-ASCII character except U+0080..U+00BF (Latin-1 controls, punctuation and
+/// symbols), U+00D7, U+00F7, U+2000..U+206F (General Punctuation), U+3000..U+303F (CJK
+/// Symbols and Punctuation), U+FE30..U+FE4F, U+FEFF and U+FF00..U+FF0F.
+pub fn is_word_char(c: char) -> bool {
+    match c {
+        'a'..='z' | 'A'..='Z' | '0'..='9' | '_' => true,
+        '\0'..='\u{7f}' => false,
+        '\u{80}'..='\u{bf}' | '\u{d7}' | '\u{f7}' => false,
+        '\u{2000}'..='\u{206f}' | '\u{3000}'..='\u{303f}' => false,
+        '\u{fe30}'..='\u{fe4f}' | '\u{feff}' | '\u{ff00}'..='\u{ff0f}' => false,
+        _ => true,
+    }
+}
+
+/// Splits an identifier into its parts: at `_`, between a lower-case letter or digit and
+/// an upper-case letter, between letters and digits, and before the last upper-case
+/// letter of an upper-case run followed by a lower-case one (`HTTPServer` -> `HTTP`,
+/// `Server`). Parts are lower-cased (ASCII).
+pub fn identifier_parts(word: &str) -> Vec<String> {
+    let chars: Vec<char> = word.chars().collect();
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '_' {
+            if !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        if let Some(&prev) = i.checked_sub(1).and_then(|p| chars.get(p)) {
+            let next = chars.get(i + 1).copied();
+            let boundary = (c.is_ascii_uppercase()
+                && (prev.is_ascii_lowercase() || prev.is_ascii_digit()))
+                || (c.is_ascii_digit() && prev.is_ascii_alphabetic())
+                || (c.is_ascii_alphabetic() && prev.is_ascii_digit())
+                || (c.is_ascii_uppercase()
+                    && prev.is_ascii_uppercase()
+                    && next.is_some_and(|n| n.is_ascii_lowercase()));
+            if boundary && !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
+            }
+        }
+        current.push(c.to_ascii_lowercase());
+    }
+    if !current.is_empty() {
+        parts.push(current);
+    }
+    parts
+}
+
+/// Calls `f(tag, feature, weight)` for every feature of `text`, in text order.
+fn for_each_feature(text: &str, mut f: impl FnMut(u8, &str, i64)) {
+    let mut rest = text;
+    let mut padded = String::new();
+    while !rest.is_empty() {
+        let Some(start) = rest.find(is_word_char) else {
+            break;
+        };
+        let tail = &rest[start..];
+        let len = tail.find(|c: char| !is_word_char(c)).unwrap_or(tail.len());
+        let word = &tail[..len];
+        rest = &tail[len..];
+        let lower = word.to_ascii_lowercase();
+        f(TAG_WORD, &lower, WEIGHT_WORD);
+        let parts = identifier_parts(word);
+        if parts.len() > 1 {
+            for part in &parts {
+                f(TAG_PART, part, WEIGHT_PART);
+            }
+        }
+        if lower.chars().count() >= 3 {
+            padded.clear();
+            padded.push('^');
+            padded.push_str(&lower);
+            padded.push('$');
+            let bounds: Vec<usize> = padded
+                .char_indices()
+                .map(|(i, _)| i)
+                .chain(std::iter::once(padded.len()))
+                .collect();
+            for w in bounds.windows(4).take(MAX_TRIGRAMS_PER_WORD) {
+                f(TAG_TRIGRAM, &padded[w[0]..w[3]], WEIGHT_TRIGRAM);
+            }
+        }
+    }
+}
+
+/// FNV-1a (64-bit) over `tag || feature`, finished with the splitmix64 mixer.
+pub fn feature_hash(tag: u8, feature: &str) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = OFFSET;
+    for &b in std::iter::once(&tag).chain(feature.as_bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(PRIME);
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// Integer square root (floor).
+fn isqrt(n: u128) -> u128 {
+    if n < 2 {
+        return n;
+    }
+    let mut x = n;
+    let mut y = x.div_ceil(2);
+    while y < x {
+        x = y;
+        y = (x + n / x) / 2;
+    }
+    x
+}
+
+/// With `r = floor(sqrt(2^32 * sum v^2))` (the norm with 16 fractional bits), each
+/// component is `round(v * 32767 * 2^16 / r)`, halves away from zero, clamped to
+/// `[-32767, 32767]`; all-zero input stays zero.
+fn normalize(acc: &[i64]) -> Vec<i16> {
+    let norm2: u128 = acc
+        .iter()
+        .map(|&v| (i128::from(v) * i128::from(v)) as u128)
+        .sum();
+    let r = isqrt(norm2 << 32) as i128;
+    if r == 0 {
+        return vec![0; acc.len()];
+    }
+    acc.iter()
+        .map(|&v| {
+            let scaled = (i128::from(v) * SCALE) << 16;
+            let q = (2 * scaled + scaled.signum() * r) / (2 * r);
+            q.clamp(-SCALE, SCALE) as i16
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifier_parts_split_like_code() {
+        assert_eq!(
+            identifier_parts("parseHTTPServer2Config"),
+            ["parse", "http", "server", "2", "config"]
+        );
+        assert_eq!(
+            identifier_parts("snake_case_name"),
+            ["snake", "case", "name"]
+        );
+        assert_eq!(identifier_parts("plain"), ["plain"]);
+        assert_eq!(identifier_parts("__x__"), ["x"]);
+    }
+
+    #[test]
+    fn unit_length_and_determinism() {
+        let e = HashEmbedder::default();
+        let v = e.embed("fn parse_config(path: &Path) -> Config");
+        assert_eq!(v.len(), 256);
+        let norm2: i64 = v.iter().map(|&x| i64::from(x) * i64::from(x)).sum();
+        let unit = 32767i64 * 32767;
+        assert!((norm2 - unit).abs() < unit / 100, "{norm2}");
+        assert_eq!(v, e.embed("fn parse_config(path: &Path) -> Config"));
+        assert_eq!(e.embed("{} ();"), vec![0; 256]);
+    }
+
+    #[test]
+    fn similar_texts_score_higher() {
+        let e = HashEmbedder::default();
+        let dot = |a: &[i16], b: &[i16]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| i64::from(*x) * i64::from(*y))
+                .sum::<i64>()
+        };
+        let q = e.embed("parse the configuration file");
+        let near = e.embed("fn parse_config_file(path) reads the configuration");
+        let far = e.embed("render a triangle with the GPU shader pipeline");
+        assert!(dot(&q, &near) > dot(&q, &far));
+    }
+}

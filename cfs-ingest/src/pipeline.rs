@@ -1,0 +1,225 @@
+//! One file to its canonical rows: detect, decode, parse, chunk, embed.
+//!
+//! The result depends only on the file's path-independent bytes and the configuration,
+//! never on the order files are processed in or on the thread doing it, so the same
+//! file gives the same document, chunks and embeddings on every machine.
+
+use cfs_core::{
+    Chunk, ChunkKind, ContentHash, Document, DocumentId, Edge, Embedding, ParseProfile,
+};
+
+use crate::decode::decode;
+use crate::detect::{Format, detect};
+use crate::embed::Embedder;
+use crate::error::IngestError;
+use crate::text::{ChunkParams, chunk_text};
+
+/// Version of the text parser (decoding and canonical text).
+pub const TEXT_PARSER: &str = "text/1";
+/// Version of the JSON parser (validation, then text).
+pub const JSON_PARSER: &str = "json/1";
+/// Version of the separator-priority text chunker.
+pub const TEXT_CHUNKER: &str = "text/1";
+
+/// Default largest file indexed, in bytes.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 32 << 20;
+
+/// What ingestion does with a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IngestConfig {
+    /// Chunk sizes of the text chunker.
+    pub chunk: ChunkParams,
+    /// Files larger than this are a per-file error.
+    pub max_file_bytes: u64,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        Self {
+            chunk: ChunkParams::default(),
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+        }
+    }
+}
+
+/// A parsed and chunked file, before embedding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    /// The document.
+    pub document: Document,
+    /// Its chunks in sequence order.
+    pub chunks: Vec<Chunk>,
+    /// `next_window` edges between windows of split symbols.
+    pub window_edges: Vec<Edge>,
+    /// Encoding the bytes were read as.
+    pub encoding: &'static str,
+}
+
+/// A parsed, chunked and embedded file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ingested {
+    /// The parse.
+    pub parsed: Parsed,
+    /// One embedding per chunk, in chunk order.
+    pub embeddings: Vec<Embedding>,
+}
+
+/// Parses and chunks one file. `path` is its relative path (for detection and errors
+/// only: the result does not depend on it beyond the detected type).
+pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Parsed, IngestError> {
+    config.chunk.validate()?;
+    let size = bytes.len() as u64;
+    if size > config.max_file_bytes {
+        return Err(IngestError::TooLarge {
+            path: path.into(),
+            size_bytes: size,
+            limit_bytes: config.max_file_bytes,
+        });
+    }
+    let head = &bytes[..bytes.len().min(8192)];
+    let detected = detect(path, head).map_err(|reason| IngestError::Skipped {
+        path: path.into(),
+        reason,
+    })?;
+    let parser = match detected.format {
+        Format::Text | Format::Markdown | Format::Code(_) => TEXT_PARSER,
+        Format::Json => JSON_PARSER,
+        Format::Html => {
+            return Err(IngestError::Skipped {
+                path: path.into(),
+                reason: "HTML parsing is not available yet".into(),
+            });
+        }
+        Format::Pdf => {
+            return Err(IngestError::Skipped {
+                path: path.into(),
+                reason: "PDF extraction is not available yet".into(),
+            });
+        }
+    };
+    let decoded = decode(bytes).map_err(|e| IngestError::Decode {
+        path: path.into(),
+        reason: e.0,
+    })?;
+    if detected.format == Format::Json
+        && let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&decoded.text)
+    {
+        return Err(IngestError::Malformed {
+            path: path.into(),
+            format: "JSON",
+            reason: e.to_string(),
+        });
+    }
+    let profile = ParseProfile {
+        mime_type: detected.mime_type.into(),
+        parser: parser.into(),
+        chunker: TEXT_CHUNKER.into(),
+        target_bytes: config.chunk.target_bytes,
+        max_bytes: config.chunk.max_bytes,
+        overlap_bytes: config.chunk.overlap_bytes,
+    };
+    let content_hash = ContentHash::of(bytes);
+    let document_id = DocumentId::derive(&content_hash, &profile.hash());
+    let core = |source| IngestError::Core {
+        path: path.into(),
+        source,
+    };
+    let kind = match detected.format {
+        Format::Code(language) => ChunkKind::Code {
+            language: language.name().into(),
+            symbol: None,
+        },
+        _ => ChunkKind::Text,
+    };
+    let text = &decoded.text;
+    let chunks = chunk_text(text, &config.chunk)?
+        .into_iter()
+        .enumerate()
+        .map(|(sequence, span)| {
+            let sequence = u32::try_from(sequence)
+                .map_err(|_| core(cfs_core::CoreError::InvalidInput("too many chunks".into())))?;
+            Chunk::new(
+                document_id,
+                sequence,
+                span.start as u64,
+                span.start_line,
+                span.end_line,
+                kind.clone(),
+                text[span.start..span.end].to_owned(),
+            )
+            .map_err(core)
+        })
+        .collect::<Result<Vec<Chunk>, IngestError>>()?;
+    let document = Document::new(
+        content_hash,
+        size,
+        profile,
+        text.len() as u64,
+        vec![],
+        &chunks,
+    )
+    .map_err(core)?;
+    Ok(Parsed {
+        document,
+        chunks,
+        window_edges: Vec::new(),
+        encoding: decoded.encoding,
+    })
+}
+
+/// The text that is embedded for a chunk: its heading path or symbol signature first,
+/// when it has one, then its text.
+pub fn embedding_text(chunk: &Chunk) -> std::borrow::Cow<'_, str> {
+    match &chunk.kind {
+        ChunkKind::Section { heading_path } if !heading_path.is_empty() => {
+            format!("{}\n{}", heading_path.join(" > "), chunk.text).into()
+        }
+        ChunkKind::Code {
+            symbol: Some(symbol),
+            ..
+        } if !chunk.text.contains(&symbol.signature) => {
+            format!("{}\n{}", symbol.signature, chunk.text).into()
+        }
+        _ => chunk.text.as_str().into(),
+    }
+}
+
+/// Embeds the chunks of a parse.
+pub fn embed_chunks(
+    path: &str,
+    chunks: &[Chunk],
+    embedder: &dyn Embedder,
+) -> Result<Vec<Embedding>, IngestError> {
+    let texts: Vec<std::borrow::Cow<'_, str>> = chunks.iter().map(embedding_text).collect();
+    let refs: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
+    let vectors = embedder
+        .embed_batch(&refs)
+        .map_err(|e| IngestError::Malformed {
+            path: path.into(),
+            format: "embedding input",
+            reason: e.to_string(),
+        })?;
+    let model = embedder.model_hash();
+    chunks
+        .iter()
+        .zip(vectors)
+        .map(|(chunk, vector)| {
+            Embedding::new(chunk.id, model, vector).map_err(|source| IngestError::Core {
+                path: path.into(),
+                source,
+            })
+        })
+        .collect()
+}
+
+/// Parses, chunks and embeds one file.
+pub fn ingest_file(
+    path: &str,
+    bytes: &[u8],
+    config: &IngestConfig,
+    embedder: &dyn Embedder,
+) -> Result<Ingested, IngestError> {
+    let parsed = parse_file(path, bytes, config)?;
+    let embeddings = embed_chunks(path, &parsed.chunks, embedder)?;
+    Ok(Ingested { parsed, embeddings })
+}

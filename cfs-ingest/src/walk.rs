@@ -1,0 +1,169 @@
+//! Directory walking: which files under a root are indexed.
+//!
+//! gitignore-aware through the `ignore` crate (with `require_git(false)`, so a
+//! `.gitignore` counts outside a git repository too), with a default ignore set for
+//! version-control folders, dependency and build outputs and the store itself. Symbolic
+//! links are not followed (so no loop and no escape from the root). Paths come back
+//! sorted by their relative path, whatever order the file system gave them in.
+
+use std::path::{Path, PathBuf};
+
+use cfs_core::validate_rel_path;
+
+use crate::error::IngestError;
+
+/// Folder names never walked into, wherever they are.
+pub const DEFAULT_IGNORED_DIRS: [&str; 16] = [
+    ".git",
+    ".hg",
+    ".svn",
+    ".cfs",
+    "node_modules",
+    "target",
+    "dist",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".next",
+    ".gradle",
+    ".idea",
+];
+
+/// A file found by the walk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalkEntry {
+    /// Path relative to the root, `/`-separated, validated.
+    pub rel_path: String,
+    /// Path on disk.
+    pub abs_path: PathBuf,
+    /// Size from the directory walk's metadata.
+    pub size_bytes: u64,
+    /// Modification time in nanoseconds since the Unix epoch (0 if unknown).
+    pub mtime_ns: u64,
+}
+
+/// What a walk found: files to index, and per-path problems.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Files, sorted by relative path.
+    pub files: Vec<WalkEntry>,
+    /// Paths that could not be walked or used, with the reason.
+    pub errors: Vec<IngestError>,
+}
+
+/// Walks `root`.
+pub fn walk(root: &Path) -> Result<Walk, IngestError> {
+    let meta = std::fs::metadata(root).map_err(|source| IngestError::Io {
+        path: root.to_path_buf(),
+        source,
+    })?;
+    if !meta.is_dir() {
+        return Err(IngestError::Io {
+            path: root.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+        });
+    }
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        .parents(false)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(|entry| {
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            !(is_dir
+                && entry.depth() > 0
+                && DEFAULT_IGNORED_DIRS.iter().any(|d| entry.file_name() == *d))
+        });
+    let mut out = Walk::default();
+    for result in builder.build() {
+        let entry = match result {
+            Ok(entry) => entry,
+            Err(e) => {
+                out.errors.push(walk_error(root, e));
+                continue;
+            }
+        };
+        let Some(file_type) = entry.file_type() else {
+            continue;
+        };
+        if !file_type.is_file() {
+            continue;
+        }
+        let rel = match entry.path().strip_prefix(root) {
+            Ok(rel) => rel,
+            Err(_) => continue,
+        };
+        let rel_path = match rel_path_string(rel) {
+            Ok(p) => p,
+            Err(e) => {
+                out.errors.push(e);
+                continue;
+            }
+        };
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            Err(e) => {
+                out.errors.push(walk_error(root, e));
+                continue;
+            }
+        };
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        out.files.push(WalkEntry {
+            rel_path,
+            abs_path: entry.path().to_path_buf(),
+            size_bytes: meta.len(),
+            mtime_ns,
+        });
+    }
+    out.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    Ok(out)
+}
+
+fn walk_error(root: &Path, e: ignore::Error) -> IngestError {
+    let path = match &e {
+        ignore::Error::WithPath { path, .. } => path.clone(),
+        _ => root.to_path_buf(),
+    };
+    IngestError::Io {
+        path,
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+/// The `/`-separated UTF-8 form of a relative path, validated as cfs stores it.
+pub fn rel_path_string(rel: &Path) -> Result<String, IngestError> {
+    let mut parts = Vec::new();
+    for component in rel.components() {
+        match component {
+            std::path::Component::Normal(part) => match part.to_str() {
+                Some(s) => parts.push(s),
+                None => {
+                    return Err(IngestError::Path {
+                        path: rel.display().to_string(),
+                        reason: "not valid UTF-8".into(),
+                    });
+                }
+            },
+            _ => {
+                return Err(IngestError::Path {
+                    path: rel.display().to_string(),
+                    reason: "not a plain relative path".into(),
+                });
+            }
+        }
+    }
+    let joined = parts.join("/");
+    validate_rel_path(&joined).map_err(|e| IngestError::Path {
+        path: joined.clone(),
+        reason: e.to_string(),
+    })?;
+    Ok(joined)
+}
