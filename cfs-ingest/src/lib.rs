@@ -10,6 +10,7 @@ mod embed;
 mod error;
 mod pipeline;
 mod text;
+mod tree;
 mod walk;
 
 pub use decode::{DecodeFailure, Decoded, decode};
@@ -21,4 +22,5 @@ pub use pipeline::{
     embed_chunks, embedding_text, ingest_file, parse_file,
 };
 pub use text::{ChunkParams, MIN_MAX_BYTES, Span, chunk_text};
+pub use tree::{TreeIndex, index_tree, index_walk, ingest_entry};
 pub use walk::{DEFAULT_IGNORED_DIRS, Walk, WalkEntry, rel_path_string, walk};

@@ -1,0 +1,241 @@
+//! `cfs demo [PATH]`: the whole pipeline on a folder, in memory.
+//!
+//! Walks and indexes the folder (the cfs sources by default), prints the counts and the
+//! state root, rebuilds it on one thread from the files in reverse order to show that
+//! the root does not change, answers a query by exact search over the integer vectors,
+//! and proves the best hit's inclusion in the state, checking the proof offline.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use cfs_core::{Canonical, ChunkProof, DocumentId};
+use cfs_ingest::{Embedder, HashEmbedder, IngestConfig, TreeIndex, index_walk, walk};
+use serde_json::json;
+
+use crate::chunks::human_bytes;
+use crate::output::{print_json, progress};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Folder to index (default: the cfs sources this binary was built from).
+    path: Option<PathBuf>,
+    /// Query answered by exact vector search.
+    #[arg(long, default_value = "merkle inclusion proof of a chunk")]
+    query: String,
+    /// Results to show.
+    #[arg(long, default_value_t = 5)]
+    k: usize,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn default_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+struct Hit {
+    score: i64,
+    chunk: cfs_core::ChunkId,
+}
+
+/// Exact search: dot products of i16 vectors in i64, ties broken by chunk id.
+fn exact_search(index: &TreeIndex, query: &[i16], k: usize) -> Vec<Hit> {
+    let mut hits: Vec<Hit> = index
+        .state
+        .embeddings()
+        .values()
+        .map(|e| Hit {
+            score: e
+                .vector
+                .iter()
+                .zip(query)
+                .map(|(a, b)| i64::from(*a) * i64::from(*b))
+                .sum(),
+            chunk: e.chunk_id,
+        })
+        .collect();
+    hits.sort_by(|a, b| b.score.cmp(&a.score).then(a.chunk.cmp(&b.chunk)));
+    hits.truncate(k);
+    hits
+}
+
+fn paths_of(index: &TreeIndex, document: DocumentId) -> Vec<String> {
+    index
+        .state
+        .paths()
+        .values()
+        .filter(|p| p.document_id == document)
+        .map(|p| p.path.clone())
+        .collect()
+}
+
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let root = match &args.path {
+        Some(p) => p.clone(),
+        None => default_root(),
+    };
+    let root = root.canonicalize().with_context(|| {
+        format!(
+            "cannot open {} (pass a folder: cfs demo PATH)",
+            root.display()
+        )
+    })?;
+    let config = IngestConfig::default();
+    let embedder = HashEmbedder::default();
+
+    let started = Instant::now();
+    let walked = walk(&root)?;
+    let files_in_order: Vec<_> = walked.files.clone();
+    let bar = progress(walked.files.len() as u64, args.json, "indexing");
+    let index = index_walk(walked, &config, &embedder, &|_| bar.inc(1))?;
+    bar.finish_and_clear();
+    let elapsed = started.elapsed();
+    let roots = index.state.table_roots();
+    let root_hash = roots.state_root();
+
+    // Determinism: the files in reverse order, on one thread, give the same root.
+    let reversed = cfs_ingest::Walk {
+        files: files_in_order.into_iter().rev().collect(),
+        errors: Vec::new(),
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    let again = pool.install(|| index_walk(reversed, &config, &embedder, &|_| {}))?;
+    let same_root = again.state.state_root() == root_hash;
+    if !same_root {
+        bail!("the state root changed with file order and thread count: a determinism bug");
+    }
+
+    let query = embedder
+        .embed_batch(&[args.query.as_str()])?
+        .pop()
+        .unwrap_or_default();
+    let hits = exact_search(&index, &query, args.k);
+    let proof: Option<ChunkProof> = hits.first().and_then(|h| index.state.prove_chunk(&h.chunk));
+    let proof_ok = proof.as_ref().map(|p| p.verify(&root_hash).is_ok());
+    let problems = index.state.check_integrity();
+
+    let mb_per_s = index.n_bytes as f64 / 1e6 / elapsed.as_secs_f64().max(1e-9);
+    let hit_json: Vec<_> = hits
+        .iter()
+        .filter_map(|h| {
+            let chunk = index.state.chunks().get(&h.chunk)?;
+            Some(json!({
+                "paths": paths_of(&index, chunk.document_id),
+                "start_line": chunk.start_line,
+                "end_line": chunk.end_line,
+                "score": h.score,
+                "chunk_id": chunk.id.to_string(),
+                "text": chunk.text,
+            }))
+        })
+        .collect();
+    if args.json {
+        print_json(&json!({
+            "root": root.display().to_string(),
+            "files": index.n_files,
+            "bytes": index.n_bytes,
+            "seconds": elapsed.as_secs_f64(),
+            "errors": index.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+            "paths": index.state.paths().len(),
+            "documents": index.state.documents().len(),
+            "chunks": index.state.chunks().len(),
+            "embeddings": index.state.embeddings().len(),
+            "edges": index.state.edges().len(),
+            "state_root": root_hash.to_hex(),
+            "table_roots": {
+                "paths": roots.paths.to_hex(), "documents": roots.documents.to_hex(),
+                "chunks": roots.chunks.to_hex(), "embeddings": roots.embeddings.to_hex(),
+                "edges": roots.edges.to_hex(),
+            },
+            "same_root_reversed_single_thread": same_root,
+            "integrity_problems": problems,
+            "query": args.query,
+            "results": hit_json,
+            "proof": proof.as_ref().map(|p| json!({
+                "chunk_id": p.chunk.id.to_string(),
+                "bytes": p.encode().len(),
+                "verified": proof_ok,
+            })),
+        }))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "indexed {}", root.display())?;
+        writeln!(
+            out,
+            "  {} files, {} in {:.2} s ({mb_per_s:.1} MB/s on {} threads)",
+            index.n_files,
+            human_bytes(index.n_bytes),
+            elapsed.as_secs_f64(),
+            rayon::current_num_threads()
+        )?;
+        writeln!(
+            out,
+            "  {} paths, {} documents, {} chunks, {} embeddings, {} edges",
+            index.state.paths().len(),
+            index.state.documents().len(),
+            index.state.chunks().len(),
+            index.state.embeddings().len(),
+            index.state.edges().len()
+        )?;
+        if !index.errors.is_empty() {
+            writeln!(out, "  {} files not indexed:", index.errors.len())?;
+            for e in index.errors.iter().take(5) {
+                writeln!(out, "    {e}")?;
+            }
+        }
+        writeln!(out, "state root {root_hash}")?;
+        writeln!(
+            out,
+            "  same root from the files in reverse order on 1 thread: {same_root}"
+        )?;
+        writeln!(
+            out,
+            "  integrity: {}",
+            if problems.is_empty() {
+                "sound".to_string()
+            } else {
+                format!("{problems:?}")
+            }
+        )?;
+        writeln!(
+            out,
+            "\nquery {:?} (exact search, {}):",
+            args.query,
+            embedder.model_id()
+        )?;
+        for (rank, h) in hit_json.iter().enumerate() {
+            let first_line = h["text"]
+                .as_str()
+                .unwrap_or("")
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            writeln!(
+                out,
+                "  {}. {} lines {}-{}  score {}\n     {}",
+                rank + 1,
+                h["paths"][0].as_str().unwrap_or("?"),
+                h["start_line"],
+                h["end_line"],
+                h["score"],
+                first_line.trim()
+            )?;
+        }
+        if let (Some(p), Some(ok)) = (&proof, proof_ok) {
+            writeln!(
+                out,
+                "\ninclusion proof of chunk {}: {} bytes, verified against the state root: {ok}",
+                p.chunk.id,
+                p.encode().len()
+            )?;
+        }
+    }
+    if proof_ok == Some(false) || !problems.is_empty() {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

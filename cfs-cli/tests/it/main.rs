@@ -1,0 +1,102 @@
+//! The `cfs` binary end to end: exit codes, JSON shapes, errors that name the file.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn cfs(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
+        .args(args)
+        .output()
+        .expect("run cfs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn sample_tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir_all(root.join("node_modules/x")).unwrap();
+    std::fs::write(
+        root.join("README.md"),
+        "# Sample\n\nA merkle tree proves inclusion.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("src/lib.rs"),
+        "/// Adds.\npub fn add(a: u32, b: u32) -> u32 { a + b }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("copy.md"),
+        "# Sample\n\nA merkle tree proves inclusion.\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("image.png"), b"\x89PNG\r\n\x1a\n\0\0\0").unwrap();
+    std::fs::write(root.join("node_modules/x/index.js"), "ignored()").unwrap();
+    dir
+}
+
+#[test]
+fn demo_json_reports_a_sound_deterministic_state() {
+    let dir = sample_tree();
+    let (code, out, err) = cfs(&[
+        "demo",
+        dir.path().to_str().unwrap(),
+        "--json",
+        "--query",
+        "merkle",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["files"], 3);
+    assert_eq!(v["paths"], 3);
+    assert_eq!(v["documents"], 2, "identical files share a document");
+    assert_eq!(v["same_root_reversed_single_thread"], true);
+    assert_eq!(v["proof"]["verified"], true);
+    assert_eq!(v["state_root"].as_str().unwrap().len(), 64);
+    let errors = v["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].as_str().unwrap().contains("image.png"));
+    assert!(
+        v["results"][0]["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "README.md")
+    );
+    // The root depends on the content only: the same tree elsewhere gives the same root.
+    let copy = sample_tree();
+    let (_, out2, _) = cfs(&["demo", copy.path().to_str().unwrap(), "--json"]);
+    let v2: Value = serde_json::from_str(&out2).unwrap();
+    assert_eq!(v["state_root"], v2["state_root"]);
+}
+
+#[test]
+fn chunks_json_and_errors() {
+    let dir = sample_tree();
+    let file = dir.path().join("src/lib.rs");
+    let (code, out, _) = cfs(&["chunks", file.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["mime_type"], "text/x-rust");
+    let chunk = &v["chunks"][0];
+    assert_eq!(chunk["language"], "rust");
+    assert_eq!(chunk["start_line"], 1);
+    assert!(chunk["text"].as_str().unwrap().contains("pub fn add"));
+
+    let png = dir.path().join("image.png");
+    let (code, _, err) = cfs(&["chunks", png.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("image.png") && err.contains("binary"), "{err}");
+    let (code, _, err) = cfs(&["chunks", "/no/such/file.txt"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("/no/such/file.txt"), "{err}");
+    let (code, _, err) = cfs(&["chunks", file.to_str().unwrap(), "--max", "4"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("max"), "{err}");
+}
