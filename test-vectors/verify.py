@@ -465,7 +465,310 @@ def generated_entry(i):
     return key, leaf
 
 
+# Section 14: file types.
+EXTENSIONS = {}
+def _ext(names, mime, fmt):
+    for n in names.split():
+        EXTENSIONS[n] = (mime, fmt)
+
+_ext("md markdown mdown mkd mdx", "text/markdown", "markdown")
+_ext("txt text rst adoc asciidoc org tex log", "text/plain", "text")
+_ext("pdf", "application/pdf", "pdf")
+_ext("html htm xhtml", "text/html", "html")
+_ext("json jsonc geojson webmanifest", "application/json", "json")
+for names, mime, lang in [
+    ("rs", "text/x-rust", "rust"), ("go", "text/x-go", "go"),
+    ("py pyi pyw", "text/x-python", "python"), ("ts mts cts", "text/typescript", "typescript"),
+    ("tsx", "text/tsx", "tsx"), ("js mjs cjs", "text/javascript", "javascript"),
+    ("jsx", "text/jsx", "jsx"), ("c h", "text/x-c", "c"),
+    ("cc cpp cxx hpp hh hxx", "text/x-c++", "cpp"), ("java", "text/x-java", "java"),
+    ("kt kts", "text/x-kotlin", "kotlin"), ("scala", "text/x-scala", "scala"),
+    ("swift", "text/x-swift", "swift"), ("rb", "text/x-ruby", "ruby"),
+    ("php", "text/x-php", "php"), ("cs", "text/x-csharp", "csharp"), ("lua", "text/x-lua", "lua"),
+    ("zig", "text/x-zig", "zig"), ("hs", "text/x-haskell", "haskell"),
+    ("ex exs", "text/x-elixir", "elixir"), ("erl hrl", "text/x-erlang", "erlang"),
+    ("ml mli", "text/x-ocaml", "ocaml"), ("sh bash zsh fish", "text/x-shellscript", "shell"),
+    ("ps1", "text/x-powershell", "powershell"), ("sql", "application/sql", "sql"),
+    ("css scss sass less", "text/css", "css"), ("proto", "text/x-protobuf", "protobuf"),
+    ("vue", "text/html", "vue"), ("svelte", "text/html", "svelte"),
+]:
+    _ext(names, mime, "code:" + lang)
+_ext("toml", "application/toml", "text")
+_ext("yaml yml", "application/yaml", "text")
+_ext("xml svg xsd xsl", "application/xml", "text")
+_ext("csv tsv", "text/csv", "text")
+_ext("ini cfg conf properties env lock", "text/plain", "text")
+WHOLE_NAMES = {"makefile": ("text/x-makefile", "code:make"),
+               "gnumakefile": ("text/x-makefile", "code:make"),
+               "dockerfile": ("text/x-dockerfile", "code:dockerfile"),
+               "containerfile": ("text/x-dockerfile", "code:dockerfile")}
+for n in ("license licence copying readme changelog authors notice contributing "
+          ".gitignore .gitattributes .editorconfig cargo.lock").split():
+    WHOLE_NAMES[n] = ("text/plain", "text")
+MAGIC = [b"\x89PNG\r\n\x1a\n", b"\xFF\xD8\xFF", b"GIF87a", b"GIF89a", b"PK\x03\x04", b"\x1F\x8B",
+         b"\x7FELF", b"MZ", b"\xCF\xFA\xED\xFE", b"\xCA\xFE\xBA\xBE", b"\0asm",
+         b"SQLite format 3\0", b"BZh", b"\xFD7zXZ\0", b"7z\xBC\xAF\x27\x1C", b"\x28\xB5\x2F\xFD"]
+
+
+def by_name(path):
+    name = path.rsplit("/", 1)[-1].lower()
+    if name in WHOLE_NAMES:
+        return WHOLE_NAMES[name]
+    if "." not in name:
+        return None
+    return EXTENSIONS.get(name.rsplit(".", 1)[1])
+
+
+def utf16_without_bom(data):
+    """Returns 'le', 'be' or None (section 15, step 3)."""
+    if len(data) < 4 or len(data) % 2:
+        return None
+    sample = data[:min(len(data), 4096)]
+    pairs = len(sample) // 2
+    zero_even = sum(1 for b in sample[0::2] if b == 0)
+    zero_odd = sum(1 for b in sample[1::2] if b == 0)
+    if 10 * zero_odd >= 7 * pairs and 20 * zero_even <= pairs:
+        return "le"
+    if 10 * zero_even >= 7 * pairs and 20 * zero_odd <= pairs:
+        return "be"
+    return None
+
+
+def detect(path, head):
+    named = by_name(path)
+    if head.startswith(b"%PDF-"):
+        return {"mime_type": "application/pdf", "format": "pdf"}
+    for magic in MAGIC:
+        if head.startswith(magic):
+            weak = magic in (b"MZ", b"BZh")
+            if not (weak and named):
+                return {"skipped": True}
+    if named:
+        if named[1] == "pdf":
+            return {"skipped": True}
+        return {"mime_type": named[0], "format": named[1]}
+    if 0 in head:
+        even = head[:len(head) & ~1]
+        if utf16_without_bom(even) is None:
+            return {"skipped": True}
+    else:
+        control = sum(1 for b in head if b < 0x20 and b not in (0x0A, 0x0D, 0x09, 0x0C))
+        if control * 10 > len(head):
+            return {"skipped": True}
+    return {"mime_type": "text/plain", "format": "text"}
+
+
+# Section 15: canonical text.
+def decode_utf16(data, order):
+    if len(data) % 2:
+        raise Invalid("odd length")
+    text = data.decode("utf-16-le" if order == "le" else "utf-16-be")  # strict
+    if "\0" in text:
+        raise Invalid("NUL character")
+    return text
+
+
+def decode_bytes(data):
+    if data.startswith(b"\xEF\xBB\xBF"):
+        text = data[3:].decode("utf-8")
+    elif data.startswith(b"\xFF\xFE"):
+        text = decode_utf16(data[2:], "le")
+    elif data.startswith(b"\xFE\xFF"):
+        text = decode_utf16(data[2:], "be")
+    elif 0 in data:
+        order = utf16_without_bom(data)
+        if order is None:
+            raise Invalid("binary")
+        text = decode_utf16(data, order)
+    else:
+        text = data.decode("utf-8")  # legacy charsets are not covered by the vectors
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# Section 16: text chunking (on UTF-8 bytes).
+LEVELS = [[b"\n\n"], [b"\n"], [b". ", b"! ", b"? "], [b" ", b"\t"]]
+
+
+def chunk_spans(text, target, max_, overlap):
+    b = text.encode("utf-8")
+    n = len(b)
+
+    def boundary(i):
+        return i >= n or (b[i] & 0xC0) != 0x80
+
+    def find_end(start, min_end):
+        target_at = start + target
+        lo = max(start + max(target // 2, 1), min_end)
+        hi = min(start + max_, n)
+        while not boundary(hi):
+            hi -= 1
+        for level in LEVELS:
+            before = after = None
+            for sep in level:
+                i = b.find(sep, start)
+                while i != -1 and i + len(sep) <= hi:
+                    e = i + len(sep)
+                    if lo <= e <= target_at:
+                        before = e if before is None else max(before, e)
+                    elif e > target_at:
+                        after = e if after is None else min(after, e)
+                    i = b.find(sep, i + 1)
+            if before is not None:
+                return before
+            if after is not None:
+                return after
+        return hi
+
+    def next_start(start, end):
+        if overlap == 0 or end - overlap <= start:
+            return end
+        space = (0x20, 0x0A, 0x09)
+        for p in range(max(end - overlap, start + 1), end):
+            if b[p - 1] in space and b[p] not in space:
+                return p
+        return end
+
+    spans = []
+    start, prev_end = 0, 0
+    while start < n:
+        end = n if n - start <= max_ else find_end(start, prev_end + 1)
+        spans.append([start, end, b.count(b"\n", 0, start) + 1, b.count(b"\n", 0, end - 1) + 1])
+        if end == n:
+            break
+        prev_end = end
+        start = next_start(start, end)
+    return spans
+
+
+# Section 17: the default embedder.
+def is_word_char(c):
+    o = ord(c)
+    if o < 0x80:
+        return c.isascii() and (c.isalnum() or c == "_")
+    if 0x80 <= o <= 0xBF or o in (0xD7, 0xF7, 0xFEFF):
+        return False
+    if 0x2000 <= o <= 0x206F or 0x3000 <= o <= 0x303F:
+        return False
+    if 0xFE30 <= o <= 0xFE4F or 0xFF00 <= o <= 0xFF0F:
+        return False
+    return True
+
+
+def ascii_lower(s):
+    return "".join(c.lower() if "A" <= c <= "Z" else c for c in s)
+
+
+def identifier_parts(word):
+    parts, cur = [], ""
+    up = lambda c: "A" <= c <= "Z"
+    low = lambda c: "a" <= c <= "z"
+    dig = lambda c: "0" <= c <= "9"
+    alpha = lambda c: up(c) or low(c)
+    for i, c in enumerate(word):
+        if c == "_":
+            if cur:
+                parts.append(cur)
+                cur = ""
+            continue
+        if i > 0:
+            prev = word[i - 1]
+            nxt = word[i + 1] if i + 1 < len(word) else None
+            boundary = ((up(c) and (low(prev) or dig(prev))) or (dig(c) and alpha(prev))
+                        or (alpha(c) and dig(prev))
+                        or (up(c) and up(prev) and nxt is not None and low(nxt)))
+            if boundary and cur:
+                parts.append(cur)
+                cur = ""
+        cur += ascii_lower(c)
+    if cur:
+        parts.append(cur)
+    return parts
+
+
+MASK64 = (1 << 64) - 1
+
+
+def feature_hash(tag, feature):
+    h = 0xcbf29ce484222325
+    for byte in tag.encode() + feature.encode("utf-8"):
+        h ^= byte
+        h = (h * 0x100000001b3) & MASK64
+    h ^= h >> 30
+    h = (h * 0xbf58476d1ce4e5b9) & MASK64
+    h ^= h >> 27
+    h = (h * 0x94d049bb133111eb) & MASK64
+    return h ^ (h >> 31)
+
+
+def features(text):
+    words, cur = [], ""
+    for c in text:
+        if is_word_char(c):
+            cur += c
+        elif cur:
+            words.append(cur)
+            cur = ""
+    if cur:
+        words.append(cur)
+    for w in words:
+        lower = ascii_lower(w)
+        yield "w", lower, 2
+        parts = identifier_parts(w)
+        if len(parts) > 1:
+            for p in parts:
+                yield "s", p, 2
+        if len(lower) >= 3:
+            u = "^" + lower + "$"
+            for i in range(min(len(u) - 2, 32)):
+                yield "g", u[i:i + 3], 1
+
+
+def embed(text, dim):
+    acc = [0] * dim
+    for tag, f, weight in features(text):
+        h = feature_hash(tag, f)
+        acc[h % dim] += -weight if h >> 63 else weight
+    import math
+    r = math.isqrt((1 << 32) * sum(v * v for v in acc))
+    if r == 0:
+        return [0] * dim
+    out = []
+    for v in acc:
+        x = v * 32767 * (1 << 16)
+        num = 2 * x + (1 if x > 0 else -1 if x < 0 else 0) * r
+        q = abs(num) // (2 * r) * (1 if num >= 0 else -1)  # truncate toward zero
+        out.append(max(-32767, min(32767, q)))
+    return out
+
+
+def compute_ingest(case):
+    kind, inp = case["kind"], case["input"]
+    if kind == "detect":
+        return detect(inp["path"], bytes.fromhex(inp["head"]))
+    if kind == "decode":
+        try:
+            return {"text": decode_bytes(bytes.fromhex(inp["bytes"]))}
+        except (Invalid, UnicodeDecodeError):
+            return {"error": True}
+    if kind == "chunk_text":
+        return {"spans": chunk_spans(inp["text"], inp["target"], inp["max"], inp["overlap"])}
+    if kind == "identifier_parts":
+        return {"parts": identifier_parts(inp["word"])}
+    if kind == "feature_hash":
+        return {"hash": str(feature_hash(inp["tag"], inp["feature"]))}
+    if kind == "embed":
+        model_id = f"cfs-hash-embed/1 dim={inp['dimension']}"
+        return {"model_id": model_id, "model_hash": model_hash(model_id).hex(),
+                "vector": embed(inp["text"], inp["dimension"])}
+    return None
+
+
 def compute(case):
+    ingest = compute_ingest(case)
+    if ingest is not None:
+        return ingest
     kind, inp = case["kind"], case["input"]
     if kind == "blake3_official":
         data = bytes(i % 251 for i in range(inp["input_len"]))

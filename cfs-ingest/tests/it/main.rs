@@ -1,1 +1,2 @@
 mod properties;
+mod vectors;
