@@ -1,0 +1,1 @@
+//! Peer benchmarks of cfs; see `benches/`.
