@@ -598,12 +598,16 @@ def chunk_spans(text, target, max_, overlap):
     def boundary(i):
         return i >= n or (b[i] & 0xC0) != 0x80
 
+    def floor_boundary(i):
+        i = min(i, n)
+        while not boundary(i):
+            i -= 1
+        return i
+
     def find_end(start, min_end):
         target_at = start + target
         lo = max(start + max(target // 2, 1), min_end)
-        hi = min(start + max_, n)
-        while not boundary(hi):
-            hi -= 1
+        hi = floor_boundary(start + max_)
         for level in LEVELS:
             before = after = None
             for sep in level:
@@ -626,7 +630,7 @@ def chunk_spans(text, target, max_, overlap):
             return end
         space = (0x20, 0x0A, 0x09)
         for p in range(max(end - overlap, start + 1), end):
-            if b[p - 1] in space and b[p] not in space:
+            if b[p - 1] in space and b[p] not in space and floor_boundary(p + max_) > end:
                 return p
         return end
 

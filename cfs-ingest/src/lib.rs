@@ -8,6 +8,7 @@ mod decode;
 mod detect;
 mod embed;
 mod error;
+mod markdown;
 mod pipeline;
 mod text;
 mod tree;
@@ -17,9 +18,10 @@ pub use decode::{DecodeFailure, Decoded, decode};
 pub use detect::{Detected, Format, Language, by_name, detect};
 pub use embed::{EmbedError, Embedder, HashEmbedder, feature_hash, identifier_parts, is_word_char};
 pub use error::IngestError;
+pub use markdown::{MarkdownChunk, MarkdownDoc, chunk_markdown};
 pub use pipeline::{
-    DEFAULT_MAX_FILE_BYTES, IngestConfig, Ingested, JSON_PARSER, Parsed, TEXT_CHUNKER, TEXT_PARSER,
-    embed_chunks, embedding_text, ingest_file, parse_file,
+    DEFAULT_MAX_FILE_BYTES, IngestConfig, Ingested, JSON_PARSER, MARKDOWN_CHUNKER, MARKDOWN_PARSER,
+    Parsed, TEXT_CHUNKER, TEXT_PARSER, embed_chunks, embedding_text, ingest_file, parse_file,
 };
 pub use text::{ChunkParams, MIN_MAX_BYTES, Span, chunk_text};
 pub use tree::{TreeIndex, index_tree, index_walk, ingest_entry};

@@ -5,13 +5,14 @@
 //! file gives the same document, chunks and embeddings on every machine.
 
 use cfs_core::{
-    Chunk, ChunkKind, ContentHash, Document, DocumentId, Edge, Embedding, ParseProfile,
+    Chunk, ChunkKind, ContentHash, Document, DocumentId, Edge, Embedding, MetaEntry, ParseProfile,
 };
 
 use crate::decode::decode;
 use crate::detect::{Format, detect};
 use crate::embed::Embedder;
 use crate::error::IngestError;
+use crate::markdown::chunk_markdown;
 use crate::text::{ChunkParams, chunk_text};
 
 /// Version of the text parser (decoding and canonical text).
@@ -20,6 +21,10 @@ pub const TEXT_PARSER: &str = "text/1";
 pub const JSON_PARSER: &str = "json/1";
 /// Version of the separator-priority text chunker.
 pub const TEXT_CHUNKER: &str = "text/1";
+/// Version of the Markdown parser: pulldown-cmark, pinned, with cfs's extensions.
+pub const MARKDOWN_PARSER: &str = "markdown/1 pulldown-cmark=0.13.6";
+/// Version of the section-aware Markdown chunker.
+pub const MARKDOWN_CHUNKER: &str = "markdown/1";
 
 /// Default largest file indexed, in bytes.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 32 << 20;
@@ -81,9 +86,10 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
         path: path.into(),
         reason,
     })?;
-    let parser = match detected.format {
-        Format::Text | Format::Markdown | Format::Code(_) => TEXT_PARSER,
-        Format::Json => JSON_PARSER,
+    let (parser, chunker) = match detected.format {
+        Format::Text | Format::Code(_) => (TEXT_PARSER, TEXT_CHUNKER),
+        Format::Markdown => (MARKDOWN_PARSER, MARKDOWN_CHUNKER),
+        Format::Json => (JSON_PARSER, TEXT_CHUNKER),
         Format::Html => {
             return Err(IngestError::Skipped {
                 path: path.into(),
@@ -113,7 +119,7 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
     let profile = ParseProfile {
         mime_type: detected.mime_type.into(),
         parser: parser.into(),
-        chunker: TEXT_CHUNKER.into(),
+        chunker: chunker.into(),
         target_bytes: config.chunk.target_bytes,
         max_bytes: config.chunk.max_bytes,
         overlap_bytes: config.chunk.overlap_bytes,
@@ -124,28 +130,54 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
         path: path.into(),
         source,
     };
-    let kind = match detected.format {
-        Format::Code(language) => ChunkKind::Code {
-            language: language.name().into(),
-            symbol: None,
-        },
-        _ => ChunkKind::Text,
-    };
     let text = &decoded.text;
-    let chunks = chunk_text(text, &config.chunk)?
+    let (pieces, metadata): (Vec<(usize, usize, ChunkKind)>, Vec<MetaEntry>) = match detected.format
+    {
+        Format::Markdown => {
+            let doc = chunk_markdown(text, &config.chunk)?;
+            let pieces = doc
+                .chunks
+                .into_iter()
+                .map(|c| {
+                    let kind = match c.heading_path {
+                        Some(heading_path) => ChunkKind::Section { heading_path },
+                        None => ChunkKind::Text,
+                    };
+                    (c.start, c.end, kind)
+                })
+                .collect();
+            (pieces, doc.metadata)
+        }
+        format => {
+            let kind = match format {
+                Format::Code(language) => ChunkKind::Code {
+                    language: language.name().into(),
+                    symbol: None,
+                },
+                _ => ChunkKind::Text,
+            };
+            let pieces = chunk_text(text, &config.chunk)?
+                .into_iter()
+                .map(|span| (span.start, span.end, kind.clone()))
+                .collect();
+            (pieces, Vec::new())
+        }
+    };
+    let lines = LineIndex::new(text);
+    let chunks = pieces
         .into_iter()
         .enumerate()
-        .map(|(sequence, span)| {
+        .map(|(sequence, (start, end, kind))| {
             let sequence = u32::try_from(sequence)
                 .map_err(|_| core(cfs_core::CoreError::InvalidInput("too many chunks".into())))?;
             Chunk::new(
                 document_id,
                 sequence,
-                span.start as u64,
-                span.start_line,
-                span.end_line,
-                kind.clone(),
-                text[span.start..span.end].to_owned(),
+                start as u64,
+                lines.line_of(start),
+                lines.line_of(end - 1),
+                kind,
+                text[start..end].to_owned(),
             )
             .map_err(core)
         })
@@ -155,7 +187,7 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
         size,
         profile,
         text.len() as u64,
-        vec![],
+        metadata,
         &chunks,
     )
     .map_err(core)?;
@@ -165,6 +197,25 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
         window_edges: Vec::new(),
         encoding: decoded.encoding,
     })
+}
+
+/// Line numbers of byte offsets: the positions of every LF, searched by bisection.
+pub(crate) struct LineIndex {
+    newlines: Vec<usize>,
+}
+
+impl LineIndex {
+    pub(crate) fn new(text: &str) -> Self {
+        Self {
+            newlines: memchr::memchr_iter(b'\n', text.as_bytes()).collect(),
+        }
+    }
+
+    /// 1-based line of the byte at `offset`: one plus the LFs before it.
+    pub(crate) fn line_of(&self, offset: usize) -> u32 {
+        let before = self.newlines.partition_point(|&nl| nl < offset);
+        u32::try_from(before + 1).unwrap_or(u32::MAX)
+    }
 }
 
 /// The text that is embedded for a chunk: its heading path or symbol signature first,

@@ -137,10 +137,12 @@ fn find_end(text: &str, start: usize, min_end: usize, params: &ChunkParams) -> u
 }
 
 /// Where the chunk after one ending at `end` starts: at the first word that begins in
-/// `[end - overlap, end)` (a non-whitespace byte after a space, tab or newline), so that
-/// the overlap never starts inside a word; at `end` (no overlap) when no word begins
-/// there or there is no room after `start`.
-fn next_start(text: &str, start: usize, end: usize, overlap: usize) -> usize {
+/// `[end - overlap, end)` (a non-whitespace byte after a space, tab or newline) from
+/// which a chunk of `max` bytes can still reach past `end`, so that the overlap never
+/// starts inside a word and every chunk ends past the previous one; at `end` (no
+/// overlap) when there is no such word or no room after `start`.
+fn next_start(text: &str, start: usize, end: usize, params: &ChunkParams) -> usize {
+    let overlap = params.overlap_bytes as usize;
     if overlap == 0 || end.saturating_sub(overlap) <= start {
         return end;
     }
@@ -148,7 +150,11 @@ fn next_start(text: &str, start: usize, end: usize, overlap: usize) -> usize {
     let bytes = text.as_bytes();
     let is_space = |b: u8| matches!(b, b' ' | b'\n' | b'\t');
     (from.max(start + 1)..end)
-        .find(|&p| is_space(bytes[p - 1]) && !is_space(bytes[p]))
+        .find(|&p| {
+            is_space(bytes[p - 1])
+                && !is_space(bytes[p])
+                && floor_char_boundary(text, p + params.max_bytes as usize) > end
+        })
         .unwrap_or(end)
 }
 
@@ -185,7 +191,7 @@ pub fn chunk_text(text: &str, params: &ChunkParams) -> Result<Vec<Span>, IngestE
             break;
         }
         prev_end = end;
-        start = next_start(text, start, end, params.overlap_bytes as usize);
+        start = next_start(text, start, end, params);
     }
     Ok(spans)
 }

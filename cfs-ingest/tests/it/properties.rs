@@ -4,7 +4,8 @@
 
 use cfs_core::Canonical;
 use cfs_ingest::{
-    ChunkParams, HashEmbedder, IngestConfig, chunk_text, decode, ingest_file, parse_file,
+    ChunkParams, HashEmbedder, IngestConfig, chunk_markdown, chunk_text, decode, ingest_file,
+    parse_file,
 };
 use proptest::prelude::*;
 
@@ -78,8 +79,49 @@ fn check_spans(text: &str, params: &ChunkParams) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+fn markdown_strategy() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        3 => "[a-z é]{0,30}\n",
+        1 => "#{1,4} [A-Za-z ]{1,12}\n",
+        1 => "Title\n[=-]{3}\n",
+        1 => "```rs\n(fn [a-z]\\(\\) \\{\\}\n){0,4}```\n",
+        1 => "- [a-z]{1,8}\n  - [a-z]{1,8}\n",
+        1 => "> [a-z ]{1,20}\n",
+        1 => "\n",
+        1 => "\\| a \\| b \\|\n\\|---\\|---\\|\n\\| 1 \\| 2 \\|\n",
+    ];
+    (
+        prop::option::of("---\ntitle: [a-z]{1,6}\n---\n"),
+        prop::collection::vec(line, 0..40),
+    )
+        .prop_map(|(front, lines)| front.unwrap_or_default() + &lines.concat())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn markdown_chunks_cover_the_text_within_max(text in markdown_strategy(), params in params_strategy()) {
+        let doc = chunk_markdown(&text, &params).unwrap();
+        if text.is_empty() {
+            prop_assert!(doc.chunks.is_empty());
+        } else {
+            prop_assert_eq!(doc.chunks.first().unwrap().start, 0);
+            prop_assert_eq!(doc.chunks.last().unwrap().end, text.len());
+        }
+        for c in &doc.chunks {
+            prop_assert!(c.end > c.start && c.end - c.start <= params.max_bytes as usize, "{c:?}");
+            prop_assert!(text.is_char_boundary(c.start) && text.is_char_boundary(c.end));
+        }
+        for w in doc.chunks.windows(2) {
+            prop_assert!(w[1].start > w[0].start && w[1].start <= w[0].end && w[1].end > w[0].end);
+            // Overlap only inside a block split by the text chunker, never across sections.
+            if w[1].start < w[0].end {
+                prop_assert_eq!(&w[0].heading_path, &w[1].heading_path);
+            }
+        }
+        prop_assert_eq!(chunk_markdown(&text, &params).unwrap(), doc);
+    }
 
     #[test]
     fn text_chunker_properties(text in text_strategy(), params in params_strategy()) {

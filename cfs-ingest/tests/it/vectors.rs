@@ -293,6 +293,13 @@ fn chunker_file() -> FileSpec {
             25,
             8,
         ),
+        (
+            "regression: an overlap start from which max cannot pass the previous end",
+            "日é\n  🦀日🦀 ".into(),
+            8,
+            9,
+            7,
+        ),
         ("prose, small chunks", prose.clone(), 300, 500, 60),
         ("prose, default sizes", prose.clone(), 1024, 2048, 128),
         ("prose, no overlap", prose, 700, 800, 0),
