@@ -4,6 +4,7 @@
 //! Everything here is deterministic: the same bytes give the same document, chunks and
 //! embeddings on every machine, in any order, on any thread.
 
+mod code;
 mod decode;
 mod detect;
 mod embed;
@@ -14,14 +15,19 @@ mod text;
 mod tree;
 mod walk;
 
+pub use code::{
+    CodeChunk, CodeDoc, GRAMMARS, SMALL_GAP_BYTES, WINDOW_BYTES, WINDOW_OVERLAP_BYTES, chunk_code,
+    has_grammar,
+};
 pub use decode::{DecodeFailure, Decoded, decode};
 pub use detect::{Detected, Format, Language, by_name, detect};
 pub use embed::{EmbedError, Embedder, HashEmbedder, feature_hash, identifier_parts, is_word_char};
 pub use error::IngestError;
 pub use markdown::{MarkdownChunk, MarkdownDoc, chunk_markdown};
 pub use pipeline::{
-    DEFAULT_MAX_FILE_BYTES, IngestConfig, Ingested, JSON_PARSER, MARKDOWN_CHUNKER, MARKDOWN_PARSER,
-    Parsed, TEXT_CHUNKER, TEXT_PARSER, embed_chunks, embedding_text, ingest_file, parse_file,
+    CODE_CHUNKER, DEFAULT_MAX_FILE_BYTES, IngestConfig, Ingested, JSON_PARSER, MARKDOWN_CHUNKER,
+    MARKDOWN_PARSER, Parsed, TEXT_CHUNKER, TEXT_PARSER, embed_chunks, embedding_text, ingest_file,
+    parse_file,
 };
 pub use text::{ChunkParams, MIN_MAX_BYTES, Span, chunk_text};
 pub use tree::{TreeIndex, index_tree, index_walk, ingest_entry};

@@ -5,9 +5,11 @@
 //! file gives the same document, chunks and embeddings on every machine.
 
 use cfs_core::{
-    Chunk, ChunkKind, ContentHash, Document, DocumentId, Edge, Embedding, MetaEntry, ParseProfile,
+    Chunk, ChunkKind, ContentHash, Document, DocumentId, Edge, EdgeKind, Embedding, MetaEntry,
+    ParseProfile,
 };
 
+use crate::code::{GRAMMARS, chunk_code};
 use crate::decode::decode;
 use crate::detect::{Format, detect};
 use crate::embed::Embedder;
@@ -25,6 +27,8 @@ pub const TEXT_CHUNKER: &str = "text/1";
 pub const MARKDOWN_PARSER: &str = "markdown/1 pulldown-cmark=0.13.6";
 /// Version of the section-aware Markdown chunker.
 pub const MARKDOWN_CHUNKER: &str = "markdown/1";
+/// Version of the symbol-aware code chunker, with its window sizes.
+pub const CODE_CHUNKER: &str = "code/1 window=7000 overlap=500";
 
 /// Default largest file indexed, in bytes.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 32 << 20;
@@ -86,23 +90,17 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
         path: path.into(),
         reason,
     })?;
-    let (parser, chunker) = match detected.format {
-        Format::Text | Format::Code(_) => (TEXT_PARSER, TEXT_CHUNKER),
-        Format::Markdown => (MARKDOWN_PARSER, MARKDOWN_CHUNKER),
-        Format::Json => (JSON_PARSER, TEXT_CHUNKER),
-        Format::Html => {
-            return Err(IngestError::Skipped {
-                path: path.into(),
-                reason: "HTML parsing is not available yet".into(),
-            });
-        }
-        Format::Pdf => {
-            return Err(IngestError::Skipped {
-                path: path.into(),
-                reason: "PDF extraction is not available yet".into(),
-            });
-        }
-    };
+    if let Format::Html | Format::Pdf = detected.format {
+        let what = if detected.format == Format::Html {
+            "HTML parsing"
+        } else {
+            "PDF extraction"
+        };
+        return Err(IngestError::Skipped {
+            path: path.into(),
+            reason: format!("{what} is not available yet"),
+        });
+    }
     let decoded = decode(bytes).map_err(|e| IngestError::Decode {
         path: path.into(),
         reason: e.0,
@@ -116,10 +114,12 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
             reason: e.to_string(),
         });
     }
+    let text = &decoded.text;
+    let pieces = chunk_by_format(text, detected.format, &config.chunk)?;
     let profile = ParseProfile {
         mime_type: detected.mime_type.into(),
-        parser: parser.into(),
-        chunker: chunker.into(),
+        parser: pieces.parser,
+        chunker: pieces.chunker.into(),
         target_bytes: config.chunk.target_bytes,
         max_bytes: config.chunk.max_bytes,
         overlap_bytes: config.chunk.overlap_bytes,
@@ -130,41 +130,9 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
         path: path.into(),
         source,
     };
-    let text = &decoded.text;
-    let (pieces, metadata): (Vec<(usize, usize, ChunkKind)>, Vec<MetaEntry>) = match detected.format
-    {
-        Format::Markdown => {
-            let doc = chunk_markdown(text, &config.chunk)?;
-            let pieces = doc
-                .chunks
-                .into_iter()
-                .map(|c| {
-                    let kind = match c.heading_path {
-                        Some(heading_path) => ChunkKind::Section { heading_path },
-                        None => ChunkKind::Text,
-                    };
-                    (c.start, c.end, kind)
-                })
-                .collect();
-            (pieces, doc.metadata)
-        }
-        format => {
-            let kind = match format {
-                Format::Code(language) => ChunkKind::Code {
-                    language: language.name().into(),
-                    symbol: None,
-                },
-                _ => ChunkKind::Text,
-            };
-            let pieces = chunk_text(text, &config.chunk)?
-                .into_iter()
-                .map(|span| (span.start, span.end, kind.clone()))
-                .collect();
-            (pieces, Vec::new())
-        }
-    };
     let lines = LineIndex::new(text);
     let chunks = pieces
+        .spans
         .into_iter()
         .enumerate()
         .map(|(sequence, (start, end, kind))| {
@@ -182,21 +150,116 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
             .map_err(core)
         })
         .collect::<Result<Vec<Chunk>, IngestError>>()?;
+    let window_edges = pieces
+        .window_links
+        .iter()
+        .filter_map(|&(a, b)| {
+            Some(Edge::new(
+                chunks.get(a)?.id,
+                chunks.get(b)?.id,
+                EdgeKind::NEXT_WINDOW,
+            ))
+        })
+        .collect();
     let document = Document::new(
         content_hash,
         size,
         profile,
         text.len() as u64,
-        metadata,
+        pieces.metadata,
         &chunks,
     )
     .map_err(core)?;
     Ok(Parsed {
         document,
         chunks,
-        window_edges: Vec::new(),
+        window_edges,
         encoding: decoded.encoding,
     })
+}
+
+/// How a text was cut: spans with kinds, metadata, window links and the versions used.
+struct Pieces {
+    spans: Vec<(usize, usize, ChunkKind)>,
+    metadata: Vec<MetaEntry>,
+    window_links: Vec<(usize, usize)>,
+    parser: String,
+    chunker: &'static str,
+}
+
+/// Chunks canonical text by its format: Markdown by section, code with a grammar by
+/// symbol (as text when the parse fails), everything else as text.
+fn chunk_by_format(
+    text: &str,
+    format: Format,
+    params: &ChunkParams,
+) -> Result<Pieces, IngestError> {
+    let as_text = |kind: ChunkKind, parser: &str| -> Result<Pieces, IngestError> {
+        Ok(Pieces {
+            spans: chunk_text(text, params)?
+                .into_iter()
+                .map(|span| (span.start, span.end, kind.clone()))
+                .collect(),
+            metadata: Vec::new(),
+            window_links: Vec::new(),
+            parser: parser.into(),
+            chunker: TEXT_CHUNKER,
+        })
+    };
+    match format {
+        Format::Markdown => {
+            let doc = chunk_markdown(text, params)?;
+            let spans = doc
+                .chunks
+                .into_iter()
+                .map(|c| {
+                    let kind = match c.heading_path {
+                        Some(heading_path) => ChunkKind::Section { heading_path },
+                        None => ChunkKind::Text,
+                    };
+                    (c.start, c.end, kind)
+                })
+                .collect();
+            Ok(Pieces {
+                spans,
+                metadata: doc.metadata,
+                window_links: Vec::new(),
+                parser: MARKDOWN_PARSER.into(),
+                chunker: MARKDOWN_CHUNKER,
+            })
+        }
+        Format::Code(language) => {
+            let language_name = language.name().to_owned();
+            match chunk_code(text, language, params)? {
+                Some(doc) => Ok(Pieces {
+                    spans: doc
+                        .chunks
+                        .into_iter()
+                        .map(|c| {
+                            let kind = ChunkKind::Code {
+                                language: language_name.clone(),
+                                symbol: c.symbol,
+                            };
+                            (c.start, c.end, kind)
+                        })
+                        .collect(),
+                    metadata: Vec::new(),
+                    window_links: doc.window_links,
+                    parser: format!("code/1 {GRAMMARS}"),
+                    chunker: CODE_CHUNKER,
+                }),
+                None => as_text(
+                    ChunkKind::Code {
+                        language: language_name,
+                        symbol: None,
+                    },
+                    TEXT_PARSER,
+                ),
+            }
+        }
+        Format::Json => as_text(ChunkKind::Text, JSON_PARSER),
+        _ => as_text(ChunkKind::Text, TEXT_PARSER),
+    }
 }
 
 /// Line numbers of byte offsets: the positions of every LF, searched by bisection.

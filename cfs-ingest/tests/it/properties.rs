@@ -235,6 +235,22 @@ fn hostile_files_give_errors_not_panics() {
         ),
         ("deep_broken.json", "[".repeat(10_000).into_bytes(), false),
         ("deep.md", ">".repeat(10_000).into_bytes(), true),
+        (
+            "deep.rs",
+            format!("fn f() {}{}", "{".repeat(10_000), "}".repeat(10_000)).into_bytes(),
+            true,
+        ),
+        (
+            "deep.py",
+            format!("x = {}1{}\n", "(".repeat(10_000), ")".repeat(10_000)).into_bytes(),
+            true,
+        ),
+        (
+            "deep.ts",
+            format!("const x = {}1{};\n", "[".repeat(10_000), "]".repeat(10_000)).into_bytes(),
+            true,
+        ),
+        ("broken.go", b"package main\nfunc (".to_vec(), true),
     ];
     for (path, bytes, ok) in cases {
         match parse_file(path, &bytes, &config) {
@@ -252,4 +268,76 @@ fn hostile_files_give_errors_not_panics() {
             }
         }
     }
+}
+
+fn check_code(text: &str, language: cfs_ingest::Language) {
+    let params = ChunkParams::default();
+    let Some(doc) = cfs_ingest::chunk_code(text, language, &params).unwrap() else {
+        return;
+    };
+    if text.is_empty() {
+        assert!(doc.chunks.is_empty());
+        return;
+    }
+    assert_eq!(doc.chunks.first().unwrap().start, 0);
+    assert_eq!(doc.chunks.last().unwrap().end, text.len());
+    for w in doc.chunks.windows(2) {
+        assert!(
+            w[1].start <= w[0].end && w[1].end > w[0].end && w[1].start > w[0].start,
+            "{w:?}"
+        );
+    }
+    for c in &doc.chunks {
+        assert!(text.is_char_boundary(c.start) && text.is_char_boundary(c.end));
+        let limit = if c.symbol.is_some() {
+            cfs_ingest::WINDOW_BYTES
+        } else {
+            params.max_bytes as usize
+        };
+        assert!(
+            c.end - c.start <= limit.max(cfs_ingest::WINDOW_BYTES),
+            "{c:?}"
+        );
+    }
+    for &(a, b) in &doc.window_links {
+        let (wa, wb) = (
+            doc.chunks[a].symbol.as_ref().unwrap().window.unwrap(),
+            doc.chunks[b].symbol.as_ref().unwrap().window.unwrap(),
+        );
+        assert_eq!(wa.index + 1, wb.index);
+        let stride = cfs_ingest::WINDOW_BYTES - cfs_ingest::WINDOW_OVERLAP_BYTES;
+        let (sa, sb) = (doc.chunks[a].start, doc.chunks[b].start);
+        assert!(
+            sb <= sa + stride && sb + 3 >= sa + stride,
+            "window starts {sa} then {sb}"
+        );
+    }
+}
+
+/// Every Rust file of this repository, and the hashbrown source of the shared bench
+/// inputs when present, chunks with complete coverage and bounded chunks.
+#[test]
+fn code_chunks_cover_the_text() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let walked = cfs_ingest::walk(&root).unwrap();
+    let mut n = 0;
+    for entry in walked.files.iter().filter(|f| f.rel_path.ends_with(".rs")) {
+        let text = std::fs::read_to_string(&entry.abs_path).unwrap();
+        check_code(&text, cfs_ingest::Language::Rust);
+        n += 1;
+    }
+    assert!(n > 10);
+    // Long symbols: a generated function far over one window.
+    let body = "    let value = compute(1, 2, 3); // é\n".repeat(700);
+    let long = format!("fn long() {{\n{body}}}\n\nfn after() {{}}\n");
+    check_code(&long, cfs_ingest::Language::Rust);
+    let doc = cfs_ingest::chunk_code(&long, cfs_ingest::Language::Rust, &ChunkParams::default())
+        .unwrap()
+        .unwrap();
+    assert!(doc.window_links.len() >= 3);
+    let py = format!(
+        "class C:\n{}\n",
+        "    def m(self):\n        return 1\n\n".repeat(400)
+    );
+    check_code(&py, cfs_ingest::Language::Python);
 }
