@@ -40,7 +40,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             max_bytes: args.max,
             overlap_bytes: args.overlap,
         },
-        ..IngestConfig::default()
+        ..crate::ingest_config()
     };
     let parsed = parse_file(&name, &bytes, &config)?;
     if args.json {

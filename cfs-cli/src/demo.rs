@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use cfs_core::{Canonical, ChunkProof, DocumentId};
-use cfs_ingest::{Embedder, HashEmbedder, IngestConfig, TreeIndex, index_walk, walk};
+use cfs_ingest::{Embedder, HashEmbedder, Registry, TreeIndex, index_walk, walk};
 use serde_json::json;
 
 use crate::chunks::human_bytes;
@@ -84,14 +84,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             root.display()
         )
     })?;
-    let config = IngestConfig::default();
+    let config = crate::ingest_config();
     let embedder = HashEmbedder::default();
 
     let started = Instant::now();
     let walked = walk(&root)?;
     let files_in_order: Vec<_> = walked.files.clone();
     let bar = progress(walked.files.len() as u64, args.json, "indexing");
-    let index = index_walk(walked, &config, &embedder, &|_| bar.inc(1))?;
+    let registry = Registry::load(&root.join(".cfs").join("collections.yaml"))?;
+    let index = index_walk(walked, &config, &registry, &embedder, &|_| bar.inc(1))?;
     bar.finish_and_clear();
     let elapsed = started.elapsed();
     let roots = index.state.table_roots();
@@ -103,7 +104,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         errors: Vec::new(),
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
-    let again = pool.install(|| index_walk(reversed, &config, &embedder, &|_| {}))?;
+    let again = pool.install(|| index_walk(reversed, &config, &registry, &embedder, &|_| {}))?;
     let same_root = again.state.state_root() == root_hash;
     if !same_root {
         bail!("the state root changed with file order and thread count: a determinism bug");

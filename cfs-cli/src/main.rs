@@ -28,7 +28,24 @@ enum Command {
     Chunks(chunks::Args),
 }
 
+/// Hidden first argument that makes `cfs` the isolated PDF extractor (a child process
+/// of itself), so the one binary needs no helper installed beside it.
+const PDF_CHILD_ARG: &str = "__cfs-extract-pdf";
+
+/// The ingestion configuration of the CLI: defaults, with PDFs extracted by this binary.
+pub fn ingest_config() -> cfs_ingest::IngestConfig {
+    let mut config = cfs_ingest::IngestConfig::default();
+    if let Ok(exe) = std::env::current_exe() {
+        config.pdf.program = Some(exe);
+        config.pdf.args = vec![PDF_CHILD_ARG.to_owned()];
+    }
+    config
+}
+
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some(PDF_CHILD_ARG) {
+        return cfs_ingest::pdf_child_main(std::env::args().skip(2));
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),

@@ -108,13 +108,20 @@ pub(crate) fn utf16_without_bom(bytes: &[u8]) -> Option<&'static Encoding> {
 
 /// CRLF and CR to LF, leading U+FEFF dropped.
 fn canonical(text: &str, encoding: &'static str) -> Decoded {
+    Decoded {
+        text: canonicalize(text),
+        encoding,
+    }
+}
+
+/// The canonical form of decoded text: leading U+FEFF dropped, CRLF and CR to LF.
+pub(crate) fn canonicalize(text: &str) -> String {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let text = if text.contains('\r') {
+    if text.contains('\r') {
         text.replace("\r\n", "\n").replace('\r', "\n")
     } else {
         text.to_owned()
-    };
-    Decoded { text, encoding }
+    }
 }
 
 #[cfg(test)]

@@ -5,11 +5,14 @@
 //! embeddings on every machine, in any order, on any thread.
 
 mod code;
+mod collections;
 mod decode;
 mod detect;
 mod embed;
 mod error;
+mod html;
 mod markdown;
+mod pdf;
 mod pipeline;
 mod text;
 mod tree;
@@ -19,15 +22,21 @@ pub use code::{
     CodeChunk, CodeDoc, GRAMMARS, SMALL_GAP_BYTES, WINDOW_BYTES, WINDOW_OVERLAP_BYTES, chunk_code,
     has_grammar,
 };
+pub use collections::{Collection, MAX_COLLECTIONS, MAX_PREFIXES, Registry, Resolution};
 pub use decode::{DecodeFailure, Decoded, decode};
 pub use detect::{Detected, Format, Language, by_name, detect};
 pub use embed::{EmbedError, Embedder, HashEmbedder, feature_hash, identifier_parts, is_word_char};
 pub use error::IngestError;
+pub use html::{HTML_WIDTH, MAX_HTML_DEPTH, html_to_text};
 pub use markdown::{MarkdownChunk, MarkdownDoc, chunk_markdown};
+pub use pdf::{
+    DEFAULT_PDF_MEMORY_BYTES, DEFAULT_PDF_TIMEOUT_MS, PdfConfig, extract_pdf_pages, minimal_pdf,
+    pdf_child_main,
+};
 pub use pipeline::{
-    CODE_CHUNKER, DEFAULT_MAX_FILE_BYTES, IngestConfig, Ingested, JSON_PARSER, MARKDOWN_CHUNKER,
-    MARKDOWN_PARSER, Parsed, TEXT_CHUNKER, TEXT_PARSER, embed_chunks, embedding_text, ingest_file,
-    parse_file,
+    CODE_CHUNKER, DEFAULT_MAX_FILE_BYTES, HTML_PARSER, IngestConfig, Ingested, JSON_PARSER,
+    MARKDOWN_CHUNKER, MARKDOWN_PARSER, PDF_CHUNKER, PDF_PARSER, Parsed, TEXT_CHUNKER, TEXT_PARSER,
+    embed_chunks, embedding_text, ingest_file, parse_file,
 };
 pub use text::{ChunkParams, MIN_MAX_BYTES, Span, chunk_text};
 pub use tree::{TreeIndex, index_tree, index_walk, ingest_entry};

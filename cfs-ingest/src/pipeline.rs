@@ -10,11 +10,13 @@ use cfs_core::{
 };
 
 use crate::code::{GRAMMARS, chunk_code};
-use crate::decode::decode;
+use crate::decode::{canonicalize, decode};
 use crate::detect::{Format, detect};
 use crate::embed::Embedder;
 use crate::error::IngestError;
+use crate::html::html_to_text;
 use crate::markdown::chunk_markdown;
+use crate::pdf::{PdfConfig, extract_pdf_pages};
 use crate::text::{ChunkParams, chunk_text};
 
 /// Version of the text parser (decoding and canonical text).
@@ -25,6 +27,12 @@ pub const JSON_PARSER: &str = "json/1";
 pub const TEXT_CHUNKER: &str = "text/1";
 /// Version of the Markdown parser: pulldown-cmark, pinned, with cfs's extensions.
 pub const MARKDOWN_PARSER: &str = "markdown/1 pulldown-cmark=0.13.6";
+/// Version of the HTML parser: html2text, pinned, at a width that does not wrap.
+pub const HTML_PARSER: &str = "html/1 html2text=0.17.4 width=10000";
+/// Version of the PDF parser: pdf-extract, pinned, in a child process.
+pub const PDF_PARSER: &str = "pdf/1 pdf-extract=0.12.1";
+/// Version of the PDF chunker: the text chunker within each page.
+pub const PDF_CHUNKER: &str = "pdf/1";
 /// Version of the section-aware Markdown chunker.
 pub const MARKDOWN_CHUNKER: &str = "markdown/1";
 /// Version of the symbol-aware code chunker, with its window sizes.
@@ -34,12 +42,14 @@ pub const CODE_CHUNKER: &str = "code/1 window=7000 overlap=500";
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 32 << 20;
 
 /// What ingestion does with a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IngestConfig {
     /// Chunk sizes of the text chunker.
     pub chunk: ChunkParams,
     /// Files larger than this are a per-file error.
     pub max_file_bytes: u64,
+    /// How PDFs are extracted.
+    pub pdf: PdfConfig,
 }
 
 impl Default for IngestConfig {
@@ -47,6 +57,7 @@ impl Default for IngestConfig {
         Self {
             chunk: ChunkParams::default(),
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            pdf: PdfConfig::default(),
         }
     }
 }
@@ -90,32 +101,10 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
         path: path.into(),
         reason,
     })?;
-    if let Format::Html | Format::Pdf = detected.format {
-        let what = if detected.format == Format::Html {
-            "HTML parsing"
-        } else {
-            "PDF extraction"
-        };
-        return Err(IngestError::Skipped {
-            path: path.into(),
-            reason: format!("{what} is not available yet"),
-        });
-    }
-    let decoded = decode(bytes).map_err(|e| IngestError::Decode {
-        path: path.into(),
-        reason: e.0,
-    })?;
-    if detected.format == Format::Json
-        && let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&decoded.text)
-    {
-        return Err(IngestError::Malformed {
-            path: path.into(),
-            format: "JSON",
-            reason: e.to_string(),
-        });
-    }
-    let text = &decoded.text;
-    let pieces = chunk_by_format(text, detected.format, &config.chunk)?;
+    let (text, encoding, extra_metadata) = extract_text(path, bytes, detected.format, config)?;
+    let text = &text;
+    let mut pieces = chunk_by_format(text, detected.format, &config.chunk)?;
+    pieces.metadata.extend(extra_metadata);
     let profile = ParseProfile {
         mime_type: detected.mime_type.into(),
         parser: pieces.parser,
@@ -174,8 +163,55 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
         document,
         chunks,
         window_edges,
-        encoding: decoded.encoding,
+        encoding,
     })
+}
+
+/// The canonical text of a file, the encoding it was read as, and metadata found on the
+/// way (HTML title, PDF page count).
+fn extract_text(
+    path: &str,
+    bytes: &[u8],
+    format: Format,
+    config: &IngestConfig,
+) -> Result<(String, &'static str, Vec<MetaEntry>), IngestError> {
+    let malformed = |format: &'static str| {
+        move |reason: String| IngestError::Malformed {
+            path: path.into(),
+            format,
+            reason,
+        }
+    };
+    if format == Format::Pdf {
+        if !cfg!(feature = "pdf") {
+            return Err(IngestError::Skipped {
+                path: path.into(),
+                reason: "built without PDF support (the pdf feature)".into(),
+            });
+        }
+        let pages = extract_pdf_pages(bytes, &config.pdf).map_err(malformed("PDF"))?;
+        let meta = vec![MetaEntry {
+            key: "pages".into(),
+            value: pages.len().to_string(),
+        }];
+        return Ok((canonicalize(&pages.join("\u{c}")), "PDF", meta));
+    }
+    let decoded = decode(bytes).map_err(|e| IngestError::Decode {
+        path: path.into(),
+        reason: e.0,
+    })?;
+    match format {
+        Format::Json => {
+            serde_json::from_str::<serde::de::IgnoredAny>(&decoded.text)
+                .map_err(|e| malformed("JSON")(e.to_string()))?;
+            Ok((decoded.text, decoded.encoding, Vec::new()))
+        }
+        Format::Html => {
+            let (text, meta) = html_to_text(&decoded.text).map_err(malformed("HTML"))?;
+            Ok((text, decoded.encoding, meta))
+        }
+        _ => Ok((decoded.text, decoded.encoding, Vec::new())),
+    }
 }
 
 /// How a text was cut: spans with kinds, metadata, window links and the versions used.
@@ -258,7 +294,32 @@ fn chunk_by_format(
             }
         }
         Format::Json => as_text(ChunkKind::Text, JSON_PARSER),
-        _ => as_text(ChunkKind::Text, TEXT_PARSER),
+        Format::Html => as_text(ChunkKind::Text, HTML_PARSER),
+        Format::Pdf => {
+            // One page is the text up to and including its form feed; chunks never
+            // cross pages.
+            let mut spans = Vec::new();
+            let mut start = 0;
+            for (index, page) in text.split_inclusive('\u{c}').enumerate() {
+                let page_number = u32::try_from(index + 1).unwrap_or(u32::MAX);
+                for span in chunk_text(page, params)? {
+                    spans.push((
+                        start + span.start,
+                        start + span.end,
+                        ChunkKind::Page { page: page_number },
+                    ));
+                }
+                start += page.len();
+            }
+            Ok(Pieces {
+                spans,
+                metadata: Vec::new(),
+                window_links: Vec::new(),
+                parser: PDF_PARSER.into(),
+                chunker: PDF_CHUNKER,
+            })
+        }
+        Format::Text => as_text(ChunkKind::Text, TEXT_PARSER),
     }
 }
 

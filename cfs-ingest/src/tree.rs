@@ -9,6 +9,7 @@ use std::path::Path;
 use cfs_core::{CanonicalState, PathEntry};
 use rayon::prelude::*;
 
+use crate::collections::Registry;
 use crate::embed::Embedder;
 use crate::error::IngestError;
 use crate::pipeline::{IngestConfig, Ingested, ingest_file};
@@ -52,13 +53,15 @@ pub fn ingest_entry(
 }
 
 /// Indexes every file under `root`; `progress` is called once per file processed.
+/// Each path entry records the collections and context `registry` resolves it to.
 pub fn index_tree(
     root: &Path,
     config: &IngestConfig,
+    registry: &Registry,
     embedder: &dyn Embedder,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<TreeIndex, IngestError> {
-    index_walk(walk(root)?, config, embedder, progress)
+    index_walk(walk(root)?, config, registry, embedder, progress)
 }
 
 /// Indexes the files of a walk. Rows are inserted in the order of `walked.files`; the
@@ -66,6 +69,7 @@ pub fn index_tree(
 pub fn index_walk(
     walked: Walk,
     config: &IngestConfig,
+    registry: &Registry,
     embedder: &dyn Embedder,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<TreeIndex, IngestError> {
@@ -101,10 +105,14 @@ pub fn index_walk(
                         ingested.parsed.window_edges,
                     )
                     .map_err(core)?;
-                index
-                    .state
-                    .bind_path(PathEntry::new(path.clone(), id))
-                    .map_err(core)?;
+                let resolution = registry.resolve(&path);
+                let entry = PathEntry {
+                    path: path.clone(),
+                    document_id: id,
+                    collections: resolution.collections,
+                    context: resolution.context,
+                };
+                index.state.bind_path(entry).map_err(core)?;
                 index.n_files += 1;
                 index.n_bytes += n;
             }

@@ -96,6 +96,23 @@ fn chunks_json_and_errors() {
     let (code, _, err) = cfs(&["chunks", "/no/such/file.txt"]);
     assert_eq!(code, 1);
     assert!(err.contains("/no/such/file.txt"), "{err}");
+    // PDFs are extracted by the cfs binary itself, in a child process.
+    let pdf = dir.path().join("doc.pdf");
+    std::fs::write(
+        &pdf,
+        cfs_ingest::minimal_pdf(&["First page text", "Second page text"]),
+    )
+    .unwrap();
+    let (code, out, err) = cfs(&["chunks", pdf.to_str().unwrap(), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["chunks"][1]["kind"], "page");
+    assert!(
+        v["chunks"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Second page text")
+    );
     let (code, _, err) = cfs(&["chunks", file.to_str().unwrap(), "--max", "4"]);
     assert_eq!(code, 1);
     assert!(err.contains("max"), "{err}");

@@ -1,2 +1,4 @@
+mod pdf;
 mod properties;
+mod tree;
 mod vectors;
