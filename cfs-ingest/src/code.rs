@@ -305,6 +305,10 @@ fn items<'t>(
         let inner = match child.kind() {
             "export_statement" => child.child_by_field_name("declaration"),
             "decorated_definition" => child.child_by_field_name("definition"),
+            // A TypeScript `namespace` statement.
+            "expression_statement" => child
+                .named_child(0)
+                .filter(|n| matches!(n.kind(), "internal_module" | "module")),
             _ => Some(child),
         };
         let found =

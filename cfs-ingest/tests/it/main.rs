@@ -1,3 +1,4 @@
+mod golden;
 mod pdf;
 mod properties;
 mod tree;

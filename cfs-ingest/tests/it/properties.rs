@@ -147,8 +147,8 @@ proptest! {
 
 #[test]
 fn real_texts_hold_the_properties() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data");
-    for name in ["prose.txt", "notes.md"] {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("test_data/golden");
+    for name in ["prose.txt", "notes.md", "cfs_spec_snapshot.md"] {
         let text = std::fs::read_to_string(dir.join(name)).unwrap();
         for params in [
             ChunkParams::default(),

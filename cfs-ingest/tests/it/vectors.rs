@@ -226,7 +226,7 @@ fn chunker_file() -> FileSpec {
         ));
     }
     let prose = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("test_data/prose.txt"),
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("test_data/golden/prose.txt"),
     )
     .expect("prose");
     let prose: String = prose.chars().take(6000).collect();
