@@ -10,6 +10,7 @@ mod decode;
 mod detect;
 mod embed;
 mod error;
+pub mod fuzz;
 mod html;
 mod markdown;
 mod pdf;

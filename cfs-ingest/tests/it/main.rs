@@ -1,3 +1,4 @@
+mod fuzz_replay;
 mod golden;
 mod pdf;
 mod properties;
