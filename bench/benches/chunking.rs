@@ -1,6 +1,7 @@
-//! Chunking throughput of cfs's text chunker against the `text-splitter` crate, on the
-//! same inputs as text-splitter's own published table (`../shared/bench-inputs/`), at
-//! the same chunk capacities, in one run; and the default embedder's chunks per second.
+//! Chunking throughput of cfs's text, Markdown and code chunkers against the
+//! `text-splitter` crate, on the same inputs as text-splitter's own published table
+//! (`../shared/bench-inputs/`), at the same chunk capacities, in one run; and the default
+//! embedder's chunks per second.
 //!
 //! Run: `cd bench && cargo bench --bench chunking`. Each pair first checks that both
 //! chunkers cover the whole input, so that neither wins by doing less.
@@ -8,9 +9,11 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 
-use cfs_ingest::{ChunkParams, Embedder, HashEmbedder, chunk_text};
+use cfs_ingest::{
+    ChunkParams, Embedder, HashEmbedder, Language, chunk_code, chunk_markdown, chunk_text,
+};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use text_splitter::{ChunkConfig, MarkdownSplitter, TextSplitter};
+use text_splitter::{ChunkConfig, CodeSplitter, MarkdownSplitter, TextSplitter};
 
 const CAPACITIES: [usize; 3] = [64, 1024, 16384];
 const INPUTS: [&str; 3] = ["romeo_and_juliet.txt", "room_with_a_view.txt", "commonmark_spec.md"];
@@ -67,6 +70,55 @@ fn chunking(c: &mut Criterion) {
     }
 }
 
+/// Markdown: cfs's section-aware chunker against text-splitter's Markdown splitter.
+fn markdown(c: &mut Criterion) {
+    let text = input("commonmark_spec.md");
+    let mut group = c.benchmark_group("markdown/commonmark_spec.md");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.sample_size(20);
+    for n in CAPACITIES {
+        let params = cfs_params(n);
+        let doc = chunk_markdown(&text, &params).expect("params");
+        assert_eq!(doc.chunks.last().map(|c| c.end), Some(text.len()));
+        group.bench_with_input(BenchmarkId::new("cfs_markdown", n), &n, |b, _| {
+            b.iter(|| black_box(chunk_markdown(black_box(&text), &params).expect("params").chunks.len()))
+        });
+        let splitter = MarkdownSplitter::new(n);
+        group.bench_with_input(BenchmarkId::new("text_splitter_markdown", n), &n, |b, _| {
+            b.iter(|| black_box(splitter.chunks(black_box(&text)).count()))
+        });
+    }
+    group.finish();
+}
+
+/// Code: cfs's tree-sitter symbol chunker against text-splitter's code splitter, both
+/// parsing the file with tree-sitter-rust inside the timed region.
+fn code(c: &mut Criterion) {
+    let text = input("hashbrown_set_rs.txt");
+    let mut group = c.benchmark_group("code/hashbrown_set_rs");
+    group.throughput(Throughput::Bytes(text.len() as u64));
+    group.sample_size(20);
+    let params = ChunkParams::default();
+    let doc = chunk_code(&text, Language::Rust, &params).expect("params").expect("parses");
+    assert_eq!(doc.chunks.last().map(|c| c.end), Some(text.len()));
+    group.bench_function("cfs_code_symbols", |b| {
+        b.iter(|| {
+            black_box(
+                chunk_code(black_box(&text), Language::Rust, &params)
+                    .expect("params")
+                    .map(|d| d.chunks.len()),
+            )
+        })
+    });
+    for n in CAPACITIES {
+        let splitter = CodeSplitter::new(tree_sitter_rust::LANGUAGE, n).expect("language");
+        group.bench_with_input(BenchmarkId::new("text_splitter_code", n), &n, |b, _| {
+            b.iter(|| black_box(splitter.chunks(black_box(&text)).count()))
+        });
+    }
+    group.finish();
+}
+
 fn embedding(c: &mut Criterion) {
     let text = input("room_with_a_view.txt");
     let spans = chunk_text(&text, &ChunkParams::default()).expect("params");
@@ -81,5 +133,5 @@ fn embedding(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, chunking, embedding);
+criterion_group!(benches, chunking, markdown, code, embedding);
 criterion_main!(benches);

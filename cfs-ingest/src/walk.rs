@@ -3,8 +3,9 @@
 //! gitignore-aware through the `ignore` crate (with `require_git(false)`, so a
 //! `.gitignore` counts outside a git repository too), with a default ignore set for
 //! version-control folders, dependency and build outputs and the store itself. Symbolic
-//! links are not followed (so no loop and no escape from the root). Paths come back
-//! sorted by their relative path, whatever order the file system gave them in.
+//! links are not followed (so no loop and no escape from the root) and are reported as
+//! skipped. Paths come back sorted by their relative path, whatever order the file
+//! system gave them in.
 
 use std::path::{Path, PathBuf};
 
@@ -90,6 +91,14 @@ pub fn walk(root: &Path) -> Result<Walk, IngestError> {
         let Some(file_type) = entry.file_type() else {
             continue;
         };
+        if file_type.is_symlink() {
+            let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+            out.errors.push(IngestError::Skipped {
+                path: rel.display().to_string(),
+                reason: "symbolic link (links are not followed)".into(),
+            });
+            continue;
+        }
         if !file_type.is_file() {
             continue;
         }

@@ -162,3 +162,43 @@ fn rows_carry_kinds_collections_and_errors() {
     assert!(errors.iter().any(|e| e.contains("bad/blob.bin")));
     assert_eq!(index.n_files, 8);
 }
+
+#[test]
+fn links_vanishing_files_and_huge_lines_are_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("ok.txt"), "fine\n").unwrap();
+    std::os::unix::fs::symlink(root.join("loop_b"), root.join("loop_a")).unwrap();
+    std::os::unix::fs::symlink(root.join("loop_a"), root.join("loop_b")).unwrap();
+    std::os::unix::fs::symlink(root.join("ok.txt"), root.join("link.txt")).unwrap();
+    std::fs::write(root.join("line.txt"), vec![b'y'; 10 << 20]).unwrap();
+    std::fs::write(root.join("line.md"), vec![b'z'; 10 << 20]).unwrap();
+    std::fs::write(root.join("gone.txt"), "soon gone\n").unwrap();
+    let mut walked = walk(root).unwrap();
+    let skipped: Vec<String> = walked.errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    assert!(skipped.iter().all(|e| e.contains("symbolic link")));
+    // A file that vanishes between the walk and the read.
+    std::fs::remove_file(root.join("gone.txt")).unwrap();
+    walked.errors.clear();
+    let index = index_walk(
+        walked,
+        &IngestConfig::default(),
+        &Registry::default(),
+        &HashEmbedder::new(16),
+        &|_| {},
+    )
+    .unwrap();
+    let errors: Vec<String> = index.errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("gone.txt"));
+    assert_eq!(index.n_files, 3);
+    let line = index.state.path("line.txt").unwrap().document_id;
+    let n = index
+        .state
+        .chunks()
+        .values()
+        .filter(|c| c.document_id == line)
+        .count();
+    assert_eq!(n, (10 << 20) / 2048);
+}
