@@ -201,6 +201,13 @@ impl ProfileHash {
     }
 }
 
+impl Default for StateRoot {
+    /// The state root of the empty state.
+    fn default() -> Self {
+        crate::table::TableRoots::empty().state_root()
+    }
+}
+
 impl MerkleRoot {
     /// The root of a tree with no leaves.
     pub fn empty() -> Self {

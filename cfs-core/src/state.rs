@@ -51,6 +51,24 @@ impl CanonicalState {
         Self::default()
     }
 
+    /// A state holding exactly these rows, unchecked: for a store to hand its rows to
+    /// [`CanonicalState::check_integrity`] and [`CanonicalState::table_roots`].
+    pub fn from_rows(
+        paths: Vec<PathEntry>,
+        documents: Vec<Document>,
+        chunks: Vec<Chunk>,
+        embeddings: Vec<Embedding>,
+        edges: Vec<Edge>,
+    ) -> Self {
+        Self {
+            paths: paths.into_iter().map(|p| (p.id(), p)).collect(),
+            documents: documents.into_iter().map(|d| (d.id, d)).collect(),
+            chunks: chunks.into_iter().map(|c| (c.id, c)).collect(),
+            embeddings: embeddings.into_iter().map(|e| (e.id, e)).collect(),
+            edges: edges.into_iter().map(|e| (e, e)).collect(),
+        }
+    }
+
     /// Path entries by path id.
     pub fn paths(&self) -> &BTreeMap<PathId, PathEntry> {
         &self.paths

@@ -1,1 +1,41 @@
-//! placeholder
+//! cfs-store: the storage engine.
+//!
+//! One crash-safe redb file holds the committed state (the five tables of
+//! `docs/spec.md`), its indexes, the bucket roots that make a commit rehash only what it
+//! touched, the state chain, and caches (stat cache, embedding cache). Every write is
+//! one redb transaction. `docs/format.md` describes every table and the commit protocol.
+//!
+//! ```no_run
+//! use cfs_store::{Settings, Store, SyncOptions};
+//! use cfs_ingest::{Embedder, HashEmbedder};
+//!
+//! let embedder = HashEmbedder::default();
+//! let options = SyncOptions::default();
+//! let settings = Settings { chunk: options.config.chunk, model_id: embedder.model_id().into() };
+//! let store = Store::create(std::path::Path::new(".cfs/store.redb"), settings)?;
+//! let report = store.sync(std::path::Path::new("."), &options, &embedder, &|_| {})?;
+//! println!("{} added, root {}", report.added, report.root);
+//! # Ok::<(), cfs_store::StoreError>(())
+//! ```
+
+mod error;
+mod read;
+mod store;
+mod sync;
+mod tables;
+mod verify;
+mod write;
+
+pub use error::{Result, StoreError};
+pub use read::{Counts, ReadTxn};
+pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
+pub use sync::{DEFAULT_BATCH_FILES, SyncOptions, SyncReport};
+pub use verify::{VerifyReport, verify};
+pub use write::WriteTxn;
+
+impl Store {
+    /// Recomputes every root and checks every rule on the latest committed state.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        verify(&self.begin_read()?)
+    }
+}

@@ -251,6 +251,17 @@ fn hostile_files_give_errors_not_panics() {
             true,
         ),
         ("broken.go", b"package main\nfunc (".to_vec(), true),
+        ("deep.html", "<div>".repeat(10_000).into_bytes(), false),
+        (
+            "deep_ok.html",
+            format!("{}x{}", "<p>".repeat(500), "</p>".repeat(500)).into_bytes(),
+            true,
+        ),
+        (
+            "truncated.pdf",
+            cfs_ingest::minimal_pdf(&["text"])[..200].to_vec(),
+            false,
+        ),
     ];
     for (path, bytes, ok) in cases {
         match parse_file(path, &bytes, &config) {

@@ -1,0 +1,79 @@
+//! Errors of cfs-store.
+
+use std::path::PathBuf;
+
+/// An error from the store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The database file could not be read or written.
+    #[error("storage: {0}")]
+    Storage(#[from] redb::Error),
+    /// A file or folder could not be accessed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store holds bytes that break the format (a row that does not decode, a
+    /// missing meta key); run `cfs verify` and re-index.
+    #[error("corrupted store: {0}")]
+    Corrupted(String),
+    /// The store was written by another schema version of cfs.
+    #[error("{path}: store schema version {found}, this cfs reads version {expected}; re-index into a new store (cfs index --store NEW_PATH)", path = path.display())]
+    SchemaMismatch {
+        /// The store.
+        path: PathBuf,
+        /// Version in the file.
+        found: u32,
+        /// Version this build reads.
+        expected: u32,
+    },
+    /// The store was built with other chunking parameters or another embedder.
+    #[error("{path}: store built with {what} {stored:?}, asked for {requested:?}; re-index into a new store or keep the store's settings", path = path.display())]
+    ConfigMismatch {
+        /// The store.
+        path: PathBuf,
+        /// Which setting.
+        what: &'static str,
+        /// The store's value.
+        stored: String,
+        /// The requested value.
+        requested: String,
+    },
+    /// The path holds no store.
+    #[error("{}: no cfs store here (create one with cfs index)", .0.display())]
+    NotFound(PathBuf),
+    /// A request that cannot be served (unknown id, empty delete set, bad path).
+    #[error("invalid request: {0}")]
+    InvalidInput(String),
+    /// A core rule was broken.
+    #[error(transparent)]
+    Core(#[from] cfs_core::CoreError),
+    /// Ingestion failed as a whole (not per file).
+    #[error(transparent)]
+    Ingest(#[from] cfs_ingest::IngestError),
+}
+
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StoreError {
+            fn from(e: $t) -> Self {
+                Self::Storage(redb::Error::from(e))
+            }
+        }
+    )*};
+}
+from_redb!(
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+/// Results of the store.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

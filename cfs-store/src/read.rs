@@ -1,0 +1,248 @@
+//! Read transactions: one committed state, however many commits follow.
+
+use cfs_core::{
+    Bucket, Canonical, Chunk, ChunkId, ChunkProof, Document, DocumentId, Embedding, Entity,
+    InclusionProof, PathEntry, PathId, StateRecord, Table, TableRoots, TopTree, merkle_path,
+};
+use redb::{ReadableTable, ReadableTableMetadata};
+
+use crate::error::{Result, StoreError};
+use crate::store::{read_sequence, read_table_roots};
+use crate::tables;
+use crate::write::{keys_with_prefix, read_bucket_roots};
+
+/// Row counts of the five committed tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Path entries.
+    pub paths: u64,
+    /// Documents.
+    pub documents: u64,
+    /// Chunks.
+    pub chunks: u64,
+    /// Embeddings.
+    pub embeddings: u64,
+    /// Edges.
+    pub edges: u64,
+}
+
+/// A read transaction.
+pub struct ReadTxn {
+    txn: redb::ReadTransaction,
+}
+
+impl std::fmt::Debug for ReadTxn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadTxn").finish_non_exhaustive()
+    }
+}
+
+fn get_row<E: Canonical>(
+    txn: &redb::ReadTransaction,
+    table: Table,
+    key: &[u8],
+) -> Result<Option<E>> {
+    let t = txn.open_table(tables::committed(table))?;
+    match t.get(key)? {
+        Some(v) => Ok(Some(E::decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+impl ReadTxn {
+    pub(crate) fn new(txn: redb::ReadTransaction) -> Self {
+        Self { txn }
+    }
+
+    pub(crate) fn raw(&self) -> &redb::ReadTransaction {
+        &self.txn
+    }
+
+    /// The table roots of this state.
+    pub fn table_roots(&self) -> Result<TableRoots> {
+        read_table_roots(&self.txn.open_table(tables::META)?)
+    }
+
+    /// The sequence of the last commit (0 for a new store).
+    pub fn sequence(&self) -> Result<u64> {
+        read_sequence(&self.txn.open_table(tables::META)?)
+    }
+
+    /// Row counts.
+    pub fn counts(&self) -> Result<Counts> {
+        let len = |table: Table| -> Result<u64> {
+            Ok(self.txn.open_table(tables::committed(table))?.len()?)
+        };
+        Ok(Counts {
+            paths: len(Table::Paths)?,
+            documents: len(Table::Documents)?,
+            chunks: len(Table::Chunks)?,
+            embeddings: len(Table::Embeddings)?,
+            edges: len(Table::Edges)?,
+        })
+    }
+
+    /// The entry of a relative path.
+    pub fn path(&self, path: &str) -> Result<Option<PathEntry>> {
+        get_row(&self.txn, Table::Paths, &PathId::derive(path).0)
+    }
+
+    /// A document.
+    pub fn document(&self, id: &DocumentId) -> Result<Option<Document>> {
+        get_row(&self.txn, Table::Documents, &id.0)
+    }
+
+    /// A chunk.
+    pub fn chunk(&self, id: &ChunkId) -> Result<Option<Chunk>> {
+        get_row(&self.txn, Table::Chunks, &id.0)
+    }
+
+    /// An embedding.
+    pub fn embedding(&self, id: &cfs_core::EmbeddingId) -> Result<Option<Embedding>> {
+        get_row(&self.txn, Table::Embeddings, &id.0)
+    }
+
+    /// The chunks of a document in sequence order.
+    pub fn chunks_of(&self, document: &DocumentId) -> Result<Vec<Chunk>> {
+        let idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
+        let mut out = Vec::new();
+        for key in keys_with_prefix(&idx, &document.0)? {
+            let v = idx
+                .get(key.as_slice())?
+                .ok_or_else(|| StoreError::Corrupted("chunk index".into()))?;
+            let id = ChunkId(
+                v.value()
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupted("chunk index value".into()))?,
+            );
+            out.push(
+                self.chunk(&id)?
+                    .ok_or_else(|| StoreError::Corrupted(format!("indexed chunk {id} missing")))?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// The path entries that name a document.
+    pub fn paths_of(&self, document: &DocumentId) -> Result<Vec<PathEntry>> {
+        let idx = self.txn.open_table(tables::PATHS_BY_DOCUMENT)?;
+        let mut out = Vec::new();
+        for key in keys_with_prefix(&idx, &document.0)? {
+            let id: [u8; 16] = key
+                .get(16..32)
+                .and_then(|k| k.try_into().ok())
+                .ok_or_else(|| StoreError::Corrupted("path index key".into()))?;
+            out.push(
+                get_row(&self.txn, Table::Paths, &id)?
+                    .ok_or_else(|| StoreError::Corrupted("indexed path missing".into()))?,
+            );
+        }
+        out.sort_by(|a: &PathEntry, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    /// Every row of a committed table, decoded, in key order.
+    pub fn rows<E: Canonical>(&self, table: Table) -> Result<Vec<E>> {
+        let t = self.txn.open_table(tables::committed(table))?;
+        let mut out = Vec::new();
+        for row in t.iter()? {
+            let (_, v) = row?;
+            out.push(E::decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// Every path entry, sorted by path.
+    pub fn all_paths(&self) -> Result<Vec<PathEntry>> {
+        let mut paths: Vec<PathEntry> = self.rows(Table::Paths)?;
+        paths.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(paths)
+    }
+
+    /// The state chain, oldest first.
+    pub fn state_chain(&self) -> Result<Vec<StateRecord>> {
+        let t = self.txn.open_table(tables::STATE_CHAIN)?;
+        let mut out = Vec::new();
+        for row in t.iter()? {
+            let (_, v) = row?;
+            out.push(StateRecord::decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// The inclusion proof of a chunk in this state.
+    pub fn prove_chunk(&self, id: &ChunkId) -> Result<Option<ChunkProof>> {
+        let Some(chunk) = self.chunk(id)? else {
+            return Ok(None);
+        };
+        let bucket = Chunk::bucket_of(id);
+        let (lo, hi) = tables::bucket_range(Table::Chunks, bucket.0);
+        let leaves_t = self.txn.open_table(tables::LEAVES)?;
+        let mut leaves = Vec::new();
+        let mut index = None;
+        for row in leaves_t.range::<&[u8]>(lo.as_slice()..hi.as_slice())? {
+            let (k, v) = row?;
+            if k.value().get(1..) == Some(&id.0[..]) {
+                index = Some(leaves.len());
+            }
+            leaves.push(
+                v.value()
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupted("leaf is not 32 bytes".into()))?,
+            );
+        }
+        let index =
+            index.ok_or_else(|| StoreError::Corrupted(format!("chunk {id} has no leaf")))?;
+        let path = merkle_path(&leaves, index)
+            .ok_or_else(|| StoreError::Corrupted("leaf index out of range".into()))?;
+        let bucket_roots =
+            read_bucket_roots(&self.txn.open_table(tables::BUCKET_ROOTS)?, Table::Chunks)?;
+        let top = TopTree::from_bucket_roots(&bucket_roots)?;
+        Ok(Some(ChunkProof {
+            chunk,
+            proof: InclusionProof {
+                table: Table::Chunks,
+                bucket: Bucket::of_key(&id.0).0,
+                path,
+                bucket_siblings: top.siblings(bucket),
+                table_roots: self.table_roots()?,
+            },
+        }))
+    }
+
+    /// The cached vector of (model, text), if any.
+    pub fn cached_vector(
+        &self,
+        model: &cfs_core::ModelHash,
+        text: &cfs_core::TextHash,
+    ) -> Result<Option<Vec<i16>>> {
+        let t = self.txn.open_table(tables::EMBEDDING_CACHE)?;
+        let mut key = model.0.to_vec();
+        key.extend_from_slice(&text.0);
+        Ok(t.get(key.as_slice())?
+            .and_then(|v| decode_vector(v.value())))
+    }
+}
+
+/// `u32 LE` count then `i16 LE` components.
+pub(crate) fn encode_vector(vector: &[i16]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 2 * vector.len());
+    out.extend((vector.len() as u32).to_le_bytes());
+    for x in vector {
+        out.extend(x.to_le_bytes());
+    }
+    out
+}
+
+pub(crate) fn decode_vector(bytes: &[u8]) -> Option<Vec<i16>> {
+    let n = usize::try_from(crate::store::borsh_free::read_u32(bytes, 0)?).ok()?;
+    let body = bytes.get(4..)?;
+    if body.len() != 2 * n {
+        return None;
+    }
+    Some(
+        body.chunks_exact(2)
+            .map(|p| i16::from_le_bytes([p[0], p[1]]))
+            .collect(),
+    )
+}

@@ -1,0 +1,271 @@
+//! The store: one redb file holding the committed state, its indexes and caches.
+//!
+//! Shaped like redb: [`Store::create`] / [`Store::open`], [`Store::begin_write`] returns
+//! a [`WriteTxn`] whose `commit` returns the new state root (dropping it aborts), and
+//! [`Store::begin_read`] returns a [`ReadTxn`] over one committed state.
+
+use std::path::{Path, PathBuf};
+
+use borsh_free::{read_u32, read_u64};
+use cfs_core::{StateRoot, TableRoots};
+use cfs_ingest::ChunkParams;
+use redb::{Database, ReadableDatabase, ReadableTable};
+
+use crate::error::{Result, StoreError};
+use crate::read::ReadTxn;
+use crate::tables;
+use crate::write::WriteTxn;
+
+/// The layout version of the store file; a store of another version is refused.
+pub const SCHEMA_VERSION: u32 = 1;
+/// The first meta value of every store.
+pub const MAGIC: &[u8] = b"cfs store";
+
+/// Meta keys.
+pub(crate) mod meta {
+    pub const MAGIC: &str = "magic";
+    pub const SCHEMA_VERSION: &str = "schema_version";
+    pub const SPEC_VERSION: &str = "spec_version";
+    pub const SETTINGS: &str = "settings";
+    pub const TABLE_ROOTS: &str = "table_roots";
+    pub const SEQUENCE: &str = "sequence";
+}
+
+/// What a store is built with; recorded at creation and checked at every sync.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Chunk sizes.
+    pub chunk: ChunkParams,
+    /// The embedding model id.
+    pub model_id: String,
+}
+
+impl Settings {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend(self.chunk.target_bytes.to_le_bytes());
+        out.extend(self.chunk.max_bytes.to_le_bytes());
+        out.extend(self.chunk.overlap_bytes.to_le_bytes());
+        out.extend(self.model_id.as_bytes());
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let chunk = ChunkParams {
+            target_bytes: read_u32(bytes, 0)?,
+            max_bytes: read_u32(bytes, 4)?,
+            overlap_bytes: read_u32(bytes, 8)?,
+        };
+        let model_id = std::str::from_utf8(bytes.get(12..)?).ok()?.to_owned();
+        Some(Self { chunk, model_id })
+    }
+
+    /// Fails with `ConfigMismatch` naming the first setting that differs.
+    pub fn check(&self, requested: &Settings, path: &Path) -> Result<()> {
+        let mismatch = |what, stored: String, requested: String| StoreError::ConfigMismatch {
+            path: path.to_path_buf(),
+            what,
+            stored,
+            requested,
+        };
+        if self.chunk != requested.chunk {
+            return Err(mismatch(
+                "chunk sizes",
+                format!("{:?}", self.chunk),
+                format!("{:?}", requested.chunk),
+            ));
+        }
+        if self.model_id != requested.model_id {
+            return Err(mismatch(
+                "embedder",
+                self.model_id.clone(),
+                requested.model_id.clone(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Little-endian integer reads that return `None` past the end instead of panicking.
+pub(crate) mod borsh_free {
+    pub fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+    }
+    pub fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+    }
+}
+
+/// A cfs store.
+#[derive(Debug)]
+pub struct Store {
+    pub(crate) db: Database,
+    path: PathBuf,
+    settings: Settings,
+}
+
+impl Store {
+    /// Creates a store file at `path` (its folder is created); fails if one exists.
+    pub fn create(path: &Path, settings: Settings) -> Result<Self> {
+        if path.exists() {
+            return Err(StoreError::InvalidInput(format!(
+                "{} already exists",
+                path.display()
+            )));
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let db = Database::create(path)?;
+        let txn = db.begin_write()?;
+        {
+            for def in tables::ALL {
+                txn.open_table(def)?;
+            }
+            let mut meta = txn.open_table(tables::META)?;
+            meta.insert(meta::MAGIC.as_bytes(), MAGIC)?;
+            meta.insert(
+                meta::SCHEMA_VERSION.as_bytes(),
+                &SCHEMA_VERSION.to_le_bytes()[..],
+            )?;
+            meta.insert(
+                meta::SPEC_VERSION.as_bytes(),
+                &cfs_core::SPEC_VERSION.to_le_bytes()[..],
+            )?;
+            meta.insert(meta::SETTINGS.as_bytes(), settings.encode().as_slice())?;
+            meta.insert(
+                meta::TABLE_ROOTS.as_bytes(),
+                encode_roots(&TableRoots::empty()).as_slice(),
+            )?;
+            meta.insert(meta::SEQUENCE.as_bytes(), &0u64.to_le_bytes()[..])?;
+        }
+        txn.commit()?;
+        Ok(Self {
+            db,
+            path: path.to_path_buf(),
+            settings,
+        })
+    }
+
+    /// Opens an existing store, checking its magic and versions.
+    pub fn open(path: &Path) -> Result<Self> {
+        if !path.is_file() {
+            return Err(StoreError::NotFound(path.to_path_buf()));
+        }
+        let db = Database::open(path)?;
+        let settings = {
+            let txn = db.begin_read()?;
+            let meta = txn
+                .open_table(tables::META)
+                .map_err(|_| StoreError::Corrupted(format!("{}: no meta table", path.display())))?;
+            let get = |key: &str| -> Result<Vec<u8>> {
+                meta.get(key.as_bytes())?
+                    .map(|v| v.value().to_vec())
+                    .ok_or_else(|| StoreError::Corrupted(format!("meta key {key} missing")))
+            };
+            if get(meta::MAGIC)? != MAGIC {
+                return Err(StoreError::Corrupted(format!(
+                    "{}: not a cfs store",
+                    path.display()
+                )));
+            }
+            let version = read_u32(&get(meta::SCHEMA_VERSION)?, 0).unwrap_or(0);
+            if version != SCHEMA_VERSION {
+                return Err(StoreError::SchemaMismatch {
+                    path: path.to_path_buf(),
+                    found: version,
+                    expected: SCHEMA_VERSION,
+                });
+            }
+            let spec = read_u32(&get(meta::SPEC_VERSION)?, 0).unwrap_or(0);
+            if spec != cfs_core::SPEC_VERSION {
+                return Err(StoreError::SchemaMismatch {
+                    path: path.to_path_buf(),
+                    found: spec,
+                    expected: cfs_core::SPEC_VERSION,
+                });
+            }
+            Settings::decode(&get(meta::SETTINGS)?)
+                .ok_or_else(|| StoreError::Corrupted("meta settings do not decode".into()))?
+        };
+        Ok(Self {
+            db,
+            path: path.to_path_buf(),
+            settings,
+        })
+    }
+
+    /// The store file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What the store is built with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Starts the single write transaction.
+    pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
+        WriteTxn::new(self)
+    }
+
+    /// A read transaction over the latest committed state.
+    pub fn begin_read(&self) -> Result<ReadTxn> {
+        Ok(ReadTxn::new(self.db.begin_read()?))
+    }
+
+    /// The current state root.
+    pub fn state_root(&self) -> Result<StateRoot> {
+        Ok(self.begin_read()?.table_roots()?.state_root())
+    }
+}
+
+pub(crate) fn read_table_roots<T: ReadableTable<&'static [u8], &'static [u8]>>(
+    meta: &T,
+) -> Result<TableRoots> {
+    let bytes = meta
+        .get(meta::TABLE_ROOTS.as_bytes())?
+        .ok_or_else(|| StoreError::Corrupted("meta table_roots missing".into()))?;
+    borsh_decode_roots(bytes.value())
+}
+
+pub(crate) fn read_sequence<T: ReadableTable<&'static [u8], &'static [u8]>>(
+    meta: &T,
+) -> Result<u64> {
+    let bytes = meta
+        .get(meta::SEQUENCE.as_bytes())?
+        .ok_or_else(|| StoreError::Corrupted("meta sequence missing".into()))?;
+    read_u64(bytes.value(), 0).ok_or_else(|| StoreError::Corrupted("meta sequence".into()))
+}
+
+/// The five roots concatenated in table order (160 bytes).
+pub(crate) fn encode_roots(roots: &TableRoots) -> Vec<u8> {
+    cfs_core::Table::ALL
+        .iter()
+        .flat_map(|t| roots.get(*t).0)
+        .collect()
+}
+
+fn borsh_decode_roots(bytes: &[u8]) -> Result<TableRoots> {
+    if bytes.len() != 5 * 32 {
+        return Err(StoreError::Corrupted(
+            "meta table_roots is not 160 bytes".into(),
+        ));
+    }
+    let root = |i: usize| {
+        let mut h = [0u8; 32];
+        h.copy_from_slice(&bytes[i * 32..i * 32 + 32]);
+        cfs_core::MerkleRoot(h)
+    };
+    Ok(TableRoots {
+        paths: root(0),
+        documents: root(1),
+        chunks: root(2),
+        embeddings: root(3),
+        edges: root(4),
+    })
+}

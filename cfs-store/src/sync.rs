@@ -1,0 +1,573 @@
+//! Incremental sync: bring the store in step with a folder, touching only what changed.
+//!
+//! Stat cache first (size and modification time), content hash second: a file whose
+//! bytes did not change is never parsed again, and a renamed or copied file is re-bound
+//! to its document without re-chunking or re-embedding. Changed files are parsed,
+//! chunked and embedded in parallel, with embeddings of already-seen text taken from the
+//! cache; writes go in batched transactions; removed files are unbound by an explicit
+//! list. The root after a sync equals the root of a clean index of the same tree.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use cfs_core::{Canonical, ContentHash, DocumentId, PathEntry, StateRoot, TextHash};
+use cfs_ingest::{
+    Embedder, IngestConfig, IngestError, Parsed, Registry, WalkEntry, detect, embedding_text,
+    parse_file, walk,
+};
+use rayon::prelude::*;
+use redb::ReadableTable;
+
+use crate::error::{Result, StoreError};
+use crate::read::{decode_vector, encode_vector};
+use crate::store::{Settings, Store};
+use crate::tables;
+use crate::write::WriteTxn;
+
+/// Files processed per write transaction.
+pub const DEFAULT_BATCH_FILES: usize = 512;
+/// Files modified this recently (ns) are not trusted to the stat cache: an edit within
+/// the same clock tick would otherwise go unseen.
+const RACY_WINDOW_NS: u64 = 2_000_000_000;
+/// Texts embedded per parallel task.
+const EMBED_BATCH: usize = 256;
+
+/// How to sync.
+#[derive(Clone, Debug)]
+pub struct SyncOptions {
+    /// Parsing and chunking.
+    pub config: IngestConfig,
+    /// Collections that path entries are resolved against.
+    pub registry: Registry,
+    /// Files per write transaction.
+    pub batch_files: usize,
+}
+
+impl Default for SyncOptions {
+    fn default() -> Self {
+        Self {
+            config: IngestConfig::default(),
+            registry: Registry::default(),
+            batch_files: DEFAULT_BATCH_FILES,
+        }
+    }
+}
+
+/// What a sync did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    /// New paths.
+    pub added: usize,
+    /// Paths whose content (or collections) changed.
+    pub updated: usize,
+    /// Paths gone from the folder.
+    pub removed: usize,
+    /// Paths gone whose content reappeared under a new path.
+    pub renamed: usize,
+    /// Paths that did not change.
+    pub unchanged: usize,
+    /// Files that could not be indexed, with the reason; any earlier version of them is
+    /// removed from the store.
+    pub failed: Vec<(String, String)>,
+    /// Files read and hashed (the stat cache did not vouch for them).
+    pub hashed: usize,
+    /// Files parsed and chunked (their content was new).
+    pub parsed: usize,
+    /// Chunks embedded (not found in the embedding cache).
+    pub embedded: usize,
+    /// Committed rows removed, over all tables.
+    pub rows_removed: u64,
+    /// Transactions committed.
+    pub commits: usize,
+    /// The state root after the sync.
+    pub root: StateRoot,
+}
+
+/// A stat-cache row: size, modification time, content hash, and for a file that could
+/// not be indexed, why (so that an unchanged binary is not read again every sync).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Stat {
+    size: u64,
+    mtime_ns: u64,
+    hash: ContentHash,
+    failure: Option<String>,
+}
+
+impl Stat {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(48);
+        out.extend(self.size.to_le_bytes());
+        out.extend(self.mtime_ns.to_le_bytes());
+        out.extend(self.hash.0);
+        if let Some(reason) = &self.failure {
+            out.extend(reason.as_bytes());
+        }
+        out
+    }
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let failure = match bytes.get(48..)? {
+            [] => None,
+            reason => Some(std::str::from_utf8(reason).ok()?.to_owned()),
+        };
+        Some(Self {
+            size: crate::store::borsh_free::read_u64(bytes, 0)?,
+            mtime_ns: crate::store::borsh_free::read_u64(bytes, 8)?,
+            hash: ContentHash(bytes.get(16..48)?.try_into().ok()?),
+            failure,
+        })
+    }
+
+    fn vouches_for(&self, entry: &WalkEntry) -> bool {
+        self.size == entry.size_bytes && self.mtime_ns == entry.mtime_ns && self.mtime_ns != 0
+    }
+}
+
+/// Vectors computed for one batch of texts, or why the embedder failed.
+type EmbeddedBatch = std::result::Result<Vec<(TextHash, Vec<i16>)>, String>;
+
+/// One file read in this sync.
+struct Read {
+    entry: WalkEntry,
+    result: std::result::Result<(Vec<u8>, ContentHash), IngestError>,
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn read_file(
+    entry: &WalkEntry,
+    config: &IngestConfig,
+) -> std::result::Result<(Vec<u8>, ContentHash), IngestError> {
+    if entry.size_bytes > config.max_file_bytes {
+        return Err(IngestError::TooLarge {
+            path: entry.rel_path.clone(),
+            size_bytes: entry.size_bytes,
+            limit_bytes: config.max_file_bytes,
+        });
+    }
+    let bytes = std::fs::read(&entry.abs_path).map_err(|source| IngestError::Io {
+        path: entry.abs_path.clone(),
+        source,
+    })?;
+    let hash = ContentHash::of(&bytes);
+    Ok((bytes, hash))
+}
+
+impl Store {
+    /// Syncs the store with the folder `root`; `progress` is called once per file seen.
+    pub fn sync(
+        &self,
+        root: &Path,
+        options: &SyncOptions,
+        embedder: &dyn Embedder,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<SyncReport> {
+        let requested = Settings {
+            chunk: options.config.chunk,
+            model_id: embedder.model_id().to_owned(),
+        };
+        self.settings().check(&requested, self.path())?;
+        let started_ns = now_ns();
+        let walked = walk(root)?;
+        let store_file = self.path().canonicalize().ok();
+        let files: Vec<WalkEntry> = walked
+            .files
+            .into_iter()
+            .filter(|f| store_file.as_deref() != f.abs_path.canonicalize().ok().as_deref())
+            .collect();
+        let mut report = SyncReport::default();
+        for e in walked.errors {
+            report.failed.push((error_path(&e), e.to_string()));
+        }
+
+        let (existing, stats) = {
+            let read = self.begin_read()?;
+            let existing: BTreeMap<String, PathEntry> = read
+                .all_paths()?
+                .into_iter()
+                .map(|p| (p.path.clone(), p))
+                .collect();
+            let mut stats: BTreeMap<String, Stat> = BTreeMap::new();
+            for row in read.raw().open_table(tables::STAT_CACHE)?.iter()? {
+                let (k, v) = row?;
+                if let (Ok(path), Some(stat)) =
+                    (std::str::from_utf8(k.value()), Stat::decode(v.value()))
+                {
+                    stats.insert(path.to_owned(), stat);
+                }
+            }
+            (existing, stats)
+        };
+
+        // Stat cache first: unchanged size and time vouch for unchanged content.
+        let mut to_read: Vec<WalkEntry> = Vec::new();
+        let mut relabel: Vec<PathEntry> = Vec::new();
+        for f in files.iter() {
+            let cached = stats.get(&f.rel_path).filter(|s| s.vouches_for(f));
+            if let Some(reason) = cached.and_then(|s| s.failure.as_ref())
+                && !existing.contains_key(&f.rel_path)
+            {
+                report.failed.push((f.rel_path.clone(), reason.clone()));
+                progress(&f.rel_path);
+                continue;
+            }
+            let vouched =
+                cached.is_some_and(|s| s.failure.is_none()) && existing.contains_key(&f.rel_path);
+            if vouched {
+                let old = &existing[&f.rel_path];
+                let resolution = options.registry.resolve(&f.rel_path);
+                if old.collections != resolution.collections || old.context != resolution.context {
+                    relabel.push(PathEntry {
+                        collections: resolution.collections,
+                        context: resolution.context,
+                        ..old.clone()
+                    });
+                } else {
+                    report.unchanged += 1;
+                }
+                progress(&f.rel_path);
+            } else {
+                to_read.push(f.clone());
+            }
+        }
+
+        let seen: BTreeSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+        let gone: Vec<String> = existing
+            .keys()
+            .filter(|p| !seen.contains(p.as_str()))
+            .cloned()
+            .collect();
+        let gone_hashes: BTreeMap<ContentHash, usize> = {
+            let read = self.begin_read()?;
+            let mut m = BTreeMap::new();
+            for p in &gone {
+                if let Some(doc) = read.document(&existing[p].document_id)? {
+                    *m.entry(doc.content_hash).or_insert(0) += 1;
+                }
+            }
+            m
+        };
+        let mut renames_left = gone_hashes;
+
+        let mut txn = self.begin_write()?;
+        for entry in &relabel {
+            txn.bind_path(entry)?;
+            report.updated += 1;
+        }
+        let batch = options.batch_files.max(1);
+        for group in to_read.chunks(batch) {
+            let reads: Vec<Read> = group
+                .par_iter()
+                .map(|entry| Read {
+                    entry: entry.clone(),
+                    result: read_file(entry, &options.config),
+                })
+                .collect();
+            self.apply_batch(
+                &mut txn,
+                reads,
+                &existing,
+                &stats,
+                options,
+                embedder,
+                started_ns,
+                &mut renames_left,
+                &mut report,
+                progress,
+            )?;
+            report.rows_removed += txn.summary().n_removed();
+            if txn.summary() != &cfs_core::ChangeSummary::default() {
+                txn.commit()?;
+                report.commits += 1;
+            } else {
+                txn.commit()?;
+            }
+            txn = self.begin_write()?;
+        }
+        // Removed files: an explicit list of paths, never a filter.
+        if !gone.is_empty() {
+            let mut stat_cache = txn.raw().open_table(tables::STAT_CACHE)?;
+            for path in &gone {
+                stat_cache.remove(path.as_bytes())?;
+            }
+            drop(stat_cache);
+            for path in &gone {
+                txn.unbind_path(path)?;
+            }
+            report.removed += gone.len();
+        }
+        report.rows_removed += txn.summary().n_removed();
+        let changed = txn.summary() != &cfs_core::ChangeSummary::default();
+        report.root = txn.commit()?;
+        if changed {
+            report.commits += 1;
+        }
+        let renamed_total: usize = report.renamed;
+        report.removed -= renamed_total.min(report.removed);
+        Ok(report)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn apply_batch(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        reads: Vec<Read>,
+        existing: &BTreeMap<String, PathEntry>,
+        stats: &BTreeMap<String, Stat>,
+        options: &SyncOptions,
+        embedder: &dyn Embedder,
+        started_ns: u64,
+        renames_left: &mut BTreeMap<ContentHash, usize>,
+        report: &mut SyncReport,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<()> {
+        // Content second: decide per file whether it needs parsing.
+        let mut to_parse: Vec<(usize, &[u8])> = Vec::new();
+        let mut plans: Vec<Option<DocumentId>> = Vec::with_capacity(reads.len());
+        let mut new_content: BTreeMap<(ContentHash, &'static str), usize> = BTreeMap::new();
+        let mut known_failures: BTreeMap<usize, String> = BTreeMap::new();
+        for (i, read) in reads.iter().enumerate() {
+            let path = read.entry.rel_path.as_str();
+            let mut plan = None;
+            if let Ok((bytes, hash)) = &read.result {
+                report.hashed += 1;
+                let cached = stats.get(path).filter(|s| s.hash == *hash);
+                let same = cached.is_some_and(|s| s.failure.is_none());
+                if let Some(reason) = cached.and_then(|s| s.failure.clone()) {
+                    // The same bytes failed before: they would fail again.
+                    known_failures.insert(i, reason);
+                } else if same && let Some(old) = existing.get(path) {
+                    plan = Some(old.document_id);
+                } else if let Ok(detected) = detect(path, &bytes[..bytes.len().min(8192)]) {
+                    if let Some(doc) = txn.document_for_content(hash, detected.mime_type)? {
+                        plan = Some(doc);
+                    } else if let std::collections::btree_map::Entry::Vacant(slot) =
+                        new_content.entry((*hash, detected.mime_type))
+                    {
+                        slot.insert(i);
+                        to_parse.push((i, bytes.as_slice()));
+                    }
+                } else {
+                    to_parse.push((i, bytes.as_slice()));
+                }
+            }
+            plans.push(plan);
+        }
+        let parsed: Vec<(usize, std::result::Result<Parsed, IngestError>)> = to_parse
+            .par_iter()
+            .map(|(i, bytes)| {
+                (
+                    *i,
+                    parse_file(&reads[*i].entry.rel_path, bytes, &options.config),
+                )
+            })
+            .collect();
+        report.parsed += parsed.len();
+        let mut parse_results: BTreeMap<usize, std::result::Result<Parsed, IngestError>> =
+            parsed.into_iter().collect();
+
+        // Embeddings: cached ones first, the rest in parallel batches.
+        let model = embedder.model_hash();
+        let mut wanted: BTreeMap<TextHash, String> = BTreeMap::new();
+        for p in parse_results.values().flatten() {
+            for chunk in &p.chunks {
+                let text = embedding_text(chunk);
+                wanted
+                    .entry(TextHash::of(&text))
+                    .or_insert_with(|| text.into_owned());
+            }
+        }
+        let mut vectors: BTreeMap<TextHash, Vec<i16>> = BTreeMap::new();
+        {
+            let cache = txn.raw().open_table(tables::EMBEDDING_CACHE)?;
+            for hash in wanted.keys() {
+                let key = [model.0.as_slice(), hash.0.as_slice()].concat();
+                if let Some(v) = cache
+                    .get(key.as_slice())?
+                    .and_then(|v| decode_vector(v.value()))
+                {
+                    vectors.insert(*hash, v);
+                }
+            }
+        }
+        let missing: Vec<(&TextHash, &String)> = wanted
+            .iter()
+            .filter(|(h, _)| !vectors.contains_key(h))
+            .collect();
+        let computed: Vec<EmbeddedBatch> = missing
+            .par_chunks(EMBED_BATCH)
+            .map(|group| {
+                let texts: Vec<&str> = group.iter().map(|(_, t)| t.as_str()).collect();
+                let out = embedder.embed_batch(&texts).map_err(|e| e.to_string())?;
+                if out.len() != texts.len() {
+                    return Err(format!(
+                        "embedder returned {} vectors for {} texts",
+                        out.len(),
+                        texts.len()
+                    ));
+                }
+                Ok(group.iter().map(|(h, _)| **h).zip(out).collect())
+            })
+            .collect();
+        {
+            let mut cache = txn.raw().open_table(tables::EMBEDDING_CACHE)?;
+            for batch in computed {
+                let batch = batch.map_err(StoreError::InvalidInput)?;
+                for (hash, vector) in batch {
+                    let key = [model.0.as_slice(), hash.0.as_slice()].concat();
+                    cache.insert(key.as_slice(), encode_vector(&vector).as_slice())?;
+                    vectors.insert(hash, vector);
+                    report.embedded += 1;
+                }
+            }
+        }
+
+        // Write, in path order.
+        for (i, read) in reads.iter().enumerate() {
+            let path = read.entry.rel_path.as_str();
+            progress(path);
+            let racy = started_ns.saturating_sub(read.entry.mtime_ns) < RACY_WINDOW_NS;
+            let stat_of = |hash: ContentHash, failure: Option<String>| Stat {
+                size: read.entry.size_bytes,
+                mtime_ns: if racy { 0 } else { read.entry.mtime_ns },
+                hash,
+                failure,
+            };
+            let (bytes, hash) = match &read.result {
+                Ok(ok) => ok,
+                Err(e) => {
+                    report.failed.push((path.to_owned(), e.to_string()));
+                    self.forget(txn, path, existing, None)?;
+                    continue;
+                }
+            };
+            if let Some(reason) = known_failures.remove(&i) {
+                report.failed.push((path.to_owned(), reason.clone()));
+                self.forget(txn, path, existing, Some(stat_of(*hash, Some(reason))))?;
+                continue;
+            }
+            let document_id = match (&plans[i], parse_results.remove(&i)) {
+                (Some(doc), _) => *doc,
+                (None, Some(Ok(parsed))) => {
+                    let chunk_vectors = parsed
+                        .chunks
+                        .iter()
+                        .map(|c| {
+                            let h = TextHash::of(&embedding_text(c));
+                            let v = vectors.get(&h).cloned().ok_or_else(|| {
+                                StoreError::InvalidInput(format!("{path}: no vector for a chunk"))
+                            })?;
+                            Ok(cfs_core::Embedding::new(c.id, model, v)?)
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    txn.put_document(
+                        &parsed.document,
+                        &parsed.chunks,
+                        &chunk_vectors,
+                        &parsed.window_edges,
+                    )?;
+                    parsed.document.id
+                }
+                (None, Some(Err(e))) => {
+                    report.failed.push((path.to_owned(), e.to_string()));
+                    self.forget(
+                        txn,
+                        path,
+                        existing,
+                        Some(stat_of(*hash, Some(e.to_string()))),
+                    )?;
+                    continue;
+                }
+                (None, None) => {
+                    // Same new content as an earlier file of this batch: parsed once.
+                    let detected = detect(path, &bytes[..bytes.len().min(8192)]).ok();
+                    match detected
+                        .and_then(|d| txn.document_for_content(hash, d.mime_type).transpose())
+                    {
+                        Some(doc) => doc?,
+                        None => {
+                            let reason = "the same content failed earlier in this batch".to_owned();
+                            report.failed.push((path.to_owned(), reason.clone()));
+                            self.forget(txn, path, existing, Some(stat_of(*hash, Some(reason))))?;
+                            continue;
+                        }
+                    }
+                }
+            };
+            let resolution = options.registry.resolve(path);
+            let entry = PathEntry {
+                path: path.to_owned(),
+                document_id,
+                collections: resolution.collections,
+                context: resolution.context,
+            };
+            match existing.get(path) {
+                Some(old) if *old == entry => report.unchanged += 1,
+                Some(_) => report.updated += 1,
+                None => {
+                    let doc = txn.content_of(&document_id)?;
+                    match doc.and_then(|h| renames_left.get_mut(&h).filter(|n| **n > 0)) {
+                        Some(n) => {
+                            *n -= 1;
+                            report.renamed += 1;
+                        }
+                        None => report.added += 1,
+                    }
+                }
+            }
+            txn.bind_path(&entry)?;
+            let mut cache = txn.raw().open_table(tables::STAT_CACHE)?;
+            cache.insert(path.as_bytes(), stat_of(*hash, None).encode().as_slice())?;
+        }
+        Ok(())
+    }
+
+    /// Removes a path that can no longer be indexed; its stat row records the failure
+    /// when there is one to record, or goes.
+    fn forget(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        path: &str,
+        existing: &BTreeMap<String, PathEntry>,
+        failed: Option<Stat>,
+    ) -> Result<()> {
+        {
+            let mut cache = txn.raw().open_table(tables::STAT_CACHE)?;
+            match failed {
+                Some(stat) => cache.insert(path.as_bytes(), stat.encode().as_slice())?,
+                None => cache.remove(path.as_bytes())?,
+            };
+        }
+        if existing.contains_key(path) {
+            txn.unbind_path(path)?;
+        }
+        Ok(())
+    }
+}
+
+fn error_path(e: &IngestError) -> String {
+    match e {
+        IngestError::Skipped { path, .. }
+        | IngestError::Decode { path, .. }
+        | IngestError::Malformed { path, .. }
+        | IngestError::TooLarge { path, .. }
+        | IngestError::Path { path, .. }
+        | IngestError::Core { path, .. } => path.clone(),
+        IngestError::Io { path, .. } => path.display().to_string(),
+        _ => String::new(),
+    }
+}
+
+impl WriteTxn<'_> {
+    /// The content hash of a present document.
+    pub(crate) fn content_of(&self, id: &DocumentId) -> Result<Option<ContentHash>> {
+        let t = self.raw().open_table(tables::DOCUMENTS)?;
+        match t.get(&id.0[..])? {
+            Some(v) => Ok(Some(cfs_core::Document::decode(v.value())?.content_hash)),
+            None => Ok(None),
+        }
+    }
+}

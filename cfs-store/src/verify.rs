@@ -1,0 +1,301 @@
+//! `verify`: recompute everything from the rows and compare.
+//!
+//! Every committed row is decoded strictly and validated, its key checked against the
+//! key its content derives, its leaf hash recomputed and compared with the stored leaf;
+//! bucket roots, table roots and the state root are recomputed and compared with the
+//! stored ones; the reference rules of the state are checked (no orphan chunk, embedding
+//! or edge; every path names a document; documents match their chunks); the indexes are
+//! compared with the rows they index; the state chain must end at the current root.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cfs_core::{
+    Bucket, CanonicalState, Chunk, Document, Edge, Embedding, Entity, MerkleRoot, PathEntry,
+    StateRoot, Table, TableRoots, merkle_root, table_root_from_sorted,
+};
+use redb::{ReadableTable, ReadableTableMetadata};
+
+use crate::error::Result;
+use crate::read::{Counts, ReadTxn};
+use crate::tables;
+use crate::write::read_bucket_roots;
+
+/// What `verify` found.
+#[derive(Clone, Debug)]
+pub struct VerifyReport {
+    /// The root the store says it holds.
+    pub stored_root: StateRoot,
+    /// The root recomputed from the rows.
+    pub computed_root: StateRoot,
+    /// Row counts.
+    pub counts: Counts,
+    /// Every problem found; empty when the store is sound.
+    pub problems: Vec<String>,
+}
+
+impl VerifyReport {
+    /// True when nothing is wrong.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty() && self.stored_root == self.computed_root
+    }
+}
+
+struct Scan<E> {
+    rows: Vec<E>,
+    leaves: Vec<(Bucket, [u8; 32])>,
+}
+
+fn scan<E: Entity>(
+    read: &ReadTxn,
+    key_bytes: impl Fn(&E) -> Vec<u8>,
+    stored_leaves: &BTreeMap<Vec<u8>, [u8; 32]>,
+    problems: &mut Vec<String>,
+) -> Result<Scan<E>> {
+    let table = E::TABLE;
+    let t = read.raw().open_table(tables::committed(table))?;
+    let mut out = Scan {
+        rows: Vec::new(),
+        leaves: Vec::new(),
+    };
+    let tag = tables::tag(table);
+    for row in t.iter()? {
+        let (k, v) = row?;
+        let key = k.value();
+        let entity = match E::decode(v.value()) {
+            Ok(e) => e,
+            Err(e) => {
+                problems.push(format!(
+                    "{} row {}: {e}",
+                    table.name(),
+                    cfs_core::hex_encode(key)
+                ));
+                continue;
+            }
+        };
+        if key_bytes(&entity) != key {
+            problems.push(format!(
+                "{} row {} is stored under another key than its content gives",
+                table.name(),
+                cfs_core::hex_encode(key)
+            ));
+        }
+        let leaf = entity.leaf().0;
+        let mut leaf_key = vec![tag];
+        leaf_key.extend_from_slice(key);
+        if stored_leaves.get(&leaf_key) != Some(&leaf) {
+            problems.push(format!(
+                "{} row {}: stored leaf hash missing or wrong",
+                table.name(),
+                cfs_core::hex_encode(key)
+            ));
+        }
+        out.leaves.push((Bucket::of_key(key), leaf));
+        out.rows.push(entity);
+    }
+    Ok(out)
+}
+
+fn bucket_roots_of(leaves: &[(Bucket, [u8; 32])]) -> BTreeMap<u16, MerkleRoot> {
+    let mut by: BTreeMap<u16, Vec<[u8; 32]>> = BTreeMap::new();
+    for (b, l) in leaves {
+        by.entry(b.0).or_default().push(*l);
+    }
+    by.into_iter()
+        .map(|(b, ls)| (b, merkle_root(&ls)))
+        .collect()
+}
+
+/// Verifies one committed state.
+pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
+    let mut problems = Vec::new();
+    let stored_roots = read.table_roots()?;
+    let counts = read.counts()?;
+    let mut stored_leaves: BTreeMap<Vec<u8>, [u8; 32]> = BTreeMap::new();
+    for row in read.raw().open_table(tables::LEAVES)?.iter()? {
+        let (k, v) = row?;
+        match <[u8; 32]>::try_from(v.value()) {
+            Ok(h) => {
+                stored_leaves.insert(k.value().to_vec(), h);
+            }
+            Err(_) => problems.push(format!(
+                "leaf {} is not 32 bytes",
+                cfs_core::hex_encode(k.value())
+            )),
+        }
+    }
+    let paths: Scan<PathEntry> = scan(
+        read,
+        |p: &PathEntry| p.id().0.to_vec(),
+        &stored_leaves,
+        &mut problems,
+    )?;
+    let documents: Scan<Document> = scan(
+        read,
+        |d: &Document| d.id.0.to_vec(),
+        &stored_leaves,
+        &mut problems,
+    )?;
+    let chunks: Scan<Chunk> = scan(
+        read,
+        |c: &Chunk| c.id.0.to_vec(),
+        &stored_leaves,
+        &mut problems,
+    )?;
+    let embeddings: Scan<Embedding> = scan(
+        read,
+        |e: &Embedding| e.id.0.to_vec(),
+        &stored_leaves,
+        &mut problems,
+    )?;
+    let edges: Scan<Edge> = scan(
+        read,
+        |e: &Edge| e.key().to_vec(),
+        &stored_leaves,
+        &mut problems,
+    )?;
+    let n_rows = paths.rows.len()
+        + documents.rows.len()
+        + chunks.rows.len()
+        + embeddings.rows.len()
+        + edges.rows.len();
+    if stored_leaves.len() != n_rows {
+        problems.push(format!(
+            "{} stored leaves for {n_rows} rows",
+            stored_leaves.len()
+        ));
+    }
+
+    let mut computed = TableRoots::empty();
+    let bucket_table = read.raw().open_table(tables::BUCKET_ROOTS)?;
+    for (table, leaves) in [
+        (Table::Paths, &paths.leaves),
+        (Table::Documents, &documents.leaves),
+        (Table::Chunks, &chunks.leaves),
+        (Table::Embeddings, &embeddings.leaves),
+        (Table::Edges, &edges.leaves),
+    ] {
+        computed.set(table, table_root_from_sorted(leaves)?);
+        if computed.get(table) != stored_roots.get(table) {
+            problems.push(format!(
+                "{} root: stored {}, computed {}",
+                table.name(),
+                stored_roots.get(table),
+                computed.get(table)
+            ));
+        }
+        let expected = bucket_roots_of(leaves);
+        let stored = read_bucket_roots(&bucket_table, table)?;
+        for (b, root) in stored.iter().enumerate() {
+            let want = expected
+                .get(&(b as u16))
+                .copied()
+                .unwrap_or_else(MerkleRoot::empty);
+            if *root != want {
+                problems.push(format!(
+                    "{} bucket {b}: stored root differs from its leaves",
+                    table.name()
+                ));
+            }
+        }
+    }
+
+    // Reference rules, on the decoded rows.
+    let state = CanonicalState::from_rows(
+        paths.rows,
+        documents.rows,
+        chunks.rows,
+        embeddings.rows,
+        edges.rows,
+    );
+    problems.extend(state.check_integrity());
+
+    // Indexes against the rows.
+    let mut expected_chunk_index: BTreeSet<Vec<u8>> = BTreeSet::new();
+    for c in state.chunks().values() {
+        let mut k = c.document_id.0.to_vec();
+        k.extend(c.sequence.to_be_bytes());
+        k.extend(c.id.0);
+        expected_chunk_index.insert(k);
+    }
+    let mut found = BTreeSet::new();
+    for row in read.raw().open_table(tables::CHUNKS_BY_DOCUMENT)?.iter()? {
+        let (k, v) = row?;
+        let mut e = k.value().to_vec();
+        e.extend_from_slice(v.value());
+        found.insert(e);
+    }
+    if found != expected_chunk_index {
+        problems.push("chunks_by_document index differs from the chunks".into());
+    }
+    let expected_paths: BTreeSet<Vec<u8>> = state
+        .paths()
+        .values()
+        .map(|p| [p.document_id.0.as_slice(), p.id().0.as_slice()].concat())
+        .collect();
+    let mut found = BTreeSet::new();
+    for row in read.raw().open_table(tables::PATHS_BY_DOCUMENT)?.iter()? {
+        found.insert(row?.0.value().to_vec());
+    }
+    if found != expected_paths {
+        problems.push("paths_by_document index differs from the paths".into());
+    }
+    let expected_targets: BTreeSet<Vec<u8>> = state
+        .edges()
+        .keys()
+        .map(|e| {
+            [
+                e.target.0.as_slice(),
+                e.source.0.as_slice(),
+                &e.kind.0.to_be_bytes(),
+            ]
+            .concat()
+        })
+        .collect();
+    let mut found = BTreeSet::new();
+    for row in read.raw().open_table(tables::EDGES_BY_TARGET)?.iter()? {
+        found.insert(row?.0.value().to_vec());
+    }
+    if found != expected_targets {
+        problems.push("edges_by_target index differs from the edges".into());
+    }
+    let content = read.raw().open_table(tables::CONTENT_INDEX)?;
+    if content.len()? != state.documents().len() as u64 {
+        problems.push(format!(
+            "content index has {} entries for {} documents",
+            content.len()?,
+            state.documents().len()
+        ));
+    }
+    for d in state.documents().values() {
+        let key = [d.content_hash.0.as_slice(), d.profile.mime_type.as_bytes()].concat();
+        if content.get(key.as_slice())?.map(|v| v.value().to_vec()) != Some(d.id.0.to_vec()) {
+            problems.push(format!(
+                "document {} is missing from the content index",
+                d.id
+            ));
+        }
+    }
+
+    // The chain ends at the current root and links each record to the one before.
+    let chain = read.state_chain()?;
+    let mut parent = TableRoots::empty().state_root();
+    for (i, record) in chain.iter().enumerate() {
+        if record.sequence != i as u64 + 1 || record.parent != parent {
+            problems.push(format!("state chain broken at record {}", record.sequence));
+        }
+        parent = record.root;
+    }
+    if parent != stored_roots.state_root() {
+        problems.push("the state chain does not end at the current root".into());
+    }
+    if read.sequence()? != chain.len() as u64 {
+        problems.push("meta sequence differs from the state chain".into());
+    }
+
+    Ok(VerifyReport {
+        stored_root: stored_roots.state_root(),
+        computed_root: computed.state_root(),
+        counts,
+        problems,
+    })
+}

@@ -1,0 +1,559 @@
+//! The write transaction: rows, indexes and leaves change together, and `commit`
+//! rehashes only the touched buckets, appends a state record and commits once.
+//!
+//! Every change goes through [`WriteTxn`], so the committed tables, the indexes, the
+//! leaf hashes and the bucket roots can never disagree in a committed state: redb commits
+//! all of them atomically or none. Dropping a `WriteTxn` aborts it.
+
+use std::collections::BTreeSet;
+
+use cfs_core::{
+    Bucket, Canonical, ChangeSummary, Chunk, ChunkId, Document, DocumentId, Edge, EdgeKind,
+    Embedding, EmbeddingId, Entity, MerkleRoot, PathEntry, PathId, StateRecord, StateRoot, Table,
+    TableChange, TopTree, merkle_root,
+};
+use redb::ReadableTable;
+
+use crate::error::{Result, StoreError};
+use crate::store::{Store, encode_roots, meta, read_sequence, read_table_roots};
+use crate::tables;
+
+/// An open write transaction.
+pub struct WriteTxn<'s> {
+    txn: redb::WriteTransaction,
+    /// The transaction lives no longer than its store.
+    _store: std::marker::PhantomData<&'s Store>,
+    touched: BTreeSet<(Table, u16)>,
+    summary: ChangeSummary,
+    timestamp_ms: Option<u64>,
+}
+
+impl std::fmt::Debug for WriteTxn<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteTxn")
+            .field("touched", &self.touched.len())
+            .field("summary", &self.summary)
+            .finish()
+    }
+}
+
+fn change(summary: &mut ChangeSummary, table: Table) -> &mut TableChange {
+    match table {
+        Table::Paths => &mut summary.paths,
+        Table::Documents => &mut summary.documents,
+        Table::Chunks => &mut summary.chunks,
+        Table::Embeddings => &mut summary.embeddings,
+        Table::Edges => &mut summary.edges,
+    }
+}
+
+fn leaf_key(table: Table, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(tables::tag(table));
+    k.extend_from_slice(key);
+    k
+}
+
+fn by_target_key(edge: &Edge) -> [u8; 34] {
+    let mut key = [0u8; 34];
+    key[..16].copy_from_slice(&edge.target.0);
+    key[16..32].copy_from_slice(&edge.source.0);
+    key[32..].copy_from_slice(&edge.kind.0.to_be_bytes());
+    key
+}
+
+/// `a || b`.
+fn concat(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(a.len() + b.len());
+    k.extend_from_slice(a);
+    k.extend_from_slice(b);
+    k
+}
+
+/// The exclusive upper bound of all keys starting with `prefix`, or `None` for "to the end".
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// Keys of `table` starting with `prefix`.
+pub(crate) fn keys_with_prefix<T: ReadableTable<&'static [u8], &'static [u8]>>(
+    table: &T,
+    prefix: &[u8],
+) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    let iter = match prefix_end(prefix) {
+        Some(end) => table.range::<&[u8]>(prefix..end.as_slice())?,
+        None => table.range::<&[u8]>(prefix..)?,
+    };
+    for row in iter {
+        out.push(row?.0.value().to_vec());
+    }
+    Ok(out)
+}
+
+impl<'s> WriteTxn<'s> {
+    pub(crate) fn new(store: &'s Store) -> Result<Self> {
+        let mut txn = store.db.begin_write()?;
+        // The content is untrusted: a two-phase commit never trusts a checksum alone.
+        txn.set_two_phase_commit(true);
+        Ok(Self {
+            txn,
+            _store: std::marker::PhantomData,
+            touched: BTreeSet::new(),
+            summary: ChangeSummary::default(),
+            timestamp_ms: None,
+        })
+    }
+
+    /// Sets the commit time recorded in the state chain (default: now).
+    pub fn set_timestamp_ms(&mut self, timestamp_ms: u64) {
+        self.timestamp_ms = Some(timestamp_ms);
+    }
+
+    /// The underlying redb transaction, for the store's own caches.
+    pub(crate) fn raw(&self) -> &redb::WriteTransaction {
+        &self.txn
+    }
+
+    fn put_row<E: Entity>(&mut self, entity: &E, key: &[u8]) -> Result<()> {
+        let encoded = entity.encode();
+        let leaf = entity.leaf();
+        let table = E::TABLE;
+        let previous = {
+            let mut t = self.txn.open_table(tables::committed(table))?;
+            t.insert(key, encoded.as_slice())?
+                .map(|g| g.value().to_vec())
+        };
+        if previous.as_deref() == Some(encoded.as_slice()) {
+            return Ok(());
+        }
+        {
+            let mut leaves = self.txn.open_table(tables::LEAVES)?;
+            leaves.insert(leaf_key(table, key).as_slice(), &leaf.0[..])?;
+        }
+        let counts = change(&mut self.summary, table);
+        if previous.is_some() {
+            counts.changed += 1;
+        } else {
+            counts.added += 1;
+        }
+        self.touched.insert((table, Bucket::of_key(key).0));
+        Ok(())
+    }
+
+    fn delete_row(&mut self, table: Table, key: &[u8]) -> Result<bool> {
+        let removed = {
+            let mut t = self.txn.open_table(tables::committed(table))?;
+            t.remove(key)?.is_some()
+        };
+        if removed {
+            let mut leaves = self.txn.open_table(tables::LEAVES)?;
+            leaves.remove(leaf_key(table, key).as_slice())?;
+            change(&mut self.summary, table).removed += 1;
+            self.touched.insert((table, Bucket::of_key(key).0));
+        }
+        Ok(removed)
+    }
+
+    fn put_edge_row(&mut self, edge: &Edge) -> Result<()> {
+        self.put_row(edge, &edge.key())?;
+        let mut t = self.txn.open_table(tables::EDGES_BY_TARGET)?;
+        t.insert(&by_target_key(edge)[..], &[][..])?;
+        Ok(())
+    }
+
+    fn delete_edge_row(&mut self, edge: &Edge) -> Result<()> {
+        self.delete_row(Table::Edges, &edge.key())?;
+        let mut t = self.txn.open_table(tables::EDGES_BY_TARGET)?;
+        t.remove(&by_target_key(edge)[..])?;
+        Ok(())
+    }
+
+    /// True if the document is present.
+    pub fn has_document(&self, id: &DocumentId) -> Result<bool> {
+        let t = self.txn.open_table(tables::DOCUMENTS)?;
+        Ok(t.get(&id.0[..])?.is_some())
+    }
+
+    /// The document of known content and MIME type, if present.
+    pub fn document_for_content(
+        &self,
+        content: &cfs_core::ContentHash,
+        mime_type: &str,
+    ) -> Result<Option<DocumentId>> {
+        let t = self.txn.open_table(tables::CONTENT_INDEX)?;
+        let key = concat(&content.0, mime_type.as_bytes());
+        let Some(v) = t.get(key.as_slice())? else {
+            return Ok(None);
+        };
+        let id = DocumentId(
+            v.value()
+                .try_into()
+                .map_err(|_| StoreError::Corrupted("content index value".into()))?,
+        );
+        drop(v);
+        drop(t);
+        Ok(self.has_document(&id)?.then_some(id))
+    }
+
+    /// Adds a document with its chunks, embeddings and window edges, and the system edges
+    /// that link them. The rows are checked as `CanonicalState::insert_document` checks
+    /// them. A document already present is left as it is (its id says it is the same).
+    /// Returns whether it was added.
+    pub fn put_document(
+        &mut self,
+        document: &Document,
+        chunks: &[Chunk],
+        embeddings: &[Embedding],
+        window_edges: &[Edge],
+    ) -> Result<bool> {
+        if self.has_document(&document.id)? {
+            return Ok(false);
+        }
+        // Reuse the reference checks of the in-memory state on this one document.
+        let mut check = cfs_core::CanonicalState::new();
+        check.insert_document(
+            document.clone(),
+            chunks.to_vec(),
+            embeddings.to_vec(),
+            window_edges.to_vec(),
+        )?;
+        self.put_row(document, &document.id.0)?;
+        {
+            let mut idx = self.txn.open_table(tables::CONTENT_INDEX)?;
+            let key = concat(
+                &document.content_hash.0,
+                document.profile.mime_type.as_bytes(),
+            );
+            idx.insert(key.as_slice(), &document.id.0[..])?;
+        }
+        for chunk in chunks {
+            self.put_row(chunk, &chunk.id.0)?;
+            let mut idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
+            let key = concat(&document.id.0, &chunk.sequence.to_be_bytes());
+            idx.insert(key.as_slice(), &chunk.id.0[..])?;
+        }
+        for embedding in embeddings {
+            self.put_row(embedding, &embedding.id.0)?;
+        }
+        for edge in check.edges().keys() {
+            self.put_edge_row(edge)?;
+        }
+        Ok(true)
+    }
+
+    /// Binds a path to a present document, replacing its previous binding; a document
+    /// left without paths is removed with everything it owns.
+    pub fn bind_path(&mut self, entry: &PathEntry) -> Result<()> {
+        entry.validate()?;
+        if !self.has_document(&entry.document_id)? {
+            return Err(StoreError::InvalidInput(format!(
+                "{:?} names the absent document {}",
+                entry.path, entry.document_id
+            )));
+        }
+        let id = entry.id();
+        let previous = self.get_path_by_id(&id)?;
+        self.put_row(entry, &id.0)?;
+        {
+            let mut idx = self.txn.open_table(tables::PATHS_BY_DOCUMENT)?;
+            idx.insert(concat(&entry.document_id.0, &id.0).as_slice(), &[][..])?;
+        }
+        if let Some(old) = previous
+            && old.document_id != entry.document_id
+        {
+            self.release(old.document_id, id)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the binding of `path`; a document left without paths is removed with
+    /// everything it owns. Returns the removed entry.
+    pub fn unbind_path(&mut self, path: &str) -> Result<Option<PathEntry>> {
+        let id = PathId::derive(path);
+        let Some(old) = self.get_path_by_id(&id)? else {
+            return Ok(None);
+        };
+        self.delete_row(Table::Paths, &id.0)?;
+        self.release(old.document_id, id)?;
+        Ok(Some(old))
+    }
+
+    fn get_path_by_id(&self, id: &PathId) -> Result<Option<PathEntry>> {
+        let t = self.txn.open_table(tables::PATHS)?;
+        match t.get(&id.0[..])? {
+            Some(v) => Ok(Some(PathEntry::decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Drops the reference of path `path` to `document`, and the document if it was the
+    /// last one.
+    fn release(&mut self, document: DocumentId, path: PathId) -> Result<()> {
+        let remaining = {
+            let mut idx = self.txn.open_table(tables::PATHS_BY_DOCUMENT)?;
+            idx.remove(concat(&document.0, &path.0).as_slice())?;
+            keys_with_prefix(&idx, &document.0)?.len()
+        };
+        if remaining == 0 {
+            self.remove_document(document)?;
+        }
+        Ok(())
+    }
+
+    /// Removes a document, its chunks, their embeddings, and every edge from or to any of
+    /// them. The set is explicit: the document and the chunk ids its index lists.
+    fn remove_document(&mut self, document: DocumentId) -> Result<()> {
+        let doc_bytes = {
+            let t = self.txn.open_table(tables::DOCUMENTS)?;
+            t.get(&document.0[..])?.map(|v| v.value().to_vec())
+        };
+        let Some(doc_bytes) = doc_bytes else {
+            return Ok(());
+        };
+        let doc = Document::decode(&doc_bytes)?;
+        let chunk_ids: Vec<ChunkId> = {
+            let idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
+            let mut ids = Vec::new();
+            for key in keys_with_prefix(&idx, &document.0)? {
+                let v = idx
+                    .get(key.as_slice())?
+                    .ok_or_else(|| StoreError::Corrupted("chunk index".into()))?;
+                ids.push(ChunkId(v.value().try_into().map_err(|_| {
+                    StoreError::Corrupted("chunk index value".into())
+                })?));
+            }
+            ids
+        };
+        // Every edge touching the document or a chunk; embeddings are the targets of
+        // the chunks' embedded_as edges.
+        let mut ends: Vec<[u8; 16]> = vec![document.0];
+        ends.extend(chunk_ids.iter().map(|c| c.0));
+        let mut edges: BTreeSet<Edge> = BTreeSet::new();
+        let mut embedding_ids: Vec<EmbeddingId> = Vec::new();
+        {
+            let by_source = self.txn.open_table(tables::EDGES)?;
+            let by_target = self.txn.open_table(tables::EDGES_BY_TARGET)?;
+            for end in &ends {
+                for key in keys_with_prefix(&by_source, end)? {
+                    let edge = edge_from_key(&key, false)?;
+                    if edge.kind == EdgeKind::EMBEDDED_AS {
+                        embedding_ids.push(EmbeddingId(edge.target.0));
+                    }
+                    edges.insert(edge);
+                }
+                for key in keys_with_prefix(&by_target, end)? {
+                    edges.insert(edge_from_key(&key, true)?);
+                }
+            }
+            for emb in &embedding_ids {
+                for key in keys_with_prefix(&by_target, &emb.0)? {
+                    edges.insert(edge_from_key(&key, true)?);
+                }
+                for key in keys_with_prefix(&by_source, &emb.0)? {
+                    edges.insert(edge_from_key(&key, false)?);
+                }
+            }
+        }
+        for edge in &edges {
+            self.delete_edge_row(edge)?;
+        }
+        for emb in &embedding_ids {
+            self.delete_row(Table::Embeddings, &emb.0)?;
+        }
+        for (sequence, chunk) in chunk_ids.iter().enumerate() {
+            self.delete_row(Table::Chunks, &chunk.0)?;
+            let mut idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
+            let seq = u32::try_from(sequence).unwrap_or(u32::MAX);
+            idx.remove(concat(&document.0, &seq.to_be_bytes()).as_slice())?;
+        }
+        self.delete_row(Table::Documents, &document.0)?;
+        let mut idx = self.txn.open_table(tables::CONTENT_INDEX)?;
+        idx.remove(concat(&doc.content_hash.0, doc.profile.mime_type.as_bytes()).as_slice())?;
+        Ok(())
+    }
+
+    /// Adds a user edge (kind `0x8000` and up) between present documents, chunks or
+    /// embeddings.
+    pub fn put_user_edge(&mut self, edge: &Edge) -> Result<()> {
+        edge.validate()?;
+        if edge.kind.is_system() {
+            return Err(StoreError::InvalidInput(
+                "system edges come with their document".into(),
+            ));
+        }
+        for end in [edge.source, edge.target] {
+            if !self.entity_exists(&end.0)? {
+                return Err(StoreError::InvalidInput(format!("{end:?} does not exist")));
+            }
+        }
+        self.put_edge_row(edge)
+    }
+
+    /// Removes user edges named one by one; an empty set is refused.
+    pub fn remove_user_edges(&mut self, edges: &[Edge]) -> Result<usize> {
+        if edges.is_empty() {
+            return Err(StoreError::InvalidInput(
+                "refusing to delete by an empty set".into(),
+            ));
+        }
+        let mut n = 0;
+        for edge in edges.iter().filter(|e| !e.kind.is_system()) {
+            let present = {
+                let t = self.txn.open_table(tables::EDGES)?;
+                t.get(&edge.key()[..])?.is_some()
+            };
+            if present {
+                self.delete_edge_row(edge)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    fn entity_exists(&self, id: &[u8; 16]) -> Result<bool> {
+        for def in [tables::DOCUMENTS, tables::CHUNKS, tables::EMBEDDINGS] {
+            if self.txn.open_table(def)?.get(&id[..])?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// What this transaction has changed so far.
+    pub fn summary(&self) -> &ChangeSummary {
+        &self.summary
+    }
+
+    /// Rehashes the touched buckets, composes the new state root, appends a state record
+    /// and commits, all at once. A transaction that changed no committed row commits its
+    /// cache updates only and returns the current root without a new record.
+    pub fn commit(self) -> Result<StateRoot> {
+        let Self {
+            txn,
+            touched,
+            summary,
+            timestamp_ms,
+            ..
+        } = self;
+        let (previous, sequence) = {
+            let meta = txn.open_table(tables::META)?;
+            (read_table_roots(&meta)?, read_sequence(&meta)?)
+        };
+        if touched.is_empty() {
+            txn.commit()?;
+            return Ok(previous.state_root());
+        }
+        let mut roots = previous;
+        {
+            let leaves = txn.open_table(tables::LEAVES)?;
+            let mut bucket_roots = txn.open_table(tables::BUCKET_ROOTS)?;
+            for &(table, bucket) in &touched {
+                let (lo, hi) = tables::bucket_range(table, bucket);
+                let mut hashes = Vec::new();
+                for row in leaves.range::<&[u8]>(lo.as_slice()..hi.as_slice())? {
+                    let (_, v) = row?;
+                    hashes.push(
+                        v.value()
+                            .try_into()
+                            .map_err(|_| StoreError::Corrupted("leaf is not 32 bytes".into()))?,
+                    );
+                }
+                let key = [tables::tag(table), (bucket >> 8) as u8, bucket as u8];
+                if hashes.is_empty() {
+                    bucket_roots.remove(&key[..])?;
+                } else {
+                    bucket_roots.insert(&key[..], &merkle_root(&hashes).0[..])?;
+                }
+            }
+            let tables_touched: BTreeSet<Table> = touched.iter().map(|(t, _)| *t).collect();
+            for table in tables_touched {
+                let all = read_bucket_roots(&bucket_roots, table)?;
+                roots.set(table, TopTree::from_bucket_roots(&all)?.root());
+            }
+        }
+        let root = roots.state_root();
+        let record = StateRecord {
+            sequence: sequence + 1,
+            parent: previous.state_root(),
+            root,
+            table_roots: roots,
+            timestamp_ms: timestamp_ms.unwrap_or_else(now_ms),
+            summary,
+        };
+        record.validate()?;
+        {
+            let mut chain = txn.open_table(tables::STATE_CHAIN)?;
+            chain.insert(
+                &record.sequence.to_be_bytes()[..],
+                record.encode().as_slice(),
+            )?;
+            let mut meta_t = txn.open_table(tables::META)?;
+            meta_t.insert(
+                meta::TABLE_ROOTS.as_bytes(),
+                encode_roots(&roots).as_slice(),
+            )?;
+            meta_t.insert(
+                meta::SEQUENCE.as_bytes(),
+                &record.sequence.to_le_bytes()[..],
+            )?;
+        }
+        txn.commit()?;
+        Ok(root)
+    }
+}
+
+/// The 1024 bucket roots of `table` (absent buckets are empty).
+pub(crate) fn read_bucket_roots<T: ReadableTable<&'static [u8], &'static [u8]>>(
+    bucket_roots: &T,
+    table: Table,
+) -> Result<Vec<MerkleRoot>> {
+    let mut all = vec![MerkleRoot::empty(); cfs_core::N_BUCKETS];
+    let t = tables::tag(table);
+    for row in bucket_roots.range::<&[u8]>(&[t][..]..&[t + 1][..])? {
+        let (k, v) = row?;
+        let k = k.value();
+        let bucket = usize::from(u16::from_be_bytes([k[1], k[2]]));
+        let root: [u8; 32] = v
+            .value()
+            .try_into()
+            .map_err(|_| StoreError::Corrupted("bucket root is not 32 bytes".into()))?;
+        *all.get_mut(bucket)
+            .ok_or_else(|| StoreError::Corrupted(format!("bucket {bucket} out of range")))? =
+            MerkleRoot(root);
+    }
+    Ok(all)
+}
+
+/// An edge from its `EDGES` key, or from its `EDGES_BY_TARGET` key when `by_target`.
+pub(crate) fn edge_from_key(key: &[u8], by_target: bool) -> Result<Edge> {
+    if key.len() != 34 {
+        return Err(StoreError::Corrupted("edge key is not 34 bytes".into()));
+    }
+    let a: [u8; 16] = key[..16]
+        .try_into()
+        .map_err(|_| StoreError::Corrupted("edge".into()))?;
+    let b: [u8; 16] = key[16..32]
+        .try_into()
+        .map_err(|_| StoreError::Corrupted("edge".into()))?;
+    let kind = EdgeKind(u16::from_be_bytes([key[32], key[33]]));
+    let (source, target) = if by_target { (b, a) } else { (a, b) };
+    Ok(Edge {
+        source: cfs_core::EntityId(source),
+        target: cfs_core::EntityId(target),
+        kind,
+    })
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the store: incremental sync against a clean index after every
+//! edit, verify, proofs, reopen, and the refusals (schema, settings, empty deletes).
+
+mod model;
+mod store;

@@ -1,0 +1,136 @@
+//! Random sequences of file operations on a temporary tree, each followed by a sync:
+//! after every step the store's root equals a clean index of the tree, verify passes,
+//! and a second sync changes nothing.
+
+use std::collections::BTreeMap;
+
+use cfs_ingest::HashEmbedder;
+use cfs_store::{Store, SyncOptions};
+use proptest::prelude::*;
+
+use crate::store::{clean_root, settings, write};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Write(u8, u8),
+    Shrink(u8),
+    Truncate(u8),
+    Delete(u8),
+    Rename(u8, u8),
+    Copy(u8, u8),
+    CaseRename(u8),
+    Reopen,
+}
+
+fn name(i: u8) -> String {
+    let dir = ["", "docs/", "src/"][usize::from(i % 3)];
+    let ext = ["txt", "md", "rs"][usize::from((i / 3) % 3)];
+    format!("{dir}f{}.{ext}", i % 5)
+}
+
+fn content(seed: u8, path: &str) -> String {
+    let body: String = (0..usize::from(seed % 7) * 20)
+        .map(|i| format!("word{} ", (i * 7 + usize::from(seed)) % 13))
+        .collect();
+    if path.ends_with(".rs") {
+        format!("/// Doc {seed}.\npub fn f{seed}() {{ let _ = \"{body}\"; }}\n")
+    } else if path.ends_with(".md") {
+        format!("# Title {seed}\n\n{body}\n\n## Sub\n\nmore {seed}\n")
+    } else {
+        format!("text {seed}\n\n{body}\n")
+    }
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (0u8..15, any::<u8>()).prop_map(|(f, s)| Op::Write(f, s)),
+        1 => (0u8..15).prop_map(Op::Shrink),
+        1 => (0u8..15).prop_map(Op::Truncate),
+        2 => (0u8..15).prop_map(Op::Delete),
+        2 => (0u8..15, 0u8..15).prop_map(|(a, b)| Op::Rename(a, b)),
+        1 => (0u8..15, 0u8..15).prop_map(|(a, b)| Op::Copy(a, b)),
+        1 => (0u8..15).prop_map(Op::CaseRename),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+proptest! {
+    // 24 cases by default; CFS_SLOW_TESTS=1 runs 300.
+    #![proptest_config(ProptestConfig {
+        cases: if std::env::var_os("CFS_SLOW_TESTS").is_some() { 300 } else { 24 },
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn every_step_equals_a_clean_index(ops in prop::collection::vec(op_strategy(), 1..14)) {
+        let tree = tempfile::tempdir().unwrap();
+        let db = tempfile::tempdir().unwrap();
+        let root = tree.path();
+        let options = SyncOptions { batch_files: 3, ..SyncOptions::default() };
+        let embedder = HashEmbedder::new(16);
+        let path = db.path().join("store.redb");
+        let mut store = Store::create(&path, settings(&options, &embedder)).unwrap();
+        let mut files: BTreeMap<String, String> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Write(f, s) => {
+                    let p = name(f);
+                    let c = content(s, &p);
+                    write(root, &p, &c);
+                    files.insert(p, c);
+                }
+                Op::Shrink(f) => {
+                    if let Some(c) = files.get(&name(f)).cloned() {
+                        let half: String = c.chars().take(c.chars().count() / 2).collect();
+                        write(root, &name(f), &half);
+                        files.insert(name(f), half);
+                    }
+                }
+                Op::Truncate(f) => {
+                    if files.contains_key(&name(f)) {
+                        write(root, &name(f), "");
+                        files.insert(name(f), String::new());
+                    }
+                }
+                Op::Delete(f) => {
+                    if files.remove(&name(f)).is_some() {
+                        std::fs::remove_file(root.join(name(f))).unwrap();
+                    }
+                }
+                Op::Rename(a, b) => {
+                    if a != b && let Some(c) = files.remove(&name(a)) {
+                        std::fs::create_dir_all(root.join(name(b)).parent().unwrap()).unwrap();
+                        std::fs::rename(root.join(name(a)), root.join(name(b))).unwrap();
+                        files.insert(name(b), c);
+                    }
+                }
+                Op::Copy(a, b) => {
+                    if a != b && let Some(c) = files.get(&name(a)).cloned() {
+                        write(root, &name(b), &c);
+                        files.insert(name(b), c);
+                    }
+                }
+                Op::CaseRename(f) => {
+                    if let Some(c) = files.remove(&name(f)) {
+                        let upper = name(f).replace("f", "F");
+                        std::fs::rename(root.join(name(f)), root.join(&upper)).unwrap();
+                        files.insert(upper, c);
+                    }
+                }
+                Op::Reopen => {
+                    drop(store);
+                    store = Store::open(&path).unwrap();
+                }
+            }
+            let report = store.sync(root, &options, &embedder, &|_| {}).unwrap();
+            prop_assert_eq!(report.root, clean_root(root, &options, &embedder));
+            let verify = store.verify().unwrap();
+            prop_assert!(verify.is_ok(), "{:?}", verify.problems);
+            let counts = store.begin_read().unwrap().counts().unwrap();
+            prop_assert_eq!(counts.paths as usize, files.len());
+            let again = store.sync(root, &options, &embedder, &|_| {}).unwrap();
+            prop_assert_eq!(again.commits, 0);
+            prop_assert_eq!(again.root, report.root);
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! Single-scenario tests of the store.
+
+use std::path::Path;
+
+use cfs_core::{Edge, EdgeKind};
+use cfs_ingest::{Embedder, HashEmbedder, Registry, index_tree};
+use cfs_store::{Settings, Store, StoreError, SyncOptions};
+
+pub fn settings(options: &SyncOptions, embedder: &HashEmbedder) -> Settings {
+    Settings {
+        chunk: options.config.chunk,
+        model_id: embedder.model_id().into(),
+    }
+}
+
+pub fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The state root of a clean in-memory index of `root`.
+pub fn clean_root(
+    root: &Path,
+    options: &SyncOptions,
+    embedder: &HashEmbedder,
+) -> cfs_core::StateRoot {
+    index_tree(root, &options.config, &options.registry, embedder, &|_| {})
+        .unwrap()
+        .state
+        .state_root()
+}
+
+fn setup() -> (
+    tempfile::TempDir,
+    tempfile::TempDir,
+    Store,
+    SyncOptions,
+    HashEmbedder,
+) {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let options = SyncOptions::default();
+    let embedder = HashEmbedder::new(32);
+    let store =
+        Store::create(&db.path().join("store.redb"), settings(&options, &embedder)).unwrap();
+    (tree, db, store, options, embedder)
+}
+
+#[test]
+fn sync_matches_clean_index_and_second_sync_is_a_no_op() {
+    let (tree, _db, store, options, embedder) = setup();
+    write(tree.path(), "a.md", "# A\n\nalpha text\n");
+    write(tree.path(), "src/lib.rs", "/// Doc.\npub fn f() {}\n");
+    write(tree.path(), "copy.md", "# A\n\nalpha text\n");
+    write(tree.path(), "bin.dat", "\0\0\0\u{1}");
+    let report = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!(
+        (
+            report.added,
+            report.updated,
+            report.removed,
+            report.unchanged
+        ),
+        (3, 0, 0, 0)
+    );
+    assert_eq!(report.failed.len(), 1, "{:?}", report.failed);
+    assert_eq!(report.root, clean_root(tree.path(), &options, &embedder));
+    assert!(
+        store.verify().unwrap().is_ok(),
+        "{:?}",
+        store.verify().unwrap().problems
+    );
+    let chain = store.begin_read().unwrap().state_chain().unwrap().len();
+
+    let again = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!(again.root, report.root);
+    let records = store.begin_read().unwrap().state_chain().unwrap();
+    assert_eq!(again.commits, 0, "{again:?} {:?}", records.last());
+    assert_eq!(again.failed.len(), 1, "failures are reported again");
+    // Files changed within the racy window are hashed again, never parsed again.
+    assert_eq!(again.parsed, 0);
+    assert_eq!(
+        store.begin_read().unwrap().state_chain().unwrap().len(),
+        chain
+    );
+}
+
+#[test]
+fn rename_rebinds_without_parsing_or_embedding() {
+    let (tree, _db, store, options, embedder) = setup();
+    write(tree.path(), "docs/old.md", "# Title\n\nsome words here\n");
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    std::fs::rename(
+        tree.path().join("docs/old.md"),
+        tree.path().join("docs/new.md"),
+    )
+    .unwrap();
+    let report = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!(
+        (report.renamed, report.added, report.removed),
+        (1, 0, 0),
+        "{report:?}"
+    );
+    assert_eq!((report.parsed, report.embedded), (0, 0));
+    assert_eq!(report.root, clean_root(tree.path(), &options, &embedder));
+    let read = store.begin_read().unwrap();
+    assert!(read.path("docs/old.md").unwrap().is_none());
+    assert!(read.path("docs/new.md").unwrap().is_some());
+    assert!(store.verify().unwrap().is_ok());
+}
+
+#[test]
+fn edits_shrink_and_delete_leave_no_ghosts() {
+    let (tree, _db, store, options, embedder) = setup();
+    let long: String = (0..400)
+        .map(|i| format!("paragraph {i} with words\n\n"))
+        .collect();
+    write(tree.path(), "big.txt", &long);
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    let before = store.begin_read().unwrap().counts().unwrap();
+    write(tree.path(), "big.txt", "tiny\n");
+    let report = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!(report.updated, 1);
+    let after = store.begin_read().unwrap().counts().unwrap();
+    assert_eq!(after.chunks, 1);
+    assert!(report.rows_removed >= before.chunks, "{report:?}");
+    std::fs::remove_file(tree.path().join("big.txt")).unwrap();
+    let report = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!(report.removed, 1);
+    let empty = store.begin_read().unwrap().counts().unwrap();
+    assert_eq!(empty, cfs_store::Counts::default());
+    assert_eq!(report.root, cfs_core::StateRoot::default());
+    assert!(store.verify().unwrap().is_ok());
+}
+
+#[test]
+fn proofs_from_the_store_verify_offline() {
+    let (tree, _db, store, options, embedder) = setup();
+    for i in 0..50 {
+        write(
+            tree.path(),
+            &format!("f{i}.txt"),
+            &format!("file {i}\n\nsecond paragraph {i}\n"),
+        );
+    }
+    let root = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap()
+        .root;
+    let read = store.begin_read().unwrap();
+    let entry = read.path("f7.txt").unwrap().unwrap();
+    let chunk = read.chunks_of(&entry.document_id).unwrap()[0].clone();
+    let proof = read.prove_chunk(&chunk.id).unwrap().unwrap();
+    proof.verify(&root).unwrap();
+    assert!(proof.verify(&cfs_core::StateRoot::default()).is_err());
+}
+
+#[test]
+fn reopen_and_refusals() {
+    let (tree, db, store, options, embedder) = setup();
+    write(tree.path(), "a.txt", "hello\n");
+    let root = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap()
+        .root;
+    drop(store);
+    let path = db.path().join("store.redb");
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.state_root().unwrap(), root);
+    // Other settings are refused, naming both.
+    let other = HashEmbedder::new(64);
+    let err = store
+        .sync(tree.path(), &options, &other, &|_| {})
+        .unwrap_err();
+    assert!(matches!(err, StoreError::ConfigMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("dim=32") && err.to_string().contains("dim=64"));
+    // Deleting by an empty set is refused.
+    let mut txn = store.begin_write().unwrap();
+    assert!(matches!(
+        txn.remove_user_edges(&[]),
+        Err(StoreError::InvalidInput(_))
+    ));
+    // A user edge to an absent entity is refused; a real one round-trips.
+    let doc = store
+        .begin_read()
+        .unwrap()
+        .path("a.txt")
+        .unwrap()
+        .unwrap()
+        .document_id;
+    let ghost = Edge::new(doc, cfs_core::ChunkId([7; 16]), EdgeKind(0x8000));
+    assert!(txn.put_user_edge(&ghost).is_err());
+    drop(txn);
+    assert!(matches!(
+        Store::open(&db.path().join("absent.redb")),
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(Store::create(&path, settings(&options, &embedder)).is_err());
+    let _ = Registry::default();
+}
+
+#[test]
+fn verify_finds_tampered_rows() {
+    let (tree, db, store, options, embedder) = setup();
+    write(tree.path(), "a.txt", "hello world\n");
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    drop(store);
+    let path = db.path().join("store.redb");
+    {
+        let raw = redb::Database::open(&path).unwrap();
+        let txn = raw.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<'_, &[u8], &[u8]> = redb::TableDefinition::new("chunks");
+            let mut t = txn.open_table(def).unwrap();
+            let (k, mut v) = {
+                use redb::ReadableTable;
+                let first = t.iter().unwrap().next().unwrap().unwrap();
+                (first.0.value().to_vec(), first.1.value().to_vec())
+            };
+            let last = v.len() - 2;
+            v[last] ^= 1; // flip a bit of the chunk text
+            t.insert(k.as_slice(), v.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let report = store.verify().unwrap();
+    assert!(!report.is_ok());
+    assert!(
+        report.problems.iter().any(|p| p.contains("chunks")),
+        "{:?}",
+        report.problems
+    );
+}
