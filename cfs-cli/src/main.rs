@@ -5,7 +5,9 @@
 
 mod chunks;
 mod demo;
+mod locate;
 mod output;
+mod store_cmds;
 
 use std::process::ExitCode;
 
@@ -26,6 +28,20 @@ enum Command {
     Demo(demo::Args),
     /// Print the chunks of one file, without a store.
     Chunks(chunks::Args),
+    /// Index a folder into its store (PATH/.cfs/ unless --store), creating it if needed;
+    /// later runs sync only what changed.
+    Index(store_cmds::IndexArgs),
+    /// Counts, state root and size of the store.
+    Status(store_cmds::Common),
+    /// Recompute every hash and root from the rows and check every rule; exit 1 on any
+    /// problem.
+    Verify(store_cmds::Common),
+    /// The state chain, newest first.
+    Log(store_cmds::LogArgs),
+    /// A document by path, document id or chunk id: its paths, hashes and chunks.
+    Show(store_cmds::ShowArgs),
+    /// An inclusion proof of a chunk, or `--check` a proof offline.
+    Prove(store_cmds::ProveArgs),
 }
 
 /// Hidden first argument that makes `cfs` the isolated PDF extractor (a child process
@@ -50,6 +66,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(&args),
         Command::Chunks(args) => chunks::run(&args),
+        Command::Index(args) => store_cmds::index(&args),
+        Command::Status(args) => store_cmds::status(&args),
+        Command::Verify(args) => store_cmds::verify(&args),
+        Command::Log(args) => store_cmds::log(&args),
+        Command::Show(args) => store_cmds::show(&args),
+        Command::Prove(args) => store_cmds::prove(&args),
     };
     match result {
         Ok(code) => code,

@@ -117,3 +117,114 @@ fn chunks_json_and_errors() {
     assert_eq!(code, 1);
     assert!(err.contains("max"), "{err}");
 }
+
+fn cfs_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run cfs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn index_status_verify_log_show_prove() {
+    let dir = sample_tree();
+    let root = dir.path();
+    let (code, out, err) = cfs_in(root, &["index", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["added"], 3);
+    assert_eq!(v["failed"].as_array().unwrap().len(), 1);
+    let root_hex = v["state_root"].as_str().unwrap().to_owned();
+    // The store's root equals the in-memory demo root of the same tree.
+    let (_, demo, _) = cfs(&["demo", root.to_str().unwrap(), "--json"]);
+    let demo: Value = serde_json::from_str(&demo).unwrap();
+    assert_eq!(demo["state_root"], root_hex.as_str());
+
+    // Found from a subfolder, as git finds a repository.
+    let sub = root.join("src");
+    let (code, out, _) = cfs_in(&sub, &["status", "--json"]);
+    assert_eq!(code, 0);
+    let s: Value = serde_json::from_str(&out).unwrap();
+    for key in [
+        "state_root",
+        "paths",
+        "documents",
+        "chunks",
+        "embeddings",
+        "edges",
+    ] {
+        assert!(!s[key].is_null(), "status lacks {key}");
+    }
+    assert_eq!(s["state_root"], root_hex.as_str());
+    assert_eq!(s["paths"], 3);
+
+    let (code, out, _) = cfs_in(root, &["verify", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["ok"], true);
+
+    std::fs::write(
+        root.join("src/lib.rs"),
+        "pub fn sub(a: u32, b: u32) -> u32 { a - b }\n",
+    )
+    .unwrap();
+    let (code, out, _) = cfs_in(root, &["index", "--json"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["updated"].as_u64(), v["parsed"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let (_, out, _) = cfs_in(root, &["log", "--json"]);
+    let log: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(log.as_array().unwrap().len(), 2);
+    assert_eq!(log[0]["parent"], root_hex.as_str());
+
+    let (code, out, _) = cfs_in(root, &["show", "src/lib.rs", "--json"]);
+    assert_eq!(code, 0);
+    let show: Value = serde_json::from_str(&out).unwrap();
+    let chunk_id = show["chunks"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(show["chunks"][0]["symbol"]["name"], "sub");
+    let (code, out, _) = cfs_in(root, &["show", &chunk_id, "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["document_id"],
+        show["document_id"]
+    );
+
+    let (code, proof, _) = cfs_in(root, &["prove", &chunk_id]);
+    assert_eq!(code, 0);
+    let proof = proof.trim();
+    let (code, out, _) = cfs_in(root, &["prove", "--check", proof, "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["valid"], true);
+    // Offline, against an explicit root, from another folder.
+    let status: Value = serde_json::from_str(&cfs_in(root, &["status", "--json"]).1).unwrap();
+    let current = status["state_root"].as_str().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (code, _, _) = cfs_in(
+        elsewhere.path(),
+        &["prove", "--check", proof, "--root", current],
+    );
+    assert_eq!(code, 0);
+    let (code, _, _) = cfs_in(
+        elsewhere.path(),
+        &["prove", "--check", proof, "--root", &root_hex],
+    );
+    assert_eq!(
+        code, 1,
+        "a proof of the new state fails against the old root"
+    );
+
+    let (code, _, err) = cfs_in(elsewhere.path(), &["status"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no cfs store"), "{err}");
+    let (code, _, err) = cfs_in(root, &["show", "no/such/file"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no/such/file"), "{err}");
+}

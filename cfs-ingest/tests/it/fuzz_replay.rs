@@ -1,4 +1,4 @@
-//! Replays the saved fuzz corpus (`fuzz/corpus/<target>/`) through the fuzz bodies on a
+//! Replays the saved fuzz seeds (`fuzz/seeds/<target>/`) through the fuzz bodies on a
 //! stable toolchain: every input must pass the body's assertions without a panic.
 
 use cfs_ingest::IngestConfig;
@@ -6,7 +6,7 @@ use cfs_ingest::fuzz::{TARGETS, replay};
 
 #[test]
 fn fuzz_corpus_replays() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
     let config = IngestConfig::default();
     let mut n = 0;
     for target in TARGETS {

@@ -1,0 +1,430 @@
+//! The store commands: `index`, `status`, `verify`, `log`, `show`, `prove`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use cfs_core::{
+    Canonical, ChunkId, ChunkKind, ChunkProof, DocumentId, StateRoot, hex_decode, hex_encode,
+};
+use cfs_ingest::{Embedder, HashEmbedder, Registry};
+use cfs_store::{Settings, Store, SyncOptions};
+use serde_json::{Value, json};
+
+use crate::locate::{STORE_DIR, find_store, store_file, tree_of};
+use crate::output::{print_json, progress};
+
+/// Options every store command takes.
+#[derive(Debug, clap::Args)]
+pub struct Common {
+    /// The store (a store folder or its store.redb); default: the nearest .cfs/ upward.
+    #[arg(long, global = true)]
+    store: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IndexArgs {
+    /// The folder to index (default: the current directory).
+    path: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LogArgs {
+    /// Most records to show, newest first.
+    #[arg(long, short = 'n', default_value_t = 20)]
+    limit: usize,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    /// A relative path, a document id or a chunk id.
+    target: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProveArgs {
+    /// The chunk to prove (omit with --check).
+    chunk_id: Option<String>,
+    /// Check a proof (hex, or a file holding it) instead of making one.
+    #[arg(long, value_name = "PROOF")]
+    check: Option<String>,
+    /// The state root to check against (default: the store's current root).
+    #[arg(long, value_name = "HEX")]
+    root: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+fn open(common: &Common) -> anyhow::Result<Store> {
+    let file = find_store(common.store.as_deref())?;
+    Ok(Store::open(&file)?)
+}
+
+fn embedder() -> HashEmbedder {
+    HashEmbedder::default()
+}
+
+pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let root = args.path.clone().unwrap_or_else(|| PathBuf::from("."));
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("cannot open {}", root.display()))?;
+    let file = match &args.common.store {
+        Some(path) => store_file(path),
+        None => root.join(STORE_DIR).join(cfs_ingest_store_file()),
+    };
+    let options = SyncOptions {
+        config: crate::ingest_config(),
+        registry: Registry::load(&root.join(STORE_DIR).join("collections.yaml"))?,
+        ..SyncOptions::default()
+    };
+    let embedder = embedder();
+    let store = if file.is_file() {
+        Store::open(&file)?
+    } else {
+        let settings = Settings {
+            chunk: options.config.chunk,
+            model_id: embedder.model_id().to_owned(),
+        };
+        Store::create(&file, settings)?
+    };
+    let total = cfs_ingest::walk(&root).map(|w| w.files.len()).unwrap_or(0);
+    let bar = progress(total as u64, args.common.json, "indexing");
+    let started = std::time::Instant::now();
+    let report = store.sync(&root, &options, &embedder, &|_| bar.inc(1))?;
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    if args.common.json {
+        print_json(&json!({
+            "store": file.display().to_string(),
+            "root": root.display().to_string(),
+            "added": report.added, "updated": report.updated, "removed": report.removed,
+            "renamed": report.renamed, "unchanged": report.unchanged,
+            "failed": report.failed.iter().map(|(p, r)| json!({"path": p, "reason": r})).collect::<Vec<_>>(),
+            "hashed": report.hashed, "parsed": report.parsed, "embedded": report.embedded,
+            "rows_removed": report.rows_removed, "commits": report.commits,
+            "state_root": report.root.to_hex(), "seconds": seconds,
+        }))?;
+    } else {
+        writeln!(out, "indexed {} into {}", root.display(), file.display())?;
+        writeln!(
+            out,
+            "  {} added, {} updated, {} removed, {} renamed, {} unchanged, {} failed ({:.2} s)",
+            report.added,
+            report.updated,
+            report.removed,
+            report.renamed,
+            report.unchanged,
+            report.failed.len(),
+            seconds
+        )?;
+        for (path, reason) in report.failed.iter().take(10) {
+            writeln!(out, "  not indexed: {path}: {reason}")?;
+        }
+        if report.failed.len() > 10 {
+            writeln!(
+                out,
+                "  ... and {} more (see --json)",
+                report.failed.len() - 10
+            )?;
+        }
+        writeln!(out, "state root {}", report.root)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn cfs_ingest_store_file() -> &'static str {
+    crate::locate::STORE_FILE
+}
+
+pub fn status(common: &Common) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let store = open(common)?;
+    let read = store.begin_read()?;
+    let counts = read.counts()?;
+    let roots = read.table_roots()?;
+    let chain = read.state_chain()?;
+    let size = std::fs::metadata(store.path())
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let last = chain.last();
+    let value = json!({
+        "store": store.path().display().to_string(),
+        "tree": tree_of(store.path()).map(|p| p.display().to_string()),
+        "state_root": roots.state_root().to_hex(),
+        "paths": counts.paths, "documents": counts.documents, "chunks": counts.chunks,
+        "embeddings": counts.embeddings, "edges": counts.edges,
+        "commits": chain.len(),
+        "last_commit_ms": last.map(|r| r.timestamp_ms),
+        "store_bytes": size,
+        "chunk_sizes": {
+            "target_bytes": store.settings().chunk.target_bytes,
+            "max_bytes": store.settings().chunk.max_bytes,
+            "overlap_bytes": store.settings().chunk.overlap_bytes,
+        },
+        "embedder": store.settings().model_id,
+    });
+    if common.json {
+        print_json(&value)?;
+    } else {
+        writeln!(out, "store {} ({} bytes)", store.path().display(), size)?;
+        writeln!(
+            out,
+            "  {} paths, {} documents, {} chunks, {} embeddings, {} edges",
+            counts.paths, counts.documents, counts.chunks, counts.embeddings, counts.edges
+        )?;
+        writeln!(
+            out,
+            "  {} commits; embedder {}",
+            chain.len(),
+            store.settings().model_id
+        )?;
+        writeln!(out, "state root {}", roots.state_root())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn verify(common: &Common) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let store = open(common)?;
+    let started = std::time::Instant::now();
+    let report = store.verify()?;
+    let seconds = started.elapsed().as_secs_f64();
+    if common.json {
+        print_json(&json!({
+            "ok": report.is_ok(),
+            "stored_root": report.stored_root.to_hex(),
+            "computed_root": report.computed_root.to_hex(),
+            "problems": report.problems,
+            "seconds": seconds,
+        }))?;
+    } else if report.is_ok() {
+        writeln!(
+            out,
+            "ok: {} rows recomputed to state root {} ({seconds:.2} s)",
+            report.counts.paths
+                + report.counts.documents
+                + report.counts.chunks
+                + report.counts.embeddings
+                + report.counts.edges,
+            report.computed_root
+        )?;
+    } else {
+        writeln!(
+            out,
+            "FAILED: stored root {}, computed {}",
+            report.stored_root, report.computed_root
+        )?;
+        for p in &report.problems {
+            writeln!(out, "  {p}")?;
+        }
+    }
+    Ok(if report.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn log(args: &LogArgs) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let store = open(&args.common)?;
+    let chain = store.begin_read()?.state_chain()?;
+    let records: Vec<Value> = chain
+        .iter()
+        .rev()
+        .take(args.limit)
+        .map(|r| {
+            let t = |c: &cfs_core::TableChange| json!({"added": c.added, "removed": c.removed, "changed": c.changed});
+            json!({
+                "sequence": r.sequence, "root": r.root.to_hex(), "parent": r.parent.to_hex(),
+                "timestamp_ms": r.timestamp_ms,
+                "changes": {
+                    "paths": t(&r.summary.paths), "documents": t(&r.summary.documents),
+                    "chunks": t(&r.summary.chunks), "embeddings": t(&r.summary.embeddings),
+                    "edges": t(&r.summary.edges),
+                },
+            })
+        })
+        .collect();
+    if args.common.json {
+        print_json(&json!(records))?;
+    } else {
+        for r in chain.iter().rev().take(args.limit) {
+            let s = &r.summary;
+            writeln!(
+                out,
+                "#{} {} at {} ms: paths +{} -{} ~{}, chunks +{} -{}",
+                r.sequence,
+                r.root,
+                r.timestamp_ms,
+                s.paths.added,
+                s.paths.removed,
+                s.paths.changed,
+                s.chunks.added,
+                s.chunks.removed
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn chunk_json(c: &cfs_core::Chunk) -> Value {
+    let mut v = json!({
+        "id": c.id.to_string(), "sequence": c.sequence, "kind": c.kind.name(),
+        "start_line": c.start_line, "end_line": c.end_line,
+        "byte_offset": c.byte_offset, "byte_length": c.byte_length,
+        "text_hash": c.text_hash.to_hex(), "leaf_hash": c.leaf_hash().to_hex(), "text": c.text,
+    });
+    match &c.kind {
+        ChunkKind::Code { language, symbol } => {
+            v["language"] = json!(language);
+            v["symbol"] = json!(symbol.as_ref().map(|s| json!({"kind": s.kind.name(), "name": s.name, "parent": s.parent, "signature": s.signature})));
+        }
+        ChunkKind::Section { heading_path } => v["heading_path"] = json!(heading_path),
+        ChunkKind::Page { page } => v["page"] = json!(page),
+        ChunkKind::Text => {}
+    }
+    v
+}
+
+pub fn show(args: &ShowArgs) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let store = open(&args.common)?;
+    let read = store.begin_read()?;
+    let document = if let Ok(id) = DocumentId::parse(&args.target) {
+        if let Some(doc) = read.document(&id)? {
+            Some(doc)
+        } else if let Some(chunk) = read.chunk(&ChunkId(id.0))? {
+            read.document(&chunk.document_id)?
+        } else {
+            bail!("{}: no document or chunk has this id", args.target);
+        }
+    } else {
+        let rel = args.target.trim_start_matches("./");
+        let entry = read.path(rel)?.with_context(|| {
+            format!("{rel}: not in the store (paths are relative to the indexed folder)")
+        })?;
+        read.document(&entry.document_id)?
+    };
+    let doc = document.context("the store names a document it does not hold: run cfs verify")?;
+    let paths = read.paths_of(&doc.id)?;
+    let chunks = read.chunks_of(&doc.id)?;
+    let value = json!({
+        "document_id": doc.id.to_string(),
+        "content_hash": doc.content_hash.to_hex(),
+        "hierarchical_hash": doc.hierarchical_hash.to_hex(),
+        "leaf_hash": doc.leaf_hash().to_hex(),
+        "size_bytes": doc.size_bytes,
+        "mime_type": doc.profile.mime_type, "parser": doc.profile.parser, "chunker": doc.profile.chunker,
+        "metadata": doc.metadata.iter().map(|m| json!([m.key, m.value])).collect::<Vec<_>>(),
+        "paths": paths.iter().map(|p| json!({"path": p.path, "id": p.id().to_string(), "collections": p.collections, "context": p.context})).collect::<Vec<_>>(),
+        "chunks": chunks.iter().map(chunk_json).collect::<Vec<_>>(),
+    });
+    if args.common.json {
+        print_json(&value)?;
+    } else {
+        writeln!(
+            out,
+            "document {} ({}, {} bytes)",
+            doc.id, doc.profile.mime_type, doc.size_bytes
+        )?;
+        writeln!(out, "  content hash {}", doc.content_hash)?;
+        writeln!(out, "  hierarchical hash {}", doc.hierarchical_hash)?;
+        for p in &paths {
+            writeln!(out, "  path {}", p.path)?;
+        }
+        for c in &chunks {
+            writeln!(
+                out,
+                "  chunk #{} {} {} lines {}-{} ({} bytes)",
+                c.sequence,
+                c.id,
+                c.kind.name(),
+                c.start_line,
+                c.end_line,
+                c.byte_length
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_proof(text: &str) -> anyhow::Result<ChunkProof> {
+    let hex = if Path::new(text).is_file() {
+        std::fs::read_to_string(text).with_context(|| format!("cannot read {text}"))?
+    } else {
+        text.to_owned()
+    };
+    let bytes = hex_decode(hex.trim()).context("the proof is not hex")?;
+    ChunkProof::decode(&bytes).context("the proof does not decode")
+}
+
+pub fn prove(args: &ProveArgs) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if let Some(proof_text) = &args.check {
+        let proof = read_proof(proof_text)?;
+        let (trusted, source) = match &args.root {
+            Some(hex) => (StateRoot::from_hex(hex)?, "given"),
+            None => match find_store(args.common.store.as_deref()) {
+                Ok(file) => (Store::open(&file)?.state_root()?, "the store's current"),
+                Err(_) => bail!("no --root given and no store found: pass the trusted state root"),
+            },
+        };
+        let result = proof.verify(&trusted);
+        if args.common.json {
+            print_json(&json!({
+                "valid": result.is_ok(), "chunk_id": proof.chunk.id.to_string(),
+                "state_root": trusted.to_hex(), "error": result.as_ref().err().map(|e| e.to_string()),
+            }))?;
+        } else {
+            match &result {
+                Ok(()) => writeln!(
+                    out,
+                    "valid: chunk {} is in state {} ({source} root)",
+                    proof.chunk.id, trusted
+                )?,
+                Err(e) => writeln!(out, "INVALID: {e}")?,
+            }
+        }
+        return Ok(if result.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
+    let id_text = args
+        .chunk_id
+        .as_deref()
+        .context("give a CHUNK_ID, or --check PROOF")?;
+    let id = ChunkId::parse(id_text)?;
+    let store = open(&args.common)?;
+    let read = store.begin_read()?;
+    let proof = read
+        .prove_chunk(&id)?
+        .with_context(|| format!("{id}: no such chunk"))?;
+    let root = read.table_roots()?.state_root();
+    proof
+        .verify(&root)
+        .context("the store made a proof that does not verify: run cfs verify")?;
+    let hex = hex_encode(&proof.encode());
+    if args.common.json {
+        print_json(
+            &json!({"chunk_id": id.to_string(), "state_root": root.to_hex(), "proof": hex}),
+        )?;
+    } else {
+        writeln!(out, "{hex}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
