@@ -120,6 +120,27 @@ impl Store {
             })?;
         }
         let db = Database::create(path)?;
+        Self::initialize(db, path, settings)
+    }
+
+    /// Creates a store on a custom redb storage backend (for tests of crash safety and
+    /// for embedding in other storage); `label` names it in errors.
+    pub fn create_with_backend(
+        backend: impl redb::StorageBackend,
+        label: &Path,
+        settings: Settings,
+    ) -> Result<Self> {
+        let db = Database::builder().create_with_backend(backend)?;
+        Self::initialize(db, label, settings)
+    }
+
+    /// Opens a store on a custom redb storage backend.
+    pub fn open_with_backend(backend: impl redb::StorageBackend, label: &Path) -> Result<Self> {
+        let db = Database::builder().create_with_backend(backend)?;
+        Self::from_database(db, label)
+    }
+
+    fn initialize(db: Database, path: &Path, settings: Settings) -> Result<Self> {
         let txn = db.begin_write()?;
         {
             for def in tables::ALL {
@@ -155,7 +176,10 @@ impl Store {
         if !path.is_file() {
             return Err(StoreError::NotFound(path.to_path_buf()));
         }
-        let db = Database::open(path)?;
+        Self::from_database(Database::open(path)?, path)
+    }
+
+    fn from_database(db: Database, path: &Path) -> Result<Self> {
         let settings = {
             let txn = db.begin_read()?;
             let meta = txn

@@ -1,5 +1,6 @@
 //! Integration tests of the store: incremental sync against a clean index after every
 //! edit, verify, proofs, reopen, and the refusals (schema, settings, empty deletes).
 
+mod crash;
 mod model;
 mod store;
