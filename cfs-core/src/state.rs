@@ -45,6 +45,98 @@ fn table_root<E: Entity>(rows: &BTreeMap<E::Key, E>) -> MerkleRoot {
     table_root_from_sorted(&leaves).expect("BTreeMap iterates in key order")
 }
 
+/// Checks a document with all its rows and returns every edge it brings: the given
+/// `next_window` edges, a `contains` edge per chunk and an `embedded_as` edge per
+/// embedding. Every entity is valid, the chunks are exactly sequences `0..n_chunks` of
+/// this document within its text and match its hierarchical hash, every embedding is of
+/// one of these chunks, every window edge links two of them.
+pub fn document_edges(
+    document: &Document,
+    chunks: &[Chunk],
+    embeddings: &[Embedding],
+    window_edges: &[Edge],
+) -> Result<Vec<Edge>, CoreError> {
+    const K: &str = "document";
+    document.validate()?;
+    let mut by_sequence: BTreeMap<u32, &Chunk> = BTreeMap::new();
+    for chunk in chunks {
+        chunk.validate()?;
+        if chunk.document_id != document.id {
+            return Err(CoreError::invalid(
+                K,
+                format!(
+                    "chunk {} belongs to {}, not {}",
+                    chunk.id, chunk.document_id, document.id
+                ),
+            ));
+        }
+        if chunk.byte_end() > document.text_length_bytes {
+            return Err(CoreError::invalid(
+                K,
+                format!(
+                    "chunk {} ends past the text ({} bytes)",
+                    chunk.id, document.text_length_bytes
+                ),
+            ));
+        }
+        if by_sequence.insert(chunk.sequence, chunk).is_some() {
+            return Err(CoreError::invalid(
+                K,
+                format!("sequence {} twice", chunk.sequence),
+            ));
+        }
+    }
+    if !by_sequence.keys().copied().eq(0..document.n_chunks) {
+        return Err(CoreError::invalid(
+            K,
+            format!("chunk sequences are not 0..{}", document.n_chunks),
+        ));
+    }
+    if hierarchical_hash(chunks) != document.hierarchical_hash {
+        return Err(CoreError::invalid(
+            K,
+            "hierarchical hash does not match the chunks",
+        ));
+    }
+    let chunk_ids: BTreeSet<ChunkId> = chunks.iter().map(|c| c.id).collect();
+    for embedding in embeddings {
+        embedding.validate()?;
+        if !chunk_ids.contains(&embedding.chunk_id) {
+            return Err(CoreError::invalid(
+                K,
+                format!(
+                    "embedding {} is of a chunk not in the document",
+                    embedding.id
+                ),
+            ));
+        }
+    }
+    for edge in window_edges {
+        edge.validate()?;
+        let inside = |id: EntityId| chunk_ids.contains(&ChunkId(id.0));
+        if edge.kind != EdgeKind::NEXT_WINDOW || !inside(edge.source) || !inside(edge.target) {
+            return Err(CoreError::invalid(
+                K,
+                format!("{edge:?} is not a next_window edge between its chunks"),
+            ));
+        }
+    }
+    let mut edges: Vec<Edge> = window_edges.to_vec();
+    edges.extend(
+        chunks
+            .iter()
+            .map(|c| Edge::new(document.id, c.id, EdgeKind::CONTAINS)),
+    );
+    edges.extend(
+        embeddings
+            .iter()
+            .map(|e| Edge::new(e.chunk_id, e.id, EdgeKind::EMBEDDED_AS)),
+    );
+    edges.sort_unstable();
+    edges.dedup();
+    Ok(edges)
+}
+
 impl CanonicalState {
     /// An empty state.
     pub fn new() -> Self {
@@ -96,14 +188,11 @@ impl CanonicalState {
     }
 
     /// Adds a document with all its chunks and embeddings, and the system edges that link
-    /// them (`contains`, `embedded_as`, plus the given `next_window` edges).
+    /// them (see [`document_edges`] for the checks).
     ///
-    /// Everything is checked first and nothing is changed on error: every entity is
-    /// valid, the chunks are exactly sequences `0..n_chunks` of this document and match
-    /// its hierarchical hash, every embedding is of one of these chunks, every window
-    /// edge links two of them. Adding a document that is already present with the same
-    /// rows is a no-op; with other rows it is an error, since ids are derived from
-    /// content and the same id must mean the same rows.
+    /// Everything is checked first and nothing is changed on error. Adding a document
+    /// that is already present with the same rows is a no-op; with other rows it is an
+    /// error, since ids are derived from content and the same id must mean the same rows.
     pub fn insert_document(
         &mut self,
         document: Document,
@@ -112,83 +201,7 @@ impl CanonicalState {
         window_edges: Vec<Edge>,
     ) -> Result<(), CoreError> {
         const K: &str = "document";
-        document.validate()?;
-        let mut by_sequence: BTreeMap<u32, &Chunk> = BTreeMap::new();
-        for chunk in &chunks {
-            chunk.validate()?;
-            if chunk.document_id != document.id {
-                return Err(CoreError::invalid(
-                    K,
-                    format!(
-                        "chunk {} belongs to {}, not {}",
-                        chunk.id, chunk.document_id, document.id
-                    ),
-                ));
-            }
-            if chunk.byte_end() > document.text_length_bytes {
-                return Err(CoreError::invalid(
-                    K,
-                    format!(
-                        "chunk {} ends past the text ({} bytes)",
-                        chunk.id, document.text_length_bytes
-                    ),
-                ));
-            }
-            if by_sequence.insert(chunk.sequence, chunk).is_some() {
-                return Err(CoreError::invalid(
-                    K,
-                    format!("sequence {} twice", chunk.sequence),
-                ));
-            }
-        }
-        let expected: Vec<u32> = (0..document.n_chunks).collect();
-        if !by_sequence.keys().copied().eq(expected.iter().copied()) {
-            return Err(CoreError::invalid(
-                K,
-                format!("chunk sequences are not 0..{}", document.n_chunks),
-            ));
-        }
-        if hierarchical_hash(&chunks) != document.hierarchical_hash {
-            return Err(CoreError::invalid(
-                K,
-                "hierarchical hash does not match the chunks",
-            ));
-        }
-        let chunk_ids: BTreeSet<ChunkId> = chunks.iter().map(|c| c.id).collect();
-        for embedding in &embeddings {
-            embedding.validate()?;
-            if !chunk_ids.contains(&embedding.chunk_id) {
-                return Err(CoreError::invalid(
-                    K,
-                    format!(
-                        "embedding {} is of a chunk not in the document",
-                        embedding.id
-                    ),
-                ));
-            }
-        }
-        for edge in &window_edges {
-            edge.validate()?;
-            let inside = |id: EntityId| chunk_ids.contains(&ChunkId(id.0));
-            if edge.kind != EdgeKind::NEXT_WINDOW || !inside(edge.source) || !inside(edge.target) {
-                return Err(CoreError::invalid(
-                    K,
-                    format!("{edge:?} is not a next_window edge between its chunks"),
-                ));
-            }
-        }
-
-        let mut edges: Vec<Edge> = window_edges;
-        edges.extend(
-            chunks
-                .iter()
-                .map(|c| Edge::new(document.id, c.id, EdgeKind::CONTAINS)),
-        );
-        edges.extend(
-            embeddings
-                .iter()
-                .map(|e| Edge::new(e.chunk_id, e.id, EdgeKind::EMBEDDED_AS)),
-        );
+        let edges = document_edges(&document, &chunks, &embeddings, &window_edges)?;
 
         if let Some(existing) = self.documents.get(&document.id) {
             let same = *existing == document

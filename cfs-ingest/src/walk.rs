@@ -4,8 +4,8 @@
 //! `.gitignore` counts outside a git repository too), with a default ignore set for
 //! version-control folders, dependency and build outputs and the store itself. Symbolic
 //! links are not followed (so no loop and no escape from the root) and are reported as
-//! skipped. Paths come back sorted by their relative path, whatever order the file
-//! system gave them in.
+//! skipped. The walk runs on several threads; paths come back sorted by their relative
+//! path, whatever order the file system or the threads gave them in.
 
 use std::path::{Path, PathBuf};
 
@@ -79,61 +79,67 @@ pub fn walk(root: &Path) -> Result<Walk, IngestError> {
                 && entry.depth() > 0
                 && DEFAULT_IGNORED_DIRS.iter().any(|d| entry.file_name() == *d))
         });
-    let mut out = Walk::default();
-    for result in builder.build() {
-        let entry = match result {
-            Ok(entry) => entry,
-            Err(e) => {
-                out.errors.push(walk_error(root, e));
-                continue;
+    let found: std::sync::Mutex<Walk> = std::sync::Mutex::new(Walk::default());
+    builder.build_parallel().run(|| {
+        Box::new(|result| {
+            let outcome = visit(root, result);
+            if let Ok(mut walk) = found.lock() {
+                match outcome {
+                    Some(Ok(entry)) => walk.files.push(entry),
+                    Some(Err(e)) => walk.errors.push(e),
+                    None => {}
+                }
             }
-        };
-        let Some(file_type) = entry.file_type() else {
-            continue;
-        };
-        if file_type.is_symlink() {
-            let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
-            out.errors.push(IngestError::Skipped {
-                path: rel.display().to_string(),
-                reason: "symbolic link (links are not followed)".into(),
-            });
-            continue;
-        }
-        if !file_type.is_file() {
-            continue;
-        }
-        let rel = match entry.path().strip_prefix(root) {
-            Ok(rel) => rel,
-            Err(_) => continue,
-        };
-        let rel_path = match rel_path_string(rel) {
-            Ok(p) => p,
-            Err(e) => {
-                out.errors.push(e);
-                continue;
-            }
-        };
-        let meta = match entry.metadata() {
-            Ok(meta) => meta,
-            Err(e) => {
-                out.errors.push(walk_error(root, e));
-                continue;
-            }
-        };
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        out.files.push(WalkEntry {
-            rel_path,
-            abs_path: entry.path().to_path_buf(),
-            size_bytes: meta.len(),
-            mtime_ns,
-        });
-    }
+            ignore::WalkState::Continue
+        })
+    });
+    let mut out = found.into_inner().unwrap_or_default();
+    out.errors.sort_by_key(|e| e.to_string());
     out.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     Ok(out)
+}
+
+/// One walked entry: a file to index, a per-path error, or nothing (folders and other
+/// kinds of file).
+fn visit(
+    root: &Path,
+    result: Result<ignore::DirEntry, ignore::Error>,
+) -> Option<Result<WalkEntry, IngestError>> {
+    let entry = match result {
+        Ok(entry) => entry,
+        Err(e) => return Some(Err(walk_error(root, e))),
+    };
+    let file_type = entry.file_type()?;
+    if file_type.is_symlink() {
+        let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+        return Some(Err(IngestError::Skipped {
+            path: rel.display().to_string(),
+            reason: "symbolic link (links are not followed)".into(),
+        }));
+    }
+    if !file_type.is_file() {
+        return None;
+    }
+    let rel = entry.path().strip_prefix(root).ok()?;
+    let rel_path = match rel_path_string(rel) {
+        Ok(p) => p,
+        Err(e) => return Some(Err(e)),
+    };
+    let meta = match entry.metadata() {
+        Ok(meta) => meta,
+        Err(e) => return Some(Err(walk_error(root, e))),
+    };
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    Some(Ok(WalkEntry {
+        rel_path,
+        abs_path: entry.path().to_path_buf(),
+        size_bytes: meta.len(),
+        mtime_ns,
+    }))
 }
 
 fn walk_error(root: &Path, e: ignore::Error) -> IngestError {

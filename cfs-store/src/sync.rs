@@ -24,11 +24,14 @@ use crate::store::{Settings, Store};
 use crate::tables;
 use crate::write::WriteTxn;
 
-/// Files processed per write transaction.
-pub const DEFAULT_BATCH_FILES: usize = 512;
+/// Files processed per write transaction (fewer commits rehash fewer buckets twice).
+pub const DEFAULT_BATCH_FILES: usize = 4096;
 /// Files modified this recently (ns) are not trusted to the stat cache: an edit within
 /// the same clock tick would otherwise go unseen.
 const RACY_WINDOW_NS: u64 = 2_000_000_000;
+/// Bytes of file content held in memory per write transaction, at most (one larger
+/// file makes a batch of its own).
+const BATCH_BYTES: u64 = 256 << 20;
 /// Texts embedded per parallel task.
 const EMBED_BATCH: usize = 256;
 
@@ -252,13 +255,31 @@ impl Store {
         };
         let mut renames_left = gone_hashes;
 
+        if relabel.is_empty() && to_read.is_empty() && gone.is_empty() {
+            // Nothing to write, not even to a cache: no transaction at all.
+            report.root = self.state_root()?;
+            return Ok(report);
+        }
         let mut txn = self.begin_write()?;
         for entry in &relabel {
             txn.bind_path(entry)?;
             report.updated += 1;
         }
         let batch = options.batch_files.max(1);
-        for group in to_read.chunks(batch) {
+        let mut groups: Vec<&[WalkEntry]> = Vec::new();
+        let (mut start, mut bytes) = (0usize, 0u64);
+        for (i, f) in to_read.iter().enumerate() {
+            if i > start && (i - start >= batch || bytes + f.size_bytes > BATCH_BYTES) {
+                groups.push(&to_read[start..i]);
+                start = i;
+                bytes = 0;
+            }
+            bytes += f.size_bytes;
+        }
+        if start < to_read.len() {
+            groups.push(&to_read[start..]);
+        }
+        for group in groups {
             let reads: Vec<Read> = group
                 .par_iter()
                 .map(|entry| Read {

@@ -17,7 +17,7 @@ pub const DOCUMENTS: Bytes = TableDefinition::new("documents");
 pub const CHUNKS: Bytes = TableDefinition::new("chunks");
 /// Committed: embedding id (16) -> canonical Embedding.
 pub const EMBEDDINGS: Bytes = TableDefinition::new("embeddings");
-/// Committed: edge key (source 16, target 16, kind u16 BE) -> empty.
+/// Committed: edge key (source 16, target 16, kind u16 BE) -> canonical Edge.
 pub const EDGES: Bytes = TableDefinition::new("edges");
 
 /// Index: document id (16) || sequence (u32 BE) -> chunk id (16).

@@ -13,6 +13,7 @@ use cfs_core::{
     Bucket, CanonicalState, Chunk, Document, Edge, Embedding, Entity, MerkleRoot, PathEntry,
     StateRoot, Table, TableRoots, merkle_root, table_root_from_sorted,
 };
+use rayon::prelude::*;
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use crate::error::Result;
@@ -47,42 +48,70 @@ struct Scan<E> {
 
 fn scan<E: Entity>(
     read: &ReadTxn,
-    key_bytes: impl Fn(&E) -> Vec<u8>,
-    stored_leaves: &BTreeMap<Vec<u8>, [u8; 32]>,
+    key_bytes: impl Fn(&E) -> Vec<u8> + Sync,
     problems: &mut Vec<String>,
 ) -> Result<Scan<E>> {
     let table = E::TABLE;
-    let t = read.raw().open_table(tables::committed(table))?;
-    let mut out = Scan {
-        rows: Vec::new(),
-        leaves: Vec::new(),
-    };
     let tag = tables::tag(table);
-    for row in t.iter()? {
+    let mut raw: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    for row in read.raw().open_table(tables::committed(table))?.iter()? {
         let (k, v) = row?;
-        let key = k.value();
-        let entity = match E::decode(v.value()) {
-            Ok(e) => e,
-            Err(e) => {
-                problems.push(format!(
-                    "{} row {}: {e}",
-                    table.name(),
-                    cfs_core::hex_encode(key)
-                ));
+        raw.push((k.value().to_vec(), v.value().to_vec()));
+    }
+    let mut stored: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let leaves_t = read.raw().open_table(tables::LEAVES)?;
+    for row in leaves_t.range::<&[u8]>(&[tag][..]..&[tag + 1][..])? {
+        let (k, v) = row?;
+        stored.push((k.value()[1..].to_vec(), v.value().to_vec()));
+    }
+    // Decode, validate and hash in parallel; compare in key order.
+    let checked: Vec<std::result::Result<(E, [u8; 32], bool), String>> = raw
+        .par_iter()
+        .map(|(key, value)| match E::decode(value) {
+            Ok(entity) => {
+                let leaf = entity.leaf().0;
+                let key_ok = key_bytes(&entity) == *key;
+                Ok((entity, leaf, key_ok))
+            }
+            Err(e) => Err(format!(
+                "{} row {}: {e}",
+                table.name(),
+                cfs_core::hex_encode(key)
+            )),
+        })
+        .collect();
+    let mut out = Scan {
+        rows: Vec::with_capacity(raw.len()),
+        leaves: Vec::with_capacity(raw.len()),
+    };
+    let stored_map: std::collections::HashMap<&[u8], &[u8]> = stored
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    if stored.len() != raw.len() {
+        problems.push(format!(
+            "{}: {} stored leaves for {} rows",
+            table.name(),
+            stored.len(),
+            raw.len()
+        ));
+    }
+    for ((key, _), result) in raw.iter().zip(checked) {
+        let (entity, leaf, key_ok) = match result {
+            Ok(ok) => ok,
+            Err(problem) => {
+                problems.push(problem);
                 continue;
             }
         };
-        if key_bytes(&entity) != key {
+        if !key_ok {
             problems.push(format!(
                 "{} row {} is stored under another key than its content gives",
                 table.name(),
                 cfs_core::hex_encode(key)
             ));
         }
-        let leaf = entity.leaf().0;
-        let mut leaf_key = vec![tag];
-        leaf_key.extend_from_slice(key);
-        if stored_leaves.get(&leaf_key) != Some(&leaf) {
+        if stored_map.get(key.as_slice()) != Some(&&leaf[..]) {
             problems.push(format!(
                 "{} row {}: stored leaf hash missing or wrong",
                 table.name(),
@@ -110,59 +139,19 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     let mut problems = Vec::new();
     let stored_roots = read.table_roots()?;
     let counts = read.counts()?;
-    let mut stored_leaves: BTreeMap<Vec<u8>, [u8; 32]> = BTreeMap::new();
-    for row in read.raw().open_table(tables::LEAVES)?.iter()? {
-        let (k, v) = row?;
-        match <[u8; 32]>::try_from(v.value()) {
-            Ok(h) => {
-                stored_leaves.insert(k.value().to_vec(), h);
-            }
-            Err(_) => problems.push(format!(
-                "leaf {} is not 32 bytes",
-                cfs_core::hex_encode(k.value())
-            )),
-        }
-    }
-    let paths: Scan<PathEntry> = scan(
-        read,
-        |p: &PathEntry| p.id().0.to_vec(),
-        &stored_leaves,
-        &mut problems,
-    )?;
-    let documents: Scan<Document> = scan(
-        read,
-        |d: &Document| d.id.0.to_vec(),
-        &stored_leaves,
-        &mut problems,
-    )?;
-    let chunks: Scan<Chunk> = scan(
-        read,
-        |c: &Chunk| c.id.0.to_vec(),
-        &stored_leaves,
-        &mut problems,
-    )?;
-    let embeddings: Scan<Embedding> = scan(
-        read,
-        |e: &Embedding| e.id.0.to_vec(),
-        &stored_leaves,
-        &mut problems,
-    )?;
-    let edges: Scan<Edge> = scan(
-        read,
-        |e: &Edge| e.key().to_vec(),
-        &stored_leaves,
-        &mut problems,
-    )?;
-    let n_rows = paths.rows.len()
+    let paths: Scan<PathEntry> = scan(read, |p: &PathEntry| p.id().0.to_vec(), &mut problems)?;
+    let documents: Scan<Document> = scan(read, |d: &Document| d.id.0.to_vec(), &mut problems)?;
+    let chunks: Scan<Chunk> = scan(read, |c: &Chunk| c.id.0.to_vec(), &mut problems)?;
+    let embeddings: Scan<Embedding> = scan(read, |e: &Embedding| e.id.0.to_vec(), &mut problems)?;
+    let edges: Scan<Edge> = scan(read, |e: &Edge| e.key().to_vec(), &mut problems)?;
+    let n_leaves = read.raw().open_table(tables::LEAVES)?.len()?;
+    let n_rows = (paths.rows.len()
         + documents.rows.len()
         + chunks.rows.len()
         + embeddings.rows.len()
-        + edges.rows.len();
-    if stored_leaves.len() != n_rows {
-        problems.push(format!(
-            "{} stored leaves for {n_rows} rows",
-            stored_leaves.len()
-        ));
+        + edges.rows.len()) as u64;
+    if n_leaves != n_rows {
+        problems.push(format!("{n_leaves} stored leaves for {n_rows} rows"));
     }
 
     let mut computed = TableRoots::empty();

@@ -12,6 +12,7 @@ use cfs_core::{
     Embedding, EmbeddingId, Entity, MerkleRoot, PathEntry, PathId, StateRecord, StateRoot, Table,
     TableChange, TopTree, merkle_root,
 };
+use rayon::prelude::*;
 use redb::ReadableTable;
 
 use crate::error::{Result, StoreError};
@@ -45,6 +46,14 @@ fn change(summary: &mut ChangeSummary, table: Table) -> &mut TableChange {
         Table::Embeddings => &mut summary.embeddings,
         Table::Edges => &mut summary.edges,
     }
+}
+
+/// One committed row ready to write.
+struct Row {
+    table: Table,
+    key: Vec<u8>,
+    bytes: Vec<u8>,
+    leaf: [u8; 32],
 }
 
 fn leaf_key(table: Table, key: &[u8]) -> Vec<u8> {
@@ -204,9 +213,8 @@ impl<'s> WriteTxn<'s> {
     }
 
     /// Adds a document with its chunks, embeddings and window edges, and the system edges
-    /// that link them. The rows are checked as `CanonicalState::insert_document` checks
-    /// them. A document already present is left as it is (its id says it is the same).
-    /// Returns whether it was added.
+    /// that link them, checked by `cfs_core::document_edges`. A document already present
+    /// is left as it is (its id says it is the same). Returns whether it was added.
     pub fn put_document(
         &mut self,
         document: &Document,
@@ -217,34 +225,80 @@ impl<'s> WriteTxn<'s> {
         if self.has_document(&document.id)? {
             return Ok(false);
         }
-        // Reuse the reference checks of the in-memory state on this one document.
-        let mut check = cfs_core::CanonicalState::new();
-        check.insert_document(
-            document.clone(),
-            chunks.to_vec(),
-            embeddings.to_vec(),
-            window_edges.to_vec(),
-        )?;
-        self.put_row(document, &document.id.0)?;
+        let edges = cfs_core::document_edges(document, chunks, embeddings, window_edges)?;
+        // Encode and hash every row in parallel; write them with each table opened once.
+        let encode = |table: Table, key: Vec<u8>, bytes: Vec<u8>, leaf: [u8; 32]| Row {
+            table,
+            key,
+            bytes,
+            leaf,
+        };
+        let mut rows: Vec<Row> =
+            Vec::with_capacity(1 + chunks.len() + embeddings.len() + edges.len());
+        rows.push(encode(
+            Table::Documents,
+            document.id.0.to_vec(),
+            document.encode(),
+            document.leaf_hash().0,
+        ));
+        rows.par_extend(
+            chunks
+                .par_iter()
+                .map(|c| encode(Table::Chunks, c.id.0.to_vec(), c.encode(), c.leaf_hash().0)),
+        );
+        rows.par_extend(embeddings.par_iter().map(|e| {
+            encode(
+                Table::Embeddings,
+                e.id.0.to_vec(),
+                e.encode(),
+                e.leaf_hash().0,
+            )
+        }));
+        rows.par_extend(
+            edges
+                .par_iter()
+                .map(|e| encode(Table::Edges, e.key().to_vec(), e.encode(), e.leaf_hash().0)),
+        );
         {
-            let mut idx = self.txn.open_table(tables::CONTENT_INDEX)?;
+            let mut documents = self.txn.open_table(tables::DOCUMENTS)?;
+            let mut chunks_t = self.txn.open_table(tables::CHUNKS)?;
+            let mut embeddings_t = self.txn.open_table(tables::EMBEDDINGS)?;
+            let mut edges_t = self.txn.open_table(tables::EDGES)?;
+            let mut leaves = self.txn.open_table(tables::LEAVES)?;
+            for row in &rows {
+                let target = match row.table {
+                    Table::Documents => &mut documents,
+                    Table::Chunks => &mut chunks_t,
+                    Table::Embeddings => &mut embeddings_t,
+                    _ => &mut edges_t,
+                };
+                let previous = target
+                    .insert(row.key.as_slice(), row.bytes.as_slice())?
+                    .is_some();
+                leaves.insert(leaf_key(row.table, &row.key).as_slice(), &row.leaf[..])?;
+                let counts = change(&mut self.summary, row.table);
+                if previous {
+                    counts.changed += 1;
+                } else {
+                    counts.added += 1;
+                }
+                self.touched.insert((row.table, Bucket::of_key(&row.key).0));
+            }
+            let mut content = self.txn.open_table(tables::CONTENT_INDEX)?;
             let key = concat(
                 &document.content_hash.0,
                 document.profile.mime_type.as_bytes(),
             );
-            idx.insert(key.as_slice(), &document.id.0[..])?;
-        }
-        for chunk in chunks {
-            self.put_row(chunk, &chunk.id.0)?;
-            let mut idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
-            let key = concat(&document.id.0, &chunk.sequence.to_be_bytes());
-            idx.insert(key.as_slice(), &chunk.id.0[..])?;
-        }
-        for embedding in embeddings {
-            self.put_row(embedding, &embedding.id.0)?;
-        }
-        for edge in check.edges().keys() {
-            self.put_edge_row(edge)?;
+            content.insert(key.as_slice(), &document.id.0[..])?;
+            let mut by_document = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
+            for chunk in chunks {
+                let key = concat(&document.id.0, &chunk.sequence.to_be_bytes());
+                by_document.insert(key.as_slice(), &chunk.id.0[..])?;
+            }
+            let mut by_target = self.txn.open_table(tables::EDGES_BY_TARGET)?;
+            for edge in &edges {
+                by_target.insert(&by_target_key(edge)[..], &[][..])?;
+            }
         }
         Ok(true)
     }
