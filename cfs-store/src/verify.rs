@@ -41,6 +41,10 @@ impl VerifyReport {
     }
 }
 
+/// A decoded row with its leaf hash and whether its key matches its content, or the
+/// reason it does not decode.
+type Checked<E> = std::result::Result<(E, [u8; 32], bool), String>;
+
 struct Scan<E> {
     rows: Vec<E>,
     leaves: Vec<(Bucket, [u8; 32])>,
@@ -65,7 +69,7 @@ fn scan<E: Entity>(
         stored.push((k.value()[1..].to_vec(), v.value().to_vec()));
     }
     // Decode, validate and hash in parallel; compare in key order.
-    let checked: Vec<std::result::Result<(E, [u8; 32], bool), String>> = raw
+    let checked: Vec<Checked<E>> = raw
         .par_iter()
         .map(|(key, value)| match E::decode(value) {
             Ok(entity) => {
