@@ -31,7 +31,7 @@ pub use read::{Counts, ReadTxn};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
 pub use sync::{DEFAULT_BATCH_FILES, SyncOptions, SyncReport};
 pub use verify::{VerifyReport, verify};
-pub use write::WriteTxn;
+pub use write::{NewDocument, WriteTxn};
 
 impl Store {
     /// Recomputes every root and checks every rule on the latest committed state.

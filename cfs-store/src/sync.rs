@@ -22,7 +22,7 @@ use crate::error::{Result, StoreError};
 use crate::read::{decode_vector, encode_vector};
 use crate::store::{Settings, Store};
 use crate::tables;
-use crate::write::WriteTxn;
+use crate::write::{NewDocument, WriteTxn};
 
 /// Files processed per write transaction (fewer commits rehash fewer buckets twice).
 pub const DEFAULT_BATCH_FILES: usize = 4096;
@@ -446,7 +446,40 @@ impl Store {
             }
         }
 
-        // Write, in path order.
+        // New documents first, all at once (sorted writes), then the bindings in path order.
+        let mut embedded: BTreeMap<usize, Vec<cfs_core::Embedding>> = BTreeMap::new();
+        for (i, parsed) in parse_results.iter() {
+            let Ok(parsed) = parsed else { continue };
+            let chunk_vectors = parsed
+                .chunks
+                .iter()
+                .map(|c| {
+                    let h = TextHash::of(&embedding_text(c));
+                    let v = vectors.get(&h).cloned().ok_or_else(|| {
+                        StoreError::InvalidInput(format!(
+                            "{}: no vector for a chunk",
+                            reads[*i].entry.rel_path
+                        ))
+                    })?;
+                    Ok(cfs_core::Embedding::new(c.id, model, v)?)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            embedded.insert(*i, chunk_vectors);
+        }
+        let new_documents: Vec<NewDocument<'_>> = parse_results
+            .iter()
+            .filter_map(|(i, parsed)| {
+                let parsed = parsed.as_ref().ok()?;
+                Some(NewDocument {
+                    document: &parsed.document,
+                    chunks: &parsed.chunks,
+                    embeddings: embedded.get(i)?,
+                    window_edges: &parsed.window_edges,
+                })
+            })
+            .collect();
+        txn.put_documents(&new_documents)?;
+        drop(new_documents);
         for (i, read) in reads.iter().enumerate() {
             let path = read.entry.rel_path.as_str();
             progress(path);
@@ -472,26 +505,7 @@ impl Store {
             }
             let document_id = match (&plans[i], parse_results.remove(&i)) {
                 (Some(doc), _) => *doc,
-                (None, Some(Ok(parsed))) => {
-                    let chunk_vectors = parsed
-                        .chunks
-                        .iter()
-                        .map(|c| {
-                            let h = TextHash::of(&embedding_text(c));
-                            let v = vectors.get(&h).cloned().ok_or_else(|| {
-                                StoreError::InvalidInput(format!("{path}: no vector for a chunk"))
-                            })?;
-                            Ok(cfs_core::Embedding::new(c.id, model, v)?)
-                        })
-                        .collect::<Result<Vec<_>>>()?;
-                    txn.put_document(
-                        &parsed.document,
-                        &parsed.chunks,
-                        &chunk_vectors,
-                        &parsed.window_edges,
-                    )?;
-                    parsed.document.id
-                }
+                (None, Some(Ok(parsed))) => parsed.document.id,
                 (None, Some(Err(e))) => {
                     report.failed.push((path.to_owned(), e.to_string()));
                     self.forget(

@@ -48,6 +48,19 @@ fn change(summary: &mut ChangeSummary, table: Table) -> &mut TableChange {
     }
 }
 
+/// A document and its rows, to add with [`WriteTxn::put_documents`].
+#[derive(Clone, Copy, Debug)]
+pub struct NewDocument<'a> {
+    /// The document.
+    pub document: &'a Document,
+    /// Its chunks.
+    pub chunks: &'a [Chunk],
+    /// Their embeddings.
+    pub embeddings: &'a [Embedding],
+    /// `next_window` edges between its chunks.
+    pub window_edges: &'a [Edge],
+}
+
 /// One committed row ready to write.
 struct Row {
     table: Table,
@@ -222,52 +235,89 @@ impl<'s> WriteTxn<'s> {
         embeddings: &[Embedding],
         window_edges: &[Edge],
     ) -> Result<bool> {
-        if self.has_document(&document.id)? {
-            return Ok(false);
+        Ok(self.put_documents(&[NewDocument {
+            document,
+            chunks,
+            embeddings,
+            window_edges,
+        }])? == 1)
+    }
+
+    /// Adds many documents at once: every document is checked, all rows are encoded and
+    /// hashed in parallel, then written table by table in key order (sorted inserts keep
+    /// the B-trees compact and fast). Documents already present are skipped. Returns how
+    /// many were added.
+    pub fn put_documents(&mut self, documents: &[NewDocument<'_>]) -> Result<usize> {
+        let mut fresh: Vec<&NewDocument<'_>> = Vec::new();
+        let mut seen = BTreeSet::new();
+        for d in documents {
+            if !self.has_document(&d.document.id)? && seen.insert(d.document.id) {
+                fresh.push(d);
+            }
         }
-        let edges = cfs_core::document_edges(document, chunks, embeddings, window_edges)?;
-        // Encode and hash every row in parallel; write them with each table opened once.
+        let checked: Vec<Vec<Edge>> = fresh
+            .par_iter()
+            .map(|d| cfs_core::document_edges(d.document, d.chunks, d.embeddings, d.window_edges))
+            .collect::<std::result::Result<_, _>>()?;
         let encode = |table: Table, key: Vec<u8>, bytes: Vec<u8>, leaf: [u8; 32]| Row {
             table,
             key,
             bytes,
             leaf,
         };
-        let mut rows: Vec<Row> =
-            Vec::with_capacity(1 + chunks.len() + embeddings.len() + edges.len());
-        rows.push(encode(
-            Table::Documents,
-            document.id.0.to_vec(),
-            document.encode(),
-            document.leaf_hash().0,
-        ));
-        rows.par_extend(
-            chunks
-                .par_iter()
-                .map(|c| encode(Table::Chunks, c.id.0.to_vec(), c.encode(), c.leaf_hash().0)),
-        );
-        rows.par_extend(embeddings.par_iter().map(|e| {
-            encode(
-                Table::Embeddings,
-                e.id.0.to_vec(),
-                e.encode(),
-                e.leaf_hash().0,
-            )
-        }));
-        rows.par_extend(
-            edges
-                .par_iter()
-                .map(|e| encode(Table::Edges, e.key().to_vec(), e.encode(), e.leaf_hash().0)),
-        );
+        let mut rows: Vec<Row> = Vec::new();
+        let mut chunk_index: Vec<(Vec<u8>, [u8; 16])> = Vec::new();
+        let mut target_index: Vec<[u8; 34]> = Vec::new();
+        let mut content_index: Vec<(Vec<u8>, [u8; 16])> = Vec::new();
+        for (d, edges) in fresh.iter().zip(&checked) {
+            let doc = d.document;
+            rows.push(encode(
+                Table::Documents,
+                doc.id.0.to_vec(),
+                doc.encode(),
+                doc.leaf_hash().0,
+            ));
+            rows.par_extend(
+                d.chunks
+                    .par_iter()
+                    .map(|c| encode(Table::Chunks, c.id.0.to_vec(), c.encode(), c.leaf_hash().0)),
+            );
+            rows.par_extend(d.embeddings.par_iter().map(|e| {
+                encode(
+                    Table::Embeddings,
+                    e.id.0.to_vec(),
+                    e.encode(),
+                    e.leaf_hash().0,
+                )
+            }));
+            rows.par_extend(
+                edges
+                    .par_iter()
+                    .map(|e| encode(Table::Edges, e.key().to_vec(), e.encode(), e.leaf_hash().0)),
+            );
+            chunk_index.extend(
+                d.chunks
+                    .iter()
+                    .map(|c| (concat(&doc.id.0, &c.sequence.to_be_bytes()), c.id.0)),
+            );
+            target_index.extend(edges.iter().map(by_target_key));
+            content_index.push((
+                concat(&doc.content_hash.0, doc.profile.mime_type.as_bytes()),
+                doc.id.0,
+            ));
+        }
+        rows.par_sort_unstable_by(|a, b| (a.table, &a.key).cmp(&(b.table, &b.key)));
+        chunk_index.sort_unstable();
+        target_index.sort_unstable();
+        content_index.sort_unstable();
         {
-            let mut documents = self.txn.open_table(tables::DOCUMENTS)?;
+            let mut documents_t = self.txn.open_table(tables::DOCUMENTS)?;
             let mut chunks_t = self.txn.open_table(tables::CHUNKS)?;
             let mut embeddings_t = self.txn.open_table(tables::EMBEDDINGS)?;
             let mut edges_t = self.txn.open_table(tables::EDGES)?;
-            let mut leaves = self.txn.open_table(tables::LEAVES)?;
             for row in &rows {
                 let target = match row.table {
-                    Table::Documents => &mut documents,
+                    Table::Documents => &mut documents_t,
                     Table::Chunks => &mut chunks_t,
                     Table::Embeddings => &mut embeddings_t,
                     _ => &mut edges_t,
@@ -275,7 +325,6 @@ impl<'s> WriteTxn<'s> {
                 let previous = target
                     .insert(row.key.as_slice(), row.bytes.as_slice())?
                     .is_some();
-                leaves.insert(leaf_key(row.table, &row.key).as_slice(), &row.leaf[..])?;
                 let counts = change(&mut self.summary, row.table);
                 if previous {
                     counts.changed += 1;
@@ -284,23 +333,27 @@ impl<'s> WriteTxn<'s> {
                 }
                 self.touched.insert((row.table, Bucket::of_key(&row.key).0));
             }
+        }
+        {
+            // Leaf keys are `tag || key`, and the rows are sorted by (table, key): in order.
+            let mut leaves = self.txn.open_table(tables::LEAVES)?;
+            for row in &rows {
+                leaves.insert(leaf_key(row.table, &row.key).as_slice(), &row.leaf[..])?;
+            }
             let mut content = self.txn.open_table(tables::CONTENT_INDEX)?;
-            let key = concat(
-                &document.content_hash.0,
-                document.profile.mime_type.as_bytes(),
-            );
-            content.insert(key.as_slice(), &document.id.0[..])?;
+            for (key, id) in &content_index {
+                content.insert(key.as_slice(), &id[..])?;
+            }
             let mut by_document = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
-            for chunk in chunks {
-                let key = concat(&document.id.0, &chunk.sequence.to_be_bytes());
-                by_document.insert(key.as_slice(), &chunk.id.0[..])?;
+            for (key, id) in &chunk_index {
+                by_document.insert(key.as_slice(), &id[..])?;
             }
             let mut by_target = self.txn.open_table(tables::EDGES_BY_TARGET)?;
-            for edge in &edges {
-                by_target.insert(&by_target_key(edge)[..], &[][..])?;
+            for key in &target_index {
+                by_target.insert(&key[..], &[][..])?;
             }
         }
-        Ok(true)
+        Ok(fresh.len())
     }
 
     /// Binds a path to a present document, replacing its previous binding; a document
