@@ -117,41 +117,59 @@ pub fn is_word_char(c: char) -> bool {
 /// letter of an upper-case run followed by a lower-case one (`HTTPServer` -> `HTTP`,
 /// `Server`). Parts are lower-cased (ASCII).
 pub fn identifier_parts(word: &str) -> Vec<String> {
-    let chars: Vec<char> = word.chars().collect();
-    let mut parts = Vec::new();
-    let mut current = String::new();
-    for (i, &c) in chars.iter().enumerate() {
-        if c == '_' {
-            if !current.is_empty() {
-                parts.push(std::mem::take(&mut current));
-            }
-            continue;
-        }
-        if let Some(&prev) = i.checked_sub(1).and_then(|p| chars.get(p)) {
-            let next = chars.get(i + 1).copied();
-            let boundary = (c.is_ascii_uppercase()
-                && (prev.is_ascii_lowercase() || prev.is_ascii_digit()))
-                || (c.is_ascii_digit() && prev.is_ascii_alphabetic())
-                || (c.is_ascii_alphabetic() && prev.is_ascii_digit())
-                || (c.is_ascii_uppercase()
-                    && prev.is_ascii_uppercase()
-                    && next.is_some_and(|n| n.is_ascii_lowercase()));
-            if boundary && !current.is_empty() {
-                parts.push(std::mem::take(&mut current));
-            }
-        }
-        current.push(c.to_ascii_lowercase());
-    }
-    if !current.is_empty() {
-        parts.push(current);
-    }
-    parts
+    let mut ranges = Vec::new();
+    part_ranges(word, &mut ranges);
+    ranges
+        .into_iter()
+        .map(|(a, b)| word[a..b].to_ascii_lowercase())
+        .collect()
 }
 
-/// Calls `f(tag, feature, weight)` for every feature of `text`, in text order.
+/// The byte ranges of `word`'s identifier parts (see [`identifier_parts`]), into `out`.
+fn part_ranges(word: &str, out: &mut Vec<(usize, usize)>) {
+    out.clear();
+    let mut start: Option<usize> = None;
+    let mut prev: Option<char> = None;
+    let mut chars = word.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        if c == '_' {
+            if let Some(s) = start.take() {
+                out.push((s, i));
+            }
+            prev = Some(c);
+            continue;
+        }
+        if let Some(p) = prev {
+            let boundary = (c.is_ascii_uppercase()
+                && (p.is_ascii_lowercase() || p.is_ascii_digit()))
+                || (c.is_ascii_digit() && p.is_ascii_alphabetic())
+                || (c.is_ascii_alphabetic() && p.is_ascii_digit())
+                || (c.is_ascii_uppercase()
+                    && p.is_ascii_uppercase()
+                    && next.is_some_and(|n| n.is_ascii_lowercase()));
+            if boundary && let Some(s) = start.take() {
+                out.push((s, i));
+            }
+        }
+        if start.is_none() {
+            start = Some(i);
+        }
+        prev = Some(c);
+    }
+    if let Some(s) = start {
+        out.push((s, word.len()));
+    }
+}
+
+/// Calls `f(tag, feature, weight)` for every feature of `text`, in text order. Buffers
+/// are reused across words: no allocation per word.
 fn for_each_feature(text: &str, mut f: impl FnMut(u8, &str, i64)) {
     let mut rest = text;
+    let mut lower = String::new();
     let mut padded = String::new();
+    let mut bounds: Vec<usize> = Vec::new();
+    let mut parts: Vec<(usize, usize)> = Vec::new();
     while !rest.is_empty() {
         let Some(start) = rest.find(is_word_char) else {
             break;
@@ -160,24 +178,31 @@ fn for_each_feature(text: &str, mut f: impl FnMut(u8, &str, i64)) {
         let len = tail.find(|c: char| !is_word_char(c)).unwrap_or(tail.len());
         let word = &tail[..len];
         rest = &tail[len..];
-        let lower = word.to_ascii_lowercase();
+        lower.clear();
+        lower.push_str(word);
+        lower.make_ascii_lowercase();
         f(TAG_WORD, &lower, WEIGHT_WORD);
-        let parts = identifier_parts(word);
-        if parts.len() > 1 {
-            for part in &parts {
-                f(TAG_PART, part, WEIGHT_PART);
+        // A word of lower-case letters only is a single part: skip the split.
+        if word
+            .bytes()
+            .any(|b| b == b'_' || b.is_ascii_uppercase() || b.is_ascii_digit())
+        {
+            part_ranges(word, &mut parts);
+            if parts.len() > 1 {
+                // ASCII lower-casing keeps byte offsets, so parts are ranges of `lower`.
+                for &(a, b) in &parts {
+                    f(TAG_PART, &lower[a..b], WEIGHT_PART);
+                }
             }
         }
-        if lower.chars().count() >= 3 {
+        if lower.chars().nth(2).is_some() {
             padded.clear();
             padded.push('^');
             padded.push_str(&lower);
             padded.push('$');
-            let bounds: Vec<usize> = padded
-                .char_indices()
-                .map(|(i, _)| i)
-                .chain(std::iter::once(padded.len()))
-                .collect();
+            bounds.clear();
+            bounds.extend(padded.char_indices().map(|(i, _)| i));
+            bounds.push(padded.len());
             for w in bounds.windows(4).take(MAX_TRIGRAMS_PER_WORD) {
                 f(TAG_TRIGRAM, &padded[w[0]..w[3]], WEIGHT_TRIGRAM);
             }

@@ -37,6 +37,13 @@ fn main() {
     let settings = Settings { chunk: options.config.chunk, model_id: embedder.model_id().into() };
     let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
 
+    // 0. The same tree indexed in memory (no store): what ingestion alone costs.
+    let started = Instant::now();
+    let in_memory = cfs_ingest::index_tree(&tree, &options.config, &options.registry, &embedder, &|_| {})
+        .expect("in-memory index");
+    let in_memory_s = started.elapsed().as_secs_f64();
+    drop(in_memory);
+
     // 1. Cold sync.
     let started = Instant::now();
     let cold = store.sync(&tree, &options, &embedder, &|_| {}).expect("cold sync");
@@ -110,6 +117,7 @@ fn main() {
             "files_indexed": counts.paths, "bytes_walked": bytes,
             "chunks": counts.chunks, "failed": cold.failed.len(),
             "cold_sync_s": cold_s, "cold_mb_per_s": bytes as f64 / 1e6 / cold_s,
+            "in_memory_index_s": in_memory_s, "in_memory_mb_per_s": bytes as f64 / 1e6 / in_memory_s,
             "noop_sync_p50_ms": noop_ms, "git_status_p50_ms": git_ms, "noop_over_git": noop_ms / git_ms,
             "edit_file": target, "edits": edits,
             "edit_p50_ms": percentile(&edit_times, 0.5), "edit_p99_ms": percentile(&edit_times, 0.99),
