@@ -40,5 +40,5 @@ pub use pipeline::{
     embed_chunks, embedding_text, ingest_file, parse_file,
 };
 pub use text::{ChunkParams, MIN_MAX_BYTES, Span, chunk_text};
-pub use tree::{TreeIndex, index_tree, index_walk, ingest_entry};
+pub use tree::{TreeIndex, index_tree, index_walk, ingest_entry, read_entry};
 pub use walk::{DEFAULT_IGNORED_DIRS, Walk, WalkEntry, rel_path_string, walk};

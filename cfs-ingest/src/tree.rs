@@ -31,12 +31,8 @@ pub struct TreeIndex {
     pub errors: Vec<IngestError>,
 }
 
-/// Reads and ingests one walked file, checking its size before reading it.
-pub fn ingest_entry(
-    entry: &WalkEntry,
-    config: &IngestConfig,
-    embedder: &dyn Embedder,
-) -> FileResult {
+/// Reads one walked file, checking its size against the limit before reading it.
+pub fn read_entry(entry: &WalkEntry, config: &IngestConfig) -> Result<Vec<u8>, IngestError> {
     if entry.size_bytes > config.max_file_bytes {
         return Err(IngestError::TooLarge {
             path: entry.rel_path.clone(),
@@ -44,10 +40,19 @@ pub fn ingest_entry(
             limit_bytes: config.max_file_bytes,
         });
     }
-    let bytes = std::fs::read(&entry.abs_path).map_err(|source| IngestError::Io {
+    std::fs::read(&entry.abs_path).map_err(|source| IngestError::Io {
         path: entry.abs_path.clone(),
         source,
-    })?;
+    })
+}
+
+/// Reads and ingests one walked file.
+pub fn ingest_entry(
+    entry: &WalkEntry,
+    config: &IngestConfig,
+    embedder: &dyn Embedder,
+) -> FileResult {
+    let bytes = read_entry(entry, config)?;
     let n = bytes.len() as u64;
     Ok((ingest_file(&entry.rel_path, &bytes, config, embedder)?, n))
 }

@@ -144,17 +144,7 @@ fn read_file(
     entry: &WalkEntry,
     config: &IngestConfig,
 ) -> std::result::Result<(Vec<u8>, ContentHash), IngestError> {
-    if entry.size_bytes > config.max_file_bytes {
-        return Err(IngestError::TooLarge {
-            path: entry.rel_path.clone(),
-            size_bytes: entry.size_bytes,
-            limit_bytes: config.max_file_bytes,
-        });
-    }
-    let bytes = std::fs::read(&entry.abs_path).map_err(|source| IngestError::Io {
-        path: entry.abs_path.clone(),
-        source,
-    })?;
+    let bytes = cfs_ingest::read_entry(entry, config)?;
     let hash = ContentHash::of(&bytes);
     Ok((bytes, hash))
 }

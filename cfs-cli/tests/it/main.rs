@@ -5,15 +5,7 @@ use std::process::Command;
 use serde_json::Value;
 
 fn cfs(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
-        .args(args)
-        .output()
-        .expect("run cfs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    cfs_in(&std::env::current_dir().expect("current dir"), args)
 }
 
 fn sample_tree() -> tempfile::TempDir {
