@@ -16,31 +16,52 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use text_splitter::{ChunkConfig, CodeSplitter, MarkdownSplitter, TextSplitter};
 
 const CAPACITIES: [usize; 3] = [64, 1024, 16384];
-const INPUTS: [&str; 3] = ["romeo_and_juliet.txt", "room_with_a_view.txt", "commonmark_spec.md"];
+const INPUTS: [&str; 3] = [
+    "romeo_and_juliet.txt",
+    "room_with_a_view.txt",
+    "commonmark_spec.md",
+];
 
 fn input(name: &str) -> String {
     let dir = std::env::var_os("CFS_BENCH_INPUTS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench-inputs"));
-    std::fs::read_to_string(dir.join(name))
-        .unwrap_or_else(|e| panic!("{}: {e} (set CFS_BENCH_INPUTS to the bench-inputs folder)", dir.join(name).display()))
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench-inputs")
+        });
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (set CFS_BENCH_INPUTS to the bench-inputs folder)",
+            dir.join(name).display()
+        )
+    })
 }
 
 /// cfs at capacity `n`: chunks up to `n` bytes, aiming at `n`, no overlap, as
 /// text-splitter's `TextSplitter::new(n)` makes chunks up to `n` characters.
 fn cfs_params(n: usize) -> ChunkParams {
     let n = u32::try_from(n).expect("small capacity");
-    ChunkParams { target_bytes: n, max_bytes: n, overlap_bytes: 0 }
+    ChunkParams {
+        target_bytes: n,
+        max_bytes: n,
+        overlap_bytes: 0,
+    }
 }
 
 fn check_cover(text: &str, n: usize) {
     let spans = chunk_text(text, &cfs_params(n)).expect("params");
     assert_eq!(spans.first().map(|s| s.start), Some(0));
     assert_eq!(spans.last().map(|s| s.end), Some(text.len()));
-    assert!(spans.windows(2).all(|w| w[1].start == w[0].end), "no gaps, no overlap");
+    assert!(
+        spans.windows(2).all(|w| w[1].start == w[0].end),
+        "no gaps, no overlap"
+    );
     let splitter = TextSplitter::new(ChunkConfig::new(n).with_trim(false));
     let joined: String = splitter.chunks(text).collect();
-    assert_eq!(joined.len(), text.len(), "text-splitter without trim covers the text");
+    assert_eq!(
+        joined.len(),
+        text.len(),
+        "text-splitter without trim covers the text"
+    );
 }
 
 fn chunking(c: &mut Criterion) {
@@ -57,9 +78,11 @@ fn chunking(c: &mut Criterion) {
             });
             if name.ends_with(".md") {
                 let splitter = MarkdownSplitter::new(n);
-                group.bench_with_input(BenchmarkId::new("text_splitter_markdown", n), &n, |b, _| {
-                    b.iter(|| black_box(splitter.chunks(black_box(&text)).count()))
-                });
+                group.bench_with_input(
+                    BenchmarkId::new("text_splitter_markdown", n),
+                    &n,
+                    |b, _| b.iter(|| black_box(splitter.chunks(black_box(&text)).count())),
+                );
             }
             let splitter = TextSplitter::new(n);
             group.bench_with_input(BenchmarkId::new("text_splitter_text", n), &n, |b, _| {
@@ -81,7 +104,14 @@ fn markdown(c: &mut Criterion) {
         let doc = chunk_markdown(&text, &params).expect("params");
         assert_eq!(doc.chunks.last().map(|c| c.end), Some(text.len()));
         group.bench_with_input(BenchmarkId::new("cfs_markdown", n), &n, |b, _| {
-            b.iter(|| black_box(chunk_markdown(black_box(&text), &params).expect("params").chunks.len()))
+            b.iter(|| {
+                black_box(
+                    chunk_markdown(black_box(&text), &params)
+                        .expect("params")
+                        .chunks
+                        .len(),
+                )
+            })
         });
         let splitter = MarkdownSplitter::new(n);
         group.bench_with_input(BenchmarkId::new("text_splitter_markdown", n), &n, |b, _| {
@@ -99,7 +129,9 @@ fn code(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.sample_size(20);
     let params = ChunkParams::default();
-    let doc = chunk_code(&text, Language::Rust, &params).expect("params").expect("parses");
+    let doc = chunk_code(&text, Language::Rust, &params)
+        .expect("params")
+        .expect("parses");
     assert_eq!(doc.chunks.last().map(|c| c.end), Some(text.len()));
     group.bench_function("cfs_code_symbols", |b| {
         b.iter(|| {
@@ -128,7 +160,14 @@ fn embedding(c: &mut Criterion) {
     group.throughput(Throughput::Elements(chunks.len() as u64));
     group.sample_size(20);
     group.bench_function("hash_embed_default_chunks", |b| {
-        b.iter(|| black_box(embedder.embed_batch(black_box(&chunks)).expect("embed").len()))
+        b.iter(|| {
+            black_box(
+                embedder
+                    .embed_batch(black_box(&chunks))
+                    .expect("embed")
+                    .len(),
+            )
+        })
     });
     group.finish();
 }

@@ -165,11 +165,17 @@ impl Store {
         self.settings().check(&requested, self.path())?;
         let started_ns = now_ns();
         let walked = walk(root)?;
+        // The store's own file is never indexed, wherever it lives (only files with its
+        // name are resolved, to keep the walk free of per-file path resolution).
         let store_file = self.path().canonicalize().ok();
+        let store_name = self.path().file_name();
         let files: Vec<WalkEntry> = walked
             .files
             .into_iter()
-            .filter(|f| store_file.as_deref() != f.abs_path.canonicalize().ok().as_deref())
+            .filter(|f| {
+                f.abs_path.file_name() != store_name
+                    || store_file.as_deref() != f.abs_path.canonicalize().ok().as_deref()
+            })
             .collect();
         let mut report = SyncReport::default();
         for e in walked.errors {

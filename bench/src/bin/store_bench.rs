@@ -34,19 +34,30 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let embedder = HashEmbedder::default();
     let options = SyncOptions::default();
-    let settings = Settings { chunk: options.config.chunk, model_id: embedder.model_id().into() };
+    let settings = Settings {
+        chunk: options.config.chunk,
+        model_id: embedder.model_id().into(),
+    };
     let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
 
     // 0. The same tree indexed in memory (no store): what ingestion alone costs.
     let started = Instant::now();
-    let in_memory = cfs_ingest::index_tree(&tree, &options.config, &options.registry, &embedder, &|_| {})
-        .expect("in-memory index");
+    let in_memory = cfs_ingest::index_tree(
+        &tree,
+        &options.config,
+        &options.registry,
+        &embedder,
+        &|_| {},
+    )
+    .expect("in-memory index");
     let in_memory_s = started.elapsed().as_secs_f64();
     drop(in_memory);
 
     // 1. Cold sync.
     let started = Instant::now();
-    let cold = store.sync(&tree, &options, &embedder, &|_| {}).expect("cold sync");
+    let cold = store
+        .sync(&tree, &options, &embedder, &|_| {})
+        .expect("cold sync");
     let cold_s = started.elapsed().as_secs_f64();
     let bytes: u64 = cfs_ingest::walk(&tree)
         .expect("walk")
@@ -59,16 +70,29 @@ fn main() {
     // 2. No-op re-sync against git status. Files written by the cold sync's own clock
     //    window are re-hashed once; sync twice so the stat cache vouches for all.
     std::thread::sleep(Duration::from_millis(2100));
-    store.sync(&tree, &options, &embedder, &|_| {}).expect("warm sync");
+    store
+        .sync(&tree, &options, &embedder, &|_| {})
+        .expect("warm sync");
     let mut noop = Vec::new();
     let mut git = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        let r = store.sync(&tree, &options, &embedder, &|_| {}).expect("no-op sync");
+        let r = store
+            .sync(&tree, &options, &embedder, &|_| {})
+            .expect("no-op sync");
         noop.push(t.elapsed());
-        assert_eq!((r.commits, r.parsed, r.hashed), (0, 0, 0), "not a no-op: {r:?}");
+        assert_eq!(
+            (r.commits, r.parsed, r.hashed),
+            (0, 0, 0),
+            "not a no-op: {r:?}"
+        );
         let t = Instant::now();
-        let out = Command::new("git").arg("-C").arg(&tree).args(["status", "--porcelain"]).output().expect("git");
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&tree)
+            .args(["status", "--porcelain"])
+            .output()
+            .expect("git");
         git.push(t.elapsed());
         assert!(out.status.success());
     }
@@ -90,11 +114,19 @@ fn main() {
     for i in 0..edits {
         let text = format!("{original}\n// edit {i}\n");
         let t = Instant::now();
-        let ingested = ingest_file(&target, text.as_bytes(), &options.config, &embedder).expect("ingest");
+        let ingested =
+            ingest_file(&target, text.as_bytes(), &options.config, &embedder).expect("ingest");
         let mut txn = store.begin_write().expect("write");
         let p = &ingested.parsed;
-        txn.put_document(&p.document, &p.chunks, &ingested.embeddings, &p.window_edges).expect("put");
-        txn.bind_path(&PathEntry::new(target.clone(), p.document.id)).expect("bind");
+        txn.put_document(
+            &p.document,
+            &p.chunks,
+            &ingested.embeddings,
+            &p.window_edges,
+        )
+        .expect("put");
+        txn.bind_path(&PathEntry::new(target.clone(), p.document.id))
+            .expect("bind");
         txn.commit().expect("commit");
         edit_times.push(t.elapsed());
     }
@@ -128,5 +160,7 @@ fn main() {
 }
 
 fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
