@@ -7,7 +7,7 @@
 //! or edge; every path names a document; documents match their chunks); the indexes are
 //! compared with the rows they index; the state chain must end at the current root.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use cfs_core::{
     Bucket, CanonicalState, Chunk, Document, Edge, Embedding, Entity, MerkleRoot, PathEntry,
@@ -88,10 +88,6 @@ fn scan<E: Entity>(
         rows: Vec::with_capacity(raw.len()),
         leaves: Vec::with_capacity(raw.len()),
     };
-    let stored_map: std::collections::HashMap<&[u8], &[u8]> = stored
-        .iter()
-        .map(|(k, v)| (k.as_slice(), v.as_slice()))
-        .collect();
     if stored.len() != raw.len() {
         problems.push(format!(
             "{}: {} stored leaves for {} rows",
@@ -100,6 +96,8 @@ fn scan<E: Entity>(
             raw.len()
         ));
     }
+    // Rows and leaves are both in key order: walk them together.
+    let mut stored_iter = stored.iter().peekable();
     for ((key, _), result) in raw.iter().zip(checked) {
         let (entity, leaf, key_ok) = match result {
             Ok(ok) => ok,
@@ -115,7 +113,13 @@ fn scan<E: Entity>(
                 cfs_core::hex_encode(key)
             ));
         }
-        if stored_map.get(key.as_slice()) != Some(&&leaf[..]) {
+        while stored_iter.peek().is_some_and(|(k, _)| k < key) {
+            stored_iter.next();
+        }
+        let matches = stored_iter
+            .peek()
+            .is_some_and(|(k, v)| k == key && v.as_slice() == &leaf[..]);
+        if !matches {
             problems.push(format!(
                 "{} row {}: stored leaf hash missing or wrong",
                 table.name(),
@@ -202,53 +206,68 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     );
     problems.extend(state.check_integrity());
 
-    // Indexes against the rows.
-    let mut expected_chunk_index: BTreeSet<Vec<u8>> = BTreeSet::new();
-    for c in state.chunks().values() {
-        let mut k = c.document_id.0.to_vec();
-        k.extend(c.sequence.to_be_bytes());
-        k.extend(c.id.0);
-        expected_chunk_index.insert(k);
-    }
-    let mut found = BTreeSet::new();
+    // Indexes against the rows: fixed-size entries, sorted, compared as vectors (redb
+    // iterates keys in order, so the stored side is already sorted).
+    let mut expected: Vec<[u8; 36]> = state
+        .chunks()
+        .values()
+        .map(|c| {
+            let mut e = [0u8; 36];
+            e[..16].copy_from_slice(&c.document_id.0);
+            e[16..20].copy_from_slice(&c.sequence.to_be_bytes());
+            e[20..].copy_from_slice(&c.id.0);
+            e
+        })
+        .collect();
+    expected.par_sort_unstable();
+    let mut found: Vec<[u8; 36]> = Vec::with_capacity(expected.len());
     for row in read.raw().open_table(tables::CHUNKS_BY_DOCUMENT)?.iter()? {
         let (k, v) = row?;
-        let mut e = k.value().to_vec();
-        e.extend_from_slice(v.value());
-        found.insert(e);
+        let mut e = [0u8; 36];
+        if k.value().len() + v.value().len() == 36 {
+            e[..20].copy_from_slice(k.value());
+            e[20..].copy_from_slice(v.value());
+        }
+        found.push(e);
     }
-    if found != expected_chunk_index {
+    if found != expected {
         problems.push("chunks_by_document index differs from the chunks".into());
     }
-    let expected_paths: BTreeSet<Vec<u8>> = state
+    let mut expected: Vec<[u8; 32]> = state
         .paths()
         .values()
-        .map(|p| [p.document_id.0.as_slice(), p.id().0.as_slice()].concat())
+        .map(|p| {
+            let mut e = [0u8; 32];
+            e[..16].copy_from_slice(&p.document_id.0);
+            e[16..].copy_from_slice(&p.id().0);
+            e
+        })
         .collect();
-    let mut found = BTreeSet::new();
+    expected.sort_unstable();
+    let mut found: Vec<[u8; 32]> = Vec::with_capacity(expected.len());
     for row in read.raw().open_table(tables::PATHS_BY_DOCUMENT)?.iter()? {
-        found.insert(row?.0.value().to_vec());
+        found.push(<[u8; 32]>::try_from(row?.0.value()).unwrap_or([0; 32]));
     }
-    if found != expected_paths {
+    if found != expected {
         problems.push("paths_by_document index differs from the paths".into());
     }
-    let expected_targets: BTreeSet<Vec<u8>> = state
+    let mut expected: Vec<[u8; 34]> = state
         .edges()
         .keys()
         .map(|e| {
-            [
-                e.target.0.as_slice(),
-                e.source.0.as_slice(),
-                &e.kind.0.to_be_bytes(),
-            ]
-            .concat()
+            let mut k = [0u8; 34];
+            k[..16].copy_from_slice(&e.target.0);
+            k[16..32].copy_from_slice(&e.source.0);
+            k[32..].copy_from_slice(&e.kind.0.to_be_bytes());
+            k
         })
         .collect();
-    let mut found = BTreeSet::new();
+    expected.par_sort_unstable();
+    let mut found: Vec<[u8; 34]> = Vec::with_capacity(expected.len());
     for row in read.raw().open_table(tables::EDGES_BY_TARGET)?.iter()? {
-        found.insert(row?.0.value().to_vec());
+        found.push(<[u8; 34]>::try_from(row?.0.value()).unwrap_or([0; 34]));
     }
-    if found != expected_targets {
+    if found != expected {
         problems.push("edges_by_target index differs from the edges".into());
     }
     let content = read.raw().open_table(tables::CONTENT_INDEX)?;
