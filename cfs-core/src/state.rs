@@ -382,119 +382,163 @@ impl CanonicalState {
         })
     }
 
-    /// Every broken invariant of the state, described; empty when the state is sound.
-    ///
-    /// Checks: every path names a present document and every document has a path; every
-    /// chunk's document is present, a document's chunks are exactly sequences
-    /// `0..n_chunks` and match its hierarchical hash; every embedding's chunk is present;
-    /// system edges are exactly the `contains` and `embedded_as` edges the rows imply,
-    /// `next_window` edges link windows of one symbol, user edges link present entities.
+    /// Every broken invariant of the state, described; empty when the state is sound
+    /// (see [`check_rows`]).
     pub fn check_integrity(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        let mut referenced: BTreeSet<DocumentId> = BTreeSet::new();
-        for entry in self.paths.values() {
-            referenced.insert(entry.document_id);
-            if !self.documents.contains_key(&entry.document_id) {
-                problems.push(format!(
-                    "path {:?} names absent document {}",
-                    entry.path, entry.document_id
-                ));
-            }
+        let paths: Vec<PathEntry> = self.paths.values().cloned().collect();
+        let documents: Vec<Document> = self.documents.values().cloned().collect();
+        let chunks: Vec<Chunk> = self.chunks.values().cloned().collect();
+        let embeddings: Vec<Embedding> = self.embeddings.values().cloned().collect();
+        let edges: Vec<Edge> = self.edges.keys().copied().collect();
+        check_rows(&paths, &documents, &chunks, &embeddings, &edges)
+    }
+}
+
+/// Every broken invariant of a set of rows, described; empty when they are sound.
+///
+/// `documents`, `chunks` and `embeddings` must be sorted by id and `edges` by key (the
+/// order of their tables), as a store's scan gives them. Checks: every path names a
+/// present document and every document has a path; every chunk's document is present,
+/// a document's chunks are exactly sequences `0..n_chunks` and match its hierarchical
+/// hash; every embedding's chunk is present; system edges are exactly the `contains` and
+/// `embedded_as` edges the rows imply, `next_window` edges link consecutive windows of
+/// one symbol, user edges link present entities. Works on sorted slices (binary search,
+/// per-document work in parallel), so a store can check millions of rows.
+pub fn check_rows(
+    paths: &[PathEntry],
+    documents: &[Document],
+    chunks: &[Chunk],
+    embeddings: &[Embedding],
+    edges: &[Edge],
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let document_at = |id: &DocumentId| documents.binary_search_by(|d| d.id.cmp(id)).ok();
+    let chunk_at = |id: &ChunkId| chunks.binary_search_by(|c| c.id.cmp(id)).ok();
+    let embedding_at = |id: &EmbeddingId| embeddings.binary_search_by(|e| e.id.cmp(id)).ok();
+    let mut referenced: Vec<DocumentId> = paths.iter().map(|p| p.document_id).collect();
+    referenced.par_sort_unstable();
+    referenced.dedup();
+    for entry in paths {
+        if document_at(&entry.document_id).is_none() {
+            problems.push(format!(
+                "path {:?} names absent document {}",
+                entry.path, entry.document_id
+            ));
         }
-        let mut by_document: BTreeMap<DocumentId, Vec<&Chunk>> = BTreeMap::new();
-        for chunk in self.chunks.values() {
-            by_document
-                .entry(chunk.document_id)
-                .or_default()
-                .push(chunk);
-            if !self.documents.contains_key(&chunk.document_id) {
-                problems.push(format!(
-                    "orphan chunk {} of absent document {}",
-                    chunk.id, chunk.document_id
-                ));
-            }
+    }
+    // Chunks grouped by document, in sequence order.
+    let mut by_document: Vec<&Chunk> = chunks.iter().collect();
+    by_document.par_sort_unstable_by_key(|c| (c.document_id, c.sequence));
+    for chunk in &by_document {
+        if document_at(&chunk.document_id).is_none() {
+            problems.push(format!(
+                "orphan chunk {} of absent document {}",
+                chunk.id, chunk.document_id
+            ));
         }
-        for document in self.documents.values() {
-            if !referenced.contains(&document.id) {
-                problems.push(format!("document {} has no path", document.id));
+    }
+    let document_problems: Vec<String> = documents
+        .par_iter()
+        .filter_map(|document| {
+            if referenced.binary_search(&document.id).is_err() {
+                return Some(format!("document {} has no path", document.id));
             }
-            let chunks = by_document
-                .get(&document.id)
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
-            let mut sequences: Vec<u32> = chunks.iter().map(|c| c.sequence).collect();
-            sequences.sort_unstable();
-            if !sequences.iter().copied().eq(0..document.n_chunks) {
-                problems.push(format!(
+            let from = by_document.partition_point(|c| c.document_id < document.id);
+            let to = by_document.partition_point(|c| c.document_id <= document.id);
+            let own = &by_document[from..to];
+            let sequences_ok = own.iter().map(|c| c.sequence).eq(0..document.n_chunks);
+            if !sequences_ok {
+                let sequences: Vec<u32> = own.iter().map(|c| c.sequence).collect();
+                return Some(format!(
                     "document {} has chunk sequences {:?}, expected 0..{}",
                     document.id, sequences, document.n_chunks
                 ));
-            } else if hierarchical_hash(chunks.iter().copied()) != document.hierarchical_hash {
-                problems.push(format!(
-                    "document {} hierarchical hash mismatch",
-                    document.id
-                ));
             }
-        }
-        for embedding in self.embeddings.values() {
-            if !self.chunks.contains_key(&embedding.chunk_id) {
-                problems.push(format!(
-                    "orphan embedding {} of absent chunk {}",
-                    embedding.id, embedding.chunk_id
-                ));
-            }
-        }
-        let mut implied: BTreeSet<Edge> = BTreeSet::new();
-        implied.extend(
-            self.chunks
-                .values()
-                .map(|c| Edge::new(c.document_id, c.id, EdgeKind::CONTAINS)),
-        );
-        implied.extend(
-            self.embeddings
-                .values()
-                .map(|e| Edge::new(e.chunk_id, e.id, EdgeKind::EMBEDDED_AS)),
-        );
-        for edge in self.edges.keys() {
-            match edge.kind {
-                EdgeKind::CONTAINS | EdgeKind::EMBEDDED_AS => {
-                    if !implied.remove(edge) {
-                        problems.push(format!("system edge {edge:?} not implied by any row"));
-                    }
-                }
-                EdgeKind::NEXT_WINDOW => {
-                    if !self.is_window_step(edge) {
-                        problems.push(format!(
-                            "next_window edge {edge:?} does not link consecutive windows"
-                        ));
-                    }
-                }
-                _ => {
-                    if !self.entity_exists(edge.source) || !self.entity_exists(edge.target) {
-                        problems.push(format!("user edge {edge:?} has an absent endpoint"));
-                    }
-                }
-            }
-        }
-        problems.extend(implied.iter().map(|e| format!("missing system edge {e:?}")));
-        problems
-    }
-
-    fn is_window_step(&self, edge: &Edge) -> bool {
-        let window = |id: EntityId| {
-            let chunk = self.chunks.get(&ChunkId(id.0))?;
-            match &chunk.kind {
-                ChunkKind::Code {
-                    symbol: Some(s), ..
-                } => Some((chunk.document_id, s.window?)),
-                _ => None,
-            }
-        };
-        match (window(edge.source), window(edge.target)) {
-            (Some((da, wa)), Some((db, wb))) => {
-                da == db && wa.count == wb.count && wa.index + 1 == wb.index
-            }
-            _ => false,
+            (hierarchical_hash(own.iter().copied()) != document.hierarchical_hash)
+                .then(|| format!("document {} hierarchical hash mismatch", document.id))
+        })
+        .collect();
+    problems.extend(document_problems);
+    for embedding in embeddings {
+        if chunk_at(&embedding.chunk_id).is_none() {
+            problems.push(format!(
+                "orphan embedding {} of absent chunk {}",
+                embedding.id, embedding.chunk_id
+            ));
         }
     }
+    let exists = |id: EntityId| {
+        document_at(&DocumentId(id.0)).is_some()
+            || chunk_at(&ChunkId(id.0)).is_some()
+            || embedding_at(&EmbeddingId(id.0)).is_some()
+    };
+    let window = |id: EntityId| {
+        let chunk = &chunks[chunk_at(&ChunkId(id.0))?];
+        match &chunk.kind {
+            ChunkKind::Code {
+                symbol: Some(s), ..
+            } => Some((chunk.document_id, s.window?)),
+            _ => None,
+        }
+    };
+    let (mut n_contains, mut n_embedded_as) = (0usize, 0usize);
+    for edge in edges {
+        match edge.kind {
+            EdgeKind::CONTAINS => {
+                let implied = chunk_at(&ChunkId(edge.target.0))
+                    .is_some_and(|i| chunks[i].document_id.0 == edge.source.0);
+                if implied {
+                    n_contains += 1;
+                } else {
+                    problems.push(format!("system edge {edge:?} not implied by any row"));
+                }
+            }
+            EdgeKind::EMBEDDED_AS => {
+                let implied = embedding_at(&EmbeddingId(edge.target.0))
+                    .is_some_and(|i| embeddings[i].chunk_id.0 == edge.source.0);
+                if implied {
+                    n_embedded_as += 1;
+                } else {
+                    problems.push(format!("system edge {edge:?} not implied by any row"));
+                }
+            }
+            EdgeKind::NEXT_WINDOW => {
+                let step = match (window(edge.source), window(edge.target)) {
+                    (Some((da, wa)), Some((db, wb))) => {
+                        da == db && wa.count == wb.count && wa.index + 1 == wb.index
+                    }
+                    _ => false,
+                };
+                if !step {
+                    problems.push(format!(
+                        "next_window edge {edge:?} does not link consecutive windows"
+                    ));
+                }
+            }
+            _ => {
+                if !exists(edge.source) || !exists(edge.target) {
+                    problems.push(format!("user edge {edge:?} has an absent endpoint"));
+                }
+            }
+        }
+    }
+    // Edges are unique, so as many implied edges as rows means none is missing.
+    let has = |edge: &Edge| edges.binary_search(edge).is_ok();
+    if n_contains != chunks.len() {
+        for c in chunks {
+            let e = Edge::new(c.document_id, c.id, EdgeKind::CONTAINS);
+            if !has(&e) {
+                problems.push(format!("missing system edge {e:?}"));
+            }
+        }
+    }
+    if n_embedded_as != embeddings.len() {
+        for emb in embeddings {
+            let e = Edge::new(emb.chunk_id, emb.id, EdgeKind::EMBEDDED_AS);
+            if !has(&e) {
+                problems.push(format!("missing system edge {e:?}"));
+            }
+        }
+    }
+    problems
 }

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use cfs_core::{
-    Bucket, CanonicalState, Chunk, Document, Edge, Embedding, Entity, MerkleRoot, PathEntry,
-    StateRoot, Table, TableRoots, merkle_root, table_root_from_sorted,
+    Bucket, Chunk, Document, Edge, Embedding, Entity, MerkleRoot, PathEntry, StateRoot, Table,
+    TableRoots, check_rows, merkle_root, table_root_from_sorted,
 };
 use rayon::prelude::*;
 use redb::{ReadableTable, ReadableTableMetadata};
@@ -41,86 +41,99 @@ impl VerifyReport {
     }
 }
 
-/// A decoded row with its leaf hash and whether its key matches its content, or the
-/// reason it does not decode.
-type Checked<E> = std::result::Result<(E, [u8; 32], bool), String>;
-
 struct Scan<E> {
     rows: Vec<E>,
     leaves: Vec<(Bucket, [u8; 32])>,
 }
 
-fn scan<E: Entity>(
-    read: &ReadTxn,
-    key_bytes: impl Fn(&E) -> Vec<u8> + Sync,
-    problems: &mut Vec<String>,
-) -> Result<Scan<E>> {
+/// Key ranges scanned in parallel: by the first key byte, 16 values each.
+const SCAN_RANGES: u16 = 16;
+
+/// The rows of one key range, checked against the stored leaves of the same range.
+struct RangeScan<E> {
+    rows: Vec<E>,
+    leaves: Vec<(Bucket, [u8; 32])>,
+    problems: Vec<String>,
+    n_stored_leaves: usize,
+}
+
+fn scan_range<E: Entity>(
+    rows_t: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
+    leaves_t: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
+    tag: u8,
+    range: u16,
+    key_bytes: &(impl Fn(&E) -> Vec<u8> + Sync),
+) -> Result<RangeScan<E>> {
     let table = E::TABLE;
-    let tag = tables::tag(table);
-    let mut raw: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    for row in read.raw().open_table(tables::committed(table))?.iter()? {
-        let (k, v) = row?;
-        raw.push((k.value().to_vec(), v.value().to_vec()));
-    }
-    let mut stored: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    let leaves_t = read.raw().open_table(tables::LEAVES)?;
-    for row in leaves_t.range::<&[u8]>(&[tag][..]..&[tag + 1][..])? {
-        let (k, v) = row?;
-        stored.push((k.value()[1..].to_vec(), v.value().to_vec()));
-    }
-    // Decode, validate and hash in parallel; compare in key order.
-    let checked: Vec<Checked<E>> = raw
-        .par_iter()
-        .map(|(key, value)| match E::decode(value) {
-            Ok(entity) => {
-                let leaf = entity.leaf().0;
-                let key_ok = key_bytes(&entity) == *key;
-                Ok((entity, leaf, key_ok))
-            }
-            Err(e) => Err(format!(
-                "{} row {}: {e}",
-                table.name(),
-                cfs_core::hex_encode(key)
-            )),
-        })
-        .collect();
-    let mut out = Scan {
-        rows: Vec::with_capacity(raw.len()),
-        leaves: Vec::with_capacity(raw.len()),
+    let width = 256 / SCAN_RANGES;
+    let lo = [(range * width) as u8];
+    let hi = (range + 1) * width;
+    let rows_iter = if hi > 255 {
+        rows_t.range::<&[u8]>(&lo[..]..)?
+    } else {
+        rows_t.range::<&[u8]>(&lo[..]..&[hi as u8][..])?
     };
-    if stored.len() != raw.len() {
-        problems.push(format!(
-            "{}: {} stored leaves for {} rows",
-            table.name(),
-            stored.len(),
-            raw.len()
-        ));
-    }
-    // Rows and leaves are both in key order: walk them together.
-    let mut stored_iter = stored.iter().peekable();
-    for ((key, _), result) in raw.iter().zip(checked) {
-        let (entity, leaf, key_ok) = match result {
-            Ok(ok) => ok,
-            Err(problem) => {
-                problems.push(problem);
+    let leaf_lo = [tag, lo[0]];
+    let leaf_hi: Vec<u8> = if hi > 255 {
+        vec![tag + 1]
+    } else {
+        vec![tag, hi as u8]
+    };
+    let mut stored = leaves_t
+        .range::<&[u8]>(&leaf_lo[..]..leaf_hi.as_slice())?
+        .peekable();
+    let mut out = RangeScan {
+        rows: Vec::new(),
+        leaves: Vec::new(),
+        problems: Vec::new(),
+        n_stored_leaves: 0,
+    };
+    for row in rows_iter {
+        let (k, v) = row?;
+        let key = k.value();
+        // Leaves with smaller keys have no row: count them, they are reported by count.
+        let mut stored_leaf: Option<[u8; 32]> = None;
+        while let Some(next) = stored.peek() {
+            let next = match next {
+                Ok((sk, _)) => sk.value().get(1..).map(<[u8]>::to_vec),
+                Err(_) => None,
+            };
+            match next.as_deref().map(|sk| sk.cmp(key)) {
+                Some(std::cmp::Ordering::Less) | None => {
+                    stored.next().transpose()?;
+                    out.n_stored_leaves += 1;
+                }
+                Some(std::cmp::Ordering::Equal) => {
+                    if let Some((_, sv)) = stored.next().transpose()? {
+                        stored_leaf = <[u8; 32]>::try_from(sv.value()).ok();
+                    }
+                    out.n_stored_leaves += 1;
+                    break;
+                }
+                Some(std::cmp::Ordering::Greater) => break,
+            }
+        }
+        let entity = match E::decode(v.value()) {
+            Ok(e) => e,
+            Err(e) => {
+                out.problems.push(format!(
+                    "{} row {}: {e}",
+                    table.name(),
+                    cfs_core::hex_encode(key)
+                ));
                 continue;
             }
         };
-        if !key_ok {
-            problems.push(format!(
+        if key_bytes(&entity) != key {
+            out.problems.push(format!(
                 "{} row {} is stored under another key than its content gives",
                 table.name(),
                 cfs_core::hex_encode(key)
             ));
         }
-        while stored_iter.peek().is_some_and(|(k, _)| k < key) {
-            stored_iter.next();
-        }
-        let matches = stored_iter
-            .peek()
-            .is_some_and(|(k, v)| k == key && v.as_slice() == &leaf[..]);
-        if !matches {
-            problems.push(format!(
+        let leaf = entity.leaf().0;
+        if stored_leaf != Some(leaf) {
+            out.problems.push(format!(
                 "{} row {}: stored leaf hash missing or wrong",
                 table.name(),
                 cfs_core::hex_encode(key)
@@ -128,6 +141,47 @@ fn scan<E: Entity>(
         }
         out.leaves.push((Bucket::of_key(key), leaf));
         out.rows.push(entity);
+    }
+    for rest in stored {
+        rest?;
+        out.n_stored_leaves += 1;
+    }
+    Ok(out)
+}
+
+/// Every row of a table, decoded, validated and hashed, 16 key ranges in parallel, each
+/// checked against the stored leaves of the same range as it is read.
+fn scan<E: Entity>(
+    read: &ReadTxn,
+    key_bytes: impl Fn(&E) -> Vec<u8> + Sync,
+    problems: &mut Vec<String>,
+) -> Result<Scan<E>> {
+    let table = E::TABLE;
+    let tag = tables::tag(table);
+    let rows_t = read.raw().open_table(tables::committed(table))?;
+    let leaves_t = read.raw().open_table(tables::LEAVES)?;
+    let parts: Vec<RangeScan<E>> = (0..SCAN_RANGES)
+        .into_par_iter()
+        .map(|range| scan_range(&rows_t, &leaves_t, tag, range, &key_bytes))
+        .collect::<Result<_>>()?;
+    let mut out = Scan {
+        rows: Vec::new(),
+        leaves: Vec::new(),
+    };
+    let mut n_stored = 0;
+    for part in parts {
+        out.rows.extend(part.rows);
+        out.leaves.extend(part.leaves);
+        problems.extend(part.problems);
+        n_stored += part.n_stored_leaves;
+    }
+    if n_stored != out.rows.len() {
+        problems.push(format!(
+            "{}: {} stored leaves for {} rows",
+            table.name(),
+            n_stored,
+            out.rows.len()
+        ));
     }
     Ok(out)
 }
@@ -197,20 +251,20 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     }
 
     // Reference rules, on the decoded rows.
-    let state = CanonicalState::from_rows(
-        paths.rows,
-        documents.rows,
-        chunks.rows,
-        embeddings.rows,
-        edges.rows,
-    );
-    problems.extend(state.check_integrity());
+    // The scans return each table in key order, as check_rows needs.
+    problems.extend(check_rows(
+        &paths.rows,
+        &documents.rows,
+        &chunks.rows,
+        &embeddings.rows,
+        &edges.rows,
+    ));
 
     // Indexes against the rows: fixed-size entries, sorted, compared as vectors (redb
     // iterates keys in order, so the stored side is already sorted).
-    let mut expected: Vec<[u8; 36]> = state
-        .chunks()
-        .values()
+    let mut expected: Vec<[u8; 36]> = chunks
+        .rows
+        .par_iter()
         .map(|c| {
             let mut e = [0u8; 36];
             e[..16].copy_from_slice(&c.document_id.0);
@@ -233,9 +287,9 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     if found != expected {
         problems.push("chunks_by_document index differs from the chunks".into());
     }
-    let mut expected: Vec<[u8; 32]> = state
-        .paths()
-        .values()
+    let mut expected: Vec<[u8; 32]> = paths
+        .rows
+        .iter()
         .map(|p| {
             let mut e = [0u8; 32];
             e[..16].copy_from_slice(&p.document_id.0);
@@ -251,9 +305,9 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     if found != expected {
         problems.push("paths_by_document index differs from the paths".into());
     }
-    let mut expected: Vec<[u8; 34]> = state
-        .edges()
-        .keys()
+    let mut expected: Vec<[u8; 34]> = edges
+        .rows
+        .par_iter()
         .map(|e| {
             let mut k = [0u8; 34];
             k[..16].copy_from_slice(&e.target.0);
@@ -271,14 +325,14 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
         problems.push("edges_by_target index differs from the edges".into());
     }
     let content = read.raw().open_table(tables::CONTENT_INDEX)?;
-    if content.len()? != state.documents().len() as u64 {
+    if content.len()? != documents.rows.len() as u64 {
         problems.push(format!(
             "content index has {} entries for {} documents",
             content.len()?,
-            state.documents().len()
+            documents.rows.len()
         ));
     }
-    for d in state.documents().values() {
+    for d in &documents.rows {
         let key = [d.content_hash.0.as_slice(), d.profile.mime_type.as_bytes()].concat();
         if content.get(key.as_slice())?.map(|v| v.value().to_vec()) != Some(d.id.0.to_vec()) {
             problems.push(format!(

@@ -395,3 +395,76 @@ fn inconsistent_documents_are_rejected_whole() {
     );
     assert!(state.bind_path(PathEntry::new("../x", wrong.id)).is_err());
 }
+
+/// The reference rules catch each kind of breach (rows handed over unchecked).
+#[test]
+fn integrity_checks_find_every_breach() {
+    let state = big_state(5);
+    assert!(state.check_integrity().is_empty());
+    let rows = |s: &CanonicalState| {
+        (
+            s.paths().values().cloned().collect::<Vec<_>>(),
+            s.documents().values().cloned().collect::<Vec<_>>(),
+            s.chunks().values().cloned().collect::<Vec<_>>(),
+            s.embeddings().values().cloned().collect::<Vec<_>>(),
+            s.edges().keys().copied().collect::<Vec<_>>(),
+        )
+    };
+    let check =
+        |p: Vec<PathEntry>, d: Vec<Document>, c: Vec<Chunk>, e: Vec<Embedding>, g: Vec<Edge>| {
+            CanonicalState::from_rows(p, d, c, e, g).check_integrity()
+        };
+    let (p, d, c, e, g) = rows(&state);
+    let found = |problems: Vec<String>, what: &str| {
+        assert!(
+            problems.iter().any(|x| x.contains(what)),
+            "{what} not in {problems:?}"
+        );
+    };
+    found(
+        check(p[1..].to_vec(), d.clone(), c.clone(), e.clone(), g.clone()),
+        "has no path",
+    );
+    let no_contains: Vec<Edge> = g
+        .iter()
+        .copied()
+        .filter(|x| x.kind != EdgeKind::CONTAINS || x.target.0 != c[0].id.0)
+        .collect();
+    found(
+        check(p.clone(), d.clone(), c.clone(), e.clone(), no_contains),
+        "missing system edge",
+    );
+    found(
+        check(p.clone(), d.clone(), c[1..].to_vec(), e.clone(), g.clone()),
+        "chunk sequences",
+    );
+    let mut stray = e.clone();
+    stray.push(Embedding::new(cfs_core::ChunkId([9; 16]), ModelHash::of("toy"), vec![1]).unwrap());
+    found(
+        check(p.clone(), d.clone(), c.clone(), stray, g.clone()),
+        "orphan embedding",
+    );
+    let mut bad = g.clone();
+    bad.push(Edge::new(c[0].id, c[1].id, EdgeKind::NEXT_WINDOW));
+    found(
+        check(p.clone(), d.clone(), c.clone(), e.clone(), bad),
+        "does not link consecutive windows",
+    );
+    let mut user = g.clone();
+    user.push(Edge::new(
+        c[0].id,
+        cfs_core::ChunkId([7; 16]),
+        EdgeKind(0x8000),
+    ));
+    found(
+        check(p.clone(), d.clone(), c.clone(), e.clone(), user),
+        "absent endpoint",
+    );
+    let mut orphan = c.clone();
+    let mut other = c[0].clone();
+    other.document_id = cfs_core::DocumentId([3; 16]);
+    other.id = cfs_core::ChunkId::derive(&other.document_id, other.sequence, &other.text_hash);
+    orphan.push(other);
+    orphan.sort_by_key(|x| x.id);
+    found(check(p, d, orphan, e, g), "orphan chunk");
+}

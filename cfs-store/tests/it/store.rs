@@ -248,4 +248,33 @@ fn verify_finds_tampered_rows() {
         "{:?}",
         report.problems
     );
+    drop(store);
+    // A missing leaf is found too.
+    {
+        let raw = redb::Database::open(&path).unwrap();
+        let txn = raw.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<'_, &[u8], &[u8]> = redb::TableDefinition::new("leaves");
+            let mut t = txn.open_table(def).unwrap();
+            let last = {
+                use redb::ReadableTable;
+                t.iter()
+                    .unwrap()
+                    .next_back()
+                    .unwrap()
+                    .unwrap()
+                    .0
+                    .value()
+                    .to_vec()
+            };
+            t.remove(last.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let report = Store::open(&path).unwrap().verify().unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.contains("stored leaf")),
+        "{:?}",
+        report.problems
+    );
 }
