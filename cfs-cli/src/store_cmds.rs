@@ -12,7 +12,7 @@ use cfs_ingest::{Embedder, HashEmbedder, Registry};
 use cfs_store::{Settings, Store, SyncOptions};
 use serde_json::{Value, json};
 
-use crate::locate::{STORE_DIR, find_store, store_file, tree_of};
+use crate::locate::{STORE_DIR, STORE_FILE, find_store, store_file, tree_of};
 use crate::output::{print_json, progress};
 
 /// Options every store command takes.
@@ -82,7 +82,7 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot open {}", root.display()))?;
     let file = match &args.common.store {
         Some(path) => store_file(path),
-        None => root.join(STORE_DIR).join(cfs_ingest_store_file()),
+        None => root.join(STORE_DIR).join(STORE_FILE),
     };
     let options = SyncOptions {
         config: crate::ingest_config(),
@@ -142,10 +142,6 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         writeln!(out, "state root {}", report.root)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn cfs_ingest_store_file() -> &'static str {
-    crate::locate::STORE_FILE
 }
 
 pub fn status(common: &Common) -> anyhow::Result<ExitCode> {

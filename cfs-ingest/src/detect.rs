@@ -175,6 +175,15 @@ const MAGIC: [(&[u8], &str); 16] = [
     (b"\x28\xB5\x2F\xFD", "zstd data"),
 ];
 
+/// Bytes of a file's start that detection looks at.
+pub const DETECT_HEAD_BYTES: usize = 8192;
+
+/// Detects a file from its relative path and its whole content (only the first
+/// [`DETECT_HEAD_BYTES`] are read).
+pub fn detect_file(path: &str, content: &[u8]) -> Result<Detected, String> {
+    detect(path, &content[..content.len().min(DETECT_HEAD_BYTES)])
+}
+
 /// Detects a file from its relative path and its first bytes. `Err` carries the reason a
 /// file is not indexed (binary, unknown binary type).
 pub fn detect(path: &str, head: &[u8]) -> Result<Detected, String> {

@@ -11,7 +11,7 @@ use cfs_core::{
 
 use crate::code::{GRAMMARS, chunk_code};
 use crate::decode::{canonicalize, decode};
-use crate::detect::{Format, detect};
+use crate::detect::{Format, detect_file};
 use crate::embed::Embedder;
 use crate::error::IngestError;
 use crate::html::html_to_text;
@@ -96,8 +96,7 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
             limit_bytes: config.max_file_bytes,
         });
     }
-    let head = &bytes[..bytes.len().min(8192)];
-    let detected = detect(path, head).map_err(|reason| IngestError::Skipped {
+    let detected = detect_file(path, bytes).map_err(|reason| IngestError::Skipped {
         path: path.into(),
         reason,
     })?;

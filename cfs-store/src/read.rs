@@ -235,7 +235,7 @@ pub(crate) fn encode_vector(vector: &[i16]) -> Vec<u8> {
 }
 
 pub(crate) fn decode_vector(bytes: &[u8]) -> Option<Vec<i16>> {
-    let n = usize::try_from(crate::store::borsh_free::read_u32(bytes, 0)?).ok()?;
+    let n = usize::try_from(crate::store::le::read_u32(bytes, 0)?).ok()?;
     let body = bytes.get(4..)?;
     if body.len() != 2 * n {
         return None;

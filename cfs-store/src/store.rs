@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use borsh_free::{read_u32, read_u64};
 use cfs_core::{StateRoot, TableRoots};
 use cfs_ingest::ChunkParams;
+use le::{read_u32, read_u64};
 use redb::{Database, ReadableDatabase, ReadableTable};
 
 use crate::error::{Result, StoreError};
@@ -87,7 +87,7 @@ impl Settings {
 }
 
 /// Little-endian integer reads that return `None` past the end instead of panicking.
-pub(crate) mod borsh_free {
+pub(crate) mod le {
     pub fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
         Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
     }
@@ -254,7 +254,7 @@ pub(crate) fn read_table_roots<T: ReadableTable<&'static [u8], &'static [u8]>>(
     let bytes = meta
         .get(meta::TABLE_ROOTS.as_bytes())?
         .ok_or_else(|| StoreError::Corrupted("meta table_roots missing".into()))?;
-    borsh_decode_roots(bytes.value())
+    decode_roots(bytes.value())
 }
 
 pub(crate) fn read_sequence<T: ReadableTable<&'static [u8], &'static [u8]>>(
@@ -274,7 +274,7 @@ pub(crate) fn encode_roots(roots: &TableRoots) -> Vec<u8> {
         .collect()
 }
 
-fn borsh_decode_roots(bytes: &[u8]) -> Result<TableRoots> {
+fn decode_roots(bytes: &[u8]) -> Result<TableRoots> {
     if bytes.len() != 5 * 32 {
         return Err(StoreError::Corrupted(
             "meta table_roots is not 160 bytes".into(),

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use cfs_core::{Canonical, ContentHash, DocumentId, PathEntry, StateRoot, TextHash};
 use cfs_ingest::{
-    Embedder, IngestConfig, IngestError, Parsed, Registry, WalkEntry, detect, embedding_text,
+    Embedder, IngestConfig, IngestError, Parsed, Registry, WalkEntry, detect_file, embedding_text,
     parse_file, walk,
 };
 use rayon::prelude::*;
@@ -113,8 +113,8 @@ impl Stat {
             reason => Some(std::str::from_utf8(reason).ok()?.to_owned()),
         };
         Some(Self {
-            size: crate::store::borsh_free::read_u64(bytes, 0)?,
-            mtime_ns: crate::store::borsh_free::read_u64(bytes, 8)?,
+            size: crate::store::le::read_u64(bytes, 0)?,
+            mtime_ns: crate::store::le::read_u64(bytes, 8)?,
             hash: ContentHash(bytes.get(16..48)?.try_into().ok()?),
             failure,
         })
@@ -182,7 +182,9 @@ impl Store {
             report.failed.push((error_path(&e), e.to_string()));
         }
 
-        let (existing, stats) = {
+        let seen: BTreeSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+        // One read transaction for everything the sync compares against.
+        let (existing, stats, mut renames_left) = {
             let read = self.begin_read()?;
             let existing: BTreeMap<String, PathEntry> = read
                 .all_paths()?
@@ -198,7 +200,17 @@ impl Store {
                     stats.insert(path.to_owned(), stat);
                 }
             }
-            (existing, stats)
+            // Content hashes of documents that may be leaving, to tell renames apart.
+            let mut renames: BTreeMap<ContentHash, usize> = BTreeMap::new();
+            for entry in existing
+                .values()
+                .filter(|e| !seen.contains(e.path.as_str()))
+            {
+                if let Some(doc) = read.document(&entry.document_id)? {
+                    *renames.entry(doc.content_hash).or_insert(0) += 1;
+                }
+            }
+            (existing, stats, renames)
         };
 
         // Stat cache first: unchanged size and time vouch for unchanged content.
@@ -233,23 +245,11 @@ impl Store {
             }
         }
 
-        let seen: BTreeSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
         let gone: Vec<String> = existing
             .keys()
             .filter(|p| !seen.contains(p.as_str()))
             .cloned()
             .collect();
-        let gone_hashes: BTreeMap<ContentHash, usize> = {
-            let read = self.begin_read()?;
-            let mut m = BTreeMap::new();
-            for p in &gone {
-                if let Some(doc) = read.document(&existing[p].document_id)? {
-                    *m.entry(doc.content_hash).or_insert(0) += 1;
-                }
-            }
-            m
-        };
-        let mut renames_left = gone_hashes;
 
         if relabel.is_empty() && to_read.is_empty() && gone.is_empty() {
             // Nothing to write, not even to a cache: no transaction at all.
@@ -297,11 +297,9 @@ impl Store {
             )?;
             report.rows_removed += txn.summary().n_removed();
             if txn.summary() != &cfs_core::ChangeSummary::default() {
-                txn.commit()?;
                 report.commits += 1;
-            } else {
-                txn.commit()?;
             }
+            txn.commit()?;
             txn = self.begin_write()?;
         }
         // Removed files: an explicit list of paths, never a filter.
@@ -322,8 +320,7 @@ impl Store {
         if changed {
             report.commits += 1;
         }
-        let renamed_total: usize = report.renamed;
-        report.removed -= renamed_total.min(report.removed);
+        report.removed -= report.renamed.min(report.removed);
         Ok(report)
     }
 
@@ -358,7 +355,7 @@ impl Store {
                     known_failures.insert(i, reason);
                 } else if same && let Some(old) = existing.get(path) {
                     plan = Some(old.document_id);
-                } else if let Ok(detected) = detect(path, &bytes[..bytes.len().min(8192)]) {
+                } else if let Ok(detected) = detect_file(path, bytes) {
                     if let Some(doc) = txn.document_for_content(hash, detected.mime_type)? {
                         plan = Some(doc);
                     } else if let std::collections::btree_map::Entry::Vacant(slot) =
@@ -514,7 +511,7 @@ impl Store {
                 }
                 (None, None) => {
                     // Same new content as an earlier file of this batch: parsed once.
-                    let detected = detect(path, &bytes[..bytes.len().min(8192)]).ok();
+                    let detected = detect_file(path, bytes).ok();
                     match detected
                         .and_then(|d| txn.document_for_content(hash, d.mime_type).transpose())
                     {
