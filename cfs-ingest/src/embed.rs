@@ -118,7 +118,7 @@ pub fn is_word_char(c: char) -> bool {
 /// `Server`). Parts are lower-cased (ASCII).
 pub fn identifier_parts(word: &str) -> Vec<String> {
     let mut ranges = Vec::new();
-    part_ranges(word, &mut ranges);
+    identifier_part_ranges(word, &mut ranges);
     ranges
         .into_iter()
         .map(|(a, b)| word[a..b].to_ascii_lowercase())
@@ -126,7 +126,7 @@ pub fn identifier_parts(word: &str) -> Vec<String> {
 }
 
 /// The byte ranges of `word`'s identifier parts (see [`identifier_parts`]), into `out`.
-fn part_ranges(word: &str, out: &mut Vec<(usize, usize)>) {
+pub fn identifier_part_ranges(word: &str, out: &mut Vec<(usize, usize)>) {
     out.clear();
     let mut start: Option<usize> = None;
     let mut prev: Option<char> = None;
@@ -187,7 +187,7 @@ fn for_each_feature(text: &str, mut f: impl FnMut(u8, &str, i64)) {
             .bytes()
             .any(|b| b == b'_' || b.is_ascii_uppercase() || b.is_ascii_digit())
         {
-            part_ranges(word, &mut parts);
+            identifier_part_ranges(word, &mut parts);
             if parts.len() > 1 {
                 // ASCII lower-casing keeps byte offsets, so parts are ranges of `lower`.
                 for &(a, b) in &parts {

@@ -26,7 +26,10 @@ pub use code::{
 pub use collections::{Collection, MAX_COLLECTIONS, MAX_PREFIXES, Registry, Resolution};
 pub use decode::{DecodeFailure, Decoded, decode};
 pub use detect::{DETECT_HEAD_BYTES, Detected, Format, Language, by_name, detect, detect_file};
-pub use embed::{EmbedError, Embedder, HashEmbedder, feature_hash, identifier_parts, is_word_char};
+pub use embed::{
+    EmbedError, Embedder, HashEmbedder, feature_hash, identifier_part_ranges, identifier_parts,
+    is_word_char,
+};
 pub use error::IngestError;
 pub use html::{HTML_WIDTH, MAX_HTML_DEPTH, html_to_text};
 pub use markdown::{MarkdownChunk, MarkdownDoc, chunk_markdown};

@@ -20,6 +20,7 @@
 
 mod error;
 mod read;
+pub mod search;
 mod store;
 mod sync;
 mod tables;

@@ -102,6 +102,19 @@ impl ReadTxn {
         get_row(&self.txn, Table::Embeddings, &id.0)
     }
 
+    /// Every chunk id, sorted.
+    pub fn chunk_ids(&self) -> Result<Vec<ChunkId>> {
+        let t = self.txn.open_table(tables::CHUNKS)?;
+        let mut out = Vec::with_capacity(usize::try_from(t.len()?).unwrap_or(0));
+        for row in t.iter()? {
+            let key = row?.0;
+            out.push(ChunkId(key.value().try_into().map_err(|_| {
+                StoreError::Corrupted("chunk key is not 16 bytes".into())
+            })?));
+        }
+        Ok(out)
+    }
+
     /// The chunks of a document in sequence order.
     pub fn chunks_of(&self, document: &DocumentId) -> Result<Vec<Chunk>> {
         let idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;

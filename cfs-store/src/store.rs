@@ -102,6 +102,13 @@ pub struct Store {
     pub(crate) db: Database,
     path: PathBuf,
     settings: Settings,
+    /// Distinguishes the opened instances of a process (snapshots hold a transaction of one).
+    pub(crate) instance: u64,
+}
+
+fn next_instance() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Store {
@@ -168,6 +175,7 @@ impl Store {
             db,
             path: path.to_path_buf(),
             settings,
+            instance: next_instance(),
         })
     }
 
@@ -219,6 +227,7 @@ impl Store {
             db,
             path: path.to_path_buf(),
             settings,
+            instance: next_instance(),
         })
     }
 

@@ -3,4 +3,5 @@
 
 mod crash;
 mod model;
+mod search;
 mod store;

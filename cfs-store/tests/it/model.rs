@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use cfs_ingest::HashEmbedder;
+use cfs_store::search::{Filter, IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::{Store, SyncOptions};
 use proptest::prelude::*;
 
@@ -41,6 +42,63 @@ fn content(seed: u8, path: &str) -> String {
     }
 }
 
+fn exact() -> IndexOptions {
+    IndexOptions {
+        hnsw_min_vectors: None,
+        ..IndexOptions::default()
+    }
+}
+
+/// The refreshed index holds exactly the committed chunks, answers as a fresh index of
+/// the same state does, and finds each file's current text under its current path.
+fn check_search(
+    store: &Store,
+    index: &SearchIndex,
+    embedder: &HashEmbedder,
+    files: &BTreeMap<String, String>,
+) -> Result<(), TestCaseError> {
+    index.refresh(store).unwrap();
+    let snap = index.snapshot();
+    prop_assert_eq!(snap.state_root(), store.state_root().unwrap());
+    prop_assert_eq!(
+        snap.chunk_ids(),
+        store.begin_read().unwrap().chunk_ids().unwrap()
+    );
+    let fresh = SearchIndex::open(store, embedder, exact()).unwrap();
+    for q in ["word3 word7", "title doc", "f12 text more", "src docs"] {
+        for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
+            let mut query = Query::new(q).mode(mode).k(8);
+            query.exact = true;
+            let a = index.search(&query, embedder).unwrap();
+            let b = fresh.search(&query, embedder).unwrap();
+            prop_assert_eq!(&a, &b);
+        }
+    }
+    for (path, text) in files {
+        let Some(word) = cfs_store::search::tokens(text).into_iter().next() else {
+            continue;
+        };
+        let filter = Filter {
+            path_prefix: Some(path.clone()),
+            ..Filter::default()
+        };
+        let query = Query::new(word.clone())
+            .mode(Mode::Text)
+            .filter(filter)
+            .k(50);
+        let hits = index.search(&query, embedder).unwrap();
+        prop_assert!(!hits.is_empty(), "{} not found in {}", word, path);
+        let read = store.begin_read().unwrap();
+        for hit in hits {
+            prop_assert!(hit.paths.contains(path));
+            let chunk = read.chunk(&hit.chunk_id).unwrap();
+            prop_assert_eq!(chunk.map(|c| c.text), Some(hit.text.clone()));
+            prop_assert!(text.contains(&hit.text));
+        }
+    }
+    Ok(())
+}
+
 fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         5 => (0u8..15, any::<u8>()).prop_map(|(f, s)| Op::Write(f, s)),
@@ -71,6 +129,8 @@ proptest! {
         let path = db.path().join("store.redb");
         let mut store = Store::create(&path, settings(&options, &embedder)).unwrap();
         let mut files: BTreeMap<String, String> = BTreeMap::new();
+        let search_options = IndexOptions { merge_min_chunks: 3, ..exact() };
+        let index = SearchIndex::open(&store, &embedder, search_options).unwrap();
         for op in ops {
             match op {
                 Op::Write(f, s) => {
@@ -131,6 +191,7 @@ proptest! {
             let again = store.sync(root, &options, &embedder, &|_| {}).unwrap();
             prop_assert_eq!(again.commits, 0);
             prop_assert_eq!(again.root, report.root);
+            check_search(&store, &index, &embedder, &files)?;
         }
     }
 }

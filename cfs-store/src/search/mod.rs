@@ -1,0 +1,341 @@
+//! Search: runtime indexes over the committed state, published as snapshots.
+//!
+//! A [`SearchIndex`] holds the current [`Snapshot`] behind an atomic pointer: readers
+//! take it without locks and keep it as long as they like; [`SearchIndex::refresh`]
+//! builds the next one from the store's newest commit (by the diff of bucket roots, see
+//! [`snapshot`]) and swaps it in. The indexes are caches: they are rebuilt from the
+//! committed state whenever asked and never disagree with the state they name.
+//!
+//! ```no_run
+//! use cfs_ingest::HashEmbedder;
+//! use cfs_store::search::{IndexOptions, Query, SearchIndex};
+//! use cfs_store::{Store, SyncOptions};
+//!
+//! let store = Store::open(std::path::Path::new(".cfs/store.redb"))?;
+//! let embedder = HashEmbedder::default();
+//! store.sync(std::path::Path::new("."), &SyncOptions::default(), &embedder, &|_| {})?;
+//! let index = SearchIndex::open(&store, &embedder, IndexOptions::default())?;
+//! for hit in index.search(&Query::new("parse config file").k(5), &embedder)? {
+//!     println!("{}:{}-{} {}", hit.path, hit.start_line, hit.end_line, hit.snippet);
+//! }
+//! # Ok::<(), cfs_store::StoreError>(())
+//! ```
+
+mod bm25;
+mod query;
+mod segment;
+mod snapshot;
+mod tokenize;
+mod vector;
+
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use cfs_core::{ChunkId, StateRoot};
+use cfs_ingest::Embedder;
+
+pub use bm25::{idf, log2_fixed, tf_part};
+pub use query::{Filter, Mode, Query, RRF_K, rrf};
+pub use segment::{ChunkMeta, DocInfo, PathInfo};
+pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, Snapshot, SnapshotDiff};
+pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens};
+pub use vector::{EF_CONSTRUCTION, EF_SEARCH, HNSW_SEED, dot, norm2};
+
+use crate::error::{Result, StoreError};
+use crate::store::Store;
+
+/// How the runtime index is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexOptions {
+    /// Build an HNSW graph for a base segment of at least this many vectors (`None`:
+    /// never; vector search is then exact).
+    pub hnsw_min_vectors: Option<usize>,
+    /// Build graphs on a background thread (true) or before `open`/`refresh` return.
+    pub hnsw_background: bool,
+    /// Small segments are merged into the base when their chunks (plus the base's
+    /// tombstones) pass this many or a quarter of the base, whichever is larger.
+    pub merge_min_chunks: usize,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        Self {
+            hnsw_min_vectors: Some(50_000),
+            hnsw_background: true,
+            merge_min_chunks: MERGE_MIN_CHUNKS,
+        }
+    }
+}
+
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<Snapshot>();
+    shared::<SearchIndex>();
+};
+
+/// One search result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// The chunk.
+    pub chunk_id: ChunkId,
+    /// The first of its document's paths.
+    pub path: String,
+    /// All of its document's paths, sorted.
+    pub paths: Vec<String>,
+    /// First line (1-based).
+    pub start_line: u32,
+    /// Last line (1-based).
+    pub end_line: u32,
+    /// Byte span start in the document's canonical text.
+    pub byte_offset: u64,
+    /// Byte span length.
+    pub byte_length: u32,
+    /// Chunk kind.
+    pub kind: String,
+    /// Language of a code chunk.
+    pub language: Option<String>,
+    /// Symbol of a code chunk.
+    pub symbol: Option<String>,
+    /// The ranking score: the fused score in hybrid mode, else the retriever's score,
+    /// as a float for display (the ranking itself is integer).
+    pub score: f64,
+    /// BM25 score (32 fractional bits) and rank, when the text retriever found it.
+    pub text_score: Option<(u64, usize)>,
+    /// Dot product and rank, when the vector retriever found it.
+    pub vector_score: Option<(i64, usize)>,
+    /// A few lines of the chunk around the first query word.
+    pub snippet: String,
+    /// The chunk's text.
+    pub text: String,
+}
+
+/// A runtime index kept in step with a store.
+pub struct SearchIndex {
+    current: ArcSwap<Snapshot>,
+    refresh: Mutex<()>,
+    options: IndexOptions,
+    builds: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("snapshot", &self.current.load())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a refresh did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefreshReport {
+    /// The state root now published.
+    pub root: StateRoot,
+    /// The change, or `None` when the store had no new commit.
+    pub diff: Option<SnapshotDiff>,
+}
+
+impl SearchIndex {
+    /// Builds the index of the store's latest committed state. The embedder must be the
+    /// store's (vectors of two models are never compared).
+    pub fn open(store: &Store, embedder: &dyn Embedder, options: IndexOptions) -> Result<Self> {
+        if store.settings().model_id != embedder.model_id() {
+            return Err(StoreError::InvalidInput(format!(
+                "the store's vectors are from {:?}, the query embedder is {:?}",
+                store.settings().model_id,
+                embedder.model_id()
+            )));
+        }
+        let empty = Snapshot::empty(embedder.model_hash(), embedder.dimension());
+        let index = Self {
+            current: ArcSwap::from_pointee(empty),
+            refresh: Mutex::new(()),
+            options,
+            builds: Mutex::new(Vec::new()),
+        };
+        index.refresh(store)?;
+        Ok(index)
+    }
+
+    /// The current snapshot; it stays valid (and unchanged) while held.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Publishes the snapshot of the store's newest commit, if there is one. Costs in
+    /// proportion to the change since the current snapshot.
+    pub fn refresh(&self, store: &Store) -> Result<RefreshReport> {
+        let _one_at_a_time = self
+            .refresh
+            .lock()
+            .map_err(|_| StoreError::InvalidInput("a refresh panicked".into()))?;
+        let current = self.current.load_full();
+        let Some((next, diff)) = current.next(
+            store.begin_read()?,
+            store.instance,
+            self.options.merge_min_chunks,
+        )?
+        else {
+            return Ok(RefreshReport {
+                root: current.root,
+                diff: None,
+            });
+        };
+        let next = Arc::new(next);
+        self.current.store(Arc::clone(&next));
+        self.schedule_hnsw(&next);
+        Ok(RefreshReport {
+            root: next.root,
+            diff: Some(diff),
+        })
+    }
+
+    /// Starts (or runs) the HNSW build of the base segment when it needs one.
+    fn schedule_hnsw(&self, snap: &Snapshot) {
+        let Some(min) = self.options.hnsw_min_vectors else {
+            return;
+        };
+        let Some(base) = snap.segments.first() else {
+            return;
+        };
+        let segment = Arc::clone(&base.segment);
+        if segment.len() < min || segment.hnsw.get().is_some() {
+            return;
+        }
+        let build = move || {
+            let graph = vector::Hnsw::build(&segment);
+            let _ = segment.hnsw.set(Arc::new(graph));
+        };
+        if self.options.hnsw_background {
+            let handle = std::thread::spawn(build);
+            if let Ok(mut builds) = self.builds.lock() {
+                builds.retain(|h| !h.is_finished());
+                builds.push(handle);
+            }
+        } else {
+            build();
+        }
+    }
+
+    /// Waits for background graph builds to finish (for tests and benchmarks).
+    pub fn wait_for_background(&self) {
+        let handles: Vec<_> = match self.builds.lock() {
+            Ok(mut b) => b.drain(..).collect(),
+            Err(_) => return,
+        };
+        for h in handles {
+            let _ = h.join();
+        }
+    }
+
+    /// Runs a query on the current snapshot.
+    pub fn search(&self, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
+        search(&self.snapshot(), query, embedder)
+    }
+}
+
+/// Runs a query on a snapshot. An empty store, an empty query or a query of operators
+/// gives an empty list, never an error.
+pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
+    let k = query.k;
+    let depth = match query.mode {
+        Mode::Hybrid => k.saturating_mul(4).max(50),
+        _ => k,
+    };
+    let text = match query.mode {
+        Mode::Hybrid | Mode::Text => query::text_search(snap, &query.text, depth, &query.filter),
+        Mode::Vector => Vec::new(),
+    };
+    let vector = match query.mode {
+        Mode::Hybrid | Mode::Vector if !query.text.trim().is_empty() => {
+            if embedder.model_hash() != snap.model {
+                return Err(StoreError::InvalidInput(format!(
+                    "query embedder {:?} is not the index's model",
+                    embedder.model_id()
+                )));
+            }
+            let v = embedder
+                .embed_batch(&[query.text.as_str()])
+                .map_err(|e| StoreError::InvalidInput(format!("embedding the query: {e}")))?;
+            let v = v.into_iter().next().unwrap_or_default();
+            query::vector_search(snap, &v, depth, &query.filter, query.exact)
+        }
+        _ => Vec::new(),
+    };
+    let fused = match query.mode {
+        Mode::Hybrid => query::fuse(text, vector, k),
+        Mode::Text => query::fuse(text, Vec::new(), k),
+        Mode::Vector => query::fuse(Vec::new(), vector, k),
+    };
+    let words = tokens(&query.text);
+    fused
+        .into_iter()
+        .map(|f| {
+            let text = snap.chunk_text(&f.meta.id)?.ok_or_else(|| {
+                StoreError::Corrupted(format!("chunk {} missing from its snapshot", f.meta.id))
+            })?;
+            let score = match query.mode {
+                Mode::Hybrid => f.fused as f64 / (1u64 << 32) as f64,
+                Mode::Text => f.text.map_or(0.0, |t| t.0 as f64 / (1u64 << 32) as f64),
+                Mode::Vector => f.vector.map_or(0.0, |v| v.0 as f64 / (1u64 << 30) as f64),
+            };
+            let paths: Vec<String> = f
+                .meta
+                .doc
+                .paths
+                .iter()
+                .map(|p| p.path.to_string())
+                .collect();
+            Ok(Hit {
+                chunk_id: f.meta.id,
+                path: paths.first().cloned().unwrap_or_default(),
+                paths,
+                start_line: f.meta.start_line,
+                end_line: f.meta.end_line,
+                byte_offset: f.meta.byte_offset,
+                byte_length: f.meta.byte_length,
+                kind: f.meta.kind.to_owned(),
+                language: f.meta.language.as_deref().map(str::to_owned),
+                symbol: f.meta.symbol.as_deref().map(str::to_owned),
+                score,
+                text_score: f.text,
+                vector_score: f.vector,
+                snippet: snippet(&text, &words),
+                text,
+            })
+        })
+        .collect()
+}
+
+/// Most bytes in a snippet.
+const SNIPPET_BYTES: usize = 300;
+
+/// Up to three lines of `text` starting one line before the first line holding a query
+/// token (or the first lines), cut at a character boundary.
+fn snippet(text: &str, words: &[String]) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let first = lines
+        .iter()
+        .position(|line| {
+            let mut hit = false;
+            for_each_token(line, |t| hit |= words.iter().any(|w| w == t));
+            hit
+        })
+        .unwrap_or(0);
+    let start = first.saturating_sub(1);
+    let mut out = lines[start.min(lines.len())..]
+        .iter()
+        .take(3)
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n");
+    if out.len() > SNIPPET_BYTES {
+        let mut cut = SNIPPET_BYTES;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,347 @@
+//! Query execution over a snapshot: BM25 text search, vector search, and their
+//! reciprocal rank fusion, with filters. Every ordering ends with the chunk id, so equal
+//! inputs give equal result lists.
+
+use std::cmp::Reverse;
+use std::sync::Arc;
+
+use cfs_core::ChunkId;
+use rayon::prelude::*;
+
+use super::bm25;
+use super::segment::{ChunkMeta, Live};
+use super::snapshot::Snapshot;
+use super::tokenize::tokens;
+use super::vector::{dot, norm2};
+
+/// Which retrievers a query uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Text and vector results fused by reciprocal rank.
+    #[default]
+    Hybrid,
+    /// Vector similarity alone.
+    Vector,
+    /// BM25 alone.
+    Text,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "hybrid" => Ok(Self::Hybrid),
+            "vector" => Ok(Self::Vector),
+            "text" => Ok(Self::Text),
+            _ => Err(format!("unknown mode {s:?} (hybrid, vector or text)")),
+        }
+    }
+}
+
+/// Conditions every result meets. Empty fields do not filter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// One of the chunk's paths starts with this (a leading `./` is ignored).
+    pub path_prefix: Option<String>,
+    /// One of the chunk's paths is in this collection.
+    pub collection: Option<String>,
+    /// Language of a code chunk (`rust`, `python`, ...).
+    pub language: Option<String>,
+    /// Chunk kind: `text`, `section`, `code` or `page`.
+    pub kind: Option<String>,
+    /// The document's MIME type.
+    pub mime_type: Option<String>,
+}
+
+impl Filter {
+    /// Whether `meta` passes.
+    pub fn matches(&self, meta: &ChunkMeta) -> bool {
+        if let Some(prefix) = &self.path_prefix {
+            let prefix = prefix.strip_prefix("./").unwrap_or(prefix);
+            if !meta.doc.paths.iter().any(|p| p.path.starts_with(prefix)) {
+                return false;
+            }
+        }
+        if let Some(c) = &self.collection
+            && !meta
+                .doc
+                .paths
+                .iter()
+                .any(|p| p.collections.iter().any(|x| **x == **c))
+        {
+            return false;
+        }
+        if let Some(l) = &self.language
+            && meta.language.as_deref() != Some(l.as_str())
+        {
+            return false;
+        }
+        if let Some(k) = &self.kind
+            && meta.kind != k
+        {
+            return false;
+        }
+        if let Some(m) = &self.mime_type
+            && *meta.doc.mime_type != **m
+        {
+            return false;
+        }
+        true
+    }
+
+    fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// A search request.
+#[derive(Clone, Debug)]
+pub struct Query {
+    /// The words to look for; any text is accepted.
+    pub text: String,
+    /// Number of results.
+    pub k: usize,
+    /// Retrievers.
+    pub mode: Mode,
+    /// Conditions on results.
+    pub filter: Filter,
+    /// Search vectors exactly even where an HNSW graph exists.
+    pub exact: bool,
+}
+
+impl Query {
+    /// A hybrid query for the top 10.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            k: 10,
+            mode: Mode::Hybrid,
+            filter: Filter::default(),
+            exact: false,
+        }
+    }
+
+    /// With `k` results.
+    pub fn k(mut self, k: usize) -> Self {
+        self.k = k;
+        self
+    }
+
+    /// With a mode.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// With a filter.
+    pub fn filter(mut self, filter: Filter) -> Self {
+        self.filter = filter;
+        self
+    }
+}
+
+/// One retriever's result: a chunk, its score and its 1-based rank.
+#[derive(Clone, Debug)]
+pub(crate) struct Scored<S> {
+    pub meta: Arc<ChunkMeta>,
+    pub score: S,
+    pub rank: usize,
+}
+
+/// Sorts by score descending, then chunk id, and keeps the first `k`, ranked.
+fn top<S: Ord + Copy>(mut all: Vec<(S, Arc<ChunkMeta>)>, k: usize) -> Vec<Scored<S>> {
+    let key = |e: &(S, Arc<ChunkMeta>)| (Reverse(e.0), e.1.id);
+    if all.len() > k && k > 0 {
+        all.select_nth_unstable_by_key(k - 1, key);
+        all.truncate(k);
+    }
+    all.sort_unstable_by_key(key);
+    all.truncate(k);
+    all.into_iter()
+        .enumerate()
+        .map(|(i, (score, meta))| Scored {
+            meta,
+            score,
+            rank: i + 1,
+        })
+        .collect()
+}
+
+/// BM25 over the snapshot's live chunks: the top `k` passing `filter`.
+pub(crate) fn text_search(
+    snap: &Snapshot,
+    query: &str,
+    k: usize,
+    filter: &Filter,
+) -> Vec<Scored<u64>> {
+    let mut terms = tokens(query);
+    terms.sort_unstable();
+    terms.dedup();
+    let n = snap.n_chunks() as u64;
+    let total = snap.live_len();
+    if terms.is_empty() || n == 0 || k == 0 {
+        return Vec::new();
+    }
+    let mut acc: Vec<Vec<u64>> = snap.segments.iter().map(|_| Vec::new()).collect();
+    let mut touched: Vec<Vec<u32>> = snap.segments.iter().map(|_| Vec::new()).collect();
+    for term in &terms {
+        let df: u64 = snap
+            .segments
+            .iter()
+            .filter_map(|l| l.segment.postings.get(term.as_str()).map(|p| (l, p)))
+            .map(|(l, p)| p.iter().filter(|(i, _)| !l.is_dead(*i as usize)).count() as u64)
+            .sum();
+        if df == 0 {
+            continue;
+        }
+        let idf = bm25::idf(n, df);
+        for (s, live) in snap.segments.iter().enumerate() {
+            let Some(postings) = live.segment.postings.get(term.as_str()) else {
+                continue;
+            };
+            if acc[s].is_empty() {
+                acc[s] = vec![0; live.segment.len()];
+            }
+            for &(i, tf) in postings {
+                let i = i as usize;
+                if live.is_dead(i) {
+                    continue;
+                }
+                let dl = u64::from(live.segment.lens[i]);
+                if acc[s][i] == 0 {
+                    touched[s].push(i as u32);
+                }
+                acc[s][i] += idf * bm25::tf_part(u64::from(tf), dl, n, total) + 1;
+            }
+        }
+    }
+    let mut all = Vec::new();
+    for (s, live) in snap.segments.iter().enumerate() {
+        for &i in &touched[s] {
+            let meta = &live.segment.metas[i as usize];
+            if filter.matches(meta) {
+                all.push((acc[s][i as usize], Arc::clone(meta)));
+            }
+        }
+    }
+    top(all, k)
+}
+
+/// Vector search over the snapshot's live chunks: the top `k` passing `filter`, exact,
+/// or from each segment's HNSW candidates re-scored exactly where a graph exists.
+pub(crate) fn vector_search(
+    snap: &Snapshot,
+    query: &[i16],
+    k: usize,
+    filter: &Filter,
+    exact: bool,
+) -> Vec<Scored<i64>> {
+    let qn = norm2(query);
+    if qn == 0 || k == 0 || query.len() != snap.dim {
+        return Vec::new();
+    }
+    let mut all: Vec<(i64, Arc<ChunkMeta>)> = Vec::new();
+    for live in &snap.segments {
+        let seg = &live.segment;
+        let score = |i: usize| dot(query, seg.vectors.get(i), qn, seg.vectors.norms2[i]);
+        let keep = |i: usize| !live.is_dead(i) && filter.matches(&seg.metas[i]);
+        if let (false, Some(hnsw)) = (exact, seg.hnsw.get()) {
+            let found: Vec<usize> = hnsw
+                .candidates(query)
+                .into_iter()
+                .filter(|&i| keep(i))
+                .collect();
+            // A selective filter or many tombstones can leave too few: scan instead.
+            if found.len() >= k || filter.is_empty() && live.n_dead == 0 {
+                all.extend(
+                    found
+                        .into_iter()
+                        .map(|i| (score(i), Arc::clone(&seg.metas[i]))),
+                );
+                continue;
+            }
+        }
+        all.extend(exact_scan(live, k, &score, &keep));
+    }
+    top(all, k)
+}
+
+/// The top `k` of one segment by exhaustive scan, in parallel blocks.
+fn exact_scan(
+    live: &Live,
+    k: usize,
+    score: &(dyn Fn(usize) -> i64 + Sync),
+    keep: &(dyn Fn(usize) -> bool + Sync),
+) -> Vec<(i64, Arc<ChunkMeta>)> {
+    const BLOCK: usize = 8192;
+    let seg = &live.segment;
+    let blocks: Vec<std::ops::Range<usize>> = (0..seg.len())
+        .step_by(BLOCK)
+        .map(|s| s..(s + BLOCK).min(seg.len()))
+        .collect();
+    let best = |range: std::ops::Range<usize>| -> Vec<(i64, usize)> {
+        let mut v: Vec<(i64, usize)> = range.filter(|&i| keep(i)).map(|i| (score(i), i)).collect();
+        // Local indexes follow chunk ids, so (score desc, index asc) is (score, id).
+        let key = |e: &(i64, usize)| (Reverse(e.0), e.1);
+        if v.len() > k {
+            v.select_nth_unstable_by_key(k - 1, key);
+            v.truncate(k);
+        }
+        v
+    };
+    let found: Vec<(i64, usize)> = if blocks.len() > 1 {
+        blocks.into_par_iter().flat_map(best).collect()
+    } else {
+        blocks.into_iter().flat_map(best).collect()
+    };
+    found
+        .into_iter()
+        .map(|(s, i)| (s, Arc::clone(&seg.metas[i])))
+        .collect()
+}
+
+/// Reciprocal rank fusion constant.
+pub const RRF_K: u64 = 60;
+
+/// Fused score of a rank, fixed point with 32 fractional bits: `2^32 / (60 + rank)`.
+pub fn rrf(rank: usize) -> u64 {
+    (1u64 << 32) / (RRF_K + rank as u64)
+}
+
+/// A fused result: the chunk and its parts.
+#[derive(Clone, Debug)]
+pub(crate) struct Fused {
+    pub meta: Arc<ChunkMeta>,
+    pub fused: u64,
+    pub text: Option<(u64, usize)>,
+    pub vector: Option<(i64, usize)>,
+}
+
+/// Reciprocal rank fusion of text and vector results; ties by chunk id.
+pub(crate) fn fuse(text: Vec<Scored<u64>>, vector: Vec<Scored<i64>>, k: usize) -> Vec<Fused> {
+    let mut by_id: std::collections::HashMap<ChunkId, Fused> = std::collections::HashMap::new();
+    for t in text {
+        let e = by_id.entry(t.meta.id).or_insert_with(|| Fused {
+            meta: Arc::clone(&t.meta),
+            fused: 0,
+            text: None,
+            vector: None,
+        });
+        e.fused += rrf(t.rank);
+        e.text = Some((t.score, t.rank));
+    }
+    for v in vector {
+        let e = by_id.entry(v.meta.id).or_insert_with(|| Fused {
+            meta: Arc::clone(&v.meta),
+            fused: 0,
+            text: None,
+            vector: None,
+        });
+        e.fused += rrf(v.rank);
+        e.vector = Some((v.score, v.rank));
+    }
+    let mut all: Vec<Fused> = by_id.into_values().collect();
+    all.sort_unstable_by_key(|f| (Reverse(f.fused), f.meta.id));
+    all.truncate(k);
+    all
+}

@@ -1,0 +1,313 @@
+//! Immutable index segments: the text postings and the vectors of a set of chunks.
+//!
+//! A snapshot's runtime index is a list of segments, each with a tombstone set: a base
+//! segment and small segments added by later commits. A commit adds one segment (its
+//! added chunks) and tombstones its removed chunks; segments are merged when the small
+//! ones grow past a share of the base. Chunks are sorted by id inside a segment, so a
+//! local index order is the chunk id order.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use cfs_core::{ChunkId, DocumentId};
+
+use super::tokenize::for_each_token;
+
+/// What a snapshot knows about one document.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DocInfo {
+    /// The document.
+    pub id: DocumentId,
+    /// Its MIME type.
+    pub mime_type: Box<str>,
+    /// Its paths, sorted, with their collections.
+    pub paths: Vec<PathInfo>,
+    /// Its chunks in sequence order.
+    pub chunks: Vec<ChunkId>,
+}
+
+/// One path of a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathInfo {
+    /// Relative path.
+    pub path: Box<str>,
+    /// Collections the path is in.
+    pub collections: Vec<Box<str>>,
+}
+
+/// What a snapshot knows about one chunk (its text stays in the store).
+#[derive(Debug)]
+pub struct ChunkMeta {
+    /// The chunk.
+    pub id: ChunkId,
+    /// Its document.
+    pub doc: Arc<DocInfo>,
+    /// Position in the document.
+    pub sequence: u32,
+    /// Byte span start in the canonical text.
+    pub byte_offset: u64,
+    /// Byte span length.
+    pub byte_length: u32,
+    /// First line (1-based).
+    pub start_line: u32,
+    /// Last line (1-based).
+    pub end_line: u32,
+    /// `text`, `section`, `code` or `page`.
+    pub kind: &'static str,
+    /// Language of a code chunk.
+    pub language: Option<Box<str>>,
+    /// Symbol of a code chunk, `parent::name` when it has a parent.
+    pub symbol: Option<Box<str>>,
+    /// Heading path of a section, joined with ` > `.
+    pub heading: Option<Box<str>>,
+}
+
+/// A chunk on its way into a segment: metadata, token counts, vector.
+#[derive(Debug)]
+pub(crate) struct NewChunk {
+    pub meta: Arc<ChunkMeta>,
+    /// Distinct tokens with their counts, sorted by token.
+    pub terms: Vec<(Box<str>, u32)>,
+    /// Number of tokens.
+    pub len: u32,
+    pub vector: Vec<i16>,
+}
+
+/// Token counts of the indexed fields of a chunk: its text, symbol, heading and paths.
+pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> (Vec<(Box<str>, u32)>, u32) {
+    let mut counts: HashMap<&str, u32> = HashMap::new();
+    let mut owned: Vec<String> = Vec::new();
+    let mut len = 0u32;
+    let mut add = |t: &str, owned: &mut Vec<String>| {
+        len += 1;
+        owned.push(t.to_owned());
+    };
+    for field in [meta.symbol.as_deref(), meta.heading.as_deref()]
+        .into_iter()
+        .flatten()
+        .chain(meta.doc.paths.iter().map(|p| &*p.path))
+        .chain(std::iter::once(text))
+    {
+        for_each_token(field, |t| add(t, &mut owned));
+    }
+    for t in &owned {
+        *counts.entry(t.as_str()).or_default() += 1;
+    }
+    let mut terms: Vec<(Box<str>, u32)> = counts.into_iter().map(|(t, c)| (t.into(), c)).collect();
+    terms.sort_unstable();
+    (terms, len)
+}
+
+/// A postings entry: local chunk index and term count.
+pub(crate) type Posting = (u32, u32);
+
+/// The vectors of a segment, in local index order.
+#[derive(Debug, Default)]
+pub(crate) struct Vectors {
+    pub dim: usize,
+    pub data: Vec<i16>,
+    pub norms2: Vec<u64>,
+}
+
+impl Vectors {
+    pub fn get(&self, i: usize) -> &[i16] {
+        &self.data[i * self.dim..(i + 1) * self.dim]
+    }
+}
+
+/// An immutable segment.
+pub(crate) struct Segment {
+    pub metas: Vec<Arc<ChunkMeta>>,
+    pub lens: Vec<u32>,
+    pub total_len: u64,
+    pub postings: HashMap<Box<str>, Vec<Posting>>,
+    pub vectors: Arc<Vectors>,
+    /// The HNSW graph over `vectors`, once built.
+    pub hnsw: OnceLock<Arc<super::vector::Hnsw>>,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("chunks", &self.metas.len())
+            .field("terms", &self.postings.len())
+            .field("hnsw", &self.hnsw.get().is_some())
+            .finish()
+    }
+}
+
+impl Segment {
+    /// A segment of `chunks`, which must be sorted by id and have vectors of `dim`.
+    pub fn build(chunks: Vec<NewChunk>, dim: usize) -> Self {
+        debug_assert!(chunks.windows(2).all(|w| w[0].meta.id < w[1].meta.id));
+        let mut postings: HashMap<Box<str>, Vec<Posting>> = HashMap::new();
+        let mut metas = Vec::with_capacity(chunks.len());
+        let mut lens = Vec::with_capacity(chunks.len());
+        let mut vectors = Vectors {
+            dim,
+            data: Vec::with_capacity(chunks.len() * dim),
+            norms2: Vec::with_capacity(chunks.len()),
+        };
+        let mut total_len = 0u64;
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            let local = u32::try_from(i).unwrap_or(u32::MAX);
+            for (term, count) in chunk.terms {
+                postings.entry(term).or_default().push((local, count));
+            }
+            lens.push(chunk.len);
+            total_len += u64::from(chunk.len);
+            push_vector(&mut vectors, &chunk.vector);
+            metas.push(chunk.meta);
+        }
+        Self {
+            metas,
+            lens,
+            total_len,
+            postings,
+            vectors: Arc::new(vectors),
+            hnsw: OnceLock::new(),
+        }
+    }
+
+    /// One segment of the live chunks of `parts`, without re-tokenizing.
+    pub fn merge(parts: &[Live]) -> Self {
+        let dim = parts.first().map_or(0, |p| p.segment.vectors.dim);
+        // (id, part, local) of every live chunk, in id order.
+        let mut order: Vec<(ChunkId, usize, u32)> = Vec::new();
+        for (p, live) in parts.iter().enumerate() {
+            for (i, meta) in live.segment.metas.iter().enumerate() {
+                if !live.is_dead(i) {
+                    order.push((meta.id, p, i as u32));
+                }
+            }
+        }
+        order.sort_unstable_by_key(|e| e.0);
+        let mut remap: Vec<Vec<u32>> = parts
+            .iter()
+            .map(|l| vec![u32::MAX; l.segment.metas.len()])
+            .collect();
+        let mut metas = Vec::with_capacity(order.len());
+        let mut lens = Vec::with_capacity(order.len());
+        let mut vectors = Vectors {
+            dim,
+            data: Vec::with_capacity(order.len() * dim),
+            norms2: Vec::with_capacity(order.len()),
+        };
+        let mut total_len = 0;
+        for (new, &(_, p, i)) in order.iter().enumerate() {
+            let seg = &parts[p].segment;
+            remap[p][i as usize] = new as u32;
+            metas.push(Arc::clone(&seg.metas[i as usize]));
+            lens.push(seg.lens[i as usize]);
+            total_len += u64::from(seg.lens[i as usize]);
+            vectors.data.extend_from_slice(seg.vectors.get(i as usize));
+            vectors.norms2.push(seg.vectors.norms2[i as usize]);
+        }
+        let mut postings: HashMap<Box<str>, Vec<Posting>> = HashMap::new();
+        for (p, live) in parts.iter().enumerate() {
+            for (term, list) in &live.segment.postings {
+                let mapped = list.iter().filter_map(|&(i, tf)| {
+                    let new = remap[p][i as usize];
+                    (new != u32::MAX).then_some((new, tf))
+                });
+                match postings.get_mut(term) {
+                    Some(out) => out.extend(mapped),
+                    None => {
+                        let out: Vec<Posting> = mapped.collect();
+                        if !out.is_empty() {
+                            postings.insert(term.clone(), out);
+                        }
+                    }
+                }
+            }
+        }
+        if parts.len() > 1 {
+            for list in postings.values_mut() {
+                list.sort_unstable();
+            }
+        }
+        Self {
+            metas,
+            lens,
+            total_len,
+            postings,
+            vectors: Arc::new(vectors),
+            hnsw: OnceLock::new(),
+        }
+    }
+
+    /// Local index of `id`, if the segment holds it.
+    pub fn position(&self, id: &ChunkId) -> Option<usize> {
+        self.metas.binary_search_by(|m| m.id.cmp(id)).ok()
+    }
+
+    /// The local range of chunks whose ids start with the 10-bit bucket `b`.
+    pub fn bucket_range(&self, b: u16) -> std::ops::Range<usize> {
+        let of = |m: &Arc<ChunkMeta>| cfs_core::Bucket::of_key(m.id.as_bytes()).0;
+        let lo = self.metas.partition_point(|m| of(m) < b);
+        let hi = self.metas.partition_point(|m| of(m) <= b);
+        lo..hi
+    }
+
+    pub fn len(&self) -> usize {
+        self.metas.len()
+    }
+}
+
+fn push_vector(vectors: &mut Vectors, vector: &[i16]) {
+    let dim = vectors.dim;
+    let n = vector.len().min(dim);
+    vectors.data.extend_from_slice(&vector[..n]);
+    vectors.data.extend(std::iter::repeat_n(0, dim - n));
+    vectors.norms2.push(
+        vector[..n]
+            .iter()
+            .map(|&x| (i64::from(x) * i64::from(x)) as u64)
+            .sum(),
+    );
+}
+
+/// A segment with the tombstones of one snapshot.
+#[derive(Debug, Clone)]
+pub(crate) struct Live {
+    pub segment: Arc<Segment>,
+    /// One bit per local index: set when the chunk is gone.
+    pub dead: Arc<Vec<u64>>,
+    pub n_dead: usize,
+    pub dead_len: u64,
+}
+
+impl Live {
+    pub fn new(segment: Arc<Segment>) -> Self {
+        let words = segment.len().div_ceil(64);
+        Self {
+            segment,
+            dead: Arc::new(vec![0; words]),
+            n_dead: 0,
+            dead_len: 0,
+        }
+    }
+
+    pub fn is_dead(&self, i: usize) -> bool {
+        self.dead[i / 64] >> (i % 64) & 1 == 1
+    }
+
+    /// Marks local `i` dead; false when it already was.
+    pub fn kill(&mut self, i: usize) -> bool {
+        if self.is_dead(i) {
+            return false;
+        }
+        Arc::make_mut(&mut self.dead)[i / 64] |= 1 << (i % 64);
+        self.n_dead += 1;
+        self.dead_len += u64::from(self.segment.lens[i]);
+        true
+    }
+
+    pub fn n_live(&self) -> usize {
+        self.segment.len() - self.n_dead
+    }
+
+    pub fn live_len(&self) -> u64 {
+        self.segment.total_len - self.dead_len
+    }
+}

@@ -1,0 +1,140 @@
+//! Code-aware tokenization for the text index (docs/spec.md, "Search").
+//!
+//! A *compound* is a maximal run of word characters ([`cfs_ingest::is_word_char`]),
+//! where single `-` between two word characters also joins (`zk-snark`). Each compound
+//! gives its lower-cased self and its parts: split at `-`, then as identifiers
+//! (`snake_case`, `camelCase`, `HTTPServer`, letter/digit boundaries), and runs of
+//! non-ASCII text split into Unicode words (UAX #29, so ideographs stand alone). A
+//! token is emitted once per place it occurs; tokens longer than [`MAX_TOKEN_BYTES`]
+//! are dropped. Queries are tokenized the same way, so no query is ever a syntax error.
+
+use cfs_ingest::{identifier_part_ranges, is_word_char};
+use unicode_segmentation::UnicodeSegmentation;
+
+/// Longest token kept, in bytes.
+pub const MAX_TOKEN_BYTES: usize = 64;
+
+/// Calls `f` with every token of `text`, in text order.
+pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
+    let mut lower = String::new();
+    let mut parts = Vec::new();
+    let emit = |token: &str, f: &mut dyn FnMut(&str)| {
+        if !token.is_empty() && token.len() <= MAX_TOKEN_BYTES {
+            f(token);
+        }
+    };
+    for compound in compounds(text) {
+        lower.clear();
+        lower.extend(compound.chars().flat_map(char::to_lowercase));
+        emit(&lower, &mut f);
+        let mut pieces = 0usize;
+        let mut single = String::new();
+        for piece in compound.split('-') {
+            if piece.is_ascii() {
+                identifier_part_ranges(piece, &mut parts);
+                for &(a, b) in &parts {
+                    pieces += 1;
+                    let part = piece[a..b].to_ascii_lowercase();
+                    if pieces == 1 {
+                        single = part;
+                    } else {
+                        if pieces == 2 {
+                            emit(&single, &mut f);
+                        }
+                        emit(&part, &mut f);
+                    }
+                }
+            } else {
+                for word in piece.unicode_words() {
+                    for part in word.split('_').filter(|p| !p.is_empty()) {
+                        pieces += 1;
+                        let part: String = part.chars().flat_map(char::to_lowercase).collect();
+                        if pieces == 1 {
+                            single = part;
+                        } else {
+                            if pieces == 2 {
+                                emit(&single, &mut f);
+                            }
+                            emit(&part, &mut f);
+                        }
+                    }
+                }
+            }
+        }
+        // A compound of one part is that part: it was emitted as the compound.
+        if pieces == 1 && single != lower {
+            emit(&single, &mut f);
+        }
+    }
+}
+
+/// The tokens of `text`, in order.
+pub fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_token(text, |t| out.push(t.to_owned()));
+    out
+}
+
+/// The compounds of `text`: runs of word characters joined by single `-`.
+fn compounds(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let start = rest.find(is_word_char)?;
+        let tail = &rest[start..];
+        let mut end = 0;
+        let mut chars = tail.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            if is_word_char(c) {
+                end = i + c.len_utf8();
+            } else if c == '-' && chars.peek().is_some_and(|&(_, n)| is_word_char(n)) && end == i {
+                continue;
+            } else {
+                break;
+            }
+        }
+        let compound = &tail[..end];
+        rest = &tail[end..];
+        Some(compound)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tokens;
+
+    #[test]
+    fn splits_code_identifiers_and_keeps_the_compound() {
+        assert_eq!(
+            tokens("parseHTTPResponse2"),
+            ["parsehttpresponse2", "parse", "http", "response", "2"]
+        );
+        assert_eq!(tokens("snake_case"), ["snake_case", "snake", "case"]);
+        assert_eq!(tokens("zk-snark"), ["zk-snark", "zk", "snark"]);
+        assert_eq!(tokens("word"), ["word"]);
+        assert_eq!(tokens("Word"), ["word"]);
+    }
+
+    #[test]
+    fn operators_and_punctuation_are_not_errors() {
+        assert_eq!(tokens("C++"), ["c"]);
+        assert_eq!(tokens("what?"), ["what"]);
+        assert_eq!(tokens("\"quoted\" AND -x"), ["quoted", "and", "x"]);
+        assert!(tokens("--- ?? ** \"\"").is_empty());
+        assert!(tokens("").is_empty());
+        assert_eq!(tokens("a--b"), ["a", "b"]);
+        assert_eq!(tokens("-lead trail-"), ["lead", "trail"]);
+    }
+
+    #[test]
+    fn unicode_words_and_case() {
+        assert_eq!(tokens("Grüße aus Köln"), ["grüße", "aus", "köln"]);
+        assert_eq!(tokens("日本語"), ["日本語", "日", "本", "語"]);
+        assert_eq!(tokens("ÉCOLE"), ["école"]);
+    }
+
+    #[test]
+    fn long_tokens_are_dropped_but_their_parts_kept() {
+        let long = format!("{}_tail", "a".repeat(80));
+        assert_eq!(tokens(&long), ["tail"]);
+    }
+}

@@ -1,0 +1,310 @@
+//! Search over a store: results, filters, odd queries, refresh by diff, HNSW against
+//! exact search, and agreement of an incrementally refreshed index with a fresh one.
+
+use std::path::Path;
+
+use cfs_ingest::HashEmbedder;
+use cfs_store::search::{Filter, Hit, IndexOptions, Mode, Query, SearchIndex};
+use cfs_store::{Store, SyncOptions};
+
+use crate::store::{settings, write};
+
+fn exact() -> IndexOptions {
+    IndexOptions {
+        hnsw_min_vectors: None,
+        ..IndexOptions::default()
+    }
+}
+
+fn corpus(root: &Path) {
+    write(
+        root,
+        "src/parser.rs",
+        "/// Parses a configuration file into settings.\npub fn parse_config(text: &str) -> Config {\n    Config::default()\n}\n\n/// Opens a network socket.\npub fn open_socket(port: u16) -> Socket {\n    Socket::bind(port)\n}\n",
+    );
+    write(
+        root,
+        "src/http.py",
+        "def fetch_url(url):\n    \"\"\"Download the page at url with an HTTP GET request.\"\"\"\n    return requests.get(url)\n\n\nclass HttpClient:\n    def post(self, body):\n        return body\n",
+    );
+    write(
+        root,
+        "docs/guide.md",
+        "# Guide\n\nThis guide explains how to install the tool.\n\n## Configuration\n\nEdit the configuration file and restart the daemon.\n",
+    );
+    write(
+        root,
+        "notes.txt",
+        "Remember to buy milk and eggs.\n\nThe zk-snark proof system is C++ heavy.\n",
+    );
+}
+
+fn setup(root: &Path, db: &Path) -> (Store, HashEmbedder, SyncOptions) {
+    let options = SyncOptions::default();
+    let embedder = HashEmbedder::default();
+    let store = Store::create(&db.join("store.redb"), settings(&options, &embedder)).unwrap();
+    store.sync(root, &options, &embedder, &|_| {}).unwrap();
+    (store, embedder, options)
+}
+
+fn paths(hits: &[Hit]) -> Vec<&str> {
+    hits.iter().map(|h| h.path.as_str()).collect()
+}
+
+#[test]
+fn finds_code_prose_and_markdown_in_every_mode() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    corpus(tree.path());
+    let (store, embedder, _) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &embedder, exact()).unwrap();
+    for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
+        let hits = index
+            .search(&Query::new("parse config").mode(mode).k(3), &embedder)
+            .unwrap();
+        assert_eq!(hits[0].path, "src/parser.rs", "{mode:?}: {hits:#?}");
+        assert_eq!(hits[0].symbol.as_deref(), Some("parse_config"));
+        assert_eq!(hits[0].language.as_deref(), Some("rust"));
+        assert!(hits[0].text.contains("parse_config"));
+        assert!(hits[0].snippet.contains("parse_config"));
+        assert!(hits[0].start_line >= 1 && hits[0].start_line <= hits[0].end_line);
+    }
+    // Identifier parts: `HttpClient` is found by `http client`.
+    let hits = index
+        .search(&Query::new("http client").mode(Mode::Text), &embedder)
+        .unwrap();
+    assert_eq!(hits[0].path, "src/http.py");
+    assert_eq!(hits[0].symbol.as_deref(), Some("HttpClient"));
+    // Path tokens are indexed: `guide` finds the guide by its name too.
+    let hits = index
+        .search(&Query::new("daemon").mode(Mode::Text), &embedder)
+        .unwrap();
+    assert_eq!(paths(&hits), ["docs/guide.md"]);
+    let text = hits[0].text_score.unwrap();
+    assert_eq!(text.1, 1);
+    assert!(hits[0].vector_score.is_none());
+}
+
+#[test]
+fn filters_restrict_every_mode() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    corpus(tree.path());
+    let (store, embedder, _) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &embedder, exact()).unwrap();
+    let cases = [
+        (
+            Filter {
+                path_prefix: Some("./docs/".into()),
+                ..Filter::default()
+            },
+            "docs/",
+        ),
+        (
+            Filter {
+                language: Some("python".into()),
+                ..Filter::default()
+            },
+            "src/http.py",
+        ),
+        (
+            Filter {
+                kind: Some("section".into()),
+                ..Filter::default()
+            },
+            "docs/guide.md",
+        ),
+        (
+            Filter {
+                mime_type: Some("text/plain".into()),
+                ..Filter::default()
+            },
+            "notes.txt",
+        ),
+    ];
+    for (filter, expect) in cases {
+        for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
+            let q = Query::new("configuration file url proof")
+                .mode(mode)
+                .filter(filter.clone())
+                .k(20);
+            let hits = index.search(&q, &embedder).unwrap();
+            assert!(!hits.is_empty(), "{filter:?} {mode:?}");
+            assert!(
+                hits.iter().all(|h| h.path.starts_with(expect)),
+                "{filter:?} {mode:?}: {:?}",
+                paths(&hits)
+            );
+        }
+    }
+    let none = Filter {
+        collection: Some("nope".into()),
+        ..Filter::default()
+    };
+    let hits = index
+        .search(&Query::new("configuration").filter(none), &embedder)
+        .unwrap();
+    assert!(hits.is_empty());
+}
+
+#[test]
+fn odd_queries_and_empty_stores_give_lists_not_errors() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let (store, embedder, options) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &embedder, exact()).unwrap();
+    let odd = [
+        "",
+        " ",
+        "C++",
+        "zk-snark",
+        "what?",
+        "\"quoted phrase\"",
+        "a AND (b OR",
+        "*",
+        "-x",
+        "\u{0}",
+        "日本語",
+    ];
+    for q in odd {
+        for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
+            let hits = index.search(&Query::new(q).mode(mode), &embedder).unwrap();
+            assert!(hits.is_empty(), "empty store, {q:?}");
+        }
+    }
+    corpus(tree.path());
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    index.refresh(&store).unwrap();
+    for q in odd {
+        for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
+            index.search(&Query::new(q).mode(mode), &embedder).unwrap();
+        }
+    }
+    let hits = index
+        .search(&Query::new("zk-snark C++").mode(Mode::Text), &embedder)
+        .unwrap();
+    assert_eq!(paths(&hits), ["notes.txt"]);
+    let empty = index.search(&Query::new("").k(5), &embedder).unwrap();
+    assert!(empty.is_empty());
+    let zero = index.search(&Query::new("config").k(0), &embedder).unwrap();
+    assert!(zero.is_empty());
+}
+
+#[test]
+fn refresh_follows_edits_and_old_snapshots_stay_whole() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    corpus(tree.path());
+    let (store, embedder, options) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &embedder, exact()).unwrap();
+    let before = index.snapshot();
+    let text = |q: &str| Query::new(q).mode(Mode::Text);
+
+    write(tree.path(), "notes.txt", "Remember the walrus.\n");
+    std::fs::rename(
+        tree.path().join("docs/guide.md"),
+        tree.path().join("docs/manual.md"),
+    )
+    .unwrap();
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    let report = index.refresh(&store).unwrap();
+    let diff = report.diff.unwrap();
+    assert_eq!(report.root, store.state_root().unwrap());
+    assert!(
+        diff.added >= 1 && diff.removed >= 1 && diff.repathed >= 1,
+        "{diff:?}"
+    );
+
+    // New text found, old text gone, renamed file under its new path.
+    assert_eq!(
+        paths(&index.search(&text("walrus"), &embedder).unwrap()),
+        ["notes.txt"]
+    );
+    assert!(index.search(&text("milk"), &embedder).unwrap().is_empty());
+    let daemon = index.search(&text("daemon"), &embedder).unwrap();
+    assert_eq!(paths(&daemon), ["docs/manual.md"]);
+    // Path tokens are indexed with every chunk of the document.
+    let manual = index.search(&text("manual"), &embedder).unwrap();
+    assert_eq!(manual.len(), 2);
+    assert!(manual.iter().all(|h| h.path == "docs/manual.md"));
+    // The snapshot taken before still answers from its own state.
+    let old = cfs_store::search::search(&before, &text("milk"), &embedder).unwrap();
+    assert_eq!(paths(&old), ["notes.txt"]);
+    assert!(old[0].text.contains("milk"));
+    // No new commit: nothing to do.
+    assert_eq!(index.refresh(&store).unwrap().diff, None);
+    let snap = index.snapshot();
+    assert_eq!(snap.chunks_at_path("docs/manual.md").len(), 2);
+    assert!(snap.chunks_at_path("docs/guide.md").is_empty());
+}
+
+#[test]
+fn hnsw_agrees_with_exact_search() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    for i in 0..300 {
+        let words: String = (0..12)
+            .map(|j| format!("w{} ", (i * 31 + j * 17) % 97))
+            .collect();
+        write(tree.path(), &format!("d/{i}.txt"), &words);
+    }
+    let (store, embedder, _) = setup(tree.path(), db.path());
+    let options = IndexOptions {
+        hnsw_min_vectors: Some(1),
+        hnsw_background: false,
+        ..IndexOptions::default()
+    };
+    let index = SearchIndex::open(&store, &embedder, options).unwrap();
+    assert!(index.snapshot().has_hnsw());
+    let mut found = 0;
+    let mut total = 0;
+    for i in 0..40 {
+        let q = format!("w{} w{} w{}", i % 97, (i * 3) % 97, (i * 7) % 97);
+        let approx = index
+            .search(&Query::new(&q).mode(Mode::Vector).k(10), &embedder)
+            .unwrap();
+        let mut query = Query::new(&q).mode(Mode::Vector).k(10);
+        query.exact = true;
+        let exact = index.search(&query, &embedder).unwrap();
+        total += exact.len();
+        found += exact
+            .iter()
+            .filter(|e| approx.iter().any(|a| a.chunk_id == e.chunk_id))
+            .count();
+        // Candidates are re-scored exactly: equal scores for the chunks found.
+        for a in &approx {
+            if let Some(e) = exact.iter().find(|e| e.chunk_id == a.chunk_id) {
+                assert_eq!(a.vector_score.unwrap().0, e.vector_score.unwrap().0);
+            }
+        }
+    }
+    assert!(found * 100 >= total * 95, "recall {found}/{total}");
+}
+
+#[test]
+fn results_do_not_depend_on_thread_count() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    corpus(tree.path());
+    let (store, embedder, _) = setup(tree.path(), db.path());
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let index = SearchIndex::open(&store, &embedder, exact()).unwrap();
+            index
+                .search(&Query::new("configuration file socket").k(20), &embedder)
+                .unwrap()
+        })
+    };
+    let one = run(1);
+    assert!(!one.is_empty());
+    assert_eq!(one, run(2));
+    assert_eq!(one, run(4));
+}
