@@ -7,6 +7,7 @@ mod chunks;
 mod demo;
 mod locate;
 mod output;
+mod search_cmds;
 mod store_cmds;
 
 use std::process::ExitCode;
@@ -42,6 +43,11 @@ enum Command {
     Show(store_cmds::ShowArgs),
     /// An inclusion proof of a chunk, or `--check` a proof offline.
     Prove(store_cmds::ProveArgs),
+    /// Search the store: BM25 text and vector similarity, fused by reciprocal rank.
+    Search(search_cmds::SearchArgs),
+    /// Rebuild the runtime search index from the committed state and check that it
+    /// agrees with it.
+    RebuildIndex(store_cmds::Common),
 }
 
 /// Hidden first argument that makes `cfs` the isolated PDF extractor (a child process
@@ -72,6 +78,8 @@ fn main() -> ExitCode {
         Command::Log(args) => store_cmds::log(&args),
         Command::Show(args) => store_cmds::show(&args),
         Command::Prove(args) => store_cmds::prove(&args),
+        Command::Search(args) => search_cmds::search(&args),
+        Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),
     };
     match result {
         Ok(code) => code,

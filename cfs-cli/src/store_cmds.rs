@@ -20,10 +20,10 @@ use crate::output::{print_json, progress};
 pub struct Common {
     /// The store (a store folder or its store.redb); default: the nearest .cfs/ upward.
     #[arg(long, global = true)]
-    store: Option<PathBuf>,
+    pub store: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long, global = true)]
-    json: bool,
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -65,12 +65,12 @@ pub struct ProveArgs {
     common: Common,
 }
 
-fn open(common: &Common) -> anyhow::Result<Store> {
+pub fn open(common: &Common) -> anyhow::Result<Store> {
     let file = find_store(common.store.as_deref())?;
     Ok(Store::open(&file)?)
 }
 
-fn embedder() -> HashEmbedder {
+pub fn embedder() -> HashEmbedder {
     HashEmbedder::default()
 }
 

@@ -283,3 +283,57 @@ fn sigkill_during_index_leaves_a_sound_store() {
     assert_ne!(clean, clean_now);
     assert!(killed >= 1, "no run was interrupted");
 }
+
+#[test]
+fn search_and_rebuild_index() {
+    let dir = sample_tree();
+    let root = dir.path();
+    assert_eq!(cfs_in(root, &["index", "--json"]).0, 0);
+    let (code, out, err) = cfs_in(root, &["search", "merkle inclusion", "--json", "-k", "5"]);
+    assert_eq!(code, 0, "{err}");
+    let hits: Value = serde_json::from_str(&out).unwrap();
+    let hits = hits.as_array().unwrap();
+    assert_eq!(hits[0]["path"], "README.md");
+    assert_eq!(
+        hits[0]["paths"],
+        serde_json::json!(["README.md", "copy.md"])
+    );
+    for key in [
+        "path",
+        "start_line",
+        "end_line",
+        "score",
+        "chunk_id",
+        "text",
+    ] {
+        assert!(!hits[0][key].is_null(), "search result lacks {key}");
+    }
+    // Filters and modes.
+    let (_, out, _) = cfs_in(
+        root,
+        &[
+            "search", "add", "--lang", "rust", "--mode", "text", "--json",
+        ],
+    );
+    let hits: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(hits[0]["symbol"], "add");
+    assert_eq!(hits.as_array().unwrap().len(), 1);
+    // Queries full of operators are text, not errors.
+    for q in ["C++", "what?", "\"a b\"", "", "zk-snark"] {
+        let (code, out, err) = cfs_in(root, &["search", q, "--json"]);
+        assert_eq!(code, 0, "{q}: {err}");
+        assert!(serde_json::from_str::<Value>(&out).unwrap().is_array());
+    }
+    let (code, _, err) = cfs_in(root, &["search", "x", "--mode", "fuzzy"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("fuzzy"), "{err}");
+    let (code, out, _) = cfs_in(root, &["search", "merkle"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("README.md:"), "{out}");
+
+    let (code, out, err) = cfs_in(root, &["rebuild-index", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["agrees_with_state"], true);
+    assert_eq!(v["chunks"], 2);
+}

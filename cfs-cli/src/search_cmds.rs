@@ -1,0 +1,188 @@
+//! `cfs search` and `cfs rebuild-index`.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use cfs_store::Store;
+use cfs_store::search::{Filter, Hit, IndexOptions, Mode, Query, SearchIndex};
+use serde_json::json;
+
+use crate::output::print_json;
+use crate::store_cmds::{Common, embedder, open};
+
+#[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// What to look for: any text (operators and punctuation are just text).
+    query: String,
+    /// Number of results.
+    #[arg(long, short = 'k', default_value_t = 10)]
+    k: usize,
+    /// hybrid (text and vectors fused), vector or text.
+    #[arg(long, default_value = "hybrid")]
+    mode: Mode,
+    /// Only chunks with a path starting with this.
+    #[arg(long, value_name = "PREFIX")]
+    path: Option<String>,
+    /// Only chunks in this collection.
+    #[arg(long, value_name = "NAME")]
+    collection: Option<String>,
+    /// Only code chunks of this language (rust, python, go, typescript, ...).
+    #[arg(long, value_name = "L")]
+    lang: Option<String>,
+    /// Only chunks of this kind: text, section, code or page.
+    #[arg(long, value_name = "K")]
+    kind: Option<String>,
+    /// Only documents of this MIME type.
+    #[arg(long, value_name = "TYPE")]
+    mime: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Builds the in-memory index of the store's committed state. Vector search is exact:
+/// for one query, a graph would cost more to build than it saves.
+fn build_index(
+    common: &Common,
+) -> anyhow::Result<(Store, SearchIndex, cfs_ingest::HashEmbedder, f64)> {
+    let store = open(common)?;
+    let embedder = embedder();
+    let started = Instant::now();
+    if !common.json && std::io::stderr().is_terminal() {
+        eprintln!("loading the index of {} ...", store.path().display());
+    }
+    let options = IndexOptions {
+        hnsw_min_vectors: None,
+        ..IndexOptions::default()
+    };
+    let index = SearchIndex::open(&store, &embedder, options)?;
+    let seconds = started.elapsed().as_secs_f64();
+    Ok((store, index, embedder, seconds))
+}
+
+pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
+    let (_store, index, embedder, _) = build_index(&args.common)?;
+    let query = Query::new(args.query.clone())
+        .k(args.k)
+        .mode(args.mode)
+        .filter(Filter {
+            path_prefix: args.path.clone(),
+            collection: args.collection.clone(),
+            language: args.lang.clone(),
+            kind: args.kind.clone(),
+            mime_type: args.mime.clone(),
+        });
+    let started = Instant::now();
+    let hits = index.search(&query, &embedder)?;
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    if args.common.json {
+        print_json(&json!(hits.iter().map(hit_json).collect::<Vec<_>>()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    if hits.is_empty() {
+        writeln!(out, "no results")?;
+    }
+    for (i, hit) in hits.iter().enumerate() {
+        let symbol = hit
+            .symbol
+            .as_deref()
+            .map(|s| format!(" {s}"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{:>2}. {}:{}-{}{symbol}  score {:.4}{}",
+            i + 1,
+            hit.path,
+            hit.start_line,
+            hit.end_line,
+            hit.score,
+            parts(hit)
+        )?;
+        for line in hit.snippet.lines() {
+            writeln!(out, "      {line}")?;
+        }
+    }
+    if std::io::stderr().is_terminal() {
+        eprintln!("{} results in {ms:.1} ms", hits.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parts(hit: &Hit) -> String {
+    let mut s = String::new();
+    if let Some((_, rank)) = hit.text_score {
+        s += &format!(" text #{rank}");
+    }
+    if let Some((_, rank)) = hit.vector_score {
+        s += &format!(" vector #{rank}");
+    }
+    s
+}
+
+fn hit_json(hit: &Hit) -> serde_json::Value {
+    json!({
+        "path": hit.path,
+        "paths": hit.paths,
+        "start_line": hit.start_line,
+        "end_line": hit.end_line,
+        "byte_offset": hit.byte_offset,
+        "byte_length": hit.byte_length,
+        "score": hit.score,
+        "text_score": hit.text_score.map(|(s, r)| json!({"bm25": s as f64 / (1u64 << 32) as f64, "rank": r})),
+        "vector_score": hit.vector_score.map(|(s, r)| json!({"dot": s, "rank": r})),
+        "chunk_id": hit.chunk_id.to_string(),
+        "kind": hit.kind,
+        "language": hit.language,
+        "symbol": hit.symbol,
+        "snippet": hit.snippet,
+        "text": hit.text,
+    })
+}
+
+/// Rebuilds the runtime index from the committed state, checks it against the state,
+/// and reports its size and build time.
+pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
+    let (store, index, _, seconds) = build_index(common)?;
+    // Catch up with any commit made while building, then compare with that state.
+    index.refresh(&store)?;
+    let snap = index.snapshot();
+    let read = store.begin_read()?;
+    let committed = read.chunk_ids()?;
+    let agrees =
+        snap.chunk_ids() == committed && snap.state_root() == read.table_roots()?.state_root();
+    let value = json!({
+        "state_root": snap.state_root().to_hex(),
+        "chunks": snap.n_chunks(),
+        "documents": snap.n_documents(),
+        "segments": snap.n_segments(),
+        "seconds": seconds,
+        "agrees_with_state": agrees,
+    });
+    if common.json {
+        print_json(&value)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "index of {} chunks in {} documents rebuilt in {seconds:.2} s",
+            snap.n_chunks(),
+            snap.n_documents()
+        )?;
+        writeln!(out, "state root {}", snap.state_root())?;
+        writeln!(
+            out,
+            "{}",
+            if agrees {
+                "index agrees with the committed state"
+            } else {
+                "INDEX DISAGREES WITH THE COMMITTED STATE"
+            }
+        )?;
+    }
+    Ok(if agrees {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
