@@ -747,8 +747,85 @@ def embed(text, dim):
     return out
 
 
+# Section 21: search.
+def unicode_words(text):
+    import regex  # UAX #29 word boundaries with the WORD flag
+    segments = [seg for seg in regex.split(r"(?w)\b", text) if seg]
+    return [seg for seg in segments if any(c.isalnum() for c in seg)]
+
+
+def compounds(text):
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if not is_word_char(text[i]):
+            i += 1
+            continue
+        j = i
+        while j < n:
+            if is_word_char(text[j]):
+                j += 1
+            elif text[j] == "-" and j + 1 < n and is_word_char(text[j + 1]) and j > i:
+                j += 1
+            else:
+                break
+        out.append(text[i:j])
+        i = j
+    return out
+
+
+def search_tokens(text):
+    out = []
+    emit = lambda t: out.append(t) if t and len(t.encode("utf-8")) <= 64 else None
+    for compound in compounds(text):
+        lower = "".join(c.lower() for c in compound)  # per character, as in the spec
+        emit(lower)
+        parts = []
+        for piece in compound.split("-"):
+            if piece.isascii():
+                parts += identifier_parts(piece)
+            else:
+                for word in unicode_words(piece):
+                    parts += ["".join(c.lower() for c in p) for p in word.split("_") if p]
+        if len(parts) > 1:
+            for p in parts:
+                emit(p)
+        elif len(parts) == 1 and parts[0] != lower:
+            emit(parts[0])
+    return out
+
+
+def log2_fixed(n):
+    k = n.bit_length() - 1
+    x = n << (62 - k) if k <= 62 else n >> (k - 62)
+    frac = 0
+    for bit in range(15, -1, -1):
+        x = (x * x) >> 62
+        if x >= 1 << 63:
+            x >>= 1
+            frac |= 1 << bit
+    return (k << 16) | frac
+
+
+def compute_search(case):
+    kind, inp = case["kind"], case["input"]
+    if kind == "tokens":
+        return {"tokens": search_tokens(inp["text"])}
+    if kind == "log2":
+        return {"log2": str(log2_fixed(inp["n"]))}
+    if kind == "bm25":
+        n, df, tf, dl, total = inp["n"], inp["df"], inp["tf"], inp["dl"], inp["total"]
+        idf = max(log2_fixed(2 * n + 2) - log2_fixed(2 * df + 1), 0)
+        tfp = (22 * tf * total << 16) // (10 * tf * total + 3 * total + 9 * dl * n)
+        return {"idf": str(idf), "tfp": str(tfp)}
+    if kind == "rrf":
+        return {"rrf": str((1 << 32) // (60 + inp["rank"]))}
+    raise Invalid(f"unknown case kind {kind}")
+
+
 def compute_ingest(case):
     kind, inp = case["kind"], case["input"]
+    if kind in ("tokens", "log2", "bm25", "rrf"):
+        return compute_search(case)
     if kind == "detect":
         return detect(inp["path"], bytes.fromhex(inp["head"]))
     if kind == "decode":

@@ -30,6 +30,11 @@ pub trait Embedder: Send + Sync {
     fn dimension(&self) -> usize;
     /// Embeds a batch; the result has one vector of [`Embedder::dimension`] per text, in order.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, EmbedError>;
+    /// Weight of this model's ranks in hybrid search, in percent of the text ranks'
+    /// weight. A semantic model finds what words miss: 100 by default.
+    fn fusion_weight(&self) -> u32 {
+        100
+    }
     /// `ModelHash::of(model_id)`.
     fn model_hash(&self) -> ModelHash {
         ModelHash::of(self.model_id())
@@ -94,6 +99,12 @@ impl Embedder for HashEmbedder {
     }
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, EmbedError> {
         Ok(texts.iter().map(|t| self.embed(t)).collect())
+    }
+    /// 0: the hash embedder sees the same words as BM25, less sharply; on the
+    /// retrieval-quality suite every weight above 0 lowered Recall@10 (docs/benchmarks.md),
+    /// so its ranks only extend the text results.
+    fn fusion_weight(&self) -> u32 {
+        0
     }
 }
 

@@ -246,8 +246,18 @@ pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result
         Mode::Hybrid | Mode::Text => query::text_search(snap, &query.text, depth, &query.filter),
         Mode::Vector => Vec::new(),
     };
+    let weight = query
+        .vector_weight
+        .unwrap_or_else(|| embedder.fusion_weight());
+    // With weight 0, vector results only follow the text results: when the text
+    // retriever filled all k places they cannot appear, so they are not computed.
+    let vector_needed = match query.mode {
+        Mode::Hybrid => weight > 0 || text.len() < k,
+        Mode::Vector => true,
+        Mode::Text => false,
+    };
     let vector = match query.mode {
-        Mode::Hybrid | Mode::Vector if !query.text.trim().is_empty() => {
+        Mode::Hybrid | Mode::Vector if vector_needed && !query.text.trim().is_empty() => {
             if embedder.model_hash() != snap.model {
                 return Err(StoreError::InvalidInput(format!(
                     "query embedder {:?} is not the index's model",
@@ -263,9 +273,9 @@ pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result
         _ => Vec::new(),
     };
     let fused = match query.mode {
-        Mode::Hybrid => query::fuse(text, vector, k),
-        Mode::Text => query::fuse(text, Vec::new(), k),
-        Mode::Vector => query::fuse(Vec::new(), vector, k),
+        Mode::Hybrid => query::fuse(text, vector, k, weight),
+        Mode::Text => query::fuse(text, Vec::new(), k, 0),
+        Mode::Vector => query::fuse(Vec::new(), vector, k, 100),
     };
     let words = tokens(&query.text);
     fused

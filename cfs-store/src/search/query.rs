@@ -107,6 +107,9 @@ pub struct Query {
     pub filter: Filter,
     /// Search vectors exactly even where an HNSW graph exists.
     pub exact: bool,
+    /// Weight of the vector ranks in hybrid fusion, in percent of the text ranks'
+    /// weight; `None` takes the embedder's [`cfs_ingest::Embedder::fusion_weight`].
+    pub vector_weight: Option<u32>,
 }
 
 impl Query {
@@ -118,6 +121,7 @@ impl Query {
             mode: Mode::Hybrid,
             filter: Filter::default(),
             exact: false,
+            vector_weight: None,
         }
     }
 
@@ -317,8 +321,16 @@ pub(crate) struct Fused {
     pub vector: Option<(i64, usize)>,
 }
 
-/// Reciprocal rank fusion of text and vector results; ties by chunk id.
-pub(crate) fn fuse(text: Vec<Scored<u64>>, vector: Vec<Scored<i64>>, k: usize) -> Vec<Fused> {
+/// Weighted reciprocal rank fusion of text and vector results: a text rank adds
+/// `rrf(rank)`, a vector rank `rrf(rank) * vector_weight / 100`. Ties go to the better
+/// text rank, then the better vector rank, then the smaller chunk id (so with weight 0
+/// the text ranking stands and vector-only results follow in vector order).
+pub(crate) fn fuse(
+    text: Vec<Scored<u64>>,
+    vector: Vec<Scored<i64>>,
+    k: usize,
+    vector_weight: u32,
+) -> Vec<Fused> {
     let mut by_id: std::collections::HashMap<ChunkId, Fused> = std::collections::HashMap::new();
     for t in text {
         let e = by_id.entry(t.meta.id).or_insert_with(|| Fused {
@@ -337,11 +349,19 @@ pub(crate) fn fuse(text: Vec<Scored<u64>>, vector: Vec<Scored<i64>>, k: usize) -
             text: None,
             vector: None,
         });
-        e.fused += rrf(v.rank);
+        e.fused += rrf(v.rank) * u64::from(vector_weight) / 100;
         e.vector = Some((v.score, v.rank));
     }
     let mut all: Vec<Fused> = by_id.into_values().collect();
-    all.sort_unstable_by_key(|f| (Reverse(f.fused), f.meta.id));
+    let rank = |r: Option<usize>| r.unwrap_or(usize::MAX);
+    all.sort_unstable_by_key(|f| {
+        (
+            Reverse(f.fused),
+            rank(f.text.map(|t| t.1)),
+            rank(f.vector.map(|v| v.1)),
+            f.meta.id,
+        )
+    });
     all.truncate(k);
     all
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use cfs_core::{
     Bucket, Canonical, Chunk, ChunkId, ChunkKind, Document, DocumentId, Embedding, EmbeddingId,
-    MerkleRoot, ModelHash, N_BUCKETS, PathEntry, PathId, StateRoot, Table,
+    MerkleRoot, ModelHash, N_BUCKETS, PathEntry, PathId, StateRoot, Table, TableRoots,
 };
 use rayon::prelude::*;
 use redb::ReadableTable;
@@ -26,6 +26,8 @@ use crate::write::{keys_with_prefix, read_bucket_roots};
 
 /// Default of [`crate::search::IndexOptions::merge_min_chunks`].
 pub const MERGE_MIN_CHUNKS: usize = 4096;
+/// Fewer items than this are decoded on the calling thread.
+const PARALLEL_MIN: usize = 256;
 /// Most segments a snapshot keeps before merging.
 pub const MAX_SEGMENTS: usize = 16;
 
@@ -87,6 +89,7 @@ pub struct Snapshot {
     pub(crate) sequence: u64,
     pub(crate) model: ModelHash,
     pub(crate) dim: usize,
+    table_roots: TableRoots,
     chunk_roots: Arc<Vec<MerkleRoot>>,
     path_roots: Arc<Vec<MerkleRoot>>,
     paths: BucketMap<PathEntry>,
@@ -129,6 +132,7 @@ impl Snapshot {
             sequence: 0,
             model,
             dim,
+            table_roots: TableRoots::empty(),
             chunk_roots: Arc::new(vec![MerkleRoot::empty(); N_BUCKETS]),
             path_roots: Arc::new(vec![MerkleRoot::empty(); N_BUCKETS]),
             paths: BucketMap::new(),
@@ -226,6 +230,7 @@ impl Snapshot {
             sequence: self.sequence,
             model: self.model,
             dim: self.dim,
+            table_roots: self.table_roots,
             chunk_roots: Arc::clone(&self.chunk_roots),
             path_roots: Arc::clone(&self.path_roots),
             paths: self.paths.clone(),
@@ -273,11 +278,20 @@ impl Snapshot {
             }
         }
         let raw = txn.raw();
+        // A table whose root did not move has the same bucket roots: skip reading them.
         let (chunk_roots, path_roots) = {
             let t = raw.open_table(tables::BUCKET_ROOTS)?;
+            let read =
+                |table: Table, mine: &Arc<Vec<MerkleRoot>>| -> Result<Arc<Vec<MerkleRoot>>> {
+                    if self.txn.is_some() && roots.get(table) == self.table_roots.get(table) {
+                        Ok(Arc::clone(mine))
+                    } else {
+                        Ok(Arc::new(read_bucket_roots(&t, table)?))
+                    }
+                };
             (
-                read_bucket_roots(&t, Table::Chunks)?,
-                read_bucket_roots(&t, Table::Paths)?,
+                read(Table::Chunks, &self.chunk_roots)?,
+                read(Table::Paths, &self.path_roots)?,
             )
         };
 
@@ -403,23 +417,32 @@ impl Snapshot {
         fresh.extend(repathed_chunks);
         fresh.sort_unstable_by_key(|c| c.id);
         let vectors = read_vectors(&txn, &fresh, &self.model)?;
-        let new_chunks: Vec<NewChunk> = fresh
-            .par_iter()
-            .zip(vectors)
-            .map(|(chunk, vector)| {
-                let doc = docs.get(&chunk.document_id.0).cloned().ok_or_else(|| {
-                    StoreError::Corrupted(format!("chunk {} has no document", chunk.id))
-                })?;
-                let meta = chunk_meta(chunk, doc);
-                let (terms, len) = chunk_terms(&chunk.text, &meta);
-                Ok(NewChunk {
-                    meta: Arc::new(meta),
-                    terms,
-                    len,
-                    vector,
-                })
+        let prepare = |(chunk, vector): (&Chunk, Vec<i16>)| -> Result<NewChunk> {
+            let doc = docs.get(&chunk.document_id.0).cloned().ok_or_else(|| {
+                StoreError::Corrupted(format!("chunk {} has no document", chunk.id))
+            })?;
+            let meta = chunk_meta(chunk, doc);
+            let (terms, len) = chunk_terms(&chunk.text, &meta);
+            Ok(NewChunk {
+                meta: Arc::new(meta),
+                terms,
+                len,
+                vector,
             })
-            .collect::<Result<_>>()?;
+        };
+        let new_chunks: Vec<NewChunk> = if fresh.len() < PARALLEL_MIN {
+            fresh
+                .iter()
+                .zip(vectors)
+                .map(prepare)
+                .collect::<Result<_>>()?
+        } else {
+            fresh
+                .par_iter()
+                .zip(vectors)
+                .map(prepare)
+                .collect::<Result<_>>()?
+        };
         let diff = SnapshotDiff {
             added: new_chunks.len() - repathed.len(),
             removed: removed.len(),
@@ -441,8 +464,9 @@ impl Snapshot {
                 sequence,
                 model: self.model,
                 dim: self.dim,
-                chunk_roots: Arc::new(chunk_roots),
-                path_roots: Arc::new(path_roots),
+                table_roots: roots,
+                chunk_roots,
+                path_roots,
                 paths,
                 docs,
                 segments,
@@ -512,9 +536,12 @@ fn read_chunks(txn: &ReadTxn, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
             .ok_or_else(|| StoreError::Corrupted(format!("chunk {id} vanished from its state")))?;
         raw.push(v.value().to_vec());
     }
-    raw.par_iter()
-        .map(|bytes| Ok(Chunk::decode(bytes)?))
-        .collect()
+    let decode = |bytes: &Vec<u8>| Ok(Chunk::decode(bytes)?);
+    if raw.len() < PARALLEL_MIN {
+        raw.iter().map(decode).collect()
+    } else {
+        raw.par_iter().map(decode).collect()
+    }
 }
 
 /// The vectors of `chunks` under `model` (an empty vector where a chunk has none).
@@ -525,12 +552,15 @@ fn read_vectors(txn: &ReadTxn, chunks: &[Chunk], model: &ModelHash) -> Result<Ve
         let id = EmbeddingId::derive(&chunk.id, model);
         raw.push(t.get(&id.0[..])?.map(|v| v.value().to_vec()));
     }
-    raw.par_iter()
-        .map(|bytes| match bytes {
-            Some(b) => Ok(Embedding::decode(b)?.vector),
-            None => Ok(Vec::new()),
-        })
-        .collect()
+    let decode = |bytes: &Option<Vec<u8>>| match bytes {
+        Some(b) => Ok(Embedding::decode(b)?.vector),
+        None => Ok(Vec::new()),
+    };
+    if raw.len() < PARALLEL_MIN {
+        raw.iter().map(decode).collect()
+    } else {
+        raw.par_iter().map(decode).collect()
+    }
 }
 
 type Range<'a> = redb::Range<'a, &'static [u8], &'static [u8]>;

@@ -5,3 +5,4 @@ mod crash;
 mod model;
 mod search;
 mod store;
+mod vectors;
