@@ -1,0 +1,40 @@
+//! Link cfs as a storage engine: open (or create) a store, sync a folder into it, and
+//! search it.
+//!
+//! `cargo run -p cfs-store --example search -- FOLDER "QUERY"`
+
+use std::path::PathBuf;
+
+use cfs_ingest::{Embedder, HashEmbedder};
+use cfs_store::search::{IndexOptions, Query, SearchIndex};
+use cfs_store::{Settings, Store, SyncOptions};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let folder = PathBuf::from(args.next().unwrap_or_else(|| ".".into()));
+    let query = args.next().unwrap_or_else(|| "parse configuration".into());
+
+    let embedder = HashEmbedder::default();
+    let options = SyncOptions::default();
+    let dir = tempfile::tempdir()?;
+    let settings = Settings {
+        chunk: options.config.chunk,
+        model_id: embedder.model_id().into(),
+    };
+    let store = Store::create(&dir.path().join("store.redb"), settings)?;
+    let report = store.sync(&folder, &options, &embedder, &|_| {})?;
+    println!("indexed {} files, root {}", report.added, report.root);
+
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::default())?;
+    for hit in index.search(&Query::new(query).k(5), &embedder)? {
+        println!(
+            "{}:{}-{}  {:.4}  {}",
+            hit.path,
+            hit.start_line,
+            hit.end_line,
+            hit.score,
+            hit.snippet.lines().next().unwrap_or("")
+        );
+    }
+    Ok(())
+}
