@@ -1,1 +1,125 @@
-//! Peer benchmarks of cfs; see `benches/`.
+//! Peer benchmarks of cfs (see `benches/` and `src/bin/`), and the retrieval-quality
+//! corpus shared by the search benchmarks.
+
+use std::path::Path;
+use std::time::Duration;
+
+use cfs_store::search::Hit;
+
+/// A query and where its answer is.
+pub struct Label {
+    /// The file holding the item.
+    pub path: String,
+    /// The item's name.
+    pub item: String,
+    /// The first paragraph of its doc comment.
+    pub query: String,
+}
+
+/// Resident memory of this process.
+pub fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// The `p` quantile of sorted durations, in milliseconds.
+pub fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+/// The item a line declares: the identifier after `fn`, `struct`, `enum`, `trait`,
+/// `type`, `const`, `static`, `mod`, `union` or `macro_rules!`.
+pub fn declared_item(line: &str) -> Option<String> {
+    let words: Vec<&str> = line
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '!'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let keywords = [
+        "fn", "struct", "enum", "trait", "type", "const", "static", "mod", "union",
+        "macro_rules!",
+    ];
+    let at = words.iter().position(|w| keywords.contains(w))?;
+    let name = words.get(at + 1)?;
+    let name = name.trim_end_matches('!');
+    (name.chars().next()?.is_alphabetic() || name.starts_with('_')).then(|| name.to_owned())
+}
+
+/// Copies `.rs` files of `src` (path order) up to `budget` bytes into `dst` without
+/// their `///` lines, and returns the labels.
+pub fn make_corpus(src: &Path, dst: &Path, budget: u64) -> (u64, usize, Vec<Label>) {
+    let walk = cfs_ingest::walk(src).expect("walk SRC");
+    let mut files: Vec<_> = walk
+        .files
+        .iter()
+        .filter(|f| f.rel_path.ends_with(".rs"))
+        .collect();
+    files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    let mut bytes = 0;
+    let mut n = 0;
+    let mut labels = Vec::new();
+    for f in files {
+        if bytes >= budget {
+            break;
+        }
+        let Ok(text) = std::fs::read_to_string(src.join(&f.rel_path)) else {
+            continue;
+        };
+        let mut kept = String::with_capacity(text.len());
+        let mut doc: Vec<String> = Vec::new();
+        for line in text.lines() {
+            let t = line.trim_start();
+            if let Some(d) = t.strip_prefix("///") {
+                doc.push(d.trim().to_owned());
+                continue;
+            }
+            if !doc.is_empty() && !t.starts_with("#[") {
+                // The first paragraph of the comment, without code examples.
+                let para: Vec<&str> = doc
+                    .iter()
+                    .map(String::as_str)
+                    .take_while(|l| !l.is_empty() && !l.starts_with("```") && !l.starts_with('#'))
+                    .collect();
+                let query = para.join(" ");
+                if let Some(item) = declared_item(t)
+                    && query.split_whitespace().count() >= 4
+                {
+                    labels.push(Label {
+                        path: f.rel_path.clone(),
+                        item,
+                        query,
+                    });
+                }
+                doc.clear();
+            }
+            kept.push_str(line);
+            kept.push('\n');
+        }
+        let out = dst.join(&f.rel_path);
+        std::fs::create_dir_all(out.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&out, &kept).expect("write corpus file");
+        bytes += kept.len() as u64;
+        n += 1;
+    }
+    (bytes, n, labels)
+}
+
+/// Whether a search hit is the label's item.
+pub fn is_target(hit: &Hit, label: &Label) -> bool {
+    is_target_parts(&hit.paths, hit.symbol.as_deref(), label)
+}
+
+/// Whether a chunk with these paths and symbol is the label's item.
+pub fn is_target_parts<P: AsRef<str>>(paths: &[P], symbol: Option<&str>, label: &Label) -> bool {
+    paths.iter().any(|p| p.as_ref() == label.path)
+        && symbol.is_some_and(|s| s == label.item || s.rsplit("::").next() == Some(label.item.as_str()))
+}
+

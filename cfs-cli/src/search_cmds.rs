@@ -4,8 +4,9 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use cfs_ingest::HashEmbedder;
 use cfs_store::Store;
-use cfs_store::search::{Filter, Hit, IndexOptions, Mode, Query, SearchIndex};
+use cfs_store::search::{CacheStatus, Filter, Hit, IndexOptions, Mode, Query, SearchIndex};
 use serde_json::json;
 
 use crate::output::print_json;
@@ -40,28 +41,47 @@ pub struct SearchArgs {
     common: Common,
 }
 
-/// Builds the in-memory index of the store's committed state. Vector search is exact:
-/// for one query, a graph would cost more to build than it saves.
-fn build_index(
-    common: &Common,
-) -> anyhow::Result<(Store, SearchIndex, cfs_ingest::HashEmbedder, f64)> {
-    let store = open(common)?;
-    let embedder = embedder();
-    let started = Instant::now();
-    if !common.json && std::io::stderr().is_terminal() {
-        eprintln!("loading the index of {} ...", store.path().display());
-    }
-    let options = IndexOptions {
+/// The cache file of a store's runtime index: `index.cache` beside `store.redb`.
+fn cache_path(store: &Store) -> std::path::PathBuf {
+    store.path().with_file_name("index.cache")
+}
+
+fn exact_options() -> IndexOptions {
+    // Vector search is exact: for one query, a graph costs more to build than it saves.
+    IndexOptions {
         hnsw_min_vectors: None,
         ..IndexOptions::default()
+    }
+}
+
+/// Opens the runtime index from its cache file (built or brought forward as needed),
+/// and rewrites the file when it was missing, unusable, or far behind.
+fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, HashEmbedder)> {
+    let store = open(common)?;
+    let embedder = embedder();
+    let cache = cache_path(&store);
+    let (index, status) = SearchIndex::open_cached(&store, &embedder, exact_options(), &cache)?;
+    let n = index.snapshot().n_chunks();
+    let rewrite = match &status {
+        CacheStatus::Current => false,
+        CacheStatus::CaughtUp { changed } => *changed > (n / 20).max(1000),
+        CacheStatus::Missing => true,
+        CacheStatus::Rebuilt(reason) => {
+            if !common.json {
+                eprintln!("cfs: index cache {} rebuilt: {reason}", cache.display());
+            }
+            true
+        }
     };
-    let index = SearchIndex::open(&store, &embedder, options)?;
-    let seconds = started.elapsed().as_secs_f64();
-    Ok((store, index, embedder, seconds))
+    if rewrite && let Err(e) = index.save_cache(&cache) {
+        // The cache only saves time: a read-only store folder still searches.
+        eprintln!("cfs: warning: index cache not written: {e}");
+    }
+    Ok((store, index, embedder))
 }
 
 pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
-    let (_store, index, embedder, _) = build_index(&args.common)?;
+    let (_store, index, embedder) = load_index(&args.common)?;
     let query = Query::new(args.query.clone())
         .k(args.k)
         .mode(args.mode)
@@ -141,9 +161,13 @@ fn hit_json(hit: &Hit) -> serde_json::Value {
 }
 
 /// Rebuilds the runtime index from the committed state, checks it against the state,
-/// and reports its size and build time.
+/// writes its cache file, and reports its size and build time.
 pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
-    let (store, index, _, seconds) = build_index(common)?;
+    let store = open(common)?;
+    let embedder = embedder();
+    let started = Instant::now();
+    let index = SearchIndex::open(&store, &embedder, exact_options())?;
+    let seconds = started.elapsed().as_secs_f64();
     // Catch up with any commit made while building, then compare with that state.
     index.refresh(&store)?;
     let snap = index.snapshot();
@@ -151,6 +175,10 @@ pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
     let committed = read.chunk_ids()?;
     let agrees =
         snap.chunk_ids() == committed && snap.state_root() == read.table_roots()?.state_root();
+    let cache = cache_path(&store);
+    if agrees {
+        index.save_cache(&cache)?;
+    }
     let value = json!({
         "state_root": snap.state_root().to_hex(),
         "chunks": snap.n_chunks(),
@@ -158,6 +186,7 @@ pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
         "segments": snap.n_segments(),
         "seconds": seconds,
         "agrees_with_state": agrees,
+        "cache": cache.display().to_string(),
     });
     if common.json {
         print_json(&value)?;

@@ -172,6 +172,15 @@ impl ReadTxn {
         Ok(paths)
     }
 
+    /// The state record of commit `sequence`, if there is one.
+    pub fn state_record(&self, sequence: u64) -> Result<Option<StateRecord>> {
+        let t = self.txn.open_table(tables::STATE_CHAIN)?;
+        match t.get(&sequence.to_be_bytes()[..])? {
+            Some(v) => Ok(Some(StateRecord::decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
     /// The state chain, oldest first.
     pub fn state_chain(&self) -> Result<Vec<StateRecord>> {
         let t = self.txn.open_table(tables::STATE_CHAIN)?;

@@ -331,6 +331,17 @@ fn search_and_rebuild_index() {
     assert_eq!(code, 0);
     assert!(out.contains("README.md:"), "{out}");
 
+    // The index cache is written beside the store, and a torn one is rebuilt.
+    let cache = root.join(".cfs/index.cache");
+    assert!(cache.is_file());
+    let bytes = std::fs::read(&cache).unwrap();
+    std::fs::write(&cache, &bytes[..bytes.len() / 2]).unwrap();
+    let (code, out, err) = cfs_in(root, &["search", "merkle"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("README.md:"), "{out}");
+    assert!(err.contains("rebuilt") && err.contains("checksum"), "{err}");
+    assert_eq!(std::fs::read(&cache).unwrap(), bytes);
+
     let (code, out, err) = cfs_in(root, &["rebuild-index", "--json"]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).unwrap();

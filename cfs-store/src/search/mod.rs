@@ -22,6 +22,7 @@
 //! ```
 
 mod bm25;
+mod cache;
 mod query;
 mod segment;
 mod snapshot;
@@ -35,6 +36,7 @@ use cfs_core::{ChunkId, StateRoot};
 use cfs_ingest::Embedder;
 
 pub use bm25::{idf, log2_fixed, tf_part};
+pub use cache::{CACHE_FORMAT, CacheStatus};
 pub use query::{Filter, Mode, Query, RRF_K, rrf};
 pub use segment::{ChunkMeta, DocInfo, PathInfo};
 pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, Snapshot, SnapshotDiff};
@@ -155,6 +157,60 @@ impl SearchIndex {
         };
         index.refresh(store)?;
         Ok(index)
+    }
+
+    /// Opens the index from the cache file at `cache` when it is sound, bringing it
+    /// forward to the store's newest commit; builds it from the store when the file is
+    /// missing, torn, altered, of another format or model, or of a state that is not in
+    /// the store's chain. The status says which. Does not write the file: see
+    /// [`SearchIndex::save_cache`].
+    pub fn open_cached(
+        store: &Store,
+        embedder: &dyn Embedder,
+        options: IndexOptions,
+        cache: &std::path::Path,
+    ) -> Result<(Self, CacheStatus)> {
+        if !cache.exists() {
+            return Ok((Self::open(store, embedder, options)?, CacheStatus::Missing));
+        }
+        let txn = store.begin_read()?;
+        let loaded = cache::load(cache, &txn, embedder.model_hash(), embedder.dimension());
+        drop(txn);
+        let snap = match loaded {
+            Ok(snap) if store.settings().model_id == embedder.model_id() => snap,
+            Ok(_) => {
+                return Err(StoreError::InvalidInput(format!(
+                    "the store's vectors are from {:?}, the query embedder is {:?}",
+                    store.settings().model_id,
+                    embedder.model_id()
+                )));
+            }
+            Err(reason) => {
+                let index = Self::open(store, embedder, options)?;
+                return Ok((index, CacheStatus::Rebuilt(reason)));
+            }
+        };
+        let cached_root = snap.root;
+        let index = Self {
+            current: ArcSwap::from_pointee(snap),
+            refresh: Mutex::new(()),
+            options,
+            builds: Mutex::new(Vec::new()),
+        };
+        let report = index.refresh(store)?;
+        let status = match report.diff {
+            Some(d) if report.root != cached_root => CacheStatus::CaughtUp {
+                changed: d.added + d.removed + d.repathed,
+            },
+            _ => CacheStatus::Current,
+        };
+        Ok((index, status))
+    }
+
+    /// Writes the current snapshot to a cache file (atomically: a temporary file,
+    /// synced, then renamed).
+    pub fn save_cache(&self, cache: &std::path::Path) -> Result<()> {
+        cache::save(&self.snapshot(), cache)
     }
 
     /// The current snapshot; it stays valid (and unchanged) while held.

@@ -42,7 +42,7 @@ pub(crate) struct BucketMap<V> {
 type Rows<V> = Vec<([u8; 16], V)>;
 
 impl<V: Clone> BucketMap<V> {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             buckets: (0..N_BUCKETS).map(|_| Arc::new(Vec::new())).collect(),
         }
@@ -63,7 +63,7 @@ impl<V: Clone> BucketMap<V> {
         self.buckets[b] = Arc::new(rows);
     }
 
-    fn insert(&mut self, key: [u8; 16], value: V) {
+    pub(crate) fn insert(&mut self, key: [u8; 16], value: V) {
         let b = Arc::make_mut(&mut self.buckets[usize::from(Bucket::of_key(&key).0)]);
         match b.binary_search_by(|(k, _)| k.cmp(&key)) {
             Ok(i) => b[i].1 = value,
@@ -81,6 +81,11 @@ impl<V: Clone> BucketMap<V> {
     fn len(&self) -> usize {
         self.buckets.iter().map(|b| b.len()).sum()
     }
+
+    /// Every value, in key order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        self.buckets.iter().flat_map(|b| b.iter().map(|(_, v)| v))
+    }
 }
 
 /// An immutable view of one committed state, for searching.
@@ -89,15 +94,15 @@ pub struct Snapshot {
     pub(crate) sequence: u64,
     pub(crate) model: ModelHash,
     pub(crate) dim: usize,
-    table_roots: TableRoots,
-    chunk_roots: Arc<Vec<MerkleRoot>>,
-    path_roots: Arc<Vec<MerkleRoot>>,
-    paths: BucketMap<PathEntry>,
-    docs: BucketMap<Arc<DocInfo>>,
+    pub(crate) table_roots: TableRoots,
+    pub(crate) chunk_roots: Arc<Vec<MerkleRoot>>,
+    pub(crate) path_roots: Arc<Vec<MerkleRoot>>,
+    pub(crate) paths: BucketMap<PathEntry>,
+    pub(crate) docs: BucketMap<Arc<DocInfo>>,
     pub(crate) segments: Vec<Live>,
     /// The read transaction of this state, for chunk text, and the store instance it
     /// belongs to.
-    txn: Option<(Arc<ReadTxn>, u64)>,
+    pub(crate) txn: Option<(Arc<ReadTxn>, u64)>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -496,7 +501,7 @@ fn needs_merge(segments: &[Live], merge_min: usize) -> bool {
     pending > merge_min.max(base.n_live() / 4)
 }
 
-fn chunk_meta(chunk: &Chunk, doc: Arc<DocInfo>) -> ChunkMeta {
+pub(crate) fn chunk_meta(chunk: &Chunk, doc: Arc<DocInfo>) -> ChunkMeta {
     let (language, symbol, heading) = match &chunk.kind {
         ChunkKind::Code { language, symbol } => (
             Some(language.as_str().into()),

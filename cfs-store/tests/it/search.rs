@@ -308,3 +308,88 @@ fn results_do_not_depend_on_thread_count() {
     assert_eq!(one, run(2));
     assert_eq!(one, run(4));
 }
+
+#[test]
+fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
+    use cfs_store::search::CacheStatus;
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    corpus(tree.path());
+    let (store, embedder, options) = setup(tree.path(), db.path());
+    let cache = db.path().join("index.cache");
+    let queries = [
+        "parse config",
+        "daemon configuration",
+        "walrus",
+        "http client",
+    ];
+    let same_as_fresh = |index: &SearchIndex| {
+        let fresh = SearchIndex::open(&store, &embedder, exact()).unwrap();
+        assert_eq!(index.snapshot().chunk_ids(), fresh.snapshot().chunk_ids());
+        for q in queries {
+            for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
+                let q = Query::new(q).mode(mode);
+                assert_eq!(
+                    index.search(&q, &embedder).unwrap(),
+                    fresh.search(&q, &embedder).unwrap()
+                );
+            }
+        }
+    };
+
+    let (index, status) = SearchIndex::open_cached(&store, &embedder, exact(), &cache).unwrap();
+    assert_eq!(status, CacheStatus::Missing);
+    index.save_cache(&cache).unwrap();
+    let (index, status) = SearchIndex::open_cached(&store, &embedder, exact(), &cache).unwrap();
+    assert_eq!(status, CacheStatus::Current);
+    same_as_fresh(&index);
+
+    // An older cache is brought forward by the diff.
+    write(tree.path(), "notes.txt", "Remember the walrus.\n");
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    let (index, status) = SearchIndex::open_cached(&store, &embedder, exact(), &cache).unwrap();
+    assert!(
+        matches!(status, CacheStatus::CaughtUp { changed } if changed >= 2),
+        "{status:?}"
+    );
+    same_as_fresh(&index);
+    index.save_cache(&cache).unwrap();
+
+    // Torn, altered or foreign files are rebuilt from the store.
+    let good = std::fs::read(&cache).unwrap();
+    let rebuilt = |bytes: &[u8]| {
+        std::fs::write(&cache, bytes).unwrap();
+        let (index, status) = SearchIndex::open_cached(&store, &embedder, exact(), &cache).unwrap();
+        same_as_fresh(&index);
+        match status {
+            CacheStatus::Rebuilt(reason) => reason,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(rebuilt(&good[..good.len() / 2]).contains("checksum"));
+    let mut flipped = good.clone();
+    flipped[good.len() / 3] ^= 1;
+    assert!(rebuilt(&flipped).contains("checksum"));
+    assert!(rebuilt(b"").contains("not an index cache"));
+    assert!(
+        rebuilt(b"garbage that is long enough to have a checksum field at the end")
+            .contains("not an index cache")
+    );
+
+    // A sound file of another store's state is not this store's.
+    let other_tree = tempfile::tempdir().unwrap();
+    let other_db = tempfile::tempdir().unwrap();
+    write(other_tree.path(), "x.txt", "another store\n");
+    write(other_tree.path(), "y.txt", "with other text\n");
+    let (other, _, _) = setup(other_tree.path(), other_db.path());
+    let other_index = SearchIndex::open(&other, &embedder, exact()).unwrap();
+    other_index.save_cache(&cache).unwrap();
+    let (index, status) = SearchIndex::open_cached(&store, &embedder, exact(), &cache).unwrap();
+    assert!(
+        matches!(&status, CacheStatus::Rebuilt(r) if r.contains("not in this store's chain")),
+        "{status:?}"
+    );
+    same_as_fresh(&index);
+}
