@@ -59,6 +59,7 @@ fn main() {
     let cfs_build = t.elapsed().as_secs_f64();
     let cfs_rss = rss_bytes().saturating_sub(rss0);
     let snap = index.snapshot();
+    let memory = snap.memory_estimate();
     let (mut times, mut found, mut rr) = (Vec::new(), 0usize, 0.0);
     for label in &sample {
         let q = Query::new(label.query.clone()).mode(Mode::Text).k(10);
@@ -77,7 +78,8 @@ fn main() {
     let n = sample.len().max(1) as f64;
     let cfs = json!({"build_s": cfs_build, "rss_mb": cfs_rss as f64 / 1048576.0,
         "p50_ms": percentile(&times, 0.5), "p99_ms": percentile(&times, 0.99),
-        "recall_at_10": found as f64 / n, "mrr": rr / n});
+        "recall_at_10": found as f64 / n, "mrr": rr / n,
+        "estimate_mb": {"text": memory.text as f64 / 1048576.0, "vectors": memory.vectors as f64 / 1048576.0, "chunks": memory.chunks as f64 / 1048576.0}});
 
     // tantivy, on the same indexed text.
     let docs: Vec<(String, String)> = snap

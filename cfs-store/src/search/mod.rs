@@ -39,7 +39,7 @@ pub use bm25::{idf, log2_fixed, tf_part};
 pub use cache::{CACHE_FORMAT, CacheStatus};
 pub use query::{Filter, Mode, Query, RRF_K, rrf};
 pub use segment::{ChunkMeta, DocInfo, PathInfo};
-pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, Snapshot, SnapshotDiff};
+pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff};
 pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens};
 pub use vector::{EF_CONSTRUCTION, EF_SEARCH, HNSW_SEED, dot, norm2};
 

@@ -193,7 +193,13 @@ pub(crate) fn text_search(
             .segments
             .iter()
             .filter_map(|l| l.segment.postings.get(term.as_str()).map(|p| (l, p)))
-            .map(|(l, p)| p.iter().filter(|(i, _)| !l.is_dead(*i as usize)).count() as u64)
+            .map(|(l, p)| {
+                if l.n_dead == 0 {
+                    p.len() as u64
+                } else {
+                    p.iter().filter(|(i, _)| !l.is_dead(*i as usize)).count() as u64
+                }
+            })
             .sum();
         if df == 0 {
             continue;
@@ -219,16 +225,30 @@ pub(crate) fn text_search(
             }
         }
     }
-    let mut all = Vec::new();
+    // Rank (score, id, place) triples; take chunk metadata for the top k only.
+    let any = filter.is_empty();
+    let mut all: Vec<(Reverse<u64>, ChunkId, u32, u32)> = Vec::new();
     for (s, live) in snap.segments.iter().enumerate() {
         for &i in &touched[s] {
             let meta = &live.segment.metas[i as usize];
-            if filter.matches(meta) {
-                all.push((acc[s][i as usize], Arc::clone(meta)));
+            if any || filter.matches(meta) {
+                all.push((Reverse(acc[s][i as usize]), meta.id, s as u32, i));
             }
         }
     }
-    top(all, k)
+    if all.len() > k {
+        all.select_nth_unstable(k - 1);
+        all.truncate(k);
+    }
+    all.sort_unstable();
+    all.into_iter()
+        .enumerate()
+        .map(|(r, (Reverse(score), _, s, i))| Scored {
+            meta: Arc::clone(&snap.segments[s as usize].segment.metas[i as usize]),
+            score,
+            rank: r + 1,
+        })
+        .collect()
 }
 
 /// Vector search over the snapshot's live chunks: the top `k` passing `filter`, exact,

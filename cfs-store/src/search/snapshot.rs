@@ -116,6 +116,17 @@ impl std::fmt::Debug for Snapshot {
     }
 }
 
+/// Heap bytes of a snapshot's indexes, by part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    /// Postings, token counts and tombstones.
+    pub text: usize,
+    /// Vectors and their norms.
+    pub vectors: usize,
+    /// Chunk and document metadata.
+    pub chunks: usize,
+}
+
 /// What a new snapshot changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SnapshotDiff {
@@ -177,6 +188,37 @@ impl Snapshot {
         self.segments
             .first()
             .is_some_and(|l| l.segment.hnsw.get().is_some())
+    }
+
+    /// An estimate of the heap bytes this snapshot's indexes hold, by part (shared
+    /// segments counted once per snapshot; allocator overhead not counted).
+    pub fn memory_estimate(&self) -> MemoryEstimate {
+        let mut m = MemoryEstimate::default();
+        for live in &self.segments {
+            let seg = &live.segment;
+            m.text += seg.lens.capacity() * 4 + live.dead.len() * 8;
+            for (term, list) in &seg.postings {
+                m.text += term.len()
+                    + std::mem::size_of::<(Box<str>, Vec<(u32, u32)>)>()
+                    + list.capacity() * 8;
+            }
+            m.vectors += seg.vectors.data.capacity() * 2 + seg.vectors.norms2.capacity() * 8;
+            for meta in &seg.metas {
+                m.chunks += std::mem::size_of::<ChunkMeta>()
+                    + 8
+                    + [&meta.language, &meta.symbol, &meta.heading]
+                        .iter()
+                        .map(|s| s.as_ref().map_or(0, |s| s.len()))
+                        .sum::<usize>();
+            }
+        }
+        for doc in self.docs.values() {
+            m.chunks += std::mem::size_of::<DocInfo>()
+                + doc.mime_type.len()
+                + doc.chunks.len() * 16
+                + doc.paths.iter().map(|p| p.path.len() + 40).sum::<usize>();
+        }
+        m
     }
 
     /// Total tokens of the live chunks.
