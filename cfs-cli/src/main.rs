@@ -9,6 +9,7 @@ mod locate;
 mod output;
 mod search_cmds;
 mod store_cmds;
+mod watch_cmd;
 
 use std::process::ExitCode;
 
@@ -43,6 +44,10 @@ enum Command {
     Show(store_cmds::ShowArgs),
     /// An inclusion proof of a chunk, or `--check` a proof offline.
     Prove(store_cmds::ProveArgs),
+    /// Sync exactly the named files and folders (deleted ones are removed).
+    Refresh(store_cmds::RefreshArgs),
+    /// Keep the store in step with a folder while it changes, until Ctrl-C.
+    Watch(watch_cmd::WatchArgs),
     /// Search the store: BM25 text and vector similarity, fused by reciprocal rank.
     Search(search_cmds::SearchArgs),
     /// Rebuild the runtime search index from the committed state and check that it
@@ -78,6 +83,8 @@ fn main() -> ExitCode {
         Command::Log(args) => store_cmds::log(&args),
         Command::Show(args) => store_cmds::show(&args),
         Command::Prove(args) => store_cmds::prove(&args),
+        Command::Refresh(args) => store_cmds::refresh(&args),
+        Command::Watch(args) => watch_cmd::run(&args),
         Command::Search(args) => search_cmds::search(&args),
         Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),
     };

@@ -30,6 +30,19 @@ pub struct Common {
 pub struct IndexArgs {
     /// The folder to index (default: the current directory).
     path: Option<PathBuf>,
+    /// Sync only what git says changed since this commit (against the work tree),
+    /// instead of walking the whole tree.
+    #[arg(long, value_name = "REF")]
+    changed_since: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RefreshArgs {
+    /// Files or folders to sync (deleted ones are removed from the store).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
     #[command(flatten)]
     common: Common,
 }
@@ -74,13 +87,13 @@ pub fn embedder() -> HashEmbedder {
     HashEmbedder::default()
 }
 
-pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
-    let root = args.path.clone().unwrap_or_else(|| PathBuf::from("."));
-    let root = root
-        .canonicalize()
-        .with_context(|| format!("cannot open {}", root.display()))?;
-    let file = match &args.common.store {
+/// Opens the store of the tree at `root` (`root/.cfs/` unless `--store`), creating it
+/// when there is none, with the sync options of that tree.
+pub fn open_or_create(
+    root: &Path,
+    common: &Common,
+) -> anyhow::Result<(Store, PathBuf, SyncOptions)> {
+    let file = match &common.store {
         Some(path) => store_file(path),
         None => root.join(STORE_DIR).join(STORE_FILE),
     };
@@ -89,23 +102,137 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         registry: Registry::load(&root.join(STORE_DIR).join("collections.yaml"))?,
         ..SyncOptions::default()
     };
-    let embedder = embedder();
     let store = if file.is_file() {
         Store::open(&file)?
     } else {
         let settings = Settings {
             chunk: options.config.chunk,
-            model_id: embedder.model_id().to_owned(),
+            model_id: embedder().model_id().to_owned(),
         };
         Store::create(&file, settings)?
     };
-    let total = cfs_ingest::walk(&root).map(|w| w.files.len()).unwrap_or(0);
-    let bar = progress(total as u64, args.common.json, "indexing");
+    Ok((store, file, options))
+}
+
+/// The canonical folder `path` (default: the current directory).
+pub fn tree_root(path: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let root = path.unwrap_or(Path::new("."));
+    root.canonicalize()
+        .with_context(|| format!("cannot open {}", root.display()))
+}
+
+pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
+    let root = tree_root(args.path.as_deref())?;
+    let (store, file, options) = open_or_create(&root, &args.common)?;
+    let embedder = embedder();
     let started = std::time::Instant::now();
-    let report = store.sync(&root, &options, &embedder, &|_| bar.inc(1))?;
-    bar.finish_and_clear();
+    let (report, head) = match &args.changed_since {
+        Some(reference) => {
+            let changes = cfs_store::git::changed_since(&root, reference)?;
+            let scope = cfs_ingest::Scope::new(&changes.paths);
+            let bar = progress(changes.paths.len() as u64, args.common.json, "indexing");
+            let report = store.sync_paths(&root, &scope, &options, &embedder, &|_| bar.inc(1))?;
+            bar.finish_and_clear();
+            (report, changes.head)
+        }
+        None => {
+            let total = cfs_ingest::walk(&root).map(|w| w.files.len()).unwrap_or(0);
+            let bar = progress(total as u64, args.common.json, "indexing");
+            let report = store.sync(&root, &options, &embedder, &|_| bar.inc(1))?;
+            bar.finish_and_clear();
+            (report, cfs_store::git::head(&root))
+        }
+    };
+    if let Some(head) = &head {
+        store.record_git_head(head)?;
+    }
     let seconds = started.elapsed().as_secs_f64();
-    if args.common.json {
+    print_sync_report(
+        &report,
+        &root,
+        &file,
+        head.as_deref(),
+        seconds,
+        args.common.json,
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cfs refresh PATH...`: syncs exactly the named files and folders.
+pub fn refresh(args: &RefreshArgs) -> anyhow::Result<ExitCode> {
+    let file = find_store(args.common.store.as_deref())?;
+    let root = tree_of(&file).with_context(|| {
+        format!(
+            "{}: the store is not in a {STORE_DIR}/ folder, so its tree is unknown",
+            file.display()
+        )
+    })?;
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("cannot open {}", root.display()))?;
+    let cwd = std::env::current_dir()?;
+    let mut rel = Vec::new();
+    for path in &args.paths {
+        let abs = absolute(&cwd.join(path));
+        let r = abs.strip_prefix(&root).with_context(|| {
+            format!(
+                "{}: outside the indexed tree {}",
+                path.display(),
+                root.display()
+            )
+        })?;
+        rel.push(r.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"));
+    }
+    let (store, _, options) = open_or_create(&root, &args.common)?;
+    let started = std::time::Instant::now();
+    let report = store.sync_paths(
+        &root,
+        &cfs_ingest::Scope::new(&rel),
+        &options,
+        &embedder(),
+        &|_| {},
+    )?;
+    let seconds = started.elapsed().as_secs_f64();
+    print_sync_report(&report, &root, &file, None, seconds, args.common.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `path` made absolute without touching the file system beyond its longest existing
+/// ancestor (a deleted file has no canonical form): `..` and `.` resolved, symlinks of
+/// the existing part resolved.
+fn absolute(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut out = existing.canonicalize().unwrap_or(existing);
+    for name in rest.into_iter().rev() {
+        if name == ".." {
+            out.pop();
+        } else if name != "." {
+            out.push(name);
+        }
+    }
+    out
+}
+
+pub fn print_sync_report(
+    report: &cfs_store::SyncReport,
+    root: &Path,
+    file: &Path,
+    head: Option<&str>,
+    seconds: f64,
+    json: bool,
+) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
         print_json(&json!({
             "store": file.display().to_string(),
             "root": root.display().to_string(),
@@ -115,33 +242,37 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             "hashed": report.hashed, "parsed": report.parsed, "embedded": report.embedded,
             "rows_removed": report.rows_removed, "commits": report.commits,
             "state_root": report.root.to_hex(), "seconds": seconds,
+            "git_head": head,
         }))?;
-    } else {
-        writeln!(out, "indexed {} into {}", root.display(), file.display())?;
+        return Ok(());
+    }
+    writeln!(out, "indexed {} into {}", root.display(), file.display())?;
+    writeln!(
+        out,
+        "  {} added, {} updated, {} removed, {} renamed, {} unchanged, {} failed ({:.2} s)",
+        report.added,
+        report.updated,
+        report.removed,
+        report.renamed,
+        report.unchanged,
+        report.failed.len(),
+        seconds
+    )?;
+    for (path, reason) in report.failed.iter().take(10) {
+        writeln!(out, "  not indexed: {path}: {reason}")?;
+    }
+    if report.failed.len() > 10 {
         writeln!(
             out,
-            "  {} added, {} updated, {} removed, {} renamed, {} unchanged, {} failed ({:.2} s)",
-            report.added,
-            report.updated,
-            report.removed,
-            report.renamed,
-            report.unchanged,
-            report.failed.len(),
-            seconds
+            "  ... and {} more (see --json)",
+            report.failed.len() - 10
         )?;
-        for (path, reason) in report.failed.iter().take(10) {
-            writeln!(out, "  not indexed: {path}: {reason}")?;
-        }
-        if report.failed.len() > 10 {
-            writeln!(
-                out,
-                "  ... and {} more (see --json)",
-                report.failed.len() - 10
-            )?;
-        }
-        writeln!(out, "state root {}", report.root)?;
     }
-    Ok(ExitCode::SUCCESS)
+    if let Some(head) = head {
+        writeln!(out, "git HEAD {head}")?;
+    }
+    writeln!(out, "state root {}", report.root)?;
+    Ok(())
 }
 
 pub fn status(common: &Common) -> anyhow::Result<ExitCode> {
@@ -155,6 +286,7 @@ pub fn status(common: &Common) -> anyhow::Result<ExitCode> {
         .map(|m| m.len())
         .unwrap_or(0);
     let last = chain.last();
+    let git_head = store.git_head()?;
     let value = json!({
         "store": store.path().display().to_string(),
         "tree": tree_of(store.path()).map(|p| p.display().to_string()),
@@ -170,6 +302,7 @@ pub fn status(common: &Common) -> anyhow::Result<ExitCode> {
             "overlap_bytes": store.settings().chunk.overlap_bytes,
         },
         "embedder": store.settings().model_id,
+        "git_head": git_head.as_ref().map(|(h, r)| json!({"commit": h, "state_root": r.to_hex(), "current": *r == roots.state_root()})),
     });
     if common.json {
         print_json(&value)?;
@@ -187,6 +320,14 @@ pub fn status(common: &Common) -> anyhow::Result<ExitCode> {
             store.settings().model_id
         )?;
         writeln!(out, "state root {}", roots.state_root())?;
+        if let Some((head, root)) = &git_head {
+            let note = if *root == roots.state_root() {
+                ""
+            } else {
+                " (the store changed since)"
+            };
+            writeln!(out, "indexed git HEAD {head}{note}")?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

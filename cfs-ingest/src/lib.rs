@@ -44,4 +44,4 @@ pub use pipeline::{
 };
 pub use text::{ChunkParams, MIN_MAX_BYTES, Span, chunk_text};
 pub use tree::{TreeIndex, index_tree, index_walk, ingest_entry, read_entry};
-pub use walk::{DEFAULT_IGNORED_DIRS, Walk, WalkEntry, rel_path_string, walk};
+pub use walk::{DEFAULT_IGNORED_DIRS, Scope, Walk, WalkEntry, rel_path_string, walk, walk_scope};

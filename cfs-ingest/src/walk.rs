@@ -55,8 +55,87 @@ pub struct Walk {
     pub errors: Vec<IngestError>,
 }
 
+/// A part of a tree: relative paths, each naming a file or a folder (everything under
+/// it). A walk within a scope reads only the folders on the way to its paths, and
+/// applies the same ignore rules as a walk of the whole tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scope {
+    paths: std::collections::BTreeSet<String>,
+}
+
+impl Scope {
+    /// The scope of `paths` (relative, `/`-separated; trailing `/` and `./` ignored).
+    /// An empty path or `.` is the whole tree: use [`Scope::is_everything`].
+    pub fn new<S: AsRef<str>>(paths: impl IntoIterator<Item = S>) -> Self {
+        let paths = paths
+            .into_iter()
+            .map(|p| {
+                let p = p.as_ref().trim_end_matches('/');
+                let p = p.strip_prefix("./").unwrap_or(p);
+                if p == "." {
+                    String::new()
+                } else {
+                    p.to_owned()
+                }
+            })
+            .collect();
+        Self { paths }
+    }
+
+    /// The paths of the scope, sorted.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.paths.iter().map(String::as_str)
+    }
+
+    /// Whether the scope is the whole tree.
+    pub fn is_everything(&self) -> bool {
+        self.paths.contains("")
+    }
+
+    /// Whether the scope holds no path.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// Whether `rel` is one of the paths or under one.
+    pub fn contains(&self, rel: &str) -> bool {
+        if self.is_everything() || self.paths.contains(rel) {
+            return true;
+        }
+        let mut at = rel;
+        while let Some((parent, _)) = at.rsplit_once('/') {
+            if self.paths.contains(parent) {
+                return true;
+            }
+            at = parent;
+        }
+        false
+    }
+
+    /// Whether a walk must enter the folder `rel`: it is in the scope or on the way.
+    fn enters(&self, rel: &str) -> bool {
+        if rel.is_empty() || self.contains(rel) {
+            return true;
+        }
+        let prefix = format!("{rel}/");
+        self.paths
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|p| p.starts_with(&prefix))
+    }
+}
+
 /// Walks `root`.
 pub fn walk(root: &Path) -> Result<Walk, IngestError> {
+    walk_scope(root, None)
+}
+
+/// Walks the part of `root` in `scope` (all of it for `None`).
+pub fn walk_scope(root: &Path, scope: Option<&Scope>) -> Result<Walk, IngestError> {
+    let scope = scope
+        .filter(|s| !s.is_everything())
+        .cloned()
+        .map(std::sync::Arc::new);
     let meta = std::fs::metadata(root).map_err(|source| IngestError::Io {
         path: root.to_path_buf(),
         source,
@@ -73,11 +152,34 @@ pub fn walk(root: &Path) -> Result<Walk, IngestError> {
         .parents(false)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|entry| {
-            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-            !(is_dir
-                && entry.depth() > 0
-                && DEFAULT_IGNORED_DIRS.iter().any(|d| entry.file_name() == *d))
+        .filter_entry({
+            let scope = scope.clone();
+            let root = root.to_path_buf();
+            move |entry| {
+                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+                if is_dir
+                    && entry.depth() > 0
+                    && DEFAULT_IGNORED_DIRS.iter().any(|d| entry.file_name() == *d)
+                {
+                    return false;
+                }
+                match (
+                    &scope,
+                    entry.path().strip_prefix(&root).ok().and_then(Path::to_str),
+                ) {
+                    (None, _) => true,
+                    (Some(scope), Some(rel)) => {
+                        let rel = rel.replace(std::path::MAIN_SEPARATOR, "/");
+                        if is_dir {
+                            scope.enters(&rel)
+                        } else {
+                            scope.contains(&rel)
+                        }
+                    }
+                    // Paths that are not UTF-8 are reported by the visit.
+                    (Some(_), None) => true,
+                }
+            }
         });
     let found: std::sync::Mutex<Walk> = std::sync::Mutex::new(Walk::default());
     builder.build_parallel().run(|| {

@@ -19,12 +19,14 @@
 //! ```
 
 mod error;
+pub mod git;
 mod read;
 pub mod search;
 mod store;
 mod sync;
 mod tables;
 mod verify;
+pub mod watch;
 mod write;
 
 pub use error::{Result, StoreError};

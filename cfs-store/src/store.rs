@@ -29,6 +29,7 @@ pub(crate) mod meta {
     pub const SETTINGS: &str = "settings";
     pub const TABLE_ROOTS: &str = "table_roots";
     pub const SEQUENCE: &str = "sequence";
+    pub const GIT_HEAD: &str = "git_head";
 }
 
 /// What a store is built with; recorded at creation and checked at every sync.
@@ -126,7 +127,7 @@ impl Store {
                 source,
             })?;
         }
-        let db = Database::create(path)?;
+        let db = shared_builder().create(path)?;
         Self::initialize(db, path, settings)
     }
 
@@ -184,7 +185,7 @@ impl Store {
         if !path.is_file() {
             return Err(StoreError::NotFound(path.to_path_buf()));
         }
-        Self::from_database(Database::open(path)?, path)
+        Self::from_database(shared_builder().open(path)?, path)
     }
 
     fn from_database(db: Database, path: &Path) -> Result<Self> {
@@ -251,10 +252,50 @@ impl Store {
         Ok(ReadTxn::new(self.db.begin_read()?))
     }
 
+    /// Records that the current state reflects the git commit `head` (and the work tree's
+    /// changes since it). A meta row only: the state root does not move.
+    pub fn record_git_head(&self, head: &str) -> Result<()> {
+        let root = self.state_root()?;
+        let txn = self.db.begin_write()?;
+        {
+            let mut meta_t = txn.open_table(tables::META)?;
+            let value = format!("{head} {}", root.to_hex());
+            meta_t.insert(meta::GIT_HEAD.as_bytes(), value.as_bytes())?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// The git commit last recorded by [`Store::record_git_head`], with the state root
+    /// it was recorded at.
+    pub fn git_head(&self) -> Result<Option<(String, StateRoot)>> {
+        let txn = self.db.begin_read()?;
+        let meta_t = txn.open_table(tables::META)?;
+        let Some(v) = meta_t.get(meta::GIT_HEAD.as_bytes())? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8_lossy(v.value()).into_owned();
+        let (head, root) = text
+            .split_once(' ')
+            .ok_or_else(|| StoreError::Corrupted("meta git_head".into()))?;
+        let root = StateRoot::from_hex(root)
+            .map_err(|_| StoreError::Corrupted("meta git_head root".into()))?;
+        Ok(Some((head.to_owned(), root)))
+    }
+
     /// The current state root.
     pub fn state_root(&self) -> Result<StateRoot> {
         Ok(self.begin_read()?.table_roots()?.state_root())
     }
+}
+
+/// The redb builder of store files: any number of processes may have a store open at
+/// once (a watcher writing, searches and status reading), write transactions taking
+/// turns, each reader seeing the latest commit when its transaction begins.
+fn shared_builder() -> redb::Builder {
+    let mut builder = Database::builder();
+    builder.set_concurrency_mode(redb::ConcurrencyMode::MultiWriter);
+    builder
 }
 
 pub(crate) fn read_table_roots<T: ReadableTable<&'static [u8], &'static [u8]>>(

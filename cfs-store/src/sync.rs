@@ -12,8 +12,8 @@ use std::path::Path;
 
 use cfs_core::{Canonical, ContentHash, DocumentId, PathEntry, StateRoot, TextHash};
 use cfs_ingest::{
-    Embedder, IngestConfig, IngestError, Parsed, Registry, WalkEntry, detect_file, embedding_text,
-    parse_file, walk,
+    Embedder, IngestConfig, IngestError, Parsed, Registry, Scope, WalkEntry, detect_file,
+    embedding_text, parse_file, walk_scope,
 };
 use rayon::prelude::*;
 use redb::ReadableTable;
@@ -134,6 +134,45 @@ struct Read {
     result: std::result::Result<(Vec<u8>, ContentHash), IngestError>,
 }
 
+/// The path entries and stat-cache rows of the paths in `scope`. The stat cache is
+/// keyed by path, so a folder's rows are one key range; path entries are then read by
+/// id for those paths and for the scope's own paths.
+fn scoped_state(
+    read: &crate::ReadTxn,
+    scope: &Scope,
+) -> Result<(BTreeMap<String, PathEntry>, BTreeMap<String, Stat>)> {
+    let stat_t = read.raw().open_table(tables::STAT_CACHE)?;
+    let mut stats: BTreeMap<String, Stat> = BTreeMap::new();
+    let mut candidates: BTreeSet<String> = BTreeSet::new();
+    for p in scope.paths() {
+        candidates.insert(p.to_owned());
+        if let Some(v) = stat_t.get(p.as_bytes())?
+            && let Some(stat) = Stat::decode(v.value())
+        {
+            stats.insert(p.to_owned(), stat);
+        }
+        // Everything under `p/`: keys from "p/" up to "p0" ('0' follows '/').
+        let lo = format!("{p}/");
+        let hi = format!("{p}0");
+        for row in stat_t.range::<&[u8]>(lo.as_bytes()..hi.as_bytes())? {
+            let (k, v) = row?;
+            if let Ok(path) = std::str::from_utf8(k.value()) {
+                candidates.insert(path.to_owned());
+                if let Some(stat) = Stat::decode(v.value()) {
+                    stats.insert(path.to_owned(), stat);
+                }
+            }
+        }
+    }
+    let mut existing = BTreeMap::new();
+    for path in candidates {
+        if let Some(entry) = read.path(&path)? {
+            existing.insert(path, entry);
+        }
+    }
+    Ok((existing, stats))
+}
+
 fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -158,13 +197,46 @@ impl Store {
         embedder: &dyn Embedder,
         progress: &(dyn Fn(&str) + Sync),
     ) -> Result<SyncReport> {
+        self.sync_scope(root, None, options, embedder, progress)
+    }
+
+    /// Syncs only the part of `root` in `scope`: the named files and everything under
+    /// the named folders, added, changed or removed (a named path that no longer exists
+    /// is removed, with everything under it). The same rules as a whole sync apply, so
+    /// syncing the paths that changed leaves the root a whole sync would.
+    pub fn sync_paths(
+        &self,
+        root: &Path,
+        scope: &Scope,
+        options: &SyncOptions,
+        embedder: &dyn Embedder,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<SyncReport> {
+        if scope.is_empty() {
+            return Ok(SyncReport {
+                root: self.state_root()?,
+                ..SyncReport::default()
+            });
+        }
+        let scope = Some(scope).filter(|s| !s.is_everything());
+        self.sync_scope(root, scope, options, embedder, progress)
+    }
+
+    fn sync_scope(
+        &self,
+        root: &Path,
+        scope: Option<&Scope>,
+        options: &SyncOptions,
+        embedder: &dyn Embedder,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<SyncReport> {
         let requested = Settings {
             chunk: options.config.chunk,
             model_id: embedder.model_id().to_owned(),
         };
         self.settings().check(&requested, self.path())?;
         let started_ns = now_ns();
-        let walked = walk(root)?;
+        let walked = walk_scope(root, scope)?;
         // The store's own file is never indexed, wherever it lives (only files with its
         // name are resolved, to keep the walk free of per-file path resolution).
         let store_file = self.path().canonicalize().ok();
@@ -186,20 +258,26 @@ impl Store {
         // One read transaction for everything the sync compares against.
         let (existing, stats, mut renames_left) = {
             let read = self.begin_read()?;
-            let existing: BTreeMap<String, PathEntry> = read
-                .all_paths()?
-                .into_iter()
-                .map(|p| (p.path.clone(), p))
-                .collect();
-            let mut stats: BTreeMap<String, Stat> = BTreeMap::new();
-            for row in read.raw().open_table(tables::STAT_CACHE)?.iter()? {
-                let (k, v) = row?;
-                if let (Ok(path), Some(stat)) =
-                    (std::str::from_utf8(k.value()), Stat::decode(v.value()))
-                {
-                    stats.insert(path.to_owned(), stat);
+            let (existing, stats) = match scope {
+                None => {
+                    let existing: BTreeMap<String, PathEntry> = read
+                        .all_paths()?
+                        .into_iter()
+                        .map(|p| (p.path.clone(), p))
+                        .collect();
+                    let mut stats: BTreeMap<String, Stat> = BTreeMap::new();
+                    for row in read.raw().open_table(tables::STAT_CACHE)?.iter()? {
+                        let (k, v) = row?;
+                        if let (Ok(path), Some(stat)) =
+                            (std::str::from_utf8(k.value()), Stat::decode(v.value()))
+                        {
+                            stats.insert(path.to_owned(), stat);
+                        }
+                    }
+                    (existing, stats)
                 }
-            }
+                Some(scope) => scoped_state(&read, scope)?,
+            };
             // Content hashes of documents that may be leaving, to tell renames apart.
             let mut renames: BTreeMap<ContentHash, usize> = BTreeMap::new();
             for entry in existing

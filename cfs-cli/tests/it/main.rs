@@ -348,3 +348,128 @@ fn search_and_rebuild_index() {
     assert_eq!(v["agrees_with_state"], true);
     assert_eq!(v["chunks"], 2);
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
+#[test]
+fn refresh_and_changed_since() {
+    let dir = sample_tree();
+    let root = dir.path();
+    git(root, &["init", "--quiet"]);
+    git(root, &["add", "README.md", "src/lib.rs"]);
+    git(root, &["commit", "--quiet", "-m", "one"]);
+    let (code, out, err) = cfs_in(root, &["index", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v["git_head"].is_string());
+    let status: Value = serde_json::from_str(&cfs_in(root, &["status", "--json"]).1).unwrap();
+    assert_eq!(status["git_head"]["commit"], v["git_head"]);
+    assert_eq!(status["git_head"]["current"], true);
+
+    // refresh: only the named paths; a deleted one is removed.
+    std::fs::write(root.join("src/lib.rs"), "/// Subtracts.\npub fn sub() {}\n").unwrap();
+    std::fs::remove_file(root.join("copy.md")).unwrap();
+    std::fs::write(root.join("other.txt"), "not named\n").unwrap();
+    let (code, out, err) = cfs_in(
+        &root.join("src"),
+        &["refresh", "lib.rs", "../copy.md", "--json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (
+            r["updated"].as_u64(),
+            r["removed"].as_u64(),
+            r["added"].as_u64()
+        ),
+        (Some(1), Some(1), Some(0))
+    );
+    let (code, _, err) = cfs_in(root, &["refresh", "/etc/passwd"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("outside the indexed tree"), "{err}");
+
+    // --changed-since: committed, staged, unstaged and untracked changes since REF.
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "--quiet", "-m", "two"]);
+    std::fs::write(
+        root.join("README.md"),
+        "# Sample\n\nEdited after the commit.\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("untracked.md"), "# New\n").unwrap();
+    let (code, out, err) = cfs_in(root, &["index", "--changed-since", "HEAD~1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    // other.txt (committed in "two") and untracked.md are new; README.md changed.
+    assert_eq!(r["added"], 2, "{r}");
+    assert_eq!(r["updated"], 1, "{r}");
+    let (_, demo, _) = cfs(&["demo", root.to_str().unwrap(), "--json"]);
+    let demo: Value = serde_json::from_str(&demo).unwrap();
+    assert_eq!(demo["state_root"], r["state_root"]);
+    let (code, _, err) = cfs_in(root, &["index", "--changed-since", "nope"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("nope: no such commit"), "{err}");
+}
+
+#[test]
+fn watch_syncs_edits_and_stops_cleanly_on_interrupt() {
+    use std::io::BufRead;
+    let dir = sample_tree();
+    let root = dir.path();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cfs"))
+        .args(["watch", "--json", "--quiet-ms", "50"])
+        .current_dir(root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
+    assert_eq!(next()["event"], "synced");
+    assert_eq!(next()["event"], "watching");
+    std::fs::write(root.join("added.md"), "# Added while watching\n").unwrap();
+    let e = next();
+    assert_eq!(
+        (e["event"].as_str(), e["added"].as_u64()),
+        (Some("synced"), Some(1)),
+        "{e}"
+    );
+    let (code, _, _) = cfs_in(root, &["search", "watching", "--json"]);
+    assert_eq!(code, 0);
+    let hits: Value =
+        serde_json::from_str(&cfs_in(root, &["search", "watching", "--json"]).1).unwrap();
+    assert_eq!(hits[0]["path"], "added.md");
+    // Ctrl-C: the watcher finishes and exits 0.
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let (code, _, err) = cfs_in(root, &["verify"]);
+    assert_eq!(code, 0, "{err}");
+}

@@ -2,7 +2,9 @@
 //! edit, verify, proofs, reopen, and the refusals (schema, settings, empty deletes).
 
 mod crash;
+mod git;
 mod model;
 mod search;
 mod store;
 mod vectors;
+mod watch;

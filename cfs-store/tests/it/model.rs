@@ -120,7 +120,10 @@ proptest! {
     })]
 
     #[test]
-    fn every_step_equals_a_clean_index(ops in prop::collection::vec(op_strategy(), 1..14)) {
+    fn every_step_equals_a_clean_index(
+        ops in prop::collection::vec(op_strategy(), 1..14),
+        scoped in any::<bool>(),
+    ) {
         let tree = tempfile::tempdir().unwrap();
         let db = tempfile::tempdir().unwrap();
         let root = tree.path();
@@ -132,6 +135,13 @@ proptest! {
         let search_options = IndexOptions { merge_min_chunks: 3, ..exact() };
         let index = SearchIndex::open(&store, &embedder, search_options).unwrap();
         for op in ops {
+            // The paths the operation touched, as a watcher would report them.
+            let touched: Vec<String> = match &op {
+                Op::Write(f, _) | Op::Shrink(f) | Op::Truncate(f) | Op::Delete(f) => vec![name(*f)],
+                Op::Rename(a, b) | Op::Copy(a, b) => vec![name(*a), name(*b)],
+                Op::CaseRename(f) => vec![name(*f), name(*f).replace("f", "F")],
+                Op::Reopen => Vec::new(),
+            };
             match op {
                 Op::Write(f, s) => {
                     let p = name(f);
@@ -182,7 +192,12 @@ proptest! {
                     store = Store::open(&path).unwrap();
                 }
             }
-            let report = store.sync(root, &options, &embedder, &|_| {}).unwrap();
+            let report = if scoped {
+                let scope = cfs_ingest::Scope::new(&touched);
+                store.sync_paths(root, &scope, &options, &embedder, &|_| {}).unwrap()
+            } else {
+                store.sync(root, &options, &embedder, &|_| {}).unwrap()
+            };
             prop_assert_eq!(report.root, clean_root(root, &options, &embedder));
             let verify = store.verify().unwrap();
             prop_assert!(verify.is_ok(), "{:?}", verify.problems);

@@ -278,3 +278,61 @@ fn verify_finds_tampered_rows() {
         report.problems
     );
 }
+
+#[test]
+fn sync_paths_touches_only_its_scope_with_the_same_rules() {
+    use cfs_ingest::Scope;
+    let (tree, _db, store, options, embedder) = setup();
+    let root = tree.path();
+    write(root, "a/one.txt", "one\n");
+    write(root, "a/sub/two.txt", "two\n");
+    write(root, "b/three.txt", "three\n");
+    write(root, ".gitignore", "*.log\n");
+    store.sync(root, &options, &embedder, &|_| {}).unwrap();
+    let sync = |paths: &[&str]| {
+        store
+            .sync_paths(root, &Scope::new(paths), &options, &embedder, &|_| {})
+            .unwrap()
+    };
+
+    // Out-of-scope changes are left for later; in-scope ones are taken.
+    write(root, "b/three.txt", "three, edited\n");
+    write(root, "a/one.txt", "one, edited\n");
+    let r = sync(&["a/one.txt"]);
+    assert_eq!((r.updated, r.added, r.removed), (1, 0, 0));
+    assert_ne!(r.root, clean_root(root, &options, &embedder));
+    let r = sync(&["b"]);
+    assert_eq!(r.updated, 1);
+    assert_eq!(r.root, clean_root(root, &options, &embedder));
+
+    // A removed folder named as a whole removes everything under it.
+    std::fs::remove_dir_all(root.join("a")).unwrap();
+    let r = sync(&["a"]);
+    assert_eq!(r.removed, 2);
+    assert_eq!(r.root, clean_root(root, &options, &embedder));
+
+    // Ignore rules hold for named paths: ignored files and folders are not indexed.
+    write(root, "x.log", "ignored by .gitignore\n");
+    write(root, "node_modules/m/index.js", "ignored()\n");
+    write(root, ".cfs/other", "the store's folder\n");
+    let r = sync(&[
+        "x.log",
+        "node_modules/m/index.js",
+        "node_modules",
+        ".cfs/other",
+    ]);
+    assert_eq!((r.added, r.commits), (0, 0));
+    // A path that never existed is not an error.
+    let r = sync(&["nowhere/at/all.txt", "c"]);
+    assert_eq!((r.added, r.removed, r.commits), (0, 0, 0));
+    // A rename is seen when both names are in scope.
+    std::fs::rename(root.join("b/three.txt"), root.join("b/four.txt")).unwrap();
+    let r = sync(&["b/three.txt", "b/four.txt"]);
+    assert_eq!((r.renamed, r.removed, r.added), (1, 0, 0));
+    assert_eq!(r.root, clean_root(root, &options, &embedder));
+    // The whole tree: `.` or an empty path.
+    write(root, "c/new.txt", "new\n");
+    let r = sync(&["."]);
+    assert_eq!(r.added, 1);
+    assert_eq!(r.root, clean_root(root, &options, &embedder));
+}

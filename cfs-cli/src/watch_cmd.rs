@@ -1,0 +1,130 @@
+//! `cfs watch`: keep the store in step with a tree while it is edited.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use cfs_store::watch::{WatchEvent, WatchSettings, watch};
+use serde_json::json;
+
+use crate::store_cmds::{Common, embedder, open_or_create, tree_root};
+
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    /// The folder to watch (default: the current directory).
+    path: Option<PathBuf>,
+    /// Sync a batch of changes once no event came for this long (milliseconds).
+    #[arg(long, default_value_t = 50)]
+    quiet_ms: u64,
+    /// ... but no later than this after its first event (milliseconds).
+    #[arg(long, default_value_t = 1000)]
+    max_delay_ms: u64,
+    /// Interval of whole syncs when the system cannot watch the tree (seconds).
+    #[arg(long, default_value_t = 10)]
+    poll_s: u64,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
+    let root = tree_root(args.path.as_deref())?;
+    let (store, file, options) = open_or_create(&root, &args.common)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        ctrlc::set_handler(move || {
+            if stop.swap(true, Ordering::SeqCst) {
+                // A second Ctrl-C: leave now; redb keeps the last committed state.
+                std::process::exit(130);
+            }
+        })?;
+    }
+    let settings = WatchSettings {
+        quiet: Duration::from_millis(args.quiet_ms),
+        max_delay: Duration::from_millis(args.max_delay_ms),
+        poll_interval: Duration::from_secs(args.poll_s.max(1)),
+    };
+    let json = args.common.json;
+    let mut failed_io = None;
+    let mut on_event = |event: WatchEvent| {
+        let mut out = std::io::stdout().lock();
+        let line = match event {
+            WatchEvent::Watching => {
+                if json {
+                    json!({"event": "watching", "root": root.display().to_string(), "store": file.display().to_string()}).to_string()
+                } else {
+                    format!("watching {} (Ctrl-C to stop)", root.display())
+                }
+            }
+            WatchEvent::Degraded(reason) => {
+                eprintln!(
+                    "cfs: warning: cannot watch {} ({reason}); syncing the whole tree every {} s instead",
+                    root.display(),
+                    settings.poll_interval.as_secs()
+                );
+                if !json {
+                    return;
+                }
+                json!({"event": "degraded", "reason": reason}).to_string()
+            }
+            WatchEvent::Synced {
+                report,
+                paths,
+                elapsed,
+            } => {
+                if report.commits == 0 && paths.is_some() {
+                    return;
+                }
+                if json {
+                    json!({"event": "synced", "paths": paths, "added": report.added,
+                        "updated": report.updated, "removed": report.removed,
+                        "renamed": report.renamed, "failed": report.failed.len(),
+                        "commits": report.commits, "state_root": report.root.to_hex(),
+                        "ms": elapsed.as_secs_f64() * 1e3})
+                    .to_string()
+                } else {
+                    format!(
+                        "{} {} added, {} updated, {} removed, {} renamed{} in {:.1} ms; root {}",
+                        match paths {
+                            Some(n) => format!("{n} paths:"),
+                            None => "whole tree:".into(),
+                        },
+                        report.added,
+                        report.updated,
+                        report.removed,
+                        report.renamed,
+                        if report.failed.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", {} failed", report.failed.len())
+                        },
+                        elapsed.as_secs_f64() * 1e3,
+                        report.root
+                    )
+                }
+            }
+        };
+        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+            failed_io.get_or_insert(e);
+        }
+    };
+    watch(
+        &store,
+        &root,
+        &options,
+        &embedder(),
+        &settings,
+        &stop,
+        &mut on_event,
+    )?;
+    if let Some(e) = failed_io {
+        return Err(e.into());
+    }
+    if !json {
+        eprintln!("stopped; state root {}", store.state_root()?);
+    }
+    Ok(ExitCode::SUCCESS)
+}

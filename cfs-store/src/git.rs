@@ -1,0 +1,95 @@
+//! What changed in a git work tree since a commit, for `cfs index --changed-since`.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::error::{Result, StoreError};
+
+/// The paths that differ between a commit and the work tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GitChanges {
+    /// The work tree's `HEAD` commit (`None` in a repository without commits).
+    pub head: Option<String>,
+    /// Paths relative to the tree that were added, modified, removed or renamed (both
+    /// names) since the commit, and untracked files that are not ignored; sorted.
+    pub paths: Vec<String>,
+}
+
+fn git(tree: &Path, args: &[&str]) -> Result<std::process::Output> {
+    Command::new("git")
+        .arg("-C")
+        .arg(tree)
+        .args(args)
+        .output()
+        .map_err(|source| StoreError::Io {
+            path: tree.to_path_buf(),
+            source: std::io::Error::new(source.kind(), format!("running git: {source}")),
+        })
+}
+
+fn nul_list(bytes: &[u8]) -> Vec<String> {
+    bytes
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect()
+}
+
+/// The changes of the work tree at `tree` since `reference` (any commit-ish), as git
+/// sees them: `git diff --name-only --no-renames --relative REF` plus untracked files.
+/// A reference that names no commit is an error that says so.
+pub fn changed_since(tree: &Path, reference: &str) -> Result<GitChanges> {
+    let spec = format!("{reference}^{{commit}}");
+    let verify = git(tree, &["rev-parse", "--verify", "--quiet", &spec])?;
+    if !verify.status.success() {
+        let inside = git(tree, &["rev-parse", "--is-inside-work-tree"])?;
+        if !inside.status.success() {
+            return Err(StoreError::InvalidInput(format!(
+                "{}: not inside a git work tree ({})",
+                tree.display(),
+                String::from_utf8_lossy(&inside.stderr).trim()
+            )));
+        }
+        return Err(StoreError::InvalidInput(format!(
+            "{reference}: no such commit in the git repository at {}",
+            tree.display()
+        )));
+    }
+    let commit = String::from_utf8_lossy(&verify.stdout).trim().to_owned();
+    let diff = git(
+        tree,
+        &[
+            "diff",
+            "--name-only",
+            "--no-renames",
+            "--relative",
+            "-z",
+            &commit,
+            "--",
+        ],
+    )?;
+    if !diff.status.success() {
+        return Err(StoreError::InvalidInput(format!(
+            "git diff {reference} in {}: {}",
+            tree.display(),
+            String::from_utf8_lossy(&diff.stderr).trim()
+        )));
+    }
+    let untracked = git(tree, &["ls-files", "--others", "--exclude-standard", "-z"])?;
+    let mut paths = nul_list(&diff.stdout);
+    paths.extend(nul_list(&untracked.stdout));
+    paths.sort();
+    paths.dedup();
+    Ok(GitChanges {
+        head: head(tree),
+        paths,
+    })
+}
+
+/// The `HEAD` commit of the work tree at `tree`, when it is one and has commits.
+pub fn head(tree: &Path) -> Option<String> {
+    let out = git(tree, &["rev-parse", "--verify", "--quiet", "HEAD"]).ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}

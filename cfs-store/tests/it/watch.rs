@@ -1,0 +1,165 @@
+//! A real file-system watcher on a temporary tree: after each kind of edit settles, the
+//! store's root equals a clean index of the tree, and search finds the new text and not
+//! the old.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use cfs_ingest::HashEmbedder;
+use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
+use cfs_store::watch::{WatchEvent, WatchSettings, watch};
+use cfs_store::{Store, SyncOptions};
+
+use crate::store::{clean_root, settings, write};
+
+/// Waits until the store's root is the clean-index root of the tree.
+fn settle(store: &Store, root: &Path, options: &SyncOptions, embedder: &HashEmbedder, what: &str) {
+    let expected = clean_root(root, options, embedder);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while store.state_root().unwrap() != expected {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: the watcher did not converge"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn found(index: &SearchIndex, store: &Store, embedder: &HashEmbedder, word: &str) -> Vec<String> {
+    index.refresh(store).unwrap();
+    index
+        .search(&Query::new(word).mode(Mode::Text).k(50), embedder)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.path)
+        .collect()
+}
+
+#[test]
+fn a_real_watcher_converges_after_every_kind_of_edit() {
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path().canonicalize().unwrap();
+    let root = root.as_path();
+    write(root, "keep.txt", "stays as it is\n");
+    write(root, "docs/old.md", "# Old\n\nzebra crossing\n");
+    let options = SyncOptions::default();
+    let embedder = HashEmbedder::new(32);
+    // The store lives inside the tree, as `cfs index` puts it: its writes make no work.
+    let store = Arc::new(
+        Store::create(&root.join(".cfs/store.redb"), settings(&options, &embedder)).unwrap(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<(bool, usize)>();
+    let handle = {
+        let (store, stop, options, embedder) = (
+            Arc::clone(&store),
+            Arc::clone(&stop),
+            options.clone(),
+            embedder.clone(),
+        );
+        let root = root.to_path_buf();
+        std::thread::spawn(move || {
+            let settings = WatchSettings {
+                quiet: Duration::from_millis(100),
+                ..WatchSettings::default()
+            };
+            let mut on_event = |e: WatchEvent| match e {
+                WatchEvent::Watching => {
+                    let _ = tx.send((true, 0));
+                }
+                WatchEvent::Synced { report, .. } => {
+                    let _ = tx.send((false, report.commits));
+                }
+                WatchEvent::Degraded(reason) => panic!("degraded: {reason}"),
+            };
+            watch(
+                &store,
+                &root,
+                &options,
+                &embedder,
+                &settings,
+                &stop,
+                &mut on_event,
+            )
+        })
+    };
+    // The first whole sync, then watching.
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(30)).unwrap(),
+        (false, 1)
+    );
+    assert!(rx.recv_timeout(Duration::from_secs(30)).unwrap().0);
+    settle(&store, root, &options, &embedder, "start");
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::default()).unwrap();
+    assert_eq!(found(&index, &store, &embedder, "zebra"), ["docs/old.md"]);
+
+    write(root, "new.txt", "a fresh aardvark\n");
+    settle(&store, root, &options, &embedder, "create");
+    assert_eq!(found(&index, &store, &embedder, "aardvark"), ["new.txt"]);
+
+    write(root, "new.txt", "a fresh aardvark and a badger\n");
+    settle(&store, root, &options, &embedder, "modify");
+    assert_eq!(found(&index, &store, &embedder, "badger"), ["new.txt"]);
+
+    write(root, "new.txt", "a badger\n");
+    settle(&store, root, &options, &embedder, "shrink");
+    assert!(found(&index, &store, &embedder, "aardvark").is_empty());
+
+    std::fs::rename(root.join("new.txt"), root.join("renamed.txt")).unwrap();
+    settle(&store, root, &options, &embedder, "rename");
+    assert_eq!(found(&index, &store, &embedder, "badger"), ["renamed.txt"]);
+
+    std::fs::create_dir_all(root.join("elsewhere/deeper")).unwrap();
+    std::fs::rename(
+        root.join("docs/old.md"),
+        root.join("elsewhere/deeper/old.md"),
+    )
+    .unwrap();
+    settle(&store, root, &options, &embedder, "move across folders");
+    assert_eq!(
+        found(&index, &store, &embedder, "zebra"),
+        ["elsewhere/deeper/old.md"]
+    );
+
+    std::fs::remove_file(root.join("renamed.txt")).unwrap();
+    settle(&store, root, &options, &embedder, "delete");
+    assert!(found(&index, &store, &embedder, "badger").is_empty());
+
+    // An editor's atomic save: write a temporary file, then rename it over the file.
+    write(root, ".keep.txt.swp", "changed by the editor: ocelot\n");
+    std::fs::rename(root.join(".keep.txt.swp"), root.join("keep.txt")).unwrap();
+    settle(&store, root, &options, &embedder, "atomic save");
+    assert_eq!(found(&index, &store, &embedder, "ocelot"), ["keep.txt"]);
+    assert!(found(&index, &store, &embedder, "stays").is_empty());
+
+    // A burst of 2,000 files (a checkout) ends in a few commits.
+    while rx.try_recv().is_ok() {}
+    for i in 0..2000 {
+        write(
+            root,
+            &format!("burst/d{}/f{i}.txt", i % 20),
+            &format!("file {i} of the burst, walrus{i}\n"),
+        );
+    }
+    settle(&store, root, &options, &embedder, "burst of 2,000 files");
+    let commits: usize = rx.try_iter().map(|(_, c)| c).sum();
+    assert!(
+        (1..=10).contains(&commits),
+        "{commits} commits for the burst"
+    );
+    assert_eq!(
+        found(&index, &store, &embedder, "walrus1999")[0],
+        "burst/d19/f1999.txt"
+    );
+    // Ignored trees make no work.
+    write(root, "node_modules/pkg/index.js", "module.exports = 1;\n");
+    write(root, "target/debug/out.txt", "build output\n");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(rx.try_iter().map(|(_, c)| c).sum::<usize>(), 0);
+
+    stop.store(true, Ordering::SeqCst);
+    handle.join().unwrap().unwrap();
+    assert!(store.verify().unwrap().is_ok());
+}
