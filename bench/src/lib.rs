@@ -44,7 +44,15 @@ pub fn declared_item(line: &str) -> Option<String> {
         .filter(|w| !w.is_empty())
         .collect();
     let keywords = [
-        "fn", "struct", "enum", "trait", "type", "const", "static", "mod", "union",
+        "fn",
+        "struct",
+        "enum",
+        "trait",
+        "type",
+        "const",
+        "static",
+        "mod",
+        "union",
         "macro_rules!",
     ];
     let at = words.iter().position(|w| keywords.contains(w))?;
@@ -120,6 +128,6 @@ pub fn is_target(hit: &Hit, label: &Label) -> bool {
 /// Whether a chunk with these paths and symbol is the label's item.
 pub fn is_target_parts<P: AsRef<str>>(paths: &[P], symbol: Option<&str>, label: &Label) -> bool {
     paths.iter().any(|p| p.as_ref() == label.path)
-        && symbol.is_some_and(|s| s == label.item || s.rsplit("::").next() == Some(label.item.as_str()))
+        && symbol
+            .is_some_and(|s| s == label.item || s.rsplit("::").next() == Some(label.item.as_str()))
 }
-

@@ -101,11 +101,16 @@ impl Coalescer {
     /// Takes in one change at `now`.
     pub fn push(&mut self, change: Change, now: Instant) {
         let before = self.has_work();
+        let mut relevant = false;
         match change {
-            Change::Rescan => self.everything = true,
+            Change::Rescan => {
+                self.everything = true;
+                relevant = true;
+            }
             Change::Paths(paths) => {
                 for p in paths {
                     if let Some(rel) = self.relative(&p) {
+                        relevant = true;
                         if rel.is_empty() {
                             self.everything = true;
                         } else {
@@ -115,7 +120,8 @@ impl Coalescer {
                 }
             }
         }
-        if self.has_work() {
+        // Events that make no work (the store's own writes) do not delay a batch.
+        if relevant {
             if !before {
                 self.first = Some(now);
             }
@@ -362,6 +368,12 @@ mod tests {
         );
         assert_eq!(c.deadline(), None);
         assert_eq!(c.take(t0 + Duration::from_secs(1)), None);
+        // Ignored events do not push a pending batch back.
+        c.push(Change::Paths(vec![root.join("a.txt")]), t0);
+        let deadline = c.deadline();
+        c.push(Change::Paths(vec![root.join(".git/index")]), t0 + Duration::from_millis(30));
+        assert_eq!(c.deadline(), deadline);
+        assert!(c.take(t0 + Duration::from_millis(50)).is_some());
         c.push(Change::Paths(vec![root.join("b.txt")]), t0);
         c.push(Change::Rescan, t0);
         assert_eq!(c.take(t0 + Duration::from_secs(1)), Some(Batch::Everything));

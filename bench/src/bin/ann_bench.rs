@@ -71,7 +71,10 @@ fn recall(exact: &[Vec<usize>], found: &[Vec<usize>]) -> f64 {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let src = PathBuf::from(args.next().expect("usage: ann_bench SRC --bytes N --points A,B"));
+    let src = PathBuf::from(
+        args.next()
+            .expect("usage: ann_bench SRC --bytes N --points A,B"),
+    );
     let (mut budget, mut sizes) = (30u64 << 20, vec![10_000usize, 25_000]);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -97,7 +100,9 @@ fn main() {
         model_id: embedder.model_id().into(),
     };
     let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
-    store.sync(&tree, &options, &embedder, &|_| {}).expect("sync");
+    store
+        .sync(&tree, &options, &embedder, &|_| {})
+        .expect("sync");
     let index = SearchIndex::open(
         &store,
         &embedder,
@@ -126,7 +131,10 @@ fn main() {
         .step_by(step)
         .map(|l| embedder.embed(&l.query))
         .collect();
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
     let mut rows = Vec::new();
     for &n in &sizes {
         let n = n.min(vectors.len());
@@ -142,7 +150,13 @@ fn main() {
 
         // instant-distance, when small enough to finish in minutes.
         let id_row = if n <= 30_000 {
-            let points: Vec<P> = (0..n).map(|i| P { all: Arc::clone(&all), i, q: None }).collect();
+            let points: Vec<P> = (0..n)
+                .map(|i| P {
+                    all: Arc::clone(&all),
+                    i,
+                    q: None,
+                })
+                .collect();
             let t = Instant::now();
             let (graph, _) = one.install(|| {
                 instant_distance::Builder::default()
@@ -156,10 +170,18 @@ fn main() {
             let found: Vec<Vec<usize>> = queries
                 .iter()
                 .map(|q| {
-                    let p = P { all: Arc::clone(&all), i: 0, q: Some(Arc::new(q.clone())) };
+                    let p = P {
+                        all: Arc::clone(&all),
+                        i: 0,
+                        q: Some(Arc::new(q.clone())),
+                    };
                     let mut s = instant_distance::Search::default();
                     let t = Instant::now();
-                    let r: Vec<usize> = graph.search(&p, &mut s).take(10).map(|it| it.point.i).collect();
+                    let r: Vec<usize> = graph
+                        .search(&p, &mut s)
+                        .take(10)
+                        .map(|it| it.point.i)
+                        .collect();
                     times.push(t.elapsed());
                     r
                 })
@@ -200,5 +222,9 @@ fn main() {
         }));
         eprintln!("{}", rows.last().expect("row"));
     }
-    println!("{}", serde_json::to_string_pretty(&json!({"queries": queries.len(), "sizes": rows})).expect("json"));
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json!({"queries": queries.len(), "sizes": rows}))
+            .expect("json")
+    );
 }

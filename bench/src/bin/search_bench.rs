@@ -21,10 +21,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use cfs_bench::{Label, is_target, make_corpus, percentile, rss_bytes};
 use cfs_ingest::{Embedder, HashEmbedder};
 use cfs_store::search::{Hit, IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::{Settings, Store, SyncOptions};
-use cfs_bench::{Label, is_target, make_corpus, percentile, rss_bytes};
 use serde_json::json;
 
 struct Quality {
@@ -48,7 +48,10 @@ fn run_queries(
     for label in labels {
         let mut q = Query::new(label.query.clone()).mode(mode).k(10);
         q.exact = exact;
-        if let Some(w) = std::env::var("CFS_VECTOR_WEIGHT").ok().and_then(|w| w.parse().ok()) {
+        if let Some(w) = std::env::var("CFS_VECTOR_WEIGHT")
+            .ok()
+            .and_then(|w| w.parse().ok())
+        {
             q.vector_weight = Some(w);
         }
         let t = Instant::now();

@@ -42,6 +42,34 @@ fn main() {
         model_id: embedder.model_id().into(),
     };
     let store = Arc::new(Store::create(&tree.join(".cfs/store.redb"), settings).expect("store"));
+    store
+        .sync(&tree, &options, &embedder, &|_| {})
+        .expect("first sync");
+    // The sync alone: one edited file through sync_paths, no watcher.
+    let files = cfs_ingest::walk(&tree).expect("walk").files;
+    let mut direct = Vec::new();
+    for i in 0..20 {
+        let f = &files[(i * 4099 + 17) % files.len()];
+        let mut text = std::fs::read_to_string(&f.abs_path).expect("read");
+        text.push_str(&format!("\n// direct edit {i}\n"));
+        std::fs::write(&f.abs_path, text).expect("write");
+        let t = Instant::now();
+        let w = cfs_ingest::walk_scope(&tree, Some(&cfs_ingest::Scope::new([&f.rel_path]))).expect("walk");
+        if std::env::var_os("CFS_PROBE").is_some() { eprintln!("walk_scope {:?} ({} files)", t.elapsed(), w.files.len()); }
+        let t = Instant::now();
+        store
+            .sync_paths(
+                &tree,
+                &cfs_ingest::Scope::new([&f.rel_path]),
+                &options,
+                &embedder,
+                &|_| {},
+            )
+            .expect("sync_paths");
+        direct.push(t.elapsed());
+        if std::env::var_os("CFS_PROBE").is_some() { eprintln!("sync_paths {:?}", t.elapsed()); }
+    }
+    direct.sort();
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel::<(usize, usize)>();
     let watcher = {
@@ -81,14 +109,23 @@ fn main() {
     )
     .expect("index");
     let chunks = index.snapshot().n_chunks();
-    let files = cfs_ingest::walk(&tree).expect("walk").files;
 
     // 1. Save to searchable.
     let mut latencies = Vec::new();
     for i in 0..saves {
         let f = &files[(i * 7919) % files.len()];
         let mut text = std::fs::read_to_string(&f.abs_path).expect("read");
-        let word = format!("quokka{i}x");
+        // One token of letters only, found in no other file.
+        let word: String = format!("zq{i:04}wombat")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_digit() {
+                    (b'a' + c as u8 - b'0') as char
+                } else {
+                    c
+                }
+            })
+            .collect();
         text.push_str(&format!("\n// {word}\n"));
         let t0 = Instant::now();
         std::fs::write(&f.abs_path, text).expect("write");
@@ -119,7 +156,9 @@ fn main() {
     let written = t0.elapsed();
     let (mut commits, mut synced, mut batches) = (0, 0, 0);
     while synced < storm.len() {
-        let (c, n) = rx.recv_timeout(Duration::from_secs(120)).expect("storm sync");
+        let (c, n) = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("storm sync");
         commits += c;
         synced += n;
         batches += 1;
@@ -130,6 +169,7 @@ fn main() {
     let out = json!({
         "chunks": chunks,
         "files": files.len(),
+        "one_file_sync_paths_ms": {"p50": percentile(&direct, 0.5), "p99": percentile(&direct, 0.99)},
         "save_to_searchable_ms": {"p50": percentile(&latencies, 0.5), "p99": percentile(&latencies, 0.99), "n": latencies.len()},
         "checkout_storm": {"files": storm.len(), "write_s": written.as_secs_f64(), "to_committed_s": storm_s, "batches": batches, "commits": commits},
     });
