@@ -63,6 +63,7 @@ fn a_real_watcher_converges_after_every_kind_of_edit() {
         std::thread::spawn(move || {
             let settings = WatchSettings {
                 quiet: Duration::from_millis(100),
+                max_delay: Duration::from_secs(2),
                 ..WatchSettings::default()
             };
             let mut on_event = |e: WatchEvent| match e {
@@ -136,6 +137,7 @@ fn a_real_watcher_converges_after_every_kind_of_edit() {
 
     // A burst of 2,000 files (a checkout) ends in a few commits.
     while rx.try_recv().is_ok() {}
+    let writing = Instant::now();
     for i in 0..2000 {
         write(
             root,
@@ -143,11 +145,16 @@ fn a_real_watcher_converges_after_every_kind_of_edit() {
             &format!("file {i} of the burst, walrus{i}\n"),
         );
     }
+    // A batch is cut at most every max_delay (2 s here) while events keep coming, so a
+    // slow (loaded) machine may need a few more batches; each batch is one commit.
+    let allowed = writing.elapsed().as_millis() as usize / 2000 + 3;
     settle(&store, root, &options, &embedder, "burst of 2,000 files");
+    // The report of the last sync follows its commit.
+    std::thread::sleep(Duration::from_millis(500));
     let commits: usize = rx.try_iter().map(|(_, c)| c).sum();
     assert!(
-        (1..=10).contains(&commits),
-        "{commits} commits for the burst"
+        (1..=allowed).contains(&commits),
+        "{commits} commits for the burst (at most {allowed})"
     );
     assert_eq!(
         found(&index, &store, &embedder, "walrus1999")[0],
