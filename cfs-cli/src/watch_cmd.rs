@@ -25,6 +25,10 @@ pub struct WatchArgs {
     /// Interval of whole syncs when the system cannot watch the tree (seconds).
     #[arg(long, default_value_t = 10)]
     poll_s: u64,
+    /// Do not watch for events: sync the whole tree every --poll-s seconds (for file
+    /// systems that send no events, such as network mounts).
+    #[arg(long)]
+    poll: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -46,6 +50,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         quiet: Duration::from_millis(args.quiet_ms),
         max_delay: Duration::from_millis(args.max_delay_ms),
         poll_interval: Duration::from_secs(args.poll_s.max(1)),
+        poll_only: args.poll,
     };
     let json = args.common.json;
     let mut failed_io = None;
@@ -58,6 +63,13 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
                 } else {
                     format!("watching {} (Ctrl-C to stop)", root.display())
                 }
+            }
+            WatchEvent::Degraded(_) if args.poll && !json => {
+                format!(
+                    "polling {} every {} s (Ctrl-C to stop)",
+                    root.display(),
+                    settings.poll_interval.as_secs()
+                )
             }
             WatchEvent::Degraded(reason) => {
                 eprintln!(

@@ -124,14 +124,15 @@ impl TopTree {
     }
 }
 
-/// The table root over leaves given in key order as `(bucket, leaf hash)`.
+/// The 1024 bucket roots over leaves given in key order as `(bucket, leaf hash)` (empty
+/// buckets have the empty root).
 ///
 /// This is the full recomputation that `verify` runs; buckets are hashed in parallel and
 /// the result does not depend on the thread count. Fails if buckets go backwards, which
 /// means the leaves were not in key order.
-pub fn table_root_from_sorted(
+pub fn bucket_roots_from_sorted(
     leaves: &[(Bucket, [u8; HASH_LEN])],
-) -> Result<MerkleRoot, CoreError> {
+) -> Result<Vec<MerkleRoot>, CoreError> {
     let mut ranges: Vec<(Bucket, std::ops::Range<usize>)> = Vec::new();
     let mut start = 0;
     for i in 1..=leaves.len() {
@@ -161,7 +162,14 @@ pub fn table_root_from_sorted(
     for (bucket, root) in roots {
         all[bucket.index()] = root;
     }
-    Ok(TopTree::from_bucket_roots(&all)?.root())
+    Ok(all)
+}
+
+/// The table root over leaves given in key order (see [`bucket_roots_from_sorted`]).
+pub fn table_root_from_sorted(
+    leaves: &[(Bucket, [u8; HASH_LEN])],
+) -> Result<MerkleRoot, CoreError> {
+    Ok(TopTree::from_bucket_roots(&bucket_roots_from_sorted(leaves)?)?.root())
 }
 
 /// A table's leaves held by bucket, with the top tree, for incremental roots: inserts

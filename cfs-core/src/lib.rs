@@ -22,7 +22,10 @@ mod record;
 mod state;
 mod table;
 
-pub use bucket::{BUCKET_BITS, Bucket, BucketedTable, N_BUCKETS, TopTree, table_root_from_sorted};
+pub use bucket::{
+    BUCKET_BITS, Bucket, BucketedTable, N_BUCKETS, TopTree, bucket_roots_from_sorted,
+    table_root_from_sorted,
+};
 pub use chunk::{Chunk, ChunkKind, Symbol, SymbolKind, Window, hierarchical_hash};
 pub use diff::{StateDiff, TableDiff};
 pub use document::{Document, MetaEntry, ParseProfile};

@@ -390,7 +390,7 @@ impl CanonicalState {
         let chunks: Vec<Chunk> = self.chunks.values().cloned().collect();
         let embeddings: Vec<Embedding> = self.embeddings.values().cloned().collect();
         let edges: Vec<Edge> = self.edges.keys().copied().collect();
-        check_rows(&paths, &documents, &chunks, &embeddings, &edges)
+        check_rows(&paths, &documents, &chunks, &embeddings, &edges, None)
     }
 }
 
@@ -410,6 +410,7 @@ pub fn check_rows(
     chunks: &[Chunk],
     embeddings: &[Embedding],
     edges: &[Edge],
+    chunk_leaves: Option<&[[u8; 32]]>,
 ) -> Vec<String> {
     let mut problems = Vec::new();
     let document_at = |id: &DocumentId| documents.binary_search_by(|d| d.id.cmp(id)).ok();
@@ -426,10 +427,15 @@ pub fn check_rows(
             ));
         }
     }
-    // Chunks grouped by document, in sequence order.
-    let mut by_document: Vec<&Chunk> = chunks.iter().collect();
-    by_document.par_sort_unstable_by_key(|c| (c.document_id, c.sequence));
-    for chunk in &by_document {
+    // Chunks grouped by document, in sequence order, with their leaf hashes (given, or
+    // computed here).
+    let leaves: Vec<[u8; 32]> = match chunk_leaves {
+        Some(l) if l.len() == chunks.len() => l.to_vec(),
+        _ => chunks.par_iter().map(|c| c.leaf_hash().0).collect(),
+    };
+    let mut by_document: Vec<(&Chunk, [u8; 32])> = chunks.iter().zip(leaves).collect();
+    by_document.par_sort_unstable_by_key(|(c, _)| (c.document_id, c.sequence));
+    for (chunk, _) in &by_document {
         if document_at(&chunk.document_id).is_none() {
             problems.push(format!(
                 "orphan chunk {} of absent document {}",
@@ -443,18 +449,20 @@ pub fn check_rows(
             if referenced.binary_search(&document.id).is_err() {
                 return Some(format!("document {} has no path", document.id));
             }
-            let from = by_document.partition_point(|c| c.document_id < document.id);
-            let to = by_document.partition_point(|c| c.document_id <= document.id);
+            let from = by_document.partition_point(|(c, _)| c.document_id < document.id);
+            let to = by_document.partition_point(|(c, _)| c.document_id <= document.id);
             let own = &by_document[from..to];
-            let sequences_ok = own.iter().map(|c| c.sequence).eq(0..document.n_chunks);
+            let sequences_ok = own.iter().map(|(c, _)| c.sequence).eq(0..document.n_chunks);
             if !sequences_ok {
-                let sequences: Vec<u32> = own.iter().map(|c| c.sequence).collect();
+                let sequences: Vec<u32> = own.iter().map(|(c, _)| c.sequence).collect();
                 return Some(format!(
                     "document {} has chunk sequences {:?}, expected 0..{}",
                     document.id, sequences, document.n_chunks
                 ));
             }
-            (hierarchical_hash(own.iter().copied()) != document.hierarchical_hash)
+            // In sequence order already (checked above): the Merkle root of the leaves.
+            let leaves: Vec<[u8; 32]> = own.iter().map(|(_, l)| *l).collect();
+            (merkle_root(&leaves) != document.hierarchical_hash)
                 .then(|| format!("document {} hierarchical hash mismatch", document.id))
         })
         .collect();

@@ -7,11 +7,9 @@
 //! or edge; every path names a document; documents match their chunks); the indexes are
 //! compared with the rows they index; the state chain must end at the current root.
 
-use std::collections::BTreeMap;
-
 use cfs_core::{
-    Bucket, Chunk, Document, Edge, Embedding, Entity, MerkleRoot, PathEntry, StateRoot, Table,
-    TableRoots, check_rows, merkle_root, table_root_from_sorted,
+    Bucket, Chunk, Document, Edge, Embedding, Entity, PathEntry, StateRoot, Table, TableRoots,
+    TopTree, bucket_roots_from_sorted, check_rows,
 };
 use rayon::prelude::*;
 use redb::{ReadableTable, ReadableTableMetadata};
@@ -186,16 +184,6 @@ fn scan<E: Entity>(
     Ok(out)
 }
 
-fn bucket_roots_of(leaves: &[(Bucket, [u8; 32])]) -> BTreeMap<u16, MerkleRoot> {
-    let mut by: BTreeMap<u16, Vec<[u8; 32]>> = BTreeMap::new();
-    for (b, l) in leaves {
-        by.entry(b.0).or_default().push(*l);
-    }
-    by.into_iter()
-        .map(|(b, ls)| (b, merkle_root(&ls)))
-        .collect()
-}
-
 /// Verifies one committed state.
 pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     let mut problems = Vec::new();
@@ -225,7 +213,8 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
         (Table::Embeddings, &embeddings.leaves),
         (Table::Edges, &edges.leaves),
     ] {
-        computed.set(table, table_root_from_sorted(leaves)?);
+        let expected = bucket_roots_from_sorted(leaves)?;
+        computed.set(table, TopTree::from_bucket_roots(&expected)?.root());
         if computed.get(table) != stored_roots.get(table) {
             problems.push(format!(
                 "{} root: stored {}, computed {}",
@@ -234,14 +223,9 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
                 computed.get(table)
             ));
         }
-        let expected = bucket_roots_of(leaves);
         let stored = read_bucket_roots(&bucket_table, table)?;
-        for (b, root) in stored.iter().enumerate() {
-            let want = expected
-                .get(&(b as u16))
-                .copied()
-                .unwrap_or_else(MerkleRoot::empty);
-            if *root != want {
+        for (b, (root, want)) in stored.iter().zip(&expected).enumerate() {
+            if root != want {
                 problems.push(format!(
                     "{} bucket {b}: stored root differs from its leaves",
                     table.name()
@@ -252,12 +236,14 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
 
     // Reference rules, on the decoded rows.
     // The scans return each table in key order, as check_rows needs.
+    let chunk_leaves: Vec<[u8; 32]> = chunks.leaves.iter().map(|(_, l)| *l).collect();
     problems.extend(check_rows(
         &paths.rows,
         &documents.rows,
         &chunks.rows,
         &embeddings.rows,
         &edges.rows,
+        Some(&chunk_leaves),
     ));
 
     // Indexes against the rows: fixed-size entries, sorted, compared as vectors (redb

@@ -164,6 +164,9 @@ pub struct WatchSettings {
     pub max_delay: Duration,
     /// Interval of whole syncs when events cannot be had (watch limit reached).
     pub poll_interval: Duration,
+    /// Do not watch: sync the whole tree every `poll_interval` (for file systems that
+    /// send no events, such as network mounts).
+    pub poll_only: bool,
 }
 
 impl Default for WatchSettings {
@@ -172,6 +175,7 @@ impl Default for WatchSettings {
             quiet: Duration::from_millis(50),
             max_delay: Duration::from_millis(1000),
             poll_interval: Duration::from_secs(10),
+            poll_only: false,
         }
     }
 }
@@ -216,13 +220,17 @@ pub fn watch(
         coalescer.ignore(dir);
     }
     // Start watching before the first sync, so that no edit falls between the two.
-    let watcher = notify::recommended_watcher(move |event| {
-        let _ = tx.send(event);
-    })
-    .and_then(|mut w| {
-        w.watch(root, notify::RecursiveMode::Recursive)?;
-        Ok(w)
-    });
+    let watcher = if settings.poll_only {
+        Err(notify::Error::generic("polling was asked for"))
+    } else {
+        notify::recommended_watcher(move |event| {
+            let _ = tx.send(event);
+        })
+        .and_then(|mut w| {
+            w.watch(root, notify::RecursiveMode::Recursive)?;
+            Ok(w)
+        })
+    };
     let mut degraded = match &watcher {
         Ok(_) => None,
         Err(e) => Some(e.to_string()),
@@ -371,7 +379,10 @@ mod tests {
         // Ignored events do not push a pending batch back.
         c.push(Change::Paths(vec![root.join("a.txt")]), t0);
         let deadline = c.deadline();
-        c.push(Change::Paths(vec![root.join(".git/index")]), t0 + Duration::from_millis(30));
+        c.push(
+            Change::Paths(vec![root.join(".git/index")]),
+            t0 + Duration::from_millis(30),
+        );
         assert_eq!(c.deadline(), deadline);
         assert!(c.take(t0 + Duration::from_millis(50)).is_some());
         c.push(Change::Paths(vec![root.join("b.txt")]), t0);

@@ -170,3 +170,64 @@ fn a_real_watcher_converges_after_every_kind_of_edit() {
     handle.join().unwrap().unwrap();
     assert!(store.verify().unwrap().is_ok());
 }
+
+#[test]
+fn without_events_whole_syncs_run_at_the_poll_interval() {
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path().canonicalize().unwrap();
+    let root = root.as_path();
+    write(root, "a.txt", "first\n");
+    let options = SyncOptions::default();
+    let embedder = HashEmbedder::new(32);
+    let store = Arc::new(
+        Store::create(&root.join(".cfs/store.redb"), settings(&options, &embedder)).unwrap(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<String>();
+    let handle = {
+        let (store, stop, options, embedder) = (
+            Arc::clone(&store),
+            Arc::clone(&stop),
+            options.clone(),
+            embedder.clone(),
+        );
+        let root = root.to_path_buf();
+        std::thread::spawn(move || {
+            let settings = WatchSettings {
+                poll_interval: Duration::from_millis(200),
+                poll_only: true,
+                ..WatchSettings::default()
+            };
+            let mut on_event = |e: WatchEvent| {
+                let _ = tx.send(match e {
+                    WatchEvent::Degraded(reason) => format!("degraded: {reason}"),
+                    other => format!("{other:?}"),
+                });
+            };
+            watch(
+                &store,
+                &root,
+                &options,
+                &embedder,
+                &settings,
+                &stop,
+                &mut on_event,
+            )
+        })
+    };
+    assert!(
+        rx.recv_timeout(Duration::from_secs(30))
+            .unwrap()
+            .starts_with("Synced")
+    );
+    assert!(
+        rx.recv_timeout(Duration::from_secs(30))
+            .unwrap()
+            .starts_with("degraded")
+    );
+    write(root, "b.txt", "second\n");
+    std::fs::remove_file(root.join("a.txt")).unwrap();
+    settle(&store, root, &options, &embedder, "polling");
+    stop.store(true, Ordering::SeqCst);
+    handle.join().unwrap().unwrap();
+}
