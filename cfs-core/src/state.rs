@@ -435,14 +435,17 @@ pub fn check_rows(
     };
     let mut by_document: Vec<(&Chunk, [u8; 32])> = chunks.iter().zip(leaves).collect();
     by_document.par_sort_unstable_by_key(|(c, _)| (c.document_id, c.sequence));
-    for (chunk, _) in &by_document {
-        if document_at(&chunk.document_id).is_none() {
-            problems.push(format!(
+    let orphan_chunks: Vec<String> = by_document
+        .par_iter()
+        .filter(|(chunk, _)| document_at(&chunk.document_id).is_none())
+        .map(|(chunk, _)| {
+            format!(
                 "orphan chunk {} of absent document {}",
                 chunk.id, chunk.document_id
-            ));
-        }
-    }
+            )
+        })
+        .collect();
+    problems.extend(orphan_chunks);
     let document_problems: Vec<String> = documents
         .par_iter()
         .filter_map(|document| {
@@ -467,14 +470,17 @@ pub fn check_rows(
         })
         .collect();
     problems.extend(document_problems);
-    for embedding in embeddings {
-        if chunk_at(&embedding.chunk_id).is_none() {
-            problems.push(format!(
+    let orphan_embeddings: Vec<String> = embeddings
+        .par_iter()
+        .filter(|embedding| chunk_at(&embedding.chunk_id).is_none())
+        .map(|embedding| {
+            format!(
                 "orphan embedding {} of absent chunk {}",
                 embedding.id, embedding.chunk_id
-            ));
-        }
-    }
+            )
+        })
+        .collect();
+    problems.extend(orphan_embeddings);
     let exists = |id: EntityId| {
         document_at(&DocumentId(id.0)).is_some()
             || chunk_at(&ChunkId(id.0)).is_some()
@@ -489,25 +495,31 @@ pub fn check_rows(
             _ => None,
         }
     };
-    let (mut n_contains, mut n_embedded_as) = (0usize, 0usize);
-    for edge in edges {
+    // (problem, 1 for an implied contains edge, 2 for an implied embedded_as edge).
+    let check_edge = |edge: &Edge| -> (Option<String>, u8) {
         match edge.kind {
             EdgeKind::CONTAINS => {
                 let implied = chunk_at(&ChunkId(edge.target.0))
                     .is_some_and(|i| chunks[i].document_id.0 == edge.source.0);
                 if implied {
-                    n_contains += 1;
+                    (None, 1)
                 } else {
-                    problems.push(format!("system edge {edge:?} not implied by any row"));
+                    (
+                        Some(format!("system edge {edge:?} not implied by any row")),
+                        0,
+                    )
                 }
             }
             EdgeKind::EMBEDDED_AS => {
                 let implied = embedding_at(&EmbeddingId(edge.target.0))
                     .is_some_and(|i| embeddings[i].chunk_id.0 == edge.source.0);
                 if implied {
-                    n_embedded_as += 1;
+                    (None, 2)
                 } else {
-                    problems.push(format!("system edge {edge:?} not implied by any row"));
+                    (
+                        Some(format!("system edge {edge:?} not implied by any row")),
+                        0,
+                    )
                 }
             }
             EdgeKind::NEXT_WINDOW => {
@@ -517,19 +529,41 @@ pub fn check_rows(
                     }
                     _ => false,
                 };
-                if !step {
-                    problems.push(format!(
-                        "next_window edge {edge:?} does not link consecutive windows"
-                    ));
-                }
+                let problem = (!step).then(|| {
+                    format!("next_window edge {edge:?} does not link consecutive windows")
+                });
+                (problem, 0)
             }
             _ => {
-                if !exists(edge.source) || !exists(edge.target) {
-                    problems.push(format!("user edge {edge:?} has an absent endpoint"));
-                }
+                let problem = (!exists(edge.source) || !exists(edge.target))
+                    .then(|| format!("user edge {edge:?} has an absent endpoint"));
+                (problem, 0)
             }
         }
-    }
+    };
+    // In parallel; fold and reduce keep the problems in edge order.
+    let (edge_problems, n_contains, n_embedded_as) = edges
+        .par_iter()
+        .fold(
+            || (Vec::new(), 0usize, 0usize),
+            |(mut p, c, e), edge| {
+                let (problem, implied) = check_edge(edge);
+                p.extend(problem);
+                (
+                    p,
+                    c + usize::from(implied == 1),
+                    e + usize::from(implied == 2),
+                )
+            },
+        )
+        .reduce(
+            || (Vec::new(), 0, 0),
+            |(mut p, c, e), (q, c2, e2)| {
+                p.extend(q);
+                (p, c + c2, e + e2)
+            },
+        );
+    problems.extend(edge_problems);
     // Edges are unique, so as many implied edges as rows means none is missing.
     let has = |edge: &Edge| edges.binary_search(edge).is_ok();
     if n_contains != chunks.len() {
