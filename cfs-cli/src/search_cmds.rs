@@ -46,6 +46,17 @@ fn cache_path(store: &Store) -> std::path::PathBuf {
     store.path().with_file_name("index.cache")
 }
 
+/// A spinner on stderr when it is a terminal and JSON was not asked for.
+fn spinner(json: bool, what: &str) -> indicatif::ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_message(what.to_owned());
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar
+}
+
 fn exact_options() -> IndexOptions {
     // Vector search is exact: for one query, a graph costs more to build than it saves.
     IndexOptions {
@@ -60,7 +71,9 @@ fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, HashEmbedd
     let store = open(common)?;
     let embedder = embedder();
     let cache = cache_path(&store);
+    let spinner = spinner(common.json, "loading the search index");
     let (index, status) = SearchIndex::open_cached(&store, &embedder, exact_options(), &cache)?;
+    spinner.finish_and_clear();
     let n = index.snapshot().n_chunks();
     let rewrite = match &status {
         CacheStatus::Current => false,
@@ -166,7 +179,9 @@ pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
     let store = open(common)?;
     let embedder = embedder();
     let started = Instant::now();
+    let spinner = spinner(common.json, "rebuilding the search index");
     let index = SearchIndex::open(&store, &embedder, exact_options())?;
+    spinner.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     // Catch up with any commit made while building, then compare with that state.
     index.refresh(&store)?;

@@ -123,6 +123,9 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             failed_io.get_or_insert(e);
         }
     };
+    if !json && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!("syncing {} before watching ...", root.display());
+    }
     watch(
         &store,
         &root,
