@@ -28,11 +28,6 @@ fn run_git(dir: &Path, args: &[&str]) -> String {
 #[test]
 fn replaying_this_repository_history_matches_a_clean_index_at_every_commit() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let commits: Vec<String> = run_git(&repo, &["rev-list", "--reverse", "--first-parent", "HEAD"])
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    assert!(commits.len() >= 2, "needs a clone with history");
     let work = tempfile::tempdir().unwrap();
     let clone = work.path().join("clone");
     let status = Command::new("git")
@@ -42,6 +37,44 @@ fn replaying_this_repository_history_matches_a_clean_index_at_every_commit() {
         .status()
         .unwrap();
     assert!(status.success());
+    let mut commits: Vec<String> =
+        run_git(&clone, &["rev-list", "--reverse", "--first-parent", "HEAD"])
+            .lines()
+            .map(str::to_owned)
+            .collect();
+    // Two more commits on top, with a rename, a deletion, an edit and a new folder, so
+    // that every kind of change is replayed even from a shallow clone.
+    run_git(
+        &clone,
+        &["checkout", "--quiet", "--force", commits.last().unwrap()],
+    );
+    let ident = [
+        "-c",
+        "user.name=cfs test",
+        "-c",
+        "user.email=test@cfs",
+        "-c",
+        "commit.gpgsign=false",
+    ];
+    let commit = |message: &str| {
+        run_git(&clone, &["add", "-A"]);
+        let mut args: Vec<&str> = ident.to_vec();
+        args.extend(["commit", "--quiet", "-m", message]);
+        run_git(&clone, &args);
+        run_git(&clone, &["rev-parse", "HEAD"]).trim().to_owned()
+    };
+    std::fs::rename(clone.join("README.md"), clone.join("READ_ME.md")).unwrap();
+    std::fs::create_dir_all(clone.join("extra/deep")).unwrap();
+    std::fs::write(
+        clone.join("extra/deep/new.md"),
+        "# New\n\nA file of its own.\n",
+    )
+    .unwrap();
+    commits.push(commit("rename and add"));
+    std::fs::remove_file(clone.join("READ_ME.md")).unwrap();
+    std::fs::write(clone.join("extra/deep/new.md"), "# New\n\nEdited.\n").unwrap();
+    commits.push(commit("delete and edit"));
+    assert!(commits.len() >= 3);
     let options = SyncOptions::default();
     let embedder = HashEmbedder::new(16);
     let store = Store::create(
