@@ -57,14 +57,6 @@ fn spinner(json: bool, what: &str) -> indicatif::ProgressBar {
     bar
 }
 
-fn exact_options() -> IndexOptions {
-    // Vector search is exact: for one query, a graph costs more to build than it saves.
-    IndexOptions {
-        hnsw_min_vectors: None,
-        ..IndexOptions::default()
-    }
-}
-
 /// Opens the runtime index from its cache file (built or brought forward as needed),
 /// and rewrites the file when it was missing, unusable, or far behind.
 fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, HashEmbedder)> {
@@ -72,7 +64,9 @@ fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, HashEmbedd
     let embedder = embedder();
     let cache = cache_path(&store);
     let spinner = spinner(common.json, "loading the search index");
-    let (index, status) = SearchIndex::open_cached(&store, &embedder, exact_options(), &cache)?;
+    // Vector search is exact: for one query, a graph costs more to build than it saves.
+    let (index, status) =
+        SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache)?;
     spinner.finish_and_clear();
     let n = index.snapshot().n_chunks();
     let rewrite = match &status {
@@ -180,7 +174,7 @@ pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
     let embedder = embedder();
     let started = Instant::now();
     let spinner = spinner(common.json, "rebuilding the search index");
-    let index = SearchIndex::open(&store, &embedder, exact_options())?;
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact())?;
     spinner.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     // Catch up with any commit made while building, then compare with that state.

@@ -429,11 +429,15 @@ pub fn check_rows(
     }
     // Chunks grouped by document, in sequence order, with their leaf hashes (given, or
     // computed here).
-    let leaves: Vec<[u8; 32]> = match chunk_leaves {
-        Some(l) if l.len() == chunks.len() => l.to_vec(),
-        _ => chunks.par_iter().map(|c| c.leaf_hash().0).collect(),
+    let computed: Vec<[u8; 32]>;
+    let leaves: &[[u8; 32]] = match chunk_leaves {
+        Some(l) if l.len() == chunks.len() => l,
+        _ => {
+            computed = chunks.par_iter().map(|c| c.leaf_hash().0).collect();
+            &computed
+        }
     };
-    let mut by_document: Vec<(&Chunk, [u8; 32])> = chunks.iter().zip(leaves).collect();
+    let mut by_document: Vec<(&Chunk, &[u8; 32])> = chunks.iter().zip(leaves).collect();
     by_document.par_sort_unstable_by_key(|(c, _)| (c.document_id, c.sequence));
     let orphan_chunks: Vec<String> = by_document
         .par_iter()
@@ -464,7 +468,7 @@ pub fn check_rows(
                 ));
             }
             // In sequence order already (checked above): the Merkle root of the leaves.
-            let leaves: Vec<[u8; 32]> = own.iter().map(|(_, l)| *l).collect();
+            let leaves: Vec<[u8; 32]> = own.iter().map(|(_, l)| **l).collect();
             (merkle_root(&leaves) != document.hierarchical_hash)
                 .then(|| format!("document {} hierarchical hash mismatch", document.id))
         })

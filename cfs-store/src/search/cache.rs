@@ -249,11 +249,7 @@ pub(crate) fn load(
     let n = body.chunks.len();
     let mut metas = Vec::with_capacity(n);
     let mut lens = Vec::with_capacity(n);
-    let mut vectors = Vectors {
-        dim,
-        data: Vec::with_capacity(n * dim),
-        norms2: Vec::with_capacity(n),
-    };
+    let mut vectors = Vectors::with_capacity(dim, n);
     for (i, c) in body.chunks.into_iter().enumerate() {
         if i > 0 && metas.last().is_some_and(|m: &Arc<ChunkMeta>| m.id >= c.id) {
             return Err("chunks out of order".into());
@@ -265,8 +261,7 @@ pub(crate) fn load(
         if c.vector.len() != dim {
             return Err(format!("chunk {} has a vector of another dimension", c.id));
         }
-        vectors.norms2.push(super::vector::norm2(&c.vector));
-        vectors.data.extend_from_slice(&c.vector);
+        vectors.push(&c.vector);
         lens.push(c.len);
         metas.push(Arc::new(ChunkMeta {
             id: c.id,

@@ -59,6 +59,16 @@ pub struct IndexOptions {
     pub merge_min_chunks: usize,
 }
 
+impl IndexOptions {
+    /// No HNSW graph: vector search is always exact (and so reproducible).
+    pub fn exact() -> Self {
+        Self {
+            hnsw_min_vectors: None,
+            ..Self::default()
+        }
+    }
+}
+
 impl Default for IndexOptions {
     fn default() -> Self {
         Self {
@@ -141,13 +151,7 @@ impl SearchIndex {
     /// Builds the index of the store's latest committed state. The embedder must be the
     /// store's (vectors of two models are never compared).
     pub fn open(store: &Store, embedder: &dyn Embedder, options: IndexOptions) -> Result<Self> {
-        if store.settings().model_id != embedder.model_id() {
-            return Err(StoreError::InvalidInput(format!(
-                "the store's vectors are from {:?}, the query embedder is {:?}",
-                store.settings().model_id,
-                embedder.model_id()
-            )));
-        }
+        check_model(store, embedder)?;
         let empty = Snapshot::empty(embedder.model_hash(), embedder.dimension());
         let index = Self {
             current: ArcSwap::from_pointee(empty),
@@ -170,6 +174,7 @@ impl SearchIndex {
         options: IndexOptions,
         cache: &std::path::Path,
     ) -> Result<(Self, CacheStatus)> {
+        check_model(store, embedder)?;
         if !cache.exists() {
             return Ok((Self::open(store, embedder, options)?, CacheStatus::Missing));
         }
@@ -177,14 +182,7 @@ impl SearchIndex {
         let loaded = cache::load(cache, &txn, embedder.model_hash(), embedder.dimension());
         drop(txn);
         let snap = match loaded {
-            Ok(snap) if store.settings().model_id == embedder.model_id() => snap,
-            Ok(_) => {
-                return Err(StoreError::InvalidInput(format!(
-                    "the store's vectors are from {:?}, the query embedder is {:?}",
-                    store.settings().model_id,
-                    embedder.model_id()
-                )));
-            }
+            Ok(snap) => snap,
             Err(reason) => {
                 let index = Self::open(store, embedder, options)?;
                 return Ok((index, CacheStatus::Rebuilt(reason)));
@@ -288,6 +286,18 @@ impl SearchIndex {
     pub fn search(&self, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
         search(&self.snapshot(), query, embedder)
     }
+}
+
+/// Vectors of two models are never compared: the embedder must be the store's.
+fn check_model(store: &Store, embedder: &dyn Embedder) -> Result<()> {
+    if store.settings().model_id == embedder.model_id() {
+        return Ok(());
+    }
+    Err(StoreError::InvalidInput(format!(
+        "the store's vectors are from {:?}, the query embedder is {:?}",
+        store.settings().model_id,
+        embedder.model_id()
+    )))
 }
 
 /// Runs a query on a snapshot. An empty store, an empty query or a query of operators

@@ -341,6 +341,18 @@ pub(crate) struct Fused {
     pub vector: Option<(i64, usize)>,
 }
 
+impl Fused {
+    /// A chunk no retriever has scored yet.
+    fn of(meta: &Arc<ChunkMeta>) -> Self {
+        Self {
+            meta: Arc::clone(meta),
+            fused: 0,
+            text: None,
+            vector: None,
+        }
+    }
+}
+
 /// Weighted reciprocal rank fusion of text and vector results: a text rank adds
 /// `rrf(rank)`, a vector rank `rrf(rank) * vector_weight / 100`. Ties go to the better
 /// text rank, then the better vector rank, then the smaller chunk id (so with weight 0
@@ -353,22 +365,12 @@ pub(crate) fn fuse(
 ) -> Vec<Fused> {
     let mut by_id: std::collections::HashMap<ChunkId, Fused> = std::collections::HashMap::new();
     for t in text {
-        let e = by_id.entry(t.meta.id).or_insert_with(|| Fused {
-            meta: Arc::clone(&t.meta),
-            fused: 0,
-            text: None,
-            vector: None,
-        });
+        let e = by_id.entry(t.meta.id).or_insert_with(|| Fused::of(&t.meta));
         e.fused += rrf(t.rank);
         e.text = Some((t.score, t.rank));
     }
     for v in vector {
-        let e = by_id.entry(v.meta.id).or_insert_with(|| Fused {
-            meta: Arc::clone(&v.meta),
-            fused: 0,
-            text: None,
-            vector: None,
-        });
+        let e = by_id.entry(v.meta.id).or_insert_with(|| Fused::of(&v.meta));
         e.fused += rrf(v.rank) * u64::from(vector_weight) / 100;
         e.vector = Some((v.score, v.rank));
     }

@@ -75,25 +75,26 @@ pub(crate) struct NewChunk {
 
 /// Token counts of the indexed fields of a chunk: its text, symbol, heading and paths.
 pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> (Vec<(Box<str>, u32)>, u32) {
-    let mut counts: HashMap<&str, u32> = HashMap::new();
-    let mut owned: Vec<String> = Vec::new();
+    // Counted as they come: a token is copied once, when first seen.
+    let mut counts: HashMap<Box<str>, u32> = HashMap::new();
     let mut len = 0u32;
-    let mut add = |t: &str, owned: &mut Vec<String>| {
-        len += 1;
-        owned.push(t.to_owned());
-    };
     for field in [meta.symbol.as_deref(), meta.heading.as_deref()]
         .into_iter()
         .flatten()
         .chain(meta.doc.paths.iter().map(|p| &*p.path))
         .chain(std::iter::once(text))
     {
-        for_each_token(field, |t| add(t, &mut owned));
+        for_each_token(field, |t| {
+            len += 1;
+            match counts.get_mut(t) {
+                Some(c) => *c += 1,
+                None => {
+                    counts.insert(t.into(), 1);
+                }
+            }
+        });
     }
-    for t in &owned {
-        *counts.entry(t.as_str()).or_default() += 1;
-    }
-    let mut terms: Vec<(Box<str>, u32)> = counts.into_iter().map(|(t, c)| (t.into(), c)).collect();
+    let mut terms: Vec<(Box<str>, u32)> = counts.into_iter().collect();
     terms.sort_unstable();
     (terms, len)
 }
@@ -110,8 +111,32 @@ pub(crate) struct Vectors {
 }
 
 impl Vectors {
+    /// Empty, with room for `n` vectors of `dim`.
+    pub fn with_capacity(dim: usize, n: usize) -> Self {
+        Self {
+            dim,
+            data: Vec::with_capacity(n * dim),
+            norms2: Vec::with_capacity(n),
+        }
+    }
+
     pub fn get(&self, i: usize) -> &[i16] {
         &self.data[i * self.dim..(i + 1) * self.dim]
+    }
+
+    /// Appends `vector`, cut or padded with zeros to `dim` (a chunk without a vector
+    /// gets the zero vector, which scores 0 against every query).
+    pub fn push(&mut self, vector: &[i16]) {
+        let n = vector.len().min(self.dim);
+        self.data.extend_from_slice(&vector[..n]);
+        self.data.extend(std::iter::repeat_n(0, self.dim - n));
+        self.norms2.push(super::vector::norm2(&vector[..n]));
+    }
+
+    /// Appends vector `i` of `other` (same dimension).
+    pub fn push_from(&mut self, other: &Vectors, i: usize) {
+        self.data.extend_from_slice(other.get(i));
+        self.norms2.push(other.norms2[i]);
     }
 }
 
@@ -143,11 +168,7 @@ impl Segment {
         let mut postings: HashMap<Box<str>, Vec<Posting>> = HashMap::new();
         let mut metas = Vec::with_capacity(chunks.len());
         let mut lens = Vec::with_capacity(chunks.len());
-        let mut vectors = Vectors {
-            dim,
-            data: Vec::with_capacity(chunks.len() * dim),
-            norms2: Vec::with_capacity(chunks.len()),
-        };
+        let mut vectors = Vectors::with_capacity(dim, chunks.len());
         let mut total_len = 0u64;
         for (i, chunk) in chunks.into_iter().enumerate() {
             let local = u32::try_from(i).unwrap_or(u32::MAX);
@@ -156,7 +177,7 @@ impl Segment {
             }
             lens.push(chunk.len);
             total_len += u64::from(chunk.len);
-            push_vector(&mut vectors, &chunk.vector);
+            vectors.push(&chunk.vector);
             metas.push(chunk.meta);
         }
         Self {
@@ -188,11 +209,7 @@ impl Segment {
             .collect();
         let mut metas = Vec::with_capacity(order.len());
         let mut lens = Vec::with_capacity(order.len());
-        let mut vectors = Vectors {
-            dim,
-            data: Vec::with_capacity(order.len() * dim),
-            norms2: Vec::with_capacity(order.len()),
-        };
+        let mut vectors = Vectors::with_capacity(dim, order.len());
         let mut total_len = 0;
         for (new, &(_, p, i)) in order.iter().enumerate() {
             let seg = &parts[p].segment;
@@ -200,8 +217,7 @@ impl Segment {
             metas.push(Arc::clone(&seg.metas[i as usize]));
             lens.push(seg.lens[i as usize]);
             total_len += u64::from(seg.lens[i as usize]);
-            vectors.data.extend_from_slice(seg.vectors.get(i as usize));
-            vectors.norms2.push(seg.vectors.norms2[i as usize]);
+            vectors.push_from(&seg.vectors, i as usize);
         }
         let mut postings: HashMap<Box<str>, Vec<Posting>> = HashMap::new();
         for (p, live) in parts.iter().enumerate() {
@@ -252,19 +268,6 @@ impl Segment {
     pub fn len(&self) -> usize {
         self.metas.len()
     }
-}
-
-fn push_vector(vectors: &mut Vectors, vector: &[i16]) {
-    let dim = vectors.dim;
-    let n = vector.len().min(dim);
-    vectors.data.extend_from_slice(&vector[..n]);
-    vectors.data.extend(std::iter::repeat_n(0, dim - n));
-    vectors.norms2.push(
-        vector[..n]
-            .iter()
-            .map(|&x| (i64::from(x) * i64::from(x)) as u64)
-            .sum(),
-    );
 }
 
 /// A segment with the tombstones of one snapshot.

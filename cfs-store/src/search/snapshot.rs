@@ -88,7 +88,8 @@ impl<V: Clone> BucketMap<V> {
     }
 }
 
-/// An immutable view of one committed state, for searching.
+/// An immutable view of one committed state, for searching. Cloning shares every part.
+#[derive(Clone)]
 pub struct Snapshot {
     pub(crate) root: StateRoot,
     pub(crate) sequence: u64,
@@ -271,22 +272,6 @@ impl Snapshot {
         ids
     }
 
-    fn clone_with_txn(&self, txn: ReadTxn, instance: u64) -> Self {
-        Self {
-            root: self.root,
-            sequence: self.sequence,
-            model: self.model,
-            dim: self.dim,
-            table_roots: self.table_roots,
-            chunk_roots: Arc::clone(&self.chunk_roots),
-            path_roots: Arc::clone(&self.path_roots),
-            paths: self.paths.clone(),
-            docs: self.docs.clone(),
-            segments: self.segments.clone(),
-            txn: Some((Arc::new(txn), instance)),
-        }
-    }
-
     /// Live chunk ids of one bucket, sorted.
     fn bucket_ids(&self, b: u16) -> Vec<ChunkId> {
         let mut ids = Vec::new();
@@ -317,8 +302,11 @@ impl Snapshot {
                 Some((_, i)) if *i == instance => return Ok(None),
                 // The same state through another opening of the store: take its transaction.
                 Some(_) => {
-                    let mut same = self.clone_with_txn(txn, instance);
-                    same.sequence = sequence;
+                    let same = Snapshot {
+                        sequence,
+                        txn: Some((Arc::new(txn), instance)),
+                        ..self.clone()
+                    };
                     return Ok(Some((same, SnapshotDiff::default())));
                 }
                 None => {}

@@ -16,54 +16,42 @@ pub const MAX_TOKEN_BYTES: usize = 64;
 
 /// Calls `f` with every token of `text`, in text order.
 pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
-    let mut lower = String::new();
-    let mut parts = Vec::new();
-    let emit = |token: &str, f: &mut dyn FnMut(&str)| {
+    let mut emit = |token: &str| {
         if !token.is_empty() && token.len() <= MAX_TOKEN_BYTES {
             f(token);
         }
     };
+    let mut ranges = Vec::new();
+    let mut parts: Vec<String> = Vec::new();
+    let mut lower = String::new();
     for compound in compounds(text) {
         lower.clear();
         lower.extend(compound.chars().flat_map(char::to_lowercase));
-        emit(&lower, &mut f);
-        let mut pieces = 0usize;
-        let mut single = String::new();
+        emit(&lower);
+        parts.clear();
         for piece in compound.split('-') {
             if piece.is_ascii() {
-                identifier_part_ranges(piece, &mut parts);
-                for &(a, b) in &parts {
-                    pieces += 1;
-                    let part = piece[a..b].to_ascii_lowercase();
-                    if pieces == 1 {
-                        single = part;
-                    } else {
-                        if pieces == 2 {
-                            emit(&single, &mut f);
-                        }
-                        emit(&part, &mut f);
-                    }
-                }
+                identifier_part_ranges(piece, &mut ranges);
+                parts.extend(
+                    ranges
+                        .iter()
+                        .map(|&(a, b)| piece[a..b].to_ascii_lowercase()),
+                );
             } else {
                 for word in piece.unicode_words() {
-                    for part in word.split('_').filter(|p| !p.is_empty()) {
-                        pieces += 1;
-                        let part: String = part.chars().flat_map(char::to_lowercase).collect();
-                        if pieces == 1 {
-                            single = part;
-                        } else {
-                            if pieces == 2 {
-                                emit(&single, &mut f);
-                            }
-                            emit(&part, &mut f);
-                        }
-                    }
+                    parts.extend(
+                        word.split('_')
+                            .filter(|p| !p.is_empty())
+                            .map(|p| p.chars().flat_map(char::to_lowercase).collect()),
+                    );
                 }
             }
         }
-        // A compound of one part is that part: it was emitted as the compound.
-        if pieces == 1 && single != lower {
-            emit(&single, &mut f);
+        // A compound of one part is that part, emitted already unless it differs.
+        if parts.len() > 1 || parts.first().is_some_and(|p| *p != lower) {
+            for part in &parts {
+                emit(part);
+            }
         }
     }
 }

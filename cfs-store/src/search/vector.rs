@@ -105,11 +105,9 @@ impl Hnsw {
 
     /// Local indexes of up to [`EF_SEARCH`] approximate nearest neighbours of `query`.
     pub fn candidates(&self, query: &[i16]) -> Vec<usize> {
-        let vectors = Arc::new(Vectors {
-            dim: query.len(),
-            data: query.to_vec(),
-            norms2: vec![norm2(query)],
-        });
+        let mut vectors = Vectors::with_capacity(query.len(), 1);
+        vectors.push(query);
+        let vectors = Arc::new(vectors);
         let point = VPoint { vectors, index: 0 };
         let mut search = Search::default();
         self.graph

@@ -42,13 +42,6 @@ fn content(seed: u8, path: &str) -> String {
     }
 }
 
-fn exact() -> IndexOptions {
-    IndexOptions {
-        hnsw_min_vectors: None,
-        ..IndexOptions::default()
-    }
-}
-
 /// The refreshed index holds exactly the committed chunks, answers as a fresh index of
 /// the same state does, and finds each file's current text under its current path.
 fn check_search(
@@ -64,7 +57,7 @@ fn check_search(
         snap.chunk_ids(),
         store.begin_read().unwrap().chunk_ids().unwrap()
     );
-    let fresh = SearchIndex::open(store, embedder, exact()).unwrap();
+    let fresh = SearchIndex::open(store, embedder, IndexOptions::exact()).unwrap();
     for q in ["word3 word7", "title doc", "f12 text more", "src docs"] {
         for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
             let mut query = Query::new(q).mode(mode).k(8);
@@ -132,7 +125,7 @@ proptest! {
         let path = db.path().join("store.redb");
         let mut store = Store::create(&path, settings(&options, &embedder)).unwrap();
         let mut files: BTreeMap<String, String> = BTreeMap::new();
-        let search_options = IndexOptions { merge_min_chunks: 3, ..exact() };
+        let search_options = IndexOptions { merge_min_chunks: 3, ..IndexOptions::exact() };
         let index = SearchIndex::open(&store, &embedder, search_options).unwrap();
         for op in ops {
             // The paths the operation touched, as a watcher would report them.

@@ -9,13 +9,6 @@ use cfs_store::{Store, SyncOptions};
 
 use crate::store::{settings, write};
 
-fn exact() -> IndexOptions {
-    IndexOptions {
-        hnsw_min_vectors: None,
-        ..IndexOptions::default()
-    }
-}
-
 fn corpus(root: &Path) {
     write(
         root,
@@ -57,7 +50,7 @@ fn finds_code_prose_and_markdown_in_every_mode() {
     let db = tempfile::tempdir().unwrap();
     corpus(tree.path());
     let (store, embedder, _) = setup(tree.path(), db.path());
-    let index = SearchIndex::open(&store, &embedder, exact()).unwrap();
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
     for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
         let hits = index
             .search(&Query::new("parse config").mode(mode).k(3), &embedder)
@@ -91,7 +84,7 @@ fn filters_restrict_every_mode() {
     let db = tempfile::tempdir().unwrap();
     corpus(tree.path());
     let (store, embedder, _) = setup(tree.path(), db.path());
-    let index = SearchIndex::open(&store, &embedder, exact()).unwrap();
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
     let cases = [
         (
             Filter {
@@ -152,7 +145,7 @@ fn odd_queries_and_empty_stores_give_lists_not_errors() {
     let tree = tempfile::tempdir().unwrap();
     let db = tempfile::tempdir().unwrap();
     let (store, embedder, options) = setup(tree.path(), db.path());
-    let index = SearchIndex::open(&store, &embedder, exact()).unwrap();
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
     let odd = [
         "",
         " ",
@@ -198,7 +191,7 @@ fn refresh_follows_edits_and_old_snapshots_stay_whole() {
     let db = tempfile::tempdir().unwrap();
     corpus(tree.path());
     let (store, embedder, options) = setup(tree.path(), db.path());
-    let index = SearchIndex::open(&store, &embedder, exact()).unwrap();
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
     let before = index.snapshot();
     let text = |q: &str| Query::new(q).mode(Mode::Text);
 
@@ -297,7 +290,7 @@ fn results_do_not_depend_on_thread_count() {
             .build()
             .unwrap();
         pool.install(|| {
-            let index = SearchIndex::open(&store, &embedder, exact()).unwrap();
+            let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
             index
                 .search(&Query::new("configuration file socket").k(20), &embedder)
                 .unwrap()
@@ -324,7 +317,7 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
         "http client",
     ];
     let same_as_fresh = |index: &SearchIndex| {
-        let fresh = SearchIndex::open(&store, &embedder, exact()).unwrap();
+        let fresh = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
         assert_eq!(index.snapshot().chunk_ids(), fresh.snapshot().chunk_ids());
         for q in queries {
             for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
@@ -337,10 +330,12 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
         }
     };
 
-    let (index, status) = SearchIndex::open_cached(&store, &embedder, exact(), &cache).unwrap();
+    let (index, status) =
+        SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
     assert_eq!(status, CacheStatus::Missing);
     index.save_cache(&cache).unwrap();
-    let (index, status) = SearchIndex::open_cached(&store, &embedder, exact(), &cache).unwrap();
+    let (index, status) =
+        SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
     assert_eq!(status, CacheStatus::Current);
     same_as_fresh(&index);
 
@@ -349,7 +344,8 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
     store
         .sync(tree.path(), &options, &embedder, &|_| {})
         .unwrap();
-    let (index, status) = SearchIndex::open_cached(&store, &embedder, exact(), &cache).unwrap();
+    let (index, status) =
+        SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
     assert!(
         matches!(status, CacheStatus::CaughtUp { changed } if changed >= 2),
         "{status:?}"
@@ -361,7 +357,8 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
     let good = std::fs::read(&cache).unwrap();
     let rebuilt = |bytes: &[u8]| {
         std::fs::write(&cache, bytes).unwrap();
-        let (index, status) = SearchIndex::open_cached(&store, &embedder, exact(), &cache).unwrap();
+        let (index, status) =
+            SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
         same_as_fresh(&index);
         match status {
             CacheStatus::Rebuilt(reason) => reason,
@@ -384,9 +381,10 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
     write(other_tree.path(), "x.txt", "another store\n");
     write(other_tree.path(), "y.txt", "with other text\n");
     let (other, _, _) = setup(other_tree.path(), other_db.path());
-    let other_index = SearchIndex::open(&other, &embedder, exact()).unwrap();
+    let other_index = SearchIndex::open(&other, &embedder, IndexOptions::exact()).unwrap();
     other_index.save_cache(&cache).unwrap();
-    let (index, status) = SearchIndex::open_cached(&store, &embedder, exact(), &cache).unwrap();
+    let (index, status) =
+        SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
     assert!(
         matches!(&status, CacheStatus::Rebuilt(r) if r.contains("not in this store's chain")),
         "{status:?}"
