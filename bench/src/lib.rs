@@ -1,10 +1,12 @@
 //! Peer benchmarks of cfs (see `benches/` and `src/bin/`), and the retrieval-quality
 //! corpus shared by the search benchmarks.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use cfs_ingest::{Embedder, HashEmbedder};
 use cfs_store::search::Hit;
+use cfs_store::{Settings, Store, SyncOptions};
 
 /// A query and where its answer is.
 pub struct Label {
@@ -130,4 +132,59 @@ pub fn is_target_parts<P: AsRef<str>>(paths: &[P], symbol: Option<&str>, label: 
     paths.iter().any(|p| p.as_ref() == label.path)
         && symbol
             .is_some_and(|s| s == label.item || s.rsplit("::").next() == Some(label.item.as_str()))
+}
+
+/// A new store at `path` with the default chunk sizes and embedder, with that embedder
+/// and the default sync options.
+pub fn new_store(path: &Path) -> (Store, HashEmbedder, SyncOptions) {
+    let embedder = HashEmbedder::default();
+    let options = SyncOptions::default();
+    let settings = Settings {
+        chunk: options.config.chunk,
+        model_id: embedder.model_id().into(),
+    };
+    let store = Store::create(path, settings).expect("create the store");
+    (store, embedder, options)
+}
+
+/// The labelled corpus of [`make_corpus`] in a temporary folder, synced into a store
+/// beside it.
+pub struct IndexedCorpus {
+    /// Holds the tree and the store; both go when it is dropped.
+    pub dir: tempfile::TempDir,
+    /// The corpus.
+    pub tree: PathBuf,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// Files copied.
+    pub files: usize,
+    /// Its queries.
+    pub labels: Vec<Label>,
+    /// The store, synced with `tree`.
+    pub store: Store,
+    /// The store's embedder.
+    pub embedder: HashEmbedder,
+    /// The sync options used.
+    pub options: SyncOptions,
+}
+
+/// Copies the corpus (see [`make_corpus`]) and syncs it into a new store.
+pub fn indexed_corpus(src: &Path, budget: u64) -> IndexedCorpus {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tree = dir.path().join("tree");
+    let (bytes, files, labels) = make_corpus(src, &tree, budget);
+    let (store, embedder, options) = new_store(&dir.path().join("store.redb"));
+    store
+        .sync(&tree, &options, &embedder, &|_| {})
+        .expect("sync the corpus");
+    IndexedCorpus {
+        dir,
+        tree,
+        bytes,
+        files,
+        labels,
+        store,
+        embedder,
+        options,
+    }
 }

@@ -11,10 +11,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cfs_bench::{make_corpus, percentile};
-use cfs_ingest::{Embedder, HashEmbedder};
+use cfs_bench::{IndexedCorpus, indexed_corpus, percentile};
+use cfs_ingest::Embedder;
 use cfs_store::search::{IndexOptions, SearchIndex, dot, norm2};
-use cfs_store::{Settings, Store, SyncOptions};
 use serde_json::json;
 
 #[derive(Clone)]
@@ -90,28 +89,15 @@ fn main() {
             other => panic!("unknown argument {other}"),
         }
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let tree = dir.path().join("tree");
-    let (_, _, labels) = make_corpus(&src, &tree, budget);
-    let embedder = HashEmbedder::default();
-    let options = SyncOptions::default();
-    let settings = Settings {
-        chunk: options.config.chunk,
-        model_id: embedder.model_id().into(),
-    };
-    let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
-    store
-        .sync(&tree, &options, &embedder, &|_| {})
-        .expect("sync");
-    let index = SearchIndex::open(
-        &store,
-        &embedder,
-        IndexOptions {
-            hnsw_min_vectors: None,
-            ..IndexOptions::default()
-        },
-    )
-    .expect("index");
+    // `_dir` holds the tree and the store until the end.
+    let IndexedCorpus {
+        dir: _dir,
+        labels,
+        store,
+        embedder,
+        ..
+    } = indexed_corpus(&src, budget);
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).expect("index");
     let read = store.begin_read().expect("read");
     let model = embedder.model_hash();
     let vectors: Vec<Vec<i16>> = index

@@ -21,10 +21,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cfs_bench::{Label, is_target, make_corpus, percentile, rss_bytes};
-use cfs_ingest::{Embedder, HashEmbedder};
+use cfs_bench::{IndexedCorpus, Label, indexed_corpus, is_target, percentile, rss_bytes};
+use cfs_ingest::HashEmbedder;
 use cfs_store::search::{Hit, IndexOptions, Mode, Query, SearchIndex};
-use cfs_store::{Settings, Store, SyncOptions};
 use serde_json::json;
 
 struct Quality {
@@ -94,25 +93,20 @@ fn main() {
             other => panic!("unknown argument {other}"),
         }
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let tree = dir.path().join("tree");
-    let (bytes, n_files, labels) = make_corpus(&src, &tree, budget);
-    let embedder = HashEmbedder::default();
-    let options = SyncOptions::default();
-    let settings = Settings {
-        chunk: options.config.chunk,
-        model_id: embedder.model_id().into(),
-    };
-    let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
-    store
-        .sync(&tree, &options, &embedder, &|_| {})
-        .expect("sync");
+    // `_dir` holds the tree and the store until the end.
+    let IndexedCorpus {
+        dir: _dir,
+        tree,
+        bytes,
+        files: n_files,
+        labels,
+        store,
+        embedder,
+        options,
+    } = indexed_corpus(&src, budget);
 
     // 1. Build the index.
-    let exact_options = IndexOptions {
-        hnsw_min_vectors: None,
-        ..IndexOptions::default()
-    };
+    let exact_options = IndexOptions::exact();
     let rss0 = rss_bytes();
     let t = Instant::now();
     let index = SearchIndex::open(&store, &embedder, exact_options).expect("index");

@@ -16,8 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use cfs_core::PathEntry;
-use cfs_ingest::{Embedder, HashEmbedder, ingest_file};
-use cfs_store::{Settings, Store, SyncOptions};
+use cfs_ingest::ingest_file;
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -32,13 +31,7 @@ fn main() {
         _ => 20,
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    let embedder = HashEmbedder::default();
-    let options = SyncOptions::default();
-    let settings = Settings {
-        chunk: options.config.chunk,
-        model_id: embedder.model_id().into(),
-    };
-    let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
+    let (store, embedder, options) = cfs_bench::new_store(&dir.path().join("store.redb"));
 
     // 0. The same tree indexed in memory (no store): what ingestion alone costs.
     let started = Instant::now();

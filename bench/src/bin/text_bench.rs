@@ -11,10 +11,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cfs_bench::{is_target_parts, make_corpus, percentile, rss_bytes};
-use cfs_ingest::{Embedder, HashEmbedder};
+use cfs_bench::{IndexedCorpus, indexed_corpus, is_target_parts, percentile, rss_bytes};
 use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
-use cfs_store::{Settings, Store, SyncOptions};
 use serde_json::json;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
@@ -28,34 +26,22 @@ fn main() {
         (Some("--bytes"), Some(n)) => n.parse().expect("--bytes N"),
         _ => 30 << 20,
     };
-    let dir = tempfile::tempdir().expect("temp dir");
-    let tree = dir.path().join("tree");
-    let (bytes, _, labels) = make_corpus(&src, &tree, budget);
-    let embedder = HashEmbedder::default();
-    let options = SyncOptions::default();
-    let settings = Settings {
-        chunk: options.config.chunk,
-        model_id: embedder.model_id().into(),
-    };
-    let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
-    store
-        .sync(&tree, &options, &embedder, &|_| {})
-        .expect("sync");
+    // `_dir` holds the tree and the store until the end.
+    let IndexedCorpus {
+        dir: _dir,
+        bytes,
+        labels,
+        store,
+        embedder,
+        ..
+    } = indexed_corpus(&src, budget);
     let step = labels.len().div_ceil(400).max(1);
     let sample: Vec<_> = labels.iter().step_by(step).collect();
 
     // cfs.
     let rss0 = rss_bytes();
     let t = Instant::now();
-    let index = SearchIndex::open(
-        &store,
-        &embedder,
-        IndexOptions {
-            hnsw_min_vectors: None,
-            ..IndexOptions::default()
-        },
-    )
-    .expect("index");
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).expect("index");
     let cfs_build = t.elapsed().as_secs_f64();
     let cfs_rss = rss_bytes().saturating_sub(rss0);
     let snap = index.snapshot();

@@ -14,11 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use cfs_bench::{make_corpus, percentile};
-use cfs_ingest::{Embedder, HashEmbedder};
+use cfs_bench::{make_corpus, new_store, percentile};
 use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::watch::{WatchEvent, WatchSettings, watch};
-use cfs_store::{Settings, Store, SyncOptions};
 use serde_json::json;
 
 fn main() {
@@ -35,13 +33,9 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let tree = dir.path().join("tree");
     make_corpus(&src, &tree, budget);
-    let embedder = HashEmbedder::default();
-    let options = SyncOptions::default();
-    let settings = Settings {
-        chunk: options.config.chunk,
-        model_id: embedder.model_id().into(),
-    };
-    let store = Arc::new(Store::create(&tree.join(".cfs/store.redb"), settings).expect("store"));
+    // The store inside the tree, as `cfs index` puts it: its own writes make events.
+    let (store, embedder, options) = new_store(&tree.join(".cfs/store.redb"));
+    let store = Arc::new(store);
     store
         .sync(&tree, &options, &embedder, &|_| {})
         .expect("first sync");
@@ -54,8 +48,11 @@ fn main() {
         text.push_str(&format!("\n// direct edit {i}\n"));
         std::fs::write(&f.abs_path, text).expect("write");
         let t = Instant::now();
-        let w = cfs_ingest::walk_scope(&tree, Some(&cfs_ingest::Scope::new([&f.rel_path]))).expect("walk");
-        if std::env::var_os("CFS_PROBE").is_some() { eprintln!("walk_scope {:?} ({} files)", t.elapsed(), w.files.len()); }
+        let w = cfs_ingest::walk_scope(&tree, Some(&cfs_ingest::Scope::new([&f.rel_path])))
+            .expect("walk");
+        if std::env::var_os("CFS_PROBE").is_some() {
+            eprintln!("walk_scope {:?} ({} files)", t.elapsed(), w.files.len());
+        }
         let t = Instant::now();
         store
             .sync_paths(
@@ -67,7 +64,9 @@ fn main() {
             )
             .expect("sync_paths");
         direct.push(t.elapsed());
-        if std::env::var_os("CFS_PROBE").is_some() { eprintln!("sync_paths {:?}", t.elapsed()); }
+        if std::env::var_os("CFS_PROBE").is_some() {
+            eprintln!("sync_paths {:?}", t.elapsed());
+        }
     }
     direct.sort();
     let stop = Arc::new(AtomicBool::new(false));
@@ -99,15 +98,7 @@ fn main() {
         })
     };
     rx.recv().expect("first sync");
-    let index = SearchIndex::open(
-        &store,
-        &embedder,
-        IndexOptions {
-            hnsw_min_vectors: None,
-            ..IndexOptions::default()
-        },
-    )
-    .expect("index");
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).expect("index");
     let chunks = index.snapshot().n_chunks();
 
     // 1. Save to searchable.

@@ -37,6 +37,87 @@ fn found(index: &SearchIndex, store: &Store, embedder: &HashEmbedder, word: &str
         .collect()
 }
 
+/// A watcher on its own thread over a store inside `root` (as `cfs index` puts it, so
+/// that its own writes are events that must make no work), forwarding what it does.
+struct Watcher {
+    store: Arc<Store>,
+    options: SyncOptions,
+    embedder: HashEmbedder,
+    events: mpsc::Receiver<WatchEvent>,
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<cfs_store::Result<()>>,
+}
+
+impl Watcher {
+    fn start(root: &Path, watch_settings: WatchSettings) -> Self {
+        let options = SyncOptions::default();
+        let embedder = HashEmbedder::new(32);
+        let store = Arc::new(
+            Store::create(&root.join(".cfs/store.redb"), settings(&options, &embedder)).unwrap(),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, events) = mpsc::channel();
+        let handle = {
+            let (store, stop, options, embedder) = (
+                Arc::clone(&store),
+                Arc::clone(&stop),
+                options.clone(),
+                embedder.clone(),
+            );
+            let root = root.to_path_buf();
+            std::thread::spawn(move || {
+                let mut on_event = |e: WatchEvent| {
+                    let _ = tx.send(e);
+                };
+                watch(
+                    &store,
+                    &root,
+                    &options,
+                    &embedder,
+                    &watch_settings,
+                    &stop,
+                    &mut on_event,
+                )
+            })
+        };
+        Self {
+            store,
+            options,
+            embedder,
+            events,
+            stop,
+            handle,
+        }
+    }
+
+    fn next(&self) -> WatchEvent {
+        self.events.recv_timeout(Duration::from_secs(30)).unwrap()
+    }
+
+    /// Commits reported since the last call.
+    fn commits(&self) -> usize {
+        self.events
+            .try_iter()
+            .map(|e| match e {
+                WatchEvent::Synced { report, .. } => report.commits,
+                WatchEvent::Degraded(reason) => panic!("degraded: {reason}"),
+                WatchEvent::Watching => 0,
+            })
+            .sum()
+    }
+
+    /// Waits until the store's root is the clean-index root of `root`.
+    fn settle(&self, root: &Path, what: &str) {
+        settle(&self.store, root, &self.options, &self.embedder, what);
+    }
+
+    fn stop(self) -> Arc<Store> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.handle.join().unwrap().unwrap();
+        self.store
+    }
+}
+
 #[test]
 fn a_real_watcher_converges_after_every_kind_of_edit() {
     let tree = tempfile::tempdir().unwrap();
@@ -44,73 +125,39 @@ fn a_real_watcher_converges_after_every_kind_of_edit() {
     let root = root.as_path();
     write(root, "keep.txt", "stays as it is\n");
     write(root, "docs/old.md", "# Old\n\nzebra crossing\n");
-    let options = SyncOptions::default();
-    let embedder = HashEmbedder::new(32);
-    // The store lives inside the tree, as `cfs index` puts it: its writes make no work.
-    let store = Arc::new(
-        Store::create(&root.join(".cfs/store.redb"), settings(&options, &embedder)).unwrap(),
+    let watcher = Watcher::start(
+        root,
+        WatchSettings {
+            quiet: Duration::from_millis(100),
+            max_delay: Duration::from_secs(2),
+            ..WatchSettings::default()
+        },
     );
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::channel::<(bool, usize)>();
-    let handle = {
-        let (store, stop, options, embedder) = (
-            Arc::clone(&store),
-            Arc::clone(&stop),
-            options.clone(),
-            embedder.clone(),
-        );
-        let root = root.to_path_buf();
-        std::thread::spawn(move || {
-            let settings = WatchSettings {
-                quiet: Duration::from_millis(100),
-                max_delay: Duration::from_secs(2),
-                ..WatchSettings::default()
-            };
-            let mut on_event = |e: WatchEvent| match e {
-                WatchEvent::Watching => {
-                    let _ = tx.send((true, 0));
-                }
-                WatchEvent::Synced { report, .. } => {
-                    let _ = tx.send((false, report.commits));
-                }
-                WatchEvent::Degraded(reason) => panic!("degraded: {reason}"),
-            };
-            watch(
-                &store,
-                &root,
-                &options,
-                &embedder,
-                &settings,
-                &stop,
-                &mut on_event,
-            )
-        })
-    };
     // The first whole sync, then watching.
-    assert_eq!(
-        rx.recv_timeout(Duration::from_secs(30)).unwrap(),
-        (false, 1)
+    assert!(
+        matches!(watcher.next(), WatchEvent::Synced { report, paths: None, .. } if report.commits == 1)
     );
-    assert!(rx.recv_timeout(Duration::from_secs(30)).unwrap().0);
-    settle(&store, root, &options, &embedder, "start");
-    let index = SearchIndex::open(&store, &embedder, IndexOptions::default()).unwrap();
-    assert_eq!(found(&index, &store, &embedder, "zebra"), ["docs/old.md"]);
+    assert!(matches!(watcher.next(), WatchEvent::Watching));
+    let (store, embedder) = (&watcher.store, &watcher.embedder);
+    watcher.settle(root, "start");
+    let index = SearchIndex::open(store, embedder, IndexOptions::default()).unwrap();
+    assert_eq!(found(&index, store, embedder, "zebra"), ["docs/old.md"]);
 
     write(root, "new.txt", "a fresh aardvark\n");
-    settle(&store, root, &options, &embedder, "create");
-    assert_eq!(found(&index, &store, &embedder, "aardvark"), ["new.txt"]);
+    watcher.settle(root, "create");
+    assert_eq!(found(&index, store, embedder, "aardvark"), ["new.txt"]);
 
     write(root, "new.txt", "a fresh aardvark and a badger\n");
-    settle(&store, root, &options, &embedder, "modify");
-    assert_eq!(found(&index, &store, &embedder, "badger"), ["new.txt"]);
+    watcher.settle(root, "modify");
+    assert_eq!(found(&index, store, embedder, "badger"), ["new.txt"]);
 
     write(root, "new.txt", "a badger\n");
-    settle(&store, root, &options, &embedder, "shrink");
-    assert!(found(&index, &store, &embedder, "aardvark").is_empty());
+    watcher.settle(root, "shrink");
+    assert!(found(&index, store, embedder, "aardvark").is_empty());
 
     std::fs::rename(root.join("new.txt"), root.join("renamed.txt")).unwrap();
-    settle(&store, root, &options, &embedder, "rename");
-    assert_eq!(found(&index, &store, &embedder, "badger"), ["renamed.txt"]);
+    watcher.settle(root, "rename");
+    assert_eq!(found(&index, store, embedder, "badger"), ["renamed.txt"]);
 
     std::fs::create_dir_all(root.join("elsewhere/deeper")).unwrap();
     std::fs::rename(
@@ -118,25 +165,25 @@ fn a_real_watcher_converges_after_every_kind_of_edit() {
         root.join("elsewhere/deeper/old.md"),
     )
     .unwrap();
-    settle(&store, root, &options, &embedder, "move across folders");
+    watcher.settle(root, "move across folders");
     assert_eq!(
-        found(&index, &store, &embedder, "zebra"),
+        found(&index, store, embedder, "zebra"),
         ["elsewhere/deeper/old.md"]
     );
 
     std::fs::remove_file(root.join("renamed.txt")).unwrap();
-    settle(&store, root, &options, &embedder, "delete");
-    assert!(found(&index, &store, &embedder, "badger").is_empty());
+    watcher.settle(root, "delete");
+    assert!(found(&index, store, embedder, "badger").is_empty());
 
     // An editor's atomic save: write a temporary file, then rename it over the file.
     write(root, ".keep.txt.swp", "changed by the editor: ocelot\n");
     std::fs::rename(root.join(".keep.txt.swp"), root.join("keep.txt")).unwrap();
-    settle(&store, root, &options, &embedder, "atomic save");
-    assert_eq!(found(&index, &store, &embedder, "ocelot"), ["keep.txt"]);
-    assert!(found(&index, &store, &embedder, "stays").is_empty());
+    watcher.settle(root, "atomic save");
+    assert_eq!(found(&index, store, embedder, "ocelot"), ["keep.txt"]);
+    assert!(found(&index, store, embedder, "stays").is_empty());
 
     // A burst of 2,000 files (a checkout) ends in a few commits.
-    while rx.try_recv().is_ok() {}
+    watcher.commits();
     let writing = Instant::now();
     for i in 0..2000 {
         write(
@@ -148,26 +195,25 @@ fn a_real_watcher_converges_after_every_kind_of_edit() {
     // A batch is cut at most every max_delay (2 s here) while events keep coming, so a
     // slow (loaded) machine may need a few more batches; each batch is one commit.
     let allowed = writing.elapsed().as_millis() as usize / 2000 + 3;
-    settle(&store, root, &options, &embedder, "burst of 2,000 files");
+    watcher.settle(root, "burst of 2,000 files");
     // The report of the last sync follows its commit.
     std::thread::sleep(Duration::from_millis(500));
-    let commits: usize = rx.try_iter().map(|(_, c)| c).sum();
+    let commits = watcher.commits();
     assert!(
         (1..=allowed).contains(&commits),
         "{commits} commits for the burst (at most {allowed})"
     );
     assert_eq!(
-        found(&index, &store, &embedder, "walrus1999")[0],
+        found(&index, store, embedder, "walrus1999")[0],
         "burst/d19/f1999.txt"
     );
     // Ignored trees make no work.
     write(root, "node_modules/pkg/index.js", "module.exports = 1;\n");
     write(root, "target/debug/out.txt", "build output\n");
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(rx.try_iter().map(|(_, c)| c).sum::<usize>(), 0);
+    assert_eq!(watcher.commits(), 0);
 
-    stop.store(true, Ordering::SeqCst);
-    handle.join().unwrap().unwrap();
+    let store = watcher.stop();
     assert!(store.verify().unwrap().is_ok());
 }
 
@@ -177,57 +223,18 @@ fn without_events_whole_syncs_run_at_the_poll_interval() {
     let root = tree.path().canonicalize().unwrap();
     let root = root.as_path();
     write(root, "a.txt", "first\n");
-    let options = SyncOptions::default();
-    let embedder = HashEmbedder::new(32);
-    let store = Arc::new(
-        Store::create(&root.join(".cfs/store.redb"), settings(&options, &embedder)).unwrap(),
+    let watcher = Watcher::start(
+        root,
+        WatchSettings {
+            poll_interval: Duration::from_millis(200),
+            poll_only: true,
+            ..WatchSettings::default()
+        },
     );
-    let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::channel::<String>();
-    let handle = {
-        let (store, stop, options, embedder) = (
-            Arc::clone(&store),
-            Arc::clone(&stop),
-            options.clone(),
-            embedder.clone(),
-        );
-        let root = root.to_path_buf();
-        std::thread::spawn(move || {
-            let settings = WatchSettings {
-                poll_interval: Duration::from_millis(200),
-                poll_only: true,
-                ..WatchSettings::default()
-            };
-            let mut on_event = |e: WatchEvent| {
-                let _ = tx.send(match e {
-                    WatchEvent::Degraded(reason) => format!("degraded: {reason}"),
-                    other => format!("{other:?}"),
-                });
-            };
-            watch(
-                &store,
-                &root,
-                &options,
-                &embedder,
-                &settings,
-                &stop,
-                &mut on_event,
-            )
-        })
-    };
-    assert!(
-        rx.recv_timeout(Duration::from_secs(30))
-            .unwrap()
-            .starts_with("Synced")
-    );
-    assert!(
-        rx.recv_timeout(Duration::from_secs(30))
-            .unwrap()
-            .starts_with("degraded")
-    );
+    assert!(matches!(watcher.next(), WatchEvent::Synced { .. }));
+    assert!(matches!(watcher.next(), WatchEvent::Degraded(_)));
     write(root, "b.txt", "second\n");
     std::fs::remove_file(root.join("a.txt")).unwrap();
-    settle(&store, root, &options, &embedder, "polling");
-    stop.store(true, Ordering::SeqCst);
-    handle.join().unwrap().unwrap();
+    watcher.settle(root, "polling");
+    watcher.stop();
 }
