@@ -81,6 +81,9 @@ pub(crate) fn leaf_chunk(encoded: &[u8]) -> LeafHash {
 pub(crate) fn leaf_embedding(encoded: &[u8]) -> LeafHash {
     LeafHash(derive(&LEAF_EMBEDDING, &[encoded]))
 }
+pub(crate) fn leaf_embedding_parts(parts: &[&[u8]]) -> LeafHash {
+    LeafHash(derive(&LEAF_EMBEDDING, parts))
+}
 pub(crate) fn leaf_edge(encoded: &[u8]) -> LeafHash {
     LeafHash(derive(&LEAF_EDGE, &[encoded]))
 }

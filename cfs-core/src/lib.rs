@@ -30,7 +30,7 @@ pub use chunk::{Chunk, ChunkKind, Symbol, SymbolKind, Window, hierarchical_hash}
 pub use diff::{StateDiff, TableDiff};
 pub use document::{Document, MetaEntry, ParseProfile};
 pub use edge::{Edge, EdgeKind, EntityId};
-pub use embedding::Embedding;
+pub use embedding::{Embedding, decode_vector, encode_vector};
 pub use encode::Canonical;
 pub use error::{CoreError, ProofError};
 pub use hash::{

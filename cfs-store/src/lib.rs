@@ -25,6 +25,7 @@ pub mod search;
 mod store;
 mod sync;
 mod tables;
+mod vectors;
 mod verify;
 pub mod watch;
 mod write;

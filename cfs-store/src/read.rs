@@ -99,7 +99,12 @@ impl ReadTxn {
 
     /// An embedding.
     pub fn embedding(&self, id: &cfs_core::EmbeddingId) -> Result<Option<Embedding>> {
-        get_row(&self.txn, Table::Embeddings, &id.0)
+        let t = self.txn.open_table(tables::EMBEDDINGS)?;
+        let Some(row) = t.get(&id.0[..])? else {
+            return Ok(None);
+        };
+        let vectors = self.txn.open_table(tables::VECTORS)?;
+        Ok(Some(crate::vectors::join(&vectors, &id.0, row.value())?))
     }
 
     /// Every chunk id, sorted.
@@ -241,30 +246,13 @@ impl ReadTxn {
         let t = self.txn.open_table(tables::EMBEDDING_CACHE)?;
         let mut key = model.0.to_vec();
         key.extend_from_slice(&text.0);
-        Ok(t.get(key.as_slice())?
-            .and_then(|v| decode_vector(v.value())))
+        let Some(hash) = t.get(key.as_slice())? else {
+            return Ok(None);
+        };
+        let Ok(hash) = <crate::vectors::VectorHash>::try_from(hash.value()) else {
+            return Ok(None);
+        };
+        let vectors = self.txn.open_table(tables::VECTORS)?;
+        crate::vectors::get_vector(&vectors, &hash)
     }
-}
-
-/// `u32 LE` count then `i16 LE` components.
-pub(crate) fn encode_vector(vector: &[i16]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + 2 * vector.len());
-    out.extend((vector.len() as u32).to_le_bytes());
-    for x in vector {
-        out.extend(x.to_le_bytes());
-    }
-    out
-}
-
-pub(crate) fn decode_vector(bytes: &[u8]) -> Option<Vec<i16>> {
-    let n = usize::try_from(crate::store::le::read_u32(bytes, 0)?).ok()?;
-    let body = bytes.get(4..)?;
-    if body.len() != 2 * n {
-        return None;
-    }
-    Some(
-        body.chunks_exact(2)
-            .map(|p| i16::from_le_bytes([p[0], p[1]]))
-            .collect(),
-    )
 }

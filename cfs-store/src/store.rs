@@ -17,7 +17,7 @@ use crate::tables;
 use crate::write::WriteTxn;
 
 /// The layout version of the store file; a store of another version is refused.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 /// The first meta value of every store.
 pub const MAGIC: &[u8] = b"cfs store";
 

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use cfs_core::{Canonical, ContentHash, DocumentId, PathEntry, StateRoot, TextHash};
+use cfs_core::{Canonical, ContentHash, DocumentId, PathEntry, StateRoot, TextHash, encode_vector};
 use cfs_ingest::{
     Embedder, IngestConfig, IngestError, Parsed, Registry, Scope, WalkEntry, detect_file,
     embedding_text, parse_file, walk_scope,
@@ -19,19 +19,24 @@ use rayon::prelude::*;
 use redb::ReadableTable;
 
 use crate::error::{Result, StoreError};
-use crate::read::{decode_vector, encode_vector};
 use crate::store::{Settings, Store};
 use crate::tables;
+use crate::vectors;
 use crate::write::{NewDocument, WriteTxn};
 
-/// Files processed per write transaction (fewer commits rehash fewer buckets twice).
-pub const DEFAULT_BATCH_FILES: usize = 4096;
+/// Files written per transaction at most (a cold sync of up to this many files is one
+/// commit: see `sync_scope`).
+pub const DEFAULT_BATCH_FILES: usize = 50_000;
+/// Bytes of file content written per transaction at most.
+const COMMIT_BYTES: u64 = 1 << 30;
+/// Files read and parsed at once, at most.
+const PARSE_FILES: usize = 1024;
 /// Files modified this recently (ns) are not trusted to the stat cache: an edit within
 /// the same clock tick would otherwise go unseen.
 const RACY_WINDOW_NS: u64 = 2_000_000_000;
-/// Bytes of file content held in memory per write transaction, at most (one larger
-/// file makes a batch of its own).
-const BATCH_BYTES: u64 = 256 << 20;
+/// Bytes of file content read and parsed at once, at most (one larger file makes a
+/// group of its own).
+const PARSE_BYTES: u64 = 64 << 20;
 /// Texts embedded per parallel task.
 const EMBED_BATCH: usize = 256;
 
@@ -42,7 +47,8 @@ pub struct SyncOptions {
     pub config: IngestConfig,
     /// Collections that path entries are resolved against.
     pub registry: Registry,
-    /// Files per write transaction.
+    /// Files per write transaction, at most (fewer, larger commits write less; smaller
+    /// ones lose less work to a crash).
     pub batch_files: usize,
 }
 
@@ -126,7 +132,8 @@ impl Stat {
 }
 
 /// Vectors computed for one batch of texts, or why the embedder failed.
-type EmbeddedBatch = std::result::Result<Vec<(TextHash, Vec<i16>)>, String>;
+type EmbeddedBatch =
+    std::result::Result<Vec<(TextHash, vectors::VectorHash, Vec<u8>, Vec<i16>)>, String>;
 
 /// One file read in this sync.
 struct Read {
@@ -339,11 +346,14 @@ impl Store {
             txn.bind_path(entry)?;
             report.updated += 1;
         }
-        let batch = options.batch_files.max(1);
+        // Files are read and parsed in groups small enough to hold in memory, and
+        // written into one transaction until it holds `batch_files` files or
+        // COMMIT_BYTES of content: a commit rewrites every page it touches that an
+        // earlier commit wrote, so fewer commits write far less.
         let mut groups: Vec<&[WalkEntry]> = Vec::new();
         let (mut start, mut bytes) = (0usize, 0u64);
         for (i, f) in to_read.iter().enumerate() {
-            if i > start && (i - start >= batch || bytes + f.size_bytes > BATCH_BYTES) {
+            if i > start && (i - start >= PARSE_FILES || bytes + f.size_bytes > PARSE_BYTES) {
                 groups.push(&to_read[start..i]);
                 start = i;
                 bytes = 0;
@@ -353,32 +363,41 @@ impl Store {
         if start < to_read.len() {
             groups.push(&to_read[start..]);
         }
+        let per_commit = options.batch_files.max(1);
+        let (mut files_pending, mut bytes_pending) = (0usize, 0u64);
         for group in groups {
-            let reads: Vec<Read> = group
-                .par_iter()
-                .map(|entry| Read {
-                    entry: entry.clone(),
-                    result: read_file(entry, &options.config),
-                })
-                .collect();
-            self.apply_batch(
-                &mut txn,
-                reads,
-                &existing,
-                &stats,
-                options,
-                embedder,
-                started_ns,
-                &mut renames_left,
-                &mut report,
-                progress,
-            )?;
-            report.rows_removed += txn.summary().n_removed();
-            if txn.summary() != &cfs_core::ChangeSummary::default() {
-                report.commits += 1;
+            for part in group.chunks(per_commit) {
+                let reads: Vec<Read> = part
+                    .par_iter()
+                    .map(|entry| Read {
+                        entry: entry.clone(),
+                        result: read_file(entry, &options.config),
+                    })
+                    .collect();
+                self.apply_batch(
+                    &mut txn,
+                    reads,
+                    &existing,
+                    &stats,
+                    options,
+                    embedder,
+                    started_ns,
+                    &mut renames_left,
+                    &mut report,
+                    progress,
+                )?;
+                files_pending += part.len();
+                bytes_pending += part.iter().map(|f| f.size_bytes).sum::<u64>();
+                if files_pending >= per_commit || bytes_pending >= COMMIT_BYTES {
+                    report.rows_removed += txn.summary().n_removed();
+                    if txn.summary() != &cfs_core::ChangeSummary::default() {
+                        report.commits += 1;
+                    }
+                    txn.commit()?;
+                    txn = self.begin_write()?;
+                    (files_pending, bytes_pending) = (0, 0);
+                }
             }
-            txn.commit()?;
-            txn = self.begin_write()?;
         }
         // Removed files: an explicit list of paths, never a filter.
         if !gone.is_empty() {
@@ -461,38 +480,55 @@ impl Store {
         let mut parse_results: BTreeMap<usize, std::result::Result<Parsed, IngestError>> =
             parsed.into_iter().collect();
 
-        // Embeddings: cached ones first, the rest in parallel batches.
+        // Embeddings: cached ones first, the rest in parallel batches. The text hash of
+        // every chunk is computed once, in parallel.
         let model = embedder.model_hash();
-        let mut wanted: BTreeMap<TextHash, String> = BTreeMap::new();
-        for p in parse_results.values().flatten() {
-            for chunk in &p.chunks {
-                let text = embedding_text(chunk);
-                wanted
-                    .entry(TextHash::of(&text))
-                    .or_insert_with(|| text.into_owned());
+        let chunk_texts: Vec<(usize, Vec<(TextHash, String)>)> = parse_results
+            .par_iter()
+            .filter_map(|(i, parsed)| Some((*i, parsed.as_ref().ok()?)))
+            .map(|(i, parsed)| {
+                let texts = parsed
+                    .chunks
+                    .iter()
+                    .map(|chunk| {
+                        let text = embedding_text(chunk);
+                        (TextHash::of(&text), text.into_owned())
+                    })
+                    .collect();
+                (i, texts)
+            })
+            .collect();
+        let mut wanted: BTreeMap<TextHash, &str> = BTreeMap::new();
+        for (_, texts) in &chunk_texts {
+            for (hash, text) in texts {
+                wanted.entry(*hash).or_insert(text.as_str());
             }
         }
         let mut vectors: BTreeMap<TextHash, Vec<i16>> = BTreeMap::new();
         {
             let cache = txn.raw().open_table(tables::EMBEDDING_CACHE)?;
+            let stored = txn.raw().open_table(tables::VECTORS)?;
             for hash in wanted.keys() {
                 let key = [model.0.as_slice(), hash.0.as_slice()].concat();
-                if let Some(v) = cache
-                    .get(key.as_slice())?
-                    .and_then(|v| decode_vector(v.value()))
+                let Some(vector_hash) = cache.get(key.as_slice())? else {
+                    continue;
+                };
+                // A cache entry whose vector is unreadable is a miss, not an error.
+                if let Ok(vector_hash) = <vectors::VectorHash>::try_from(vector_hash.value())
+                    && let Ok(Some(v)) = vectors::get_vector(&stored, &vector_hash)
                 {
                     vectors.insert(*hash, v);
                 }
             }
         }
-        let missing: Vec<(&TextHash, &String)> = wanted
+        let missing: Vec<(&TextHash, &&str)> = wanted
             .iter()
             .filter(|(h, _)| !vectors.contains_key(h))
             .collect();
         let computed: Vec<EmbeddedBatch> = missing
             .par_chunks(EMBED_BATCH)
             .map(|group| {
-                let texts: Vec<&str> = group.iter().map(|(_, t)| t.as_str()).collect();
+                let texts: Vec<&str> = group.iter().map(|(_, t)| **t).collect();
                 let out = embedder.embed_batch(&texts).map_err(|e| e.to_string())?;
                 if out.len() != texts.len() {
                     return Err(format!(
@@ -501,16 +537,28 @@ impl Store {
                         texts.len()
                     ));
                 }
-                Ok(group.iter().map(|(h, _)| **h).zip(out).collect())
+                Ok(group
+                    .iter()
+                    .map(|(h, _)| **h)
+                    .zip(out)
+                    .map(|(h, v)| {
+                        let encoded = encode_vector(&v);
+                        (h, vectors::vector_hash(&encoded), encoded, v)
+                    })
+                    .collect())
             })
             .collect();
         {
             let mut cache = txn.raw().open_table(tables::EMBEDDING_CACHE)?;
+            let mut stored = txn.raw().open_table(tables::VECTORS)?;
             for batch in computed {
                 let batch = batch.map_err(StoreError::InvalidInput)?;
-                for (hash, vector) in batch {
+                for (hash, vector_hash, encoded, vector) in batch {
+                    if stored.get(&vector_hash[..])?.is_none() {
+                        stored.insert(&vector_hash[..], encoded.as_slice())?;
+                    }
                     let key = [model.0.as_slice(), hash.0.as_slice()].concat();
-                    cache.insert(key.as_slice(), encode_vector(&vector).as_slice())?;
+                    cache.insert(key.as_slice(), &vector_hash[..])?;
                     vectors.insert(hash, vector);
                     report.embedded += 1;
                 }
@@ -518,25 +566,30 @@ impl Store {
         }
 
         // New documents first, all at once (sorted writes), then the bindings in path order.
-        let mut embedded: BTreeMap<usize, Vec<cfs_core::Embedding>> = BTreeMap::new();
-        for (i, parsed) in parse_results.iter() {
-            let Ok(parsed) = parsed else { continue };
-            let chunk_vectors = parsed
-                .chunks
-                .iter()
-                .map(|c| {
-                    let h = TextHash::of(&embedding_text(c));
-                    let v = vectors.get(&h).cloned().ok_or_else(|| {
-                        StoreError::InvalidInput(format!(
-                            "{}: no vector for a chunk",
-                            reads[*i].entry.rel_path
-                        ))
-                    })?;
-                    Ok(cfs_core::Embedding::new(c.id, model, v)?)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            embedded.insert(*i, chunk_vectors);
-        }
+        let embedded: BTreeMap<usize, Vec<cfs_core::Embedding>> = chunk_texts
+            .par_iter()
+            .map(|(i, texts)| {
+                let parsed = parse_results[i]
+                    .as_ref()
+                    .expect("only parsed files have texts");
+                let chunk_vectors = parsed
+                    .chunks
+                    .iter()
+                    .zip(texts)
+                    .map(|(c, (h, _))| {
+                        let v = vectors.get(h).cloned().ok_or_else(|| {
+                            StoreError::InvalidInput(format!(
+                                "{}: no vector for a chunk",
+                                reads[*i].entry.rel_path
+                            ))
+                        })?;
+                        Ok(cfs_core::Embedding::new(c.id, model, v)?)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok((*i, chunk_vectors))
+            })
+            .collect::<Result<_>>()?;
+        drop(chunk_texts);
         let new_documents: Vec<NewDocument<'_>> = parse_results
             .iter()
             .filter_map(|(i, parsed)| {

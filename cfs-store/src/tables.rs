@@ -15,7 +15,8 @@ pub const PATHS: Bytes = TableDefinition::new("paths");
 pub const DOCUMENTS: Bytes = TableDefinition::new("documents");
 /// Committed: chunk id (16) -> canonical Chunk.
 pub const CHUNKS: Bytes = TableDefinition::new("chunks");
-/// Committed: embedding id (16) -> canonical Embedding.
+/// Committed: embedding id (16) -> chunk id (16) || model hash (32) || vector hash (32);
+/// the canonical Embedding is the key, the first 48 bytes and the vector (`vectors.rs`).
 pub const EMBEDDINGS: Bytes = TableDefinition::new("embeddings");
 /// Committed: edge key (source 16, target 16, kind u16 BE) -> canonical Edge.
 pub const EDGES: Bytes = TableDefinition::new("edges");
@@ -34,7 +35,10 @@ pub const LEAVES: Bytes = TableDefinition::new("leaves");
 /// Index: table (u8) || bucket (u16 BE) -> bucket root (32); absent = empty root.
 pub const BUCKET_ROOTS: Bytes = TableDefinition::new("bucket_roots");
 
-/// Cache: model hash (32) || text hash (32) -> vector (u32 LE length, i16 LE each).
+/// Storage: vector hash (32, BLAKE3 of the value) -> vector (u32 LE length, i16 LE each);
+/// each distinct vector once, for the embeddings and the embedding cache.
+pub const VECTORS: Bytes = TableDefinition::new("vectors");
+/// Cache: model hash (32) || text hash (32) -> vector hash (32).
 pub const EMBEDDING_CACHE: Bytes = TableDefinition::new("embedding_cache");
 /// Cache: relative path (UTF-8) -> size (u64 LE) || mtime ns (u64 LE) || content hash (32).
 pub const STAT_CACHE: Bytes = TableDefinition::new("stat_cache");
@@ -45,7 +49,7 @@ pub const STATE_CHAIN: Bytes = TableDefinition::new("state_chain");
 pub const META: Bytes = TableDefinition::new("meta");
 
 /// Every table, for creation at store creation and for `verify`.
-pub const ALL: [Bytes; 15] = [
+pub const ALL: [Bytes; 16] = [
     PATHS,
     DOCUMENTS,
     CHUNKS,
@@ -57,6 +61,7 @@ pub const ALL: [Bytes; 15] = [
     CONTENT_INDEX,
     LEAVES,
     BUCKET_ROOTS,
+    VECTORS,
     EMBEDDING_CACHE,
     STAT_CACHE,
     STATE_CHAIN,

@@ -9,7 +9,7 @@
 
 use cfs_core::{
     Bucket, Chunk, Document, Edge, Embedding, Entity, PathEntry, StateRoot, Table, TableRoots,
-    TopTree, bucket_roots_from_sorted, check_rows,
+    TopTree, bucket_roots_from_sorted, check_rows, hex_encode,
 };
 use rayon::prelude::*;
 use redb::{ReadableTable, ReadableTableMetadata};
@@ -17,6 +17,7 @@ use redb::{ReadableTable, ReadableTableMetadata};
 use crate::error::Result;
 use crate::read::{Counts, ReadTxn};
 use crate::tables;
+use crate::vectors::{self, StoredEmbedding, VectorHash};
 use crate::write::read_bucket_roots;
 
 /// What `verify` found.
@@ -55,12 +56,100 @@ struct RangeScan<E> {
     n_stored_leaves: usize,
 }
 
+/// A row decoded, checked against its key, and its leaf hash; or the problem with it.
+type Decoded<E> = std::result::Result<(E, [u8; 32]), String>;
+
+/// Decodes a row stored in canonical form, checking that it lies under the key its
+/// content gives.
+fn canonical_row<E: Entity>(
+    key_bytes: impl Fn(&E) -> Vec<u8> + Sync,
+) -> impl Fn(&[u8], &[u8]) -> Decoded<E> + Sync {
+    move |key, value| {
+        let table = E::TABLE.name();
+        let entity =
+            E::decode(value).map_err(|e| format!("{table} row {}: {e}", hex_encode(key)))?;
+        if key_bytes(&entity) != key {
+            return Err(format!(
+                "{table} row {} is stored under another key than its content gives",
+                hex_encode(key)
+            ));
+        }
+        let leaf = entity.leaf().0;
+        Ok((entity, leaf))
+    }
+}
+
+/// Every stored vector, sorted by hash, each checked against its hash and decoded
+/// strictly.
+fn load_vectors(read: &ReadTxn, problems: &mut Vec<String>) -> Result<Vec<(VectorHash, Vec<u8>)>> {
+    let mut rows = Vec::new();
+    for row in read.raw().open_table(tables::VECTORS)?.iter()? {
+        let (k, v) = row?;
+        let Ok(hash) = VectorHash::try_from(k.value()) else {
+            problems.push(format!(
+                "vector key {} is not 32 bytes",
+                hex_encode(k.value())
+            ));
+            continue;
+        };
+        rows.push((hash, v.value().to_vec()));
+    }
+    let bad: Vec<String> = rows
+        .par_iter()
+        .filter_map(|(hash, bytes)| {
+            if vectors::vector_hash(bytes) != *hash {
+                return Some(format!("vector {} differs from its hash", hex_encode(hash)));
+            }
+            cfs_core::decode_vector(bytes)
+                .err()
+                .map(|e| format!("vector {}: {e}", hex_encode(hash)))
+        })
+        .collect();
+    problems.extend(bad);
+    Ok(rows)
+}
+
+/// Decodes an embedding row (`vectors.rs`) and hashes the embedding it makes with its
+/// vector. The entity returned carries no vector: the reference rules need only its
+/// ids, and the vector was checked once in `load_vectors`.
+fn embedding_row(
+    vectors: &[(VectorHash, Vec<u8>)],
+) -> impl Fn(&[u8], &[u8]) -> Decoded<Embedding> + Sync {
+    move |key, value| {
+        let stored = StoredEmbedding::decode(value)
+            .map_err(|e| format!("embeddings row {}: {e}", hex_encode(key)))?;
+        if stored.id().0[..] != *key {
+            return Err(format!(
+                "embeddings row {} is stored under another key than its content gives",
+                hex_encode(key)
+            ));
+        }
+        let at = vectors
+            .binary_search_by(|(h, _)| h.cmp(&stored.vector))
+            .map_err(|_| {
+                format!(
+                    "embeddings row {} names the absent vector {}",
+                    hex_encode(key),
+                    hex_encode(&stored.vector)
+                )
+            })?;
+        let leaf = stored.leaf(&vectors[at].1).0;
+        let entity = Embedding {
+            id: stored.id(),
+            chunk_id: stored.chunk_id,
+            model_hash: stored.model_hash,
+            vector: Vec::new(),
+        };
+        Ok((entity, leaf))
+    }
+}
+
 fn scan_range<E: Entity>(
     rows_t: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
     leaves_t: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
     tag: u8,
     range: u16,
-    key_bytes: &(impl Fn(&E) -> Vec<u8> + Sync),
+    decode: &(impl Fn(&[u8], &[u8]) -> Decoded<E> + Sync),
 ) -> Result<RangeScan<E>> {
     let table = E::TABLE;
     let width = 256 / SCAN_RANGES;
@@ -111,25 +200,13 @@ fn scan_range<E: Entity>(
                 Some(std::cmp::Ordering::Greater) => break,
             }
         }
-        let entity = match E::decode(v.value()) {
-            Ok(e) => e,
-            Err(e) => {
-                out.problems.push(format!(
-                    "{} row {}: {e}",
-                    table.name(),
-                    cfs_core::hex_encode(key)
-                ));
+        let (entity, leaf) = match decode(key, v.value()) {
+            Ok(decoded) => decoded,
+            Err(problem) => {
+                out.problems.push(problem);
                 continue;
             }
         };
-        if key_bytes(&entity) != key {
-            out.problems.push(format!(
-                "{} row {} is stored under another key than its content gives",
-                table.name(),
-                cfs_core::hex_encode(key)
-            ));
-        }
-        let leaf = entity.leaf().0;
         if stored_leaf != Some(leaf) {
             out.problems.push(format!(
                 "{} row {}: stored leaf hash missing or wrong",
@@ -151,7 +228,7 @@ fn scan_range<E: Entity>(
 /// checked against the stored leaves of the same range as it is read.
 fn scan<E: Entity>(
     read: &ReadTxn,
-    key_bytes: impl Fn(&E) -> Vec<u8> + Sync,
+    decode: impl Fn(&[u8], &[u8]) -> Decoded<E> + Sync,
     problems: &mut Vec<String>,
 ) -> Result<Scan<E>> {
     let table = E::TABLE;
@@ -160,7 +237,7 @@ fn scan<E: Entity>(
     let leaves_t = read.raw().open_table(tables::LEAVES)?;
     let parts: Vec<RangeScan<E>> = (0..SCAN_RANGES)
         .into_par_iter()
-        .map(|range| scan_range(&rows_t, &leaves_t, tag, range, &key_bytes))
+        .map(|range| scan_range(&rows_t, &leaves_t, tag, range, &decode))
         .collect::<Result<_>>()?;
     let mut out = Scan {
         rows: Vec::new(),
@@ -189,11 +266,29 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     let mut problems = Vec::new();
     let stored_roots = read.table_roots()?;
     let counts = read.counts()?;
-    let paths: Scan<PathEntry> = scan(read, |p: &PathEntry| p.id().0.to_vec(), &mut problems)?;
-    let documents: Scan<Document> = scan(read, |d: &Document| d.id.0.to_vec(), &mut problems)?;
-    let chunks: Scan<Chunk> = scan(read, |c: &Chunk| c.id.0.to_vec(), &mut problems)?;
-    let embeddings: Scan<Embedding> = scan(read, |e: &Embedding| e.id.0.to_vec(), &mut problems)?;
-    let edges: Scan<Edge> = scan(read, |e: &Edge| e.key().to_vec(), &mut problems)?;
+    let paths: Scan<PathEntry> = scan(
+        read,
+        canonical_row(|p: &PathEntry| p.id().0.to_vec()),
+        &mut problems,
+    )?;
+    let documents: Scan<Document> = scan(
+        read,
+        canonical_row(|d: &Document| d.id.0.to_vec()),
+        &mut problems,
+    )?;
+    let chunks: Scan<Chunk> = scan(
+        read,
+        canonical_row(|c: &Chunk| c.id.0.to_vec()),
+        &mut problems,
+    )?;
+    let vectors = load_vectors(read, &mut problems)?;
+    let embeddings: Scan<Embedding> = scan(read, embedding_row(&vectors), &mut problems)?;
+    drop(vectors);
+    let edges: Scan<Edge> = scan(
+        read,
+        canonical_row(|e: &Edge| e.key().to_vec()),
+        &mut problems,
+    )?;
     let n_leaves = read.raw().open_table(tables::LEAVES)?.len()?;
     let n_rows = (paths.rows.len()
         + documents.rows.len()

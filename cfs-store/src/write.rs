@@ -18,6 +18,7 @@ use redb::ReadableTable;
 use crate::error::{Result, StoreError};
 use crate::store::{Store, encode_roots, meta, read_sequence, read_table_roots};
 use crate::tables;
+use crate::vectors::{self, VectorHash};
 
 /// An open write transaction.
 pub struct WriteTxn<'s> {
@@ -59,6 +60,15 @@ pub struct NewDocument<'a> {
     pub embeddings: &'a [Embedding],
     /// `next_window` edges between its chunks.
     pub window_edges: &'a [Edge],
+}
+
+/// What one table's writing task did: rows added and changed, buckets touched.
+#[derive(Default)]
+struct Written {
+    table: Option<Table>,
+    added: u64,
+    changed: u64,
+    touched: Vec<u16>,
 }
 
 /// One committed row ready to write.
@@ -269,6 +279,7 @@ impl<'s> WriteTxn<'s> {
         let mut chunk_index: Vec<(Vec<u8>, [u8; 16])> = Vec::new();
         let mut target_index: Vec<[u8; 34]> = Vec::new();
         let mut content_index: Vec<(Vec<u8>, [u8; 16])> = Vec::new();
+        let mut new_vectors: Vec<(VectorHash, Vec<u8>)> = Vec::new();
         for (d, edges) in fresh.iter().zip(&checked) {
             let doc = d.document;
             rows.push(encode(
@@ -282,14 +293,25 @@ impl<'s> WriteTxn<'s> {
                     .par_iter()
                     .map(|c| encode(Table::Chunks, c.id.0.to_vec(), c.encode(), c.leaf_hash().0)),
             );
-            rows.par_extend(d.embeddings.par_iter().map(|e| {
-                encode(
-                    Table::Embeddings,
-                    e.id.0.to_vec(),
-                    e.encode(),
-                    e.leaf_hash().0,
-                )
-            }));
+            // Embedding rows name their vector by hash; each distinct vector is written
+            // once (vectors.rs).
+            let (embedding_rows, embedding_vectors): (Vec<Row>, Vec<(VectorHash, Vec<u8>)>) = d
+                .embeddings
+                .par_iter()
+                .map(|e| {
+                    let (stored, encoded) = vectors::split(e);
+                    let leaf = stored.leaf(&encoded).0;
+                    let row = encode(
+                        Table::Embeddings,
+                        e.id.0.to_vec(),
+                        stored.encode().to_vec(),
+                        leaf,
+                    );
+                    (row, (stored.vector, encoded))
+                })
+                .unzip();
+            rows.extend(embedding_rows);
+            new_vectors.extend(embedding_vectors);
             rows.par_extend(
                 edges
                     .par_iter()
@@ -310,49 +332,99 @@ impl<'s> WriteTxn<'s> {
         chunk_index.sort_unstable();
         target_index.sort_unstable();
         content_index.sort_unstable();
-        {
-            let mut documents_t = self.txn.open_table(tables::DOCUMENTS)?;
-            let mut chunks_t = self.txn.open_table(tables::CHUNKS)?;
-            let mut embeddings_t = self.txn.open_table(tables::EMBEDDINGS)?;
-            let mut edges_t = self.txn.open_table(tables::EDGES)?;
-            for row in &rows {
-                let target = match row.table {
-                    Table::Documents => &mut documents_t,
-                    Table::Chunks => &mut chunks_t,
-                    Table::Embeddings => &mut embeddings_t,
-                    _ => &mut edges_t,
-                };
-                let previous = target
-                    .insert(row.key.as_slice(), row.bytes.as_slice())?
-                    .is_some();
-                let counts = change(&mut self.summary, row.table);
-                if previous {
-                    counts.changed += 1;
+        new_vectors.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        new_vectors.dedup_by(|a, b| a.0 == b.0);
+        // Each table is written by one task, and the tasks run in parallel: redb lets
+        // separate tables of one write transaction change on separate threads.
+        let txn = &self.txn;
+        let of_table = |table: Table| {
+            let from = rows.partition_point(|r| r.table < table);
+            let to = rows.partition_point(|r| r.table <= table);
+            &rows[from..to]
+        };
+        let write_rows = |table: Table| -> Result<Written> {
+            let mut t = txn.open_table(tables::committed(table))?;
+            let mut out = Written {
+                table: Some(table),
+                ..Written::default()
+            };
+            for row in of_table(table) {
+                if t.insert(row.key.as_slice(), row.bytes.as_slice())?
+                    .is_some()
+                {
+                    out.changed += 1;
                 } else {
-                    counts.added += 1;
+                    out.added += 1;
                 }
-                self.touched.insert((row.table, Bucket::of_key(&row.key).0));
+                // Rows are in key order, so a bucket's rows are consecutive.
+                let bucket = Bucket::of_key(&row.key).0;
+                if out.touched.last() != Some(&bucket) {
+                    out.touched.push(bucket);
+                }
             }
+            Ok(out)
+        };
+        type Task<'t> = Box<dyn FnOnce() -> Result<Written> + Send + Sync + 't>;
+        let tasks: Vec<Task<'_>> = vec![
+            Box::new(|| {
+                // Leaf keys are `tag || key`, and the rows are sorted by (table, key): in
+                // order.
+                let mut leaves = txn.open_table(tables::LEAVES)?;
+                for row in &rows {
+                    leaves.insert(leaf_key(row.table, &row.key).as_slice(), &row.leaf[..])?;
+                }
+                Ok(Written::default())
+            }),
+            Box::new(|| write_rows(Table::Edges)),
+            Box::new(|| {
+                let mut by_target = txn.open_table(tables::EDGES_BY_TARGET)?;
+                for key in &target_index {
+                    by_target.insert(&key[..], &[][..])?;
+                }
+                Ok(Written::default())
+            }),
+            Box::new(|| write_rows(Table::Chunks)),
+            Box::new(|| {
+                let mut by_document = txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
+                for (key, id) in &chunk_index {
+                    by_document.insert(key.as_slice(), &id[..])?;
+                }
+                Ok(Written::default())
+            }),
+            Box::new(|| write_rows(Table::Embeddings)),
+            Box::new(|| {
+                let mut vectors_t = txn.open_table(tables::VECTORS)?;
+                for (hash, encoded) in &new_vectors {
+                    if vectors_t.get(&hash[..])?.is_none() {
+                        vectors_t.insert(&hash[..], encoded.as_slice())?;
+                    }
+                }
+                Ok(Written::default())
+            }),
+            Box::new(|| write_rows(Table::Documents)),
+            Box::new(|| {
+                let mut content = txn.open_table(tables::CONTENT_INDEX)?;
+                for (key, id) in &content_index {
+                    content.insert(key.as_slice(), &id[..])?;
+                }
+                Ok(Written::default())
+            }),
+        ];
+        let written: Vec<Written> = tasks
+            .into_par_iter()
+            .with_max_len(1)
+            .map(|task| task())
+            .collect::<Result<_>>()?;
+        for w in written {
+            let Some(table) = w.table else { continue };
+            let counts = change(&mut self.summary, table);
+            counts.added += w.added;
+            counts.changed += w.changed;
+            self.touched
+                .extend(w.touched.into_iter().map(|b| (table, b)));
         }
-        {
-            // Leaf keys are `tag || key`, and the rows are sorted by (table, key): in order.
-            let mut leaves = self.txn.open_table(tables::LEAVES)?;
-            for row in &rows {
-                leaves.insert(leaf_key(row.table, &row.key).as_slice(), &row.leaf[..])?;
-            }
-            let mut content = self.txn.open_table(tables::CONTENT_INDEX)?;
-            for (key, id) in &content_index {
-                content.insert(key.as_slice(), &id[..])?;
-            }
-            let mut by_document = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
-            for (key, id) in &chunk_index {
-                by_document.insert(key.as_slice(), &id[..])?;
-            }
-            let mut by_target = self.txn.open_table(tables::EDGES_BY_TARGET)?;
-            for key in &target_index {
-                by_target.insert(&key[..], &[][..])?;
-            }
-        }
+        // Freeing a million small buffers is not free: it happens off the writer's path.
+        rayon::spawn(move || drop(rows));
         Ok(fresh.len())
     }
 

@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use cfs_core::{
-    Bucket, Canonical, Chunk, ChunkId, ChunkKind, Document, DocumentId, Embedding, EmbeddingId,
-    MerkleRoot, ModelHash, N_BUCKETS, PathEntry, PathId, StateRoot, Table, TableRoots,
+    Bucket, Canonical, Chunk, ChunkId, ChunkKind, Document, DocumentId, EmbeddingId, MerkleRoot,
+    ModelHash, N_BUCKETS, PathEntry, PathId, StateRoot, Table, TableRoots,
 };
 use rayon::prelude::*;
 use redb::ReadableTable;
@@ -22,6 +22,7 @@ use super::segment::{ChunkMeta, DocInfo, Live, NewChunk, PathInfo, Segment, chun
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
 use crate::tables;
+use crate::vectors::{StoredEmbedding, VectorHash};
 use crate::write::{keys_with_prefix, read_bucket_roots};
 
 /// Default of [`crate::search::IndexOptions::merge_min_chunks`].
@@ -579,23 +580,48 @@ fn read_chunks(txn: &ReadTxn, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
     }
 }
 
-/// The vectors of `chunks` under `model` (an empty vector where a chunk has none).
+/// The vectors of `chunks` under `model` (an empty vector where a chunk has none). Each
+/// distinct vector is read and decoded once.
 fn read_vectors(txn: &ReadTxn, chunks: &[Chunk], model: &ModelHash) -> Result<Vec<Vec<i16>>> {
     let t = txn.raw().open_table(tables::EMBEDDINGS)?;
-    let mut raw = Vec::with_capacity(chunks.len());
+    let mut named: Vec<Option<VectorHash>> = Vec::with_capacity(chunks.len());
     for chunk in chunks {
         let id = EmbeddingId::derive(&chunk.id, model);
-        raw.push(t.get(&id.0[..])?.map(|v| v.value().to_vec()));
+        named.push(match t.get(&id.0[..])? {
+            Some(row) => Some(StoredEmbedding::decode(row.value())?.vector),
+            None => None,
+        });
     }
-    let decode = |bytes: &Option<Vec<u8>>| match bytes {
-        Some(b) => Ok(Embedding::decode(b)?.vector),
-        None => Ok(Vec::new()),
-    };
-    if raw.len() < PARALLEL_MIN {
-        raw.iter().map(decode).collect()
+    let mut distinct: Vec<VectorHash> = named.iter().flatten().copied().collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let stored = txn.raw().open_table(tables::VECTORS)?;
+    let mut raw = Vec::with_capacity(distinct.len());
+    for hash in &distinct {
+        let v = stored.get(&hash[..])?.ok_or_else(|| {
+            StoreError::Corrupted(format!(
+                "absent vector {} named by an embedding",
+                cfs_core::hex_encode(hash)
+            ))
+        })?;
+        raw.push(v.value().to_vec());
+    }
+    let decode = |bytes: &Vec<u8>| Ok(cfs_core::decode_vector(bytes)?);
+    let decoded: Vec<Vec<i16>> = if raw.len() < PARALLEL_MIN {
+        raw.iter().map(decode).collect::<Result<_>>()?
     } else {
-        raw.par_iter().map(decode).collect()
-    }
+        raw.par_iter().map(decode).collect::<Result<_>>()?
+    };
+    Ok(named
+        .iter()
+        .map(|hash| match hash {
+            Some(h) => decoded[distinct
+                .binary_search(h)
+                .expect("every named hash was read")]
+            .clone(),
+            None => Vec::new(),
+        })
+        .collect())
 }
 
 type Range<'a> = redb::Range<'a, &'static [u8], &'static [u8]>;

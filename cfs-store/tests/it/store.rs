@@ -5,6 +5,7 @@ use std::path::Path;
 use cfs_core::{Edge, EdgeKind};
 use cfs_ingest::{Embedder, HashEmbedder, Registry, index_tree};
 use cfs_store::{Settings, Store, StoreError, SyncOptions};
+use redb::{ReadableDatabase, ReadableTable};
 
 pub fn settings(options: &SyncOptions, embedder: &HashEmbedder) -> Settings {
     Settings {
@@ -223,23 +224,12 @@ fn verify_finds_tampered_rows() {
         .unwrap();
     drop(store);
     let path = db.path().join("store.redb");
-    {
-        let raw = redb::Database::open(&path).unwrap();
-        let txn = raw.begin_write().unwrap();
-        {
-            let def: redb::TableDefinition<'_, &[u8], &[u8]> = redb::TableDefinition::new("chunks");
-            let mut t = txn.open_table(def).unwrap();
-            let (k, mut v) = {
-                use redb::ReadableTable;
-                let first = t.iter().unwrap().next().unwrap().unwrap();
-                (first.0.value().to_vec(), first.1.value().to_vec())
-            };
-            let last = v.len() - 2;
-            v[last] ^= 1; // flip a bit of the chunk text
-            t.insert(k.as_slice(), v.as_slice()).unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    tamper(&path, "chunks", |t| {
+        let (k, mut v) = first_row(t);
+        let last = v.len() - 2;
+        v[last] ^= 1; // flip a bit of the chunk text
+        t.insert(k.as_slice(), v.as_slice()).unwrap();
+    });
     let store = Store::open(&path).unwrap();
     let report = store.verify().unwrap();
     assert!(!report.is_ok());
@@ -250,30 +240,112 @@ fn verify_finds_tampered_rows() {
     );
     drop(store);
     // A missing leaf is found too.
-    {
-        let raw = redb::Database::open(&path).unwrap();
-        let txn = raw.begin_write().unwrap();
-        {
-            let def: redb::TableDefinition<'_, &[u8], &[u8]> = redb::TableDefinition::new("leaves");
-            let mut t = txn.open_table(def).unwrap();
-            let last = {
-                use redb::ReadableTable;
-                t.iter()
-                    .unwrap()
-                    .next_back()
-                    .unwrap()
-                    .unwrap()
-                    .0
-                    .value()
-                    .to_vec()
-            };
-            t.remove(last.as_slice()).unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    tamper(&path, "leaves", |t| {
+        let last = t
+            .iter()
+            .unwrap()
+            .next_back()
+            .unwrap()
+            .unwrap()
+            .0
+            .value()
+            .to_vec();
+        t.remove(last.as_slice()).unwrap();
+    });
     let report = Store::open(&path).unwrap().verify().unwrap();
     assert!(
         report.problems.iter().any(|p| p.contains("stored leaf")),
+        "{:?}",
+        report.problems
+    );
+}
+
+type RawTable<'t> = redb::Table<'t, &'static [u8], &'static [u8]>;
+
+/// Changes one table of a closed store file behind the store's back.
+fn tamper(path: &Path, table: &str, change: impl FnOnce(&mut RawTable<'_>)) {
+    let raw = redb::Database::open(path).unwrap();
+    let txn = raw.begin_write().unwrap();
+    {
+        let def: redb::TableDefinition<'_, &[u8], &[u8]> = redb::TableDefinition::new(table);
+        change(&mut txn.open_table(def).unwrap());
+    }
+    txn.commit().unwrap();
+}
+
+fn first_row(t: &RawTable<'_>) -> (Vec<u8>, Vec<u8>) {
+    let first = t.iter().unwrap().next().unwrap().unwrap();
+    (first.0.value().to_vec(), first.1.value().to_vec())
+}
+
+fn len_of(path: &Path, table: &str) -> u64 {
+    use redb::ReadableTableMetadata;
+    let raw = redb::Database::open(path).unwrap();
+    let txn = raw.begin_read().unwrap();
+    let def: redb::TableDefinition<'_, &[u8], &[u8]> = redb::TableDefinition::new(table);
+    txn.open_table(def).unwrap().len().unwrap()
+}
+
+#[test]
+fn vectors_are_stored_once_and_checked_by_verify() {
+    let (tree, db, store, options, embedder) = setup();
+    // Two files sharing a function: two documents, whose chunks of that function have
+    // the same text and so one vector.
+    let shared = "fn shared() -> u32 {\n    42\n}\n";
+    write(
+        tree.path(),
+        "a.rs",
+        &format!("{shared}\nfn only_a() {{}}\n"),
+    );
+    write(
+        tree.path(),
+        "b.rs",
+        &format!("{shared}\nfn only_b() {{}}\n"),
+    );
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    let counts = store.begin_read().unwrap().counts().unwrap();
+    drop(store);
+    let path = db.path().join("store.redb");
+    let n_vectors = len_of(&path, "vectors");
+    assert!(
+        n_vectors < counts.embeddings,
+        "{n_vectors} vectors for {} embeddings",
+        counts.embeddings
+    );
+    assert!(Store::open(&path).unwrap().verify().unwrap().is_ok());
+
+    // A changed vector no longer matches its hash, nor the leaves of its embeddings.
+    tamper(&path, "vectors", |t| {
+        let (k, mut v) = first_row(t);
+        v[4] ^= 1;
+        t.insert(k.as_slice(), v.as_slice()).unwrap();
+    });
+    let report = Store::open(&path).unwrap().verify().unwrap();
+    assert!(!report.is_ok());
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("differs from its hash")),
+        "{:?}",
+        report.problems
+    );
+    assert!(
+        report.problems.iter().any(|p| p.contains("stored leaf")),
+        "{:?}",
+        report.problems
+    );
+
+    // A vector gone is named by the embeddings that need it.
+    tamper(&path, "vectors", |t| {
+        let (k, _) = first_row(t);
+        t.remove(k.as_slice()).unwrap();
+    });
+    let report = Store::open(&path).unwrap().verify().unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.contains("absent vector")),
         "{:?}",
         report.problems
     );
