@@ -65,7 +65,12 @@ pub trait Entity: Canonical + Clone + Send + Sync {
     /// The key's bytes, whose leading bits choose the bucket.
     fn key_bytes(key: &Self::Key) -> &[u8];
     /// Its Merkle leaf: `derive_key(LEAF_<table>, encode(self))`.
-    fn leaf(&self) -> LeafHash;
+    fn leaf(&self) -> LeafHash {
+        Self::leaf_of_encoding(&self.encode())
+    }
+    /// The Merkle leaf of the entity whose canonical encoding is `encoded`, for callers
+    /// that hold the encoding already.
+    fn leaf_of_encoding(encoded: &[u8]) -> LeafHash;
     /// The bucket its key falls in.
     fn bucket_of(key: &Self::Key) -> Bucket {
         Bucket::of_key(Self::key_bytes(key))
@@ -81,8 +86,8 @@ impl Entity for PathEntry {
     fn key_bytes(key: &PathId) -> &[u8] {
         &key.0
     }
-    fn leaf(&self) -> LeafHash {
-        self.leaf_hash()
+    fn leaf_of_encoding(encoded: &[u8]) -> LeafHash {
+        hash::leaf_path(encoded)
     }
 }
 
@@ -95,8 +100,8 @@ impl Entity for Document {
     fn key_bytes(key: &DocumentId) -> &[u8] {
         &key.0
     }
-    fn leaf(&self) -> LeafHash {
-        self.leaf_hash()
+    fn leaf_of_encoding(encoded: &[u8]) -> LeafHash {
+        hash::leaf_document(encoded)
     }
 }
 
@@ -109,8 +114,8 @@ impl Entity for Chunk {
     fn key_bytes(key: &ChunkId) -> &[u8] {
         &key.0
     }
-    fn leaf(&self) -> LeafHash {
-        self.leaf_hash()
+    fn leaf_of_encoding(encoded: &[u8]) -> LeafHash {
+        hash::leaf_chunk(encoded)
     }
 }
 
@@ -123,8 +128,8 @@ impl Entity for Embedding {
     fn key_bytes(key: &EmbeddingId) -> &[u8] {
         &key.0
     }
-    fn leaf(&self) -> LeafHash {
-        self.leaf_hash()
+    fn leaf_of_encoding(encoded: &[u8]) -> LeafHash {
+        hash::leaf_embedding(encoded)
     }
 }
 
@@ -138,8 +143,8 @@ impl Entity for Edge {
     fn key_bytes(key: &Edge) -> &[u8] {
         &key.source.0
     }
-    fn leaf(&self) -> LeafHash {
-        self.leaf_hash()
+    fn leaf_of_encoding(encoded: &[u8]) -> LeafHash {
+        hash::leaf_edge(encoded)
     }
 }
 

@@ -44,7 +44,7 @@ fn get_row<E: Canonical>(
 ) -> Result<Option<E>> {
     let t = txn.open_table(tables::committed(table))?;
     match t.get(key)? {
-        Some(v) => Ok(Some(E::decode(v.value())?)),
+        Some(v) => Ok(Some(E::decode(tables::split_row(v.value())?.1)?)),
         None => Ok(None),
     }
 }
@@ -104,7 +104,8 @@ impl ReadTxn {
             return Ok(None);
         };
         let vectors = self.txn.open_table(tables::VECTORS)?;
-        Ok(Some(crate::vectors::join(&vectors, &id.0, row.value())?))
+        let (_, stored) = tables::split_row(row.value())?;
+        Ok(Some(crate::vectors::join(&vectors, &id.0, stored)?))
     }
 
     /// Every chunk id, sorted.
@@ -165,7 +166,7 @@ impl ReadTxn {
         let mut out = Vec::new();
         for row in t.iter()? {
             let (_, v) = row?;
-            out.push(E::decode(v.value())?);
+            out.push(E::decode(tables::split_row(v.value())?.1)?);
         }
         Ok(out)
     }
@@ -203,20 +204,15 @@ impl ReadTxn {
             return Ok(None);
         };
         let bucket = Chunk::bucket_of(id);
-        let (lo, hi) = tables::bucket_range(Table::Chunks, bucket.0);
-        let leaves_t = self.txn.open_table(tables::LEAVES)?;
-        let mut leaves = Vec::new();
+        let chunks_t = self.txn.open_table(tables::CHUNKS)?;
+        let mut leaves: Vec<[u8; 32]> = Vec::new();
         let mut index = None;
-        for row in leaves_t.range::<&[u8]>(lo.as_slice()..hi.as_slice())? {
+        for row in tables::bucket_rows(&chunks_t, bucket.0)? {
             let (k, v) = row?;
-            if k.value().get(1..) == Some(&id.0[..]) {
+            if k.value() == &id.0[..] {
                 index = Some(leaves.len());
             }
-            leaves.push(
-                v.value()
-                    .try_into()
-                    .map_err(|_| StoreError::Corrupted("leaf is not 32 bytes".into()))?,
-            );
+            leaves.push(*tables::split_row(v.value())?.0);
         }
         let index =
             index.ok_or_else(|| StoreError::Corrupted(format!("chunk {id} has no leaf")))?;

@@ -725,7 +725,9 @@ impl WriteTxn<'_> {
     pub(crate) fn content_of(&self, id: &DocumentId) -> Result<Option<ContentHash>> {
         let t = self.raw().open_table(tables::DOCUMENTS)?;
         match t.get(&id.0[..])? {
-            Some(v) => Ok(Some(cfs_core::Document::decode(v.value())?.content_hash)),
+            Some(v) => Ok(Some(
+                cfs_core::Document::decode(tables::split_row(v.value())?.1)?.content_hash,
+            )),
             None => Ok(None),
         }
     }

@@ -9,16 +9,19 @@ use redb::TableDefinition;
 
 type Bytes = TableDefinition<'static, &'static [u8], &'static [u8]>;
 
-/// Committed: path id (16) -> canonical PathEntry.
+// Every committed row's value is its leaf hash (32) then its payload (`row_value`).
+
+/// Committed: path id (16) -> leaf || canonical PathEntry.
 pub const PATHS: Bytes = TableDefinition::new("paths");
-/// Committed: document id (16) -> canonical Document.
+/// Committed: document id (16) -> leaf || canonical Document.
 pub const DOCUMENTS: Bytes = TableDefinition::new("documents");
-/// Committed: chunk id (16) -> canonical Chunk.
+/// Committed: chunk id (16) -> leaf || canonical Chunk.
 pub const CHUNKS: Bytes = TableDefinition::new("chunks");
-/// Committed: embedding id (16) -> chunk id (16) || model hash (32) || vector hash (32);
-/// the canonical Embedding is the key, the first 48 bytes and the vector (`vectors.rs`).
+/// Committed: embedding id (16) -> leaf || chunk id (16) || model hash (32) || vector
+/// hash (32); the canonical Embedding is the key, the next 48 bytes and the vector
+/// (`vectors.rs`).
 pub const EMBEDDINGS: Bytes = TableDefinition::new("embeddings");
-/// Committed: edge key (source 16, target 16, kind u16 BE) -> canonical Edge.
+/// Committed: edge key (source 16, target 16, kind u16 BE) -> leaf || canonical Edge.
 pub const EDGES: Bytes = TableDefinition::new("edges");
 
 /// Index: document id (16) || sequence (u32 BE) -> chunk id (16).
@@ -30,8 +33,6 @@ pub const EDGES_BY_TARGET: Bytes = TableDefinition::new("edges_by_target");
 /// Index: content hash (32) || MIME type (UTF-8) -> document id (16): finds the document
 /// of known content without parsing it again (renames, copies).
 pub const CONTENT_INDEX: Bytes = TableDefinition::new("content_index");
-/// Index: table (u8) || key -> leaf hash (32), for rehashing one bucket.
-pub const LEAVES: Bytes = TableDefinition::new("leaves");
 /// Index: table (u8) || bucket (u16 BE) -> bucket root (32); absent = empty root.
 pub const BUCKET_ROOTS: Bytes = TableDefinition::new("bucket_roots");
 
@@ -49,7 +50,7 @@ pub const STATE_CHAIN: Bytes = TableDefinition::new("state_chain");
 pub const META: Bytes = TableDefinition::new("meta");
 
 /// Every table, for creation at store creation and for `verify`.
-pub const ALL: [Bytes; 16] = [
+pub const ALL: [Bytes; 15] = [
     PATHS,
     DOCUMENTS,
     CHUNKS,
@@ -59,7 +60,6 @@ pub const ALL: [Bytes; 16] = [
     PATHS_BY_DOCUMENT,
     EDGES_BY_TARGET,
     CONTENT_INDEX,
-    LEAVES,
     BUCKET_ROOTS,
     VECTORS,
     EMBEDDING_CACHE,
@@ -79,7 +79,7 @@ pub fn committed(table: cfs_core::Table) -> Bytes {
     }
 }
 
-/// The one-byte tag of a table in `LEAVES` and `BUCKET_ROOTS` keys: its state-root order.
+/// The one-byte tag of a table in `BUCKET_ROOTS` keys: its state-root order.
 pub fn tag(table: cfs_core::Table) -> u8 {
     match table {
         cfs_core::Table::Paths => 0,
@@ -90,19 +90,44 @@ pub fn tag(table: cfs_core::Table) -> u8 {
     }
 }
 
-/// The key range of one bucket of a table in `LEAVES`: `[tag || lo, tag || hi)`, where
-/// `lo`/`hi` are the first two key bytes of bucket `b` and `b + 1` (the last bucket's
-/// upper bound is the next tag).
-pub fn bucket_range(table: cfs_core::Table, bucket: u16) -> (Vec<u8>, Vec<u8>) {
+/// The key range of bucket `b` in a committed table: `[lo, hi)` over the first two key
+/// bytes (`hi` is `None` for the last bucket).
+pub fn bucket_range(bucket: u16) -> ([u8; 2], Option<[u8; 2]>) {
     let shift = 16 - cfs_core::BUCKET_BITS;
-    let lo = (u32::from(bucket)) << shift;
+    let lo = u32::from(bucket) << shift;
     let hi = (u32::from(bucket) + 1) << shift;
-    let t = tag(table);
-    let start = vec![t, (lo >> 8) as u8, lo as u8];
-    let end = if hi > 0xffff {
-        vec![t + 1]
-    } else {
-        vec![t, (hi >> 8) as u8, hi as u8]
-    };
-    (start, end)
+    let end = (hi <= 0xffff).then_some([(hi >> 8) as u8, hi as u8]);
+    ([(lo >> 8) as u8, lo as u8], end)
+}
+
+/// The rows of bucket `b` of a committed table, in key order.
+pub fn bucket_rows<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
+    table: &T,
+    bucket: u16,
+) -> Result<redb::Range<'_, &'static [u8], &'static [u8]>, redb::StorageError> {
+    match bucket_range(bucket) {
+        (lo, Some(hi)) => table.range::<&[u8]>(&lo[..]..&hi[..]),
+        (lo, None) => table.range::<&[u8]>(&lo[..]..),
+    }
+}
+
+/// Bytes of the leaf hash that starts every committed row's value.
+pub const LEAF_LEN: usize = 32;
+
+/// A committed row's value: its leaf hash, then its payload (the canonical encoding; for
+/// embeddings the stored form of `vectors.rs`). Keeping the leaf in the row spares a
+/// table of leaves (a third of the rows a sync inserts) and lets a commit rehash a
+/// bucket from one range read.
+pub fn row_value(leaf: &[u8; 32], payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(LEAF_LEN + payload.len());
+    out.extend_from_slice(leaf);
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A committed row's value split into its leaf hash and its payload.
+pub fn split_row(value: &[u8]) -> crate::error::Result<(&[u8; 32], &[u8])> {
+    value
+        .split_first_chunk::<LEAF_LEN>()
+        .ok_or_else(|| crate::error::StoreError::Corrupted("row shorter than its leaf".into()))
 }

@@ -48,12 +48,11 @@ struct Scan<E> {
 /// Key ranges scanned in parallel: by the first key byte, 16 values each.
 const SCAN_RANGES: u16 = 16;
 
-/// The rows of one key range, checked against the stored leaves of the same range.
+/// The rows of one key range, each checked against the leaf stored at its head.
 struct RangeScan<E> {
     rows: Vec<E>,
     leaves: Vec<(Bucket, [u8; 32])>,
     problems: Vec<String>,
-    n_stored_leaves: usize,
 }
 
 /// A row decoded, checked against its key, and its leaf hash; or the problem with it.
@@ -146,8 +145,6 @@ fn embedding_row(
 
 fn scan_range<E: Entity>(
     rows_t: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
-    leaves_t: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
-    tag: u8,
     range: u16,
     decode: &(impl Fn(&[u8], &[u8]) -> Decoded<E> + Sync),
 ) -> Result<RangeScan<E>> {
@@ -160,103 +157,62 @@ fn scan_range<E: Entity>(
     } else {
         rows_t.range::<&[u8]>(&lo[..]..&[hi as u8][..])?
     };
-    let leaf_lo = [tag, lo[0]];
-    let leaf_hi: Vec<u8> = if hi > 255 {
-        vec![tag + 1]
-    } else {
-        vec![tag, hi as u8]
-    };
-    let mut stored = leaves_t
-        .range::<&[u8]>(&leaf_lo[..]..leaf_hi.as_slice())?
-        .peekable();
     let mut out = RangeScan {
         rows: Vec::new(),
         leaves: Vec::new(),
         problems: Vec::new(),
-        n_stored_leaves: 0,
     };
     for row in rows_iter {
         let (k, v) = row?;
         let key = k.value();
-        // Leaves with smaller keys have no row: count them, they are reported by count.
-        let mut stored_leaf: Option<[u8; 32]> = None;
-        while let Some(next) = stored.peek() {
-            let next = match next {
-                Ok((sk, _)) => sk.value().get(1..).map(<[u8]>::to_vec),
-                Err(_) => None,
-            };
-            match next.as_deref().map(|sk| sk.cmp(key)) {
-                Some(std::cmp::Ordering::Less) | None => {
-                    stored.next().transpose()?;
-                    out.n_stored_leaves += 1;
-                }
-                Some(std::cmp::Ordering::Equal) => {
-                    if let Some((_, sv)) = stored.next().transpose()? {
-                        stored_leaf = <[u8; 32]>::try_from(sv.value()).ok();
-                    }
-                    out.n_stored_leaves += 1;
-                    break;
-                }
-                Some(std::cmp::Ordering::Greater) => break,
-            }
-        }
-        let (entity, leaf) = match decode(key, v.value()) {
+        let Ok((stored_leaf, payload)) = tables::split_row(v.value()) else {
+            out.problems.push(format!(
+                "{} row {}: shorter than its leaf",
+                table.name(),
+                hex_encode(key)
+            ));
+            continue;
+        };
+        let (entity, leaf) = match decode(key, payload) {
             Ok(decoded) => decoded,
             Err(problem) => {
                 out.problems.push(problem);
                 continue;
             }
         };
-        if stored_leaf != Some(leaf) {
+        if *stored_leaf != leaf {
             out.problems.push(format!(
-                "{} row {}: stored leaf hash missing or wrong",
+                "{} row {}: stored leaf hash wrong",
                 table.name(),
-                cfs_core::hex_encode(key)
+                hex_encode(key)
             ));
         }
         out.leaves.push((Bucket::of_key(key), leaf));
         out.rows.push(entity);
     }
-    for rest in stored {
-        rest?;
-        out.n_stored_leaves += 1;
-    }
     Ok(out)
 }
 
 /// Every row of a table, decoded, validated and hashed, 16 key ranges in parallel, each
-/// checked against the stored leaves of the same range as it is read.
+/// row checked against the leaf stored with it.
 fn scan<E: Entity>(
     read: &ReadTxn,
     decode: impl Fn(&[u8], &[u8]) -> Decoded<E> + Sync,
     problems: &mut Vec<String>,
 ) -> Result<Scan<E>> {
-    let table = E::TABLE;
-    let tag = tables::tag(table);
-    let rows_t = read.raw().open_table(tables::committed(table))?;
-    let leaves_t = read.raw().open_table(tables::LEAVES)?;
+    let rows_t = read.raw().open_table(tables::committed(E::TABLE))?;
     let parts: Vec<RangeScan<E>> = (0..SCAN_RANGES)
         .into_par_iter()
-        .map(|range| scan_range(&rows_t, &leaves_t, tag, range, &decode))
+        .map(|range| scan_range(&rows_t, range, &decode))
         .collect::<Result<_>>()?;
     let mut out = Scan {
         rows: Vec::new(),
         leaves: Vec::new(),
     };
-    let mut n_stored = 0;
     for part in parts {
         out.rows.extend(part.rows);
         out.leaves.extend(part.leaves);
         problems.extend(part.problems);
-        n_stored += part.n_stored_leaves;
-    }
-    if n_stored != out.rows.len() {
-        problems.push(format!(
-            "{}: {} stored leaves for {} rows",
-            table.name(),
-            n_stored,
-            out.rows.len()
-        ));
     }
     Ok(out)
 }
@@ -289,16 +245,6 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
         canonical_row(|e: &Edge| e.key().to_vec()),
         &mut problems,
     )?;
-    let n_leaves = read.raw().open_table(tables::LEAVES)?.len()?;
-    let n_rows = (paths.rows.len()
-        + documents.rows.len()
-        + chunks.rows.len()
-        + embeddings.rows.len()
-        + edges.rows.len()) as u64;
-    if n_leaves != n_rows {
-        problems.push(format!("{n_leaves} stored leaves for {n_rows} rows"));
-    }
-
     let mut computed = TableRoots::empty();
     let bucket_table = read.raw().open_table(tables::BUCKET_ROOTS)?;
     for (table, leaves) in [

@@ -71,19 +71,30 @@ struct Written {
     touched: Vec<u16>,
 }
 
-/// One committed row ready to write.
+/// The rows one new document adds, with its index entries.
+struct DocumentRows {
+    rows: Vec<Row>,
+    vectors: Vec<(VectorHash, Vec<u8>)>,
+    chunk_index: Vec<(Vec<u8>, [u8; 16])>,
+    target_index: Vec<[u8; 34]>,
+    content: (Vec<u8>, [u8; 16]),
+}
+
+/// The row of an entity stored in canonical form, encoded and hashed once.
+fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>) -> Row {
+    let encoded = entity.encode();
+    Row {
+        table: E::TABLE,
+        key,
+        value: tables::row_value(&E::leaf_of_encoding(&encoded).0, &encoded),
+    }
+}
+
+/// One committed row ready to write: its key and its value (leaf, then payload).
 struct Row {
     table: Table,
     key: Vec<u8>,
-    bytes: Vec<u8>,
-    leaf: [u8; 32],
-}
-
-fn leaf_key(table: Table, key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(key.len() + 1);
-    k.push(tables::tag(table));
-    k.extend_from_slice(key);
-    k
+    value: Vec<u8>,
 }
 
 fn by_target_key(edge: &Edge) -> [u8; 34] {
@@ -154,21 +165,17 @@ impl<'s> WriteTxn<'s> {
         &self.txn
     }
 
+    /// Writes a row stored in canonical form (not an embedding: see `vectors.rs`).
     fn put_row<E: Entity>(&mut self, entity: &E, key: &[u8]) -> Result<()> {
-        let encoded = entity.encode();
-        let leaf = entity.leaf();
         let table = E::TABLE;
+        debug_assert!(table != Table::Embeddings);
+        let value = tables::row_value(&entity.leaf().0, &entity.encode());
         let previous = {
             let mut t = self.txn.open_table(tables::committed(table))?;
-            t.insert(key, encoded.as_slice())?
-                .map(|g| g.value().to_vec())
+            t.insert(key, value.as_slice())?.map(|g| g.value().to_vec())
         };
-        if previous.as_deref() == Some(encoded.as_slice()) {
+        if previous.as_deref() == Some(value.as_slice()) {
             return Ok(());
-        }
-        {
-            let mut leaves = self.txn.open_table(tables::LEAVES)?;
-            leaves.insert(leaf_key(table, key).as_slice(), &leaf.0[..])?;
         }
         let counts = change(&mut self.summary, table);
         if previous.is_some() {
@@ -186,8 +193,6 @@ impl<'s> WriteTxn<'s> {
             t.remove(key)?.is_some()
         };
         if removed {
-            let mut leaves = self.txn.open_table(tables::LEAVES)?;
-            leaves.remove(leaf_key(table, key).as_slice())?;
             change(&mut self.summary, table).removed += 1;
             self.touched.insert((table, Bucket::of_key(key).0));
         }
@@ -269,64 +274,58 @@ impl<'s> WriteTxn<'s> {
             .par_iter()
             .map(|d| cfs_core::document_edges(d.document, d.chunks, d.embeddings, d.window_edges))
             .collect::<std::result::Result<_, _>>()?;
-        let encode = |table: Table, key: Vec<u8>, bytes: Vec<u8>, leaf: [u8; 32]| Row {
-            table,
-            key,
-            bytes,
-            leaf,
-        };
+        // Every document's rows are built on its own (in parallel), each entity encoded
+        // and hashed once.
+        let built: Vec<DocumentRows> = fresh
+            .par_iter()
+            .zip(&checked)
+            .map(|(d, edges)| {
+                let doc = d.document;
+                let mut rows =
+                    Vec::with_capacity(1 + d.chunks.len() + d.embeddings.len() + edges.len());
+                rows.push(canonical_row(doc, doc.id.0.to_vec()));
+                rows.extend(d.chunks.iter().map(|c| canonical_row(c, c.id.0.to_vec())));
+                // Embedding rows name their vector by hash; each distinct vector is
+                // written once (vectors.rs).
+                let mut vectors = Vec::with_capacity(d.embeddings.len());
+                for e in d.embeddings {
+                    let (stored, encoded) = vectors::split(e);
+                    let value = tables::row_value(&stored.leaf(&encoded).0, &stored.encode());
+                    rows.push(Row {
+                        table: Table::Embeddings,
+                        key: e.id.0.to_vec(),
+                        value,
+                    });
+                    vectors.push((stored.vector, encoded));
+                }
+                rows.extend(edges.iter().map(|e| canonical_row(e, e.key().to_vec())));
+                DocumentRows {
+                    rows,
+                    vectors,
+                    chunk_index: d
+                        .chunks
+                        .iter()
+                        .map(|c| (concat(&doc.id.0, &c.sequence.to_be_bytes()), c.id.0))
+                        .collect(),
+                    target_index: edges.iter().map(by_target_key).collect(),
+                    content: (
+                        concat(&doc.content_hash.0, doc.profile.mime_type.as_bytes()),
+                        doc.id.0,
+                    ),
+                }
+            })
+            .collect();
         let mut rows: Vec<Row> = Vec::new();
         let mut chunk_index: Vec<(Vec<u8>, [u8; 16])> = Vec::new();
         let mut target_index: Vec<[u8; 34]> = Vec::new();
         let mut content_index: Vec<(Vec<u8>, [u8; 16])> = Vec::new();
         let mut new_vectors: Vec<(VectorHash, Vec<u8>)> = Vec::new();
-        for (d, edges) in fresh.iter().zip(&checked) {
-            let doc = d.document;
-            rows.push(encode(
-                Table::Documents,
-                doc.id.0.to_vec(),
-                doc.encode(),
-                doc.leaf_hash().0,
-            ));
-            rows.par_extend(
-                d.chunks
-                    .par_iter()
-                    .map(|c| encode(Table::Chunks, c.id.0.to_vec(), c.encode(), c.leaf_hash().0)),
-            );
-            // Embedding rows name their vector by hash; each distinct vector is written
-            // once (vectors.rs).
-            let (embedding_rows, embedding_vectors): (Vec<Row>, Vec<(VectorHash, Vec<u8>)>) = d
-                .embeddings
-                .par_iter()
-                .map(|e| {
-                    let (stored, encoded) = vectors::split(e);
-                    let leaf = stored.leaf(&encoded).0;
-                    let row = encode(
-                        Table::Embeddings,
-                        e.id.0.to_vec(),
-                        stored.encode().to_vec(),
-                        leaf,
-                    );
-                    (row, (stored.vector, encoded))
-                })
-                .unzip();
-            rows.extend(embedding_rows);
-            new_vectors.extend(embedding_vectors);
-            rows.par_extend(
-                edges
-                    .par_iter()
-                    .map(|e| encode(Table::Edges, e.key().to_vec(), e.encode(), e.leaf_hash().0)),
-            );
-            chunk_index.extend(
-                d.chunks
-                    .iter()
-                    .map(|c| (concat(&doc.id.0, &c.sequence.to_be_bytes()), c.id.0)),
-            );
-            target_index.extend(edges.iter().map(by_target_key));
-            content_index.push((
-                concat(&doc.content_hash.0, doc.profile.mime_type.as_bytes()),
-                doc.id.0,
-            ));
+        for b in built {
+            rows.extend(b.rows);
+            new_vectors.extend(b.vectors);
+            chunk_index.extend(b.chunk_index);
+            target_index.extend(b.target_index);
+            content_index.push(b.content);
         }
         rows.par_sort_unstable_by(|a, b| (a.table, &a.key).cmp(&(b.table, &b.key)));
         chunk_index.sort_unstable();
@@ -349,7 +348,7 @@ impl<'s> WriteTxn<'s> {
                 ..Written::default()
             };
             for row in of_table(table) {
-                if t.insert(row.key.as_slice(), row.bytes.as_slice())?
+                if t.insert(row.key.as_slice(), row.value.as_slice())?
                     .is_some()
                 {
                     out.changed += 1;
@@ -366,15 +365,6 @@ impl<'s> WriteTxn<'s> {
         };
         type Task<'t> = Box<dyn FnOnce() -> Result<Written> + Send + Sync + 't>;
         let tasks: Vec<Task<'_>> = vec![
-            Box::new(|| {
-                // Leaf keys are `tag || key`, and the rows are sorted by (table, key): in
-                // order.
-                let mut leaves = txn.open_table(tables::LEAVES)?;
-                for row in &rows {
-                    leaves.insert(leaf_key(row.table, &row.key).as_slice(), &row.leaf[..])?;
-                }
-                Ok(Written::default())
-            }),
             Box::new(|| write_rows(Table::Edges)),
             Box::new(|| {
                 let mut by_target = txn.open_table(tables::EDGES_BY_TARGET)?;
@@ -468,7 +458,7 @@ impl<'s> WriteTxn<'s> {
     fn get_path_by_id(&self, id: &PathId) -> Result<Option<PathEntry>> {
         let t = self.txn.open_table(tables::PATHS)?;
         match t.get(&id.0[..])? {
-            Some(v) => Ok(Some(PathEntry::decode(v.value())?)),
+            Some(v) => Ok(Some(PathEntry::decode(tables::split_row(v.value())?.1)?)),
             None => Ok(None),
         }
     }
@@ -497,7 +487,7 @@ impl<'s> WriteTxn<'s> {
         let Some(doc_bytes) = doc_bytes else {
             return Ok(());
         };
-        let doc = Document::decode(&doc_bytes)?;
+        let doc = Document::decode(tables::split_row(&doc_bytes)?.1)?;
         let chunk_ids: Vec<ChunkId> = {
             let idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
             let mut ids = Vec::new();
@@ -632,25 +622,46 @@ impl<'s> WriteTxn<'s> {
         }
         let mut roots = previous;
         {
-            let leaves = txn.open_table(tables::LEAVES)?;
+            // Each touched bucket's root from the leaves at the head of its rows; one
+            // task per table, the tables read in parallel.
+            let by_table: Vec<(Table, Vec<u16>)> = Table::ALL
+                .iter()
+                .map(|&table| {
+                    let buckets = touched
+                        .iter()
+                        .filter(|(t, _)| *t == table)
+                        .map(|(_, b)| *b)
+                        .collect();
+                    (table, buckets)
+                })
+                .filter(|(_, buckets): &(Table, Vec<u16>)| !buckets.is_empty())
+                .collect();
+            let txn_ref = &txn;
+            let rehashed: Vec<Vec<(Table, u16, Option<MerkleRoot>)>> = by_table
+                .par_iter()
+                .with_max_len(1)
+                .map(|(table, buckets)| {
+                    let rows = txn_ref.open_table(tables::committed(*table))?;
+                    let mut out = Vec::with_capacity(buckets.len());
+                    let mut hashes: Vec<[u8; 32]> = Vec::new();
+                    for &bucket in buckets {
+                        hashes.clear();
+                        for row in tables::bucket_rows(&rows, bucket)? {
+                            hashes.push(*tables::split_row(row?.1.value())?.0);
+                        }
+                        let root = (!hashes.is_empty()).then(|| merkle_root(&hashes));
+                        out.push((*table, bucket, root));
+                    }
+                    Ok(out)
+                })
+                .collect::<Result<_>>()?;
             let mut bucket_roots = txn.open_table(tables::BUCKET_ROOTS)?;
-            for &(table, bucket) in &touched {
-                let (lo, hi) = tables::bucket_range(table, bucket);
-                let mut hashes = Vec::new();
-                for row in leaves.range::<&[u8]>(lo.as_slice()..hi.as_slice())? {
-                    let (_, v) = row?;
-                    hashes.push(
-                        v.value()
-                            .try_into()
-                            .map_err(|_| StoreError::Corrupted("leaf is not 32 bytes".into()))?,
-                    );
-                }
+            for (table, bucket, root) in rehashed.into_iter().flatten() {
                 let key = [tables::tag(table), (bucket >> 8) as u8, bucket as u8];
-                if hashes.is_empty() {
-                    bucket_roots.remove(&key[..])?;
-                } else {
-                    bucket_roots.insert(&key[..], &merkle_root(&hashes).0[..])?;
-                }
+                match root {
+                    Some(root) => bucket_roots.insert(&key[..], &root.0[..])?,
+                    None => bucket_roots.remove(&key[..])?,
+                };
             }
             let tables_touched: BTreeSet<Table> = touched.iter().map(|(t, _)| *t).collect();
             for table in tables_touched {

@@ -16,7 +16,6 @@ use cfs_core::{
     ModelHash, N_BUCKETS, PathEntry, PathId, StateRoot, Table, TableRoots,
 };
 use rayon::prelude::*;
-use redb::ReadableTable;
 
 use super::segment::{ChunkMeta, DocInfo, Live, NewChunk, PathInfo, Segment, chunk_terms};
 use crate::error::{Result, StoreError};
@@ -338,9 +337,9 @@ impl Snapshot {
             let t = raw.open_table(tables::PATHS)?;
             for b in changed_buckets(&path_roots, &self.path_roots) {
                 let mut rows = Vec::new();
-                for row in range_of_bucket(&t, b)? {
+                for row in tables::bucket_rows(&t, b as u16)? {
                     let (k, v) = row?;
-                    let entry = PathEntry::decode(v.value())?;
+                    let entry = PathEntry::decode(tables::split_row(v.value())?.1)?;
                     rows.push((key16(k.value())?, entry));
                 }
                 let old: BTreeMap<&[u8; 16], &PathEntry> =
@@ -368,7 +367,7 @@ impl Snapshot {
             let t = raw.open_table(tables::CHUNKS)?;
             for b in changed_buckets(&chunk_roots, &self.chunk_roots) {
                 let mut now = Vec::new();
-                for row in range_of_bucket(&t, b)? {
+                for row in tables::bucket_rows(&t, b as u16)? {
                     now.push(ChunkId(key16(row?.0.value())?));
                 }
                 let before = self.bucket_ids(b as u16);
@@ -394,7 +393,7 @@ impl Snapshot {
                     docs.remove(&id.0);
                     continue;
                 };
-                let document = Document::decode(row.value())?;
+                let document = Document::decode(tables::split_row(row.value())?.1)?;
                 let mut doc_paths = Vec::new();
                 for key in keys_with_prefix(&by_doc, &id.0)? {
                     let path_id = key16(key.get(16..).unwrap_or_default())?;
@@ -570,7 +569,7 @@ fn read_chunks(txn: &ReadTxn, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
         let v = t
             .get(&id.0[..])?
             .ok_or_else(|| StoreError::Corrupted(format!("chunk {id} vanished from its state")))?;
-        raw.push(v.value().to_vec());
+        raw.push(tables::split_row(v.value())?.1.to_vec());
     }
     let decode = |bytes: &Vec<u8>| Ok(Chunk::decode(bytes)?);
     if raw.len() < PARALLEL_MIN {
@@ -588,7 +587,7 @@ fn read_vectors(txn: &ReadTxn, chunks: &[Chunk], model: &ModelHash) -> Result<Ve
     for chunk in chunks {
         let id = EmbeddingId::derive(&chunk.id, model);
         named.push(match t.get(&id.0[..])? {
-            Some(row) => Some(StoredEmbedding::decode(row.value())?.vector),
+            Some(row) => Some(StoredEmbedding::decode(tables::split_row(row.value())?.1)?.vector),
             None => None,
         });
     }
@@ -622,25 +621,6 @@ fn read_vectors(txn: &ReadTxn, chunks: &[Chunk], model: &ModelHash) -> Result<Ve
             None => Vec::new(),
         })
         .collect())
-}
-
-type Range<'a> = redb::Range<'a, &'static [u8], &'static [u8]>;
-
-/// The rows of `table` whose keys fall in bucket `b`.
-fn range_of_bucket<'t, T: ReadableTable<&'static [u8], &'static [u8]>>(
-    table: &'t T,
-    b: usize,
-) -> Result<Range<'t>> {
-    let shift = 16 - cfs_core::BUCKET_BITS;
-    let lo = (b as u32) << shift;
-    let hi = (b as u32 + 1) << shift;
-    let start = [(lo >> 8) as u8, lo as u8];
-    Ok(if hi > 0xffff {
-        table.range::<&[u8]>(&start[..]..)?
-    } else {
-        let end = [(hi >> 8) as u8, hi as u8];
-        table.range::<&[u8]>(&start[..]..&end[..])?
-    })
 }
 
 fn key16(bytes: &[u8]) -> Result<[u8; 16]> {

@@ -239,18 +239,11 @@ fn verify_finds_tampered_rows() {
         report.problems
     );
     drop(store);
-    // A missing leaf is found too.
-    tamper(&path, "leaves", |t| {
-        let last = t
-            .iter()
-            .unwrap()
-            .next_back()
-            .unwrap()
-            .unwrap()
-            .0
-            .value()
-            .to_vec();
-        t.remove(last.as_slice()).unwrap();
+    // A wrong stored leaf is found too, in a row whose content is sound.
+    tamper(&path, "edges", |t| {
+        let (k, mut v) = first_row(t);
+        v[0] ^= 1;
+        t.insert(k.as_slice(), v.as_slice()).unwrap();
     });
     let report = Store::open(&path).unwrap().verify().unwrap();
     assert!(
