@@ -15,6 +15,7 @@ mod encode;
 mod error;
 mod hash;
 mod id;
+mod lookup;
 mod merkle;
 mod path;
 mod proof;
@@ -38,6 +39,7 @@ pub use hash::{
     context, hex_decode, hex_encode,
 };
 pub use id::{ChunkId, DocumentId, EmbeddingId, PathId, namespace};
+pub use lookup::PrefixIndex;
 pub use merkle::{MerklePath, PathStep, merkle_path, merkle_root, root_from_path};
 pub use path::{MAX_PATH_BYTES, PathEntry, validate_rel_path};
 pub use proof::{ChunkProof, InclusionProof};

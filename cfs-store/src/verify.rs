@@ -8,11 +8,11 @@
 //! compared with the rows they index; the state chain must end at the current root.
 
 use cfs_core::{
-    Bucket, Chunk, Document, Edge, Embedding, Entity, PathEntry, StateRoot, Table, TableRoots,
-    TopTree, bucket_roots_from_sorted, check_rows, hex_encode,
+    Bucket, Chunk, Document, Edge, Embedding, Entity, PathEntry, PrefixIndex, StateRoot, Table,
+    TableRoots, TopTree, bucket_roots_from_sorted, check_rows, hex_encode,
 };
 use rayon::prelude::*;
-use redb::{ReadableTable, ReadableTableMetadata};
+use redb::ReadableTableMetadata;
 
 use crate::error::Result;
 use crate::read::{Counts, ReadTxn};
@@ -73,7 +73,9 @@ fn canonical_row<E: Entity>(
                 hex_encode(key)
             ));
         }
-        let leaf = entity.leaf().0;
+        // Strict decoding accepts only the canonical encoding of the value it returns,
+        // so the bytes read are that encoding: hash them instead of encoding again.
+        let leaf = E::leaf_of_encoding(value).0;
         Ok((entity, leaf))
     }
 }
@@ -82,16 +84,16 @@ fn canonical_row<E: Entity>(
 /// strictly.
 fn load_vectors(read: &ReadTxn, problems: &mut Vec<String>) -> Result<Vec<(VectorHash, Vec<u8>)>> {
     let mut rows = Vec::new();
-    for row in read.raw().open_table(tables::VECTORS)?.iter()? {
-        let (k, v) = row?;
-        let Ok(hash) = VectorHash::try_from(k.value()) else {
-            problems.push(format!(
-                "vector key {} is not 32 bytes",
-                hex_encode(k.value())
-            ));
-            continue;
-        };
-        rows.push((hash, v.value().to_vec()));
+    let all = read_ranges(read, tables::VECTORS, |k, v| {
+        VectorHash::try_from(k)
+            .map(|hash| (hash, v.to_vec()))
+            .map_err(|_| format!("vector key {} is not 32 bytes", hex_encode(k)))
+    })?;
+    for row in all {
+        match row {
+            Ok(row) => rows.push(row),
+            Err(problem) => problems.push(problem),
+        }
     }
     let bad: Vec<String> = rows
         .par_iter()
@@ -114,27 +116,30 @@ fn load_vectors(read: &ReadTxn, problems: &mut Vec<String>) -> Result<Vec<(Vecto
 fn embedding_row(
     vectors: &[(VectorHash, Vec<u8>)],
 ) -> impl Fn(&[u8], &[u8]) -> Decoded<Embedding> + Sync {
+    let index = PrefixIndex::new(vectors, |(h, _)| &h[..]);
     move |key, value| {
         let stored = StoredEmbedding::decode(value)
             .map_err(|e| format!("embeddings row {}: {e}", hex_encode(key)))?;
-        if stored.id().0[..] != *key {
+        let id = stored.id();
+        if id.0[..] != *key {
             return Err(format!(
                 "embeddings row {} is stored under another key than its content gives",
                 hex_encode(key)
             ));
         }
-        let at = vectors
-            .binary_search_by(|(h, _)| h.cmp(&stored.vector))
-            .map_err(|_| {
+        let at = index
+            .find(vectors, |(h, _)| &h[..], &stored.vector)
+            .ok_or_else(|| {
                 format!(
                     "embeddings row {} names the absent vector {}",
                     hex_encode(key),
                     hex_encode(&stored.vector)
                 )
             })?;
-        let leaf = stored.leaf(&vectors[at].1).0;
+        let leaf =
+            Embedding::leaf_of_parts(&id, &stored.chunk_id, &stored.model_hash, &vectors[at].1).0;
         let entity = Embedding {
-            id: stored.id(),
+            id,
             chunk_id: stored.chunk_id,
             model_hash: stored.model_hash,
             vector: Vec::new(),
@@ -143,20 +148,51 @@ fn embedding_row(
     }
 }
 
+type RowTable = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;
+
+/// The rows of key range `range` of [`SCAN_RANGES`] (by the first key byte).
+fn key_range(
+    table: &RowTable,
+    range: u16,
+) -> Result<redb::Range<'static, &'static [u8], &'static [u8]>> {
+    let width = 256 / SCAN_RANGES;
+    let lo = [(range * width) as u8];
+    let hi = (range + 1) * width;
+    Ok(if hi > 255 {
+        table.range::<&[u8]>(&lo[..]..)?
+    } else {
+        table.range::<&[u8]>(&lo[..]..&[hi as u8][..])?
+    })
+}
+
+/// Every row of a table mapped by `f`, in key order, the key ranges read in parallel.
+fn read_ranges<T: Send>(
+    read: &ReadTxn,
+    def: redb::TableDefinition<'static, &'static [u8], &'static [u8]>,
+    f: impl Fn(&[u8], &[u8]) -> T + Sync,
+) -> Result<Vec<T>> {
+    let table = read.raw().open_table(def)?;
+    let parts: Vec<Vec<T>> = (0..SCAN_RANGES)
+        .into_par_iter()
+        .map(|range| {
+            let mut out = Vec::new();
+            for row in key_range(&table, range)? {
+                let (k, v) = row?;
+                out.push(f(k.value(), v.value()));
+            }
+            Ok(out)
+        })
+        .collect::<Result<_>>()?;
+    Ok(parts.into_iter().flatten().collect())
+}
+
 fn scan_range<E: Entity>(
-    rows_t: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
+    rows_t: &RowTable,
     range: u16,
     decode: &(impl Fn(&[u8], &[u8]) -> Decoded<E> + Sync),
 ) -> Result<RangeScan<E>> {
     let table = E::TABLE;
-    let width = 256 / SCAN_RANGES;
-    let lo = [(range * width) as u8];
-    let hi = (range + 1) * width;
-    let rows_iter = if hi > 255 {
-        rows_t.range::<&[u8]>(&lo[..]..)?
-    } else {
-        rows_t.range::<&[u8]>(&lo[..]..&[hi as u8][..])?
-    };
+    let rows_iter = key_range(rows_t, range)?;
     let mut out = RangeScan {
         rows: Vec::new(),
         leaves: Vec::new(),
@@ -301,16 +337,14 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
         })
         .collect();
     expected.par_sort_unstable();
-    let mut found: Vec<[u8; 36]> = Vec::with_capacity(expected.len());
-    for row in read.raw().open_table(tables::CHUNKS_BY_DOCUMENT)?.iter()? {
-        let (k, v) = row?;
+    let found: Vec<[u8; 36]> = read_ranges(read, tables::CHUNKS_BY_DOCUMENT, |k, v| {
         let mut e = [0u8; 36];
-        if k.value().len() + v.value().len() == 36 {
-            e[..20].copy_from_slice(k.value());
-            e[20..].copy_from_slice(v.value());
+        if k.len() + v.len() == 36 {
+            e[..20].copy_from_slice(k);
+            e[20..].copy_from_slice(v);
         }
-        found.push(e);
-    }
+        e
+    })?;
     if found != expected {
         problems.push("chunks_by_document index differs from the chunks".into());
     }
@@ -325,10 +359,9 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
         })
         .collect();
     expected.sort_unstable();
-    let mut found: Vec<[u8; 32]> = Vec::with_capacity(expected.len());
-    for row in read.raw().open_table(tables::PATHS_BY_DOCUMENT)?.iter()? {
-        found.push(<[u8; 32]>::try_from(row?.0.value()).unwrap_or([0; 32]));
-    }
+    let found: Vec<[u8; 32]> = read_ranges(read, tables::PATHS_BY_DOCUMENT, |k, _| {
+        <[u8; 32]>::try_from(k).unwrap_or([0; 32])
+    })?;
     if found != expected {
         problems.push("paths_by_document index differs from the paths".into());
     }
@@ -344,10 +377,9 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
         })
         .collect();
     expected.par_sort_unstable();
-    let mut found: Vec<[u8; 34]> = Vec::with_capacity(expected.len());
-    for row in read.raw().open_table(tables::EDGES_BY_TARGET)?.iter()? {
-        found.push(<[u8; 34]>::try_from(row?.0.value()).unwrap_or([0; 34]));
-    }
+    let found: Vec<[u8; 34]> = read_ranges(read, tables::EDGES_BY_TARGET, |k, _| {
+        <[u8; 34]>::try_from(k).unwrap_or([0; 34])
+    })?;
     if found != expected {
         problems.push("edges_by_target index differs from the edges".into());
     }
@@ -385,6 +417,8 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
         problems.push("meta sequence differs from the state chain".into());
     }
 
+    // Millions of decoded rows take a while to free: off the caller's path.
+    rayon::spawn(move || drop((paths, documents, chunks, embeddings, edges)));
     Ok(VerifyReport {
         stored_root: stored_roots.state_root(),
         computed_root: computed.state_root(),
