@@ -57,6 +57,19 @@ pub fn document_edges(
     embeddings: &[Embedding],
     window_edges: &[Edge],
 ) -> Result<Vec<Edge>, CoreError> {
+    document_edges_with_leaves(document, chunks, None, embeddings, window_edges)
+}
+
+/// [`document_edges`] for a caller that holds the chunks' leaf hashes already
+/// (`chunk_leaves[i]` is the leaf of `chunks[i]`, as [`Entity::leaf`] gives it): the
+/// hierarchical hash is checked over them instead of hashing every chunk again.
+pub fn document_edges_with_leaves(
+    document: &Document,
+    chunks: &[Chunk],
+    chunk_leaves: Option<&[[u8; 32]]>,
+    embeddings: &[Embedding],
+    window_edges: &[Edge],
+) -> Result<Vec<Edge>, CoreError> {
     const K: &str = "document";
     document.validate()?;
     let mut by_sequence: BTreeMap<u32, &Chunk> = BTreeMap::new();
@@ -93,7 +106,18 @@ pub fn document_edges(
             format!("chunk sequences are not 0..{}", document.n_chunks),
         ));
     }
-    if hierarchical_hash(chunks) != document.hierarchical_hash {
+    let hierarchical = match chunk_leaves {
+        Some(leaves) if leaves.len() == chunks.len() => {
+            // In sequence order: the sequences were just checked to be 0..n.
+            let mut ordered = vec![[0u8; 32]; leaves.len()];
+            for (chunk, leaf) in chunks.iter().zip(leaves) {
+                ordered[chunk.sequence as usize] = *leaf;
+            }
+            merkle_root(&ordered)
+        }
+        _ => hierarchical_hash(chunks),
+    };
+    if hierarchical != document.hierarchical_hash {
         return Err(CoreError::invalid(
             K,
             "hierarchical hash does not match the chunks",

@@ -389,6 +389,7 @@ impl Store {
                 files_pending += part.len();
                 bytes_pending += part.iter().map(|f| f.size_bytes).sum::<u64>();
                 if files_pending >= per_commit || bytes_pending >= COMMIT_BYTES {
+                    txn.remove_orphans()?;
                     report.rows_removed += txn.summary().n_removed();
                     if txn.summary() != &cfs_core::ChangeSummary::default() {
                         report.commits += 1;
@@ -411,6 +412,7 @@ impl Store {
             }
             report.removed += gone.len();
         }
+        txn.remove_orphans()?;
         report.rows_removed += txn.summary().n_removed();
         let changed = txn.summary() != &cfs_core::ChangeSummary::default();
         report.root = txn.commit()?;

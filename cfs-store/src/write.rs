@@ -26,6 +26,9 @@ pub struct WriteTxn<'s> {
     /// The transaction lives no longer than its store.
     _store: std::marker::PhantomData<&'s Store>,
     touched: BTreeSet<(Table, u16)>,
+    /// Documents that lost their last path in this transaction: removed at commit unless
+    /// a path names them again by then.
+    orphans: BTreeSet<DocumentId>,
     summary: ChangeSummary,
     timestamp_ms: Option<u64>,
 }
@@ -150,6 +153,7 @@ impl<'s> WriteTxn<'s> {
             txn,
             _store: std::marker::PhantomData,
             touched: BTreeSet::new(),
+            orphans: BTreeSet::new(),
             summary: ChangeSummary::default(),
             timestamp_ms: None,
         })
@@ -270,21 +274,37 @@ impl<'s> WriteTxn<'s> {
                 fresh.push(d);
             }
         }
-        let checked: Vec<Vec<Edge>> = fresh
-            .par_iter()
-            .map(|d| cfs_core::document_edges(d.document, d.chunks, d.embeddings, d.window_edges))
-            .collect::<std::result::Result<_, _>>()?;
-        // Every document's rows are built on its own (in parallel), each entity encoded
-        // and hashed once.
+        // Every document is checked and its rows built on its own (in parallel), each
+        // entity encoded and hashed once: the chunks' leaves serve both the check of the
+        // hierarchical hash and the rows.
         let built: Vec<DocumentRows> = fresh
             .par_iter()
-            .zip(&checked)
-            .map(|(d, edges)| {
+            .map(|d| -> Result<DocumentRows> {
                 let doc = d.document;
+                let chunk_rows: Vec<Row> = d
+                    .chunks
+                    .iter()
+                    .map(|c| canonical_row(c, c.id.0.to_vec()))
+                    .collect();
+                let leaves: Vec<[u8; 32]> = chunk_rows
+                    .iter()
+                    .map(|r| {
+                        *r.value
+                            .first_chunk::<{ tables::LEAF_LEN }>()
+                            .expect("a row value starts with its leaf")
+                    })
+                    .collect();
+                let edges = cfs_core::document_edges_with_leaves(
+                    doc,
+                    d.chunks,
+                    Some(&leaves),
+                    d.embeddings,
+                    d.window_edges,
+                )?;
                 let mut rows =
                     Vec::with_capacity(1 + d.chunks.len() + d.embeddings.len() + edges.len());
                 rows.push(canonical_row(doc, doc.id.0.to_vec()));
-                rows.extend(d.chunks.iter().map(|c| canonical_row(c, c.id.0.to_vec())));
+                rows.extend(chunk_rows);
                 // Embedding rows name their vector by hash; each distinct vector is
                 // written once (vectors.rs).
                 let mut vectors = Vec::with_capacity(d.embeddings.len());
@@ -299,7 +319,7 @@ impl<'s> WriteTxn<'s> {
                     vectors.push((stored.vector, encoded));
                 }
                 rows.extend(edges.iter().map(|e| canonical_row(e, e.key().to_vec())));
-                DocumentRows {
+                Ok(DocumentRows {
                     rows,
                     vectors,
                     chunk_index: d
@@ -312,9 +332,9 @@ impl<'s> WriteTxn<'s> {
                         concat(&doc.content_hash.0, doc.profile.mime_type.as_bytes()),
                         doc.id.0,
                     ),
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let mut rows: Vec<Row> = Vec::new();
         let mut chunk_index: Vec<(Vec<u8>, [u8; 16])> = Vec::new();
         let mut target_index: Vec<[u8; 34]> = Vec::new();
@@ -419,7 +439,9 @@ impl<'s> WriteTxn<'s> {
     }
 
     /// Binds a path to a present document, replacing its previous binding; a document
-    /// left without paths is removed with everything it owns.
+    /// left without paths is removed with everything it owns when the transaction
+    /// commits (so a path bound to it later in the same transaction keeps it: two files
+    /// that swap contents rebind to each other's documents).
     pub fn bind_path(&mut self, entry: &PathEntry) -> Result<()> {
         entry.validate()?;
         if !self.has_document(&entry.document_id)? {
@@ -444,7 +466,7 @@ impl<'s> WriteTxn<'s> {
     }
 
     /// Removes the binding of `path`; a document left without paths is removed with
-    /// everything it owns. Returns the removed entry.
+    /// everything it owns when the transaction commits. Returns the removed entry.
     pub fn unbind_path(&mut self, path: &str) -> Result<Option<PathEntry>> {
         let id = PathId::derive(path);
         let Some(old) = self.get_path_by_id(&id)? else {
@@ -463,8 +485,8 @@ impl<'s> WriteTxn<'s> {
         }
     }
 
-    /// Drops the reference of path `path` to `document`, and the document if it was the
-    /// last one.
+    /// Drops the reference of path `path` to `document`; a document left without paths
+    /// is marked for removal.
     fn release(&mut self, document: DocumentId, path: PathId) -> Result<()> {
         let remaining = {
             let mut idx = self.txn.open_table(tables::PATHS_BY_DOCUMENT)?;
@@ -472,7 +494,23 @@ impl<'s> WriteTxn<'s> {
             keys_with_prefix(&idx, &document.0)?.len()
         };
         if remaining == 0 {
-            self.remove_document(document)?;
+            self.orphans.insert(document);
+        }
+        Ok(())
+    }
+
+    /// Removes now, with everything they own, the documents that lost their last path
+    /// in this transaction and were not bound again (`commit` does it too). The set is
+    /// explicit: the documents released, each checked to have no path.
+    pub fn remove_orphans(&mut self) -> Result<()> {
+        for document in std::mem::take(&mut self.orphans) {
+            let has_path = {
+                let idx = self.txn.open_table(tables::PATHS_BY_DOCUMENT)?;
+                !keys_with_prefix(&idx, &document.0)?.is_empty()
+            };
+            if !has_path {
+                self.remove_document(document)?;
+            }
         }
         Ok(())
     }
@@ -604,7 +642,8 @@ impl<'s> WriteTxn<'s> {
     /// Rehashes the touched buckets, composes the new state root, appends a state record
     /// and commits, all at once. A transaction that changed no committed row commits its
     /// cache updates only and returns the current root without a new record.
-    pub fn commit(self) -> Result<StateRoot> {
+    pub fn commit(mut self) -> Result<StateRoot> {
+        self.remove_orphans()?;
         let Self {
             txn,
             touched,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use cfs_core::{
     Bucket, BucketedTable, Canonical, CanonicalState, Chunk, ChunkKind, ChunkProof, ContentHash,
     Document, Edge, EdgeKind, Embedding, Entity, ModelHash, ParseProfile, PathEntry, StateRecord,
-    Symbol, SymbolKind, Window, table_root_from_sorted,
+    Symbol, SymbolKind, Window, document_edges, document_edges_with_leaves, table_root_from_sorted,
 };
 use proptest::prelude::*;
 
@@ -394,6 +394,23 @@ fn inconsistent_documents_are_rejected_whole() {
             .is_err()
     );
     assert!(state.bind_path(PathEntry::new("../x", wrong.id)).is_err());
+}
+
+/// Given leaves stand in for hashing the chunks again, and only the right ones pass.
+#[test]
+fn document_edges_accept_their_chunks_leaves_in_any_order() {
+    let (doc, mut chunks, embeddings) = document("a\nb\nc\n");
+    chunks.reverse();
+    let leaves: Vec<[u8; 32]> = chunks.iter().map(|c| c.leaf().0).collect();
+    let plain = document_edges(&doc, &chunks, &embeddings, &[]).unwrap();
+    let given = document_edges_with_leaves(&doc, &chunks, Some(&leaves), &embeddings, &[]).unwrap();
+    assert_eq!(plain, given);
+    let mut swapped = leaves.clone();
+    swapped.swap(0, 1);
+    assert!(document_edges_with_leaves(&doc, &chunks, Some(&swapped), &embeddings, &[]).is_err());
+    let mut flipped = leaves;
+    flipped[0][0] ^= 1;
+    assert!(document_edges_with_leaves(&doc, &chunks, Some(&flipped), &embeddings, &[]).is_err());
 }
 
 /// The reference rules catch each kind of breach (rows handed over unchecked).

@@ -19,6 +19,9 @@ enum Op {
     Delete(u8),
     Rename(u8, u8),
     Copy(u8, u8),
+    /// A file and another of the same type (the k-th present) exchange their contents
+    /// between two syncs: each is bound to the other's document.
+    Swap(u8, u8),
     CaseRename(u8),
     Reopen,
 }
@@ -100,6 +103,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => (0u8..15).prop_map(Op::Delete),
         2 => (0u8..15, 0u8..15).prop_map(|(a, b)| Op::Rename(a, b)),
         1 => (0u8..15, 0u8..15).prop_map(|(a, b)| Op::Copy(a, b)),
+        2 => (0u8..15, any::<u8>()).prop_map(|(a, k)| Op::Swap(a, k)),
         1 => (0u8..15).prop_map(Op::CaseRename),
         1 => Just(Op::Reopen),
     ]
@@ -116,11 +120,14 @@ proptest! {
     fn every_step_equals_a_clean_index(
         ops in prop::collection::vec(op_strategy(), 1..14),
         scoped in any::<bool>(),
+        one_batch in any::<bool>(),
     ) {
         let tree = tempfile::tempdir().unwrap();
         let db = tempfile::tempdir().unwrap();
         let root = tree.path();
-        let options = SyncOptions { batch_files: 3, ..SyncOptions::default() };
+        // Commits every 3 files, or one commit per sync.
+        let batch_files = if one_batch { 1000 } else { 3 };
+        let options = SyncOptions { batch_files, ..SyncOptions::default() };
         let embedder = HashEmbedder::new(16);
         let path = db.path().join("store.redb");
         let mut store = Store::create(&path, settings(&options, &embedder)).unwrap();
@@ -129,9 +136,10 @@ proptest! {
         let index = SearchIndex::open(&store, &embedder, search_options).unwrap();
         for op in ops {
             // The paths the operation touched, as a watcher would report them.
-            let touched: Vec<String> = match &op {
+            let mut touched: Vec<String> = match &op {
                 Op::Write(f, _) | Op::Shrink(f) | Op::Truncate(f) | Op::Delete(f) => vec![name(*f)],
                 Op::Rename(a, b) | Op::Copy(a, b) => vec![name(*a), name(*b)],
+                Op::Swap(a, _) => vec![name(*a)],
                 Op::CaseRename(f) => vec![name(*f), name(*f).replace("f", "F")],
                 Op::Reopen => Vec::new(),
             };
@@ -171,6 +179,26 @@ proptest! {
                     if a != b && let Some(c) = files.get(&name(a)).cloned() {
                         write(root, &name(b), &c);
                         files.insert(name(b), c);
+                    }
+                }
+                Op::Swap(a, k) => {
+                    let pa = name(a);
+                    let ext = pa.rsplit('.').next().unwrap_or_default().to_owned();
+                    let others: Vec<String> = files
+                        .keys()
+                        .filter(|p| **p != pa && p.ends_with(&format!(".{ext}")))
+                        .cloned()
+                        .collect();
+                    if let Some(ca) = files.get(&pa).cloned()
+                        && !others.is_empty()
+                    {
+                        let pb = others[usize::from(k) % others.len()].clone();
+                        let cb = files[&pb].clone();
+                        write(root, &pa, &cb);
+                        write(root, &pb, &ca);
+                        files.insert(pa, cb);
+                        files.insert(pb.clone(), ca);
+                        touched.push(pb);
                     }
                 }
                 Op::CaseRename(f) => {

@@ -120,6 +120,30 @@ fn rename_rebinds_without_parsing_or_embedding() {
 }
 
 #[test]
+fn swapped_and_moved_contents_rebind_without_losing_a_document() {
+    let (tree, _db, store, options, embedder) = setup();
+    write(tree.path(), "a.txt", "the first text\n");
+    write(tree.path(), "b.txt", "the second text\n");
+    write(tree.path(), "c.txt", "the third text\n");
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    // a and b swap contents; c's content moves to d while c gets new text.
+    write(tree.path(), "a.txt", "the second text\n");
+    write(tree.path(), "b.txt", "the first text\n");
+    write(tree.path(), "c.txt", "a fourth text\n");
+    write(tree.path(), "d.txt", "the third text\n");
+    let report = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert!(report.failed.is_empty(), "{report:?}");
+    // Only the new text is parsed: the others are known documents.
+    assert_eq!(report.parsed, 1, "{report:?}");
+    assert_eq!(report.root, clean_root(tree.path(), &options, &embedder));
+    assert!(store.verify().unwrap().is_ok());
+}
+
+#[test]
 fn edits_shrink_and_delete_leave_no_ghosts() {
     let (tree, _db, store, options, embedder) = setup();
     let long: String = (0..400)
