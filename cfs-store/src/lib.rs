@@ -33,7 +33,7 @@ mod write;
 pub use error::{Result, StoreError};
 pub use read::{Counts, ReadTxn};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
-pub use sync::{DEFAULT_BATCH_FILES, SyncOptions, SyncReport};
+pub use sync::{DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, SyncOptions, SyncReport};
 pub use verify::{VerifyReport, verify};
 pub use write::{NewDocument, WriteTxn};
 

@@ -29,8 +29,8 @@ use crate::write::{NewDocument, WriteTxn};
 pub const DEFAULT_BATCH_FILES: usize = 50_000;
 /// Bytes of file content written per transaction at most.
 const COMMIT_BYTES: u64 = 1 << 30;
-/// Files read and parsed at once, at most.
-const PARSE_FILES: usize = 1024;
+/// Files read and parsed at once, at most, by default.
+pub const DEFAULT_PARSE_FILES: usize = 1024;
 /// Files modified this recently (ns) are not trusted to the stat cache: an edit within
 /// the same clock tick would otherwise go unseen.
 const RACY_WINDOW_NS: u64 = 2_000_000_000;
@@ -50,6 +50,9 @@ pub struct SyncOptions {
     /// Files per write transaction, at most (fewer, larger commits write less; smaller
     /// ones lose less work to a crash).
     pub batch_files: usize,
+    /// Files read and parsed at once, at most (the memory a sync holds); the next group
+    /// is parsed while one is written.
+    pub parse_files: usize,
 }
 
 impl Default for SyncOptions {
@@ -58,6 +61,7 @@ impl Default for SyncOptions {
             config: IngestConfig::default(),
             registry: Registry::default(),
             batch_files: DEFAULT_BATCH_FILES,
+            parse_files: DEFAULT_PARSE_FILES,
         }
     }
 }
@@ -129,6 +133,22 @@ impl Stat {
     fn vouches_for(&self, entry: &WalkEntry) -> bool {
         self.size == entry.size_bytes && self.mtime_ns == entry.mtime_ns && self.mtime_ns != 0
     }
+}
+
+/// What planning decided for each file of a batch.
+struct Plan {
+    /// The document a file is bound to without parsing, when known.
+    documents: Vec<Option<DocumentId>>,
+    /// The files to parse: each new content once.
+    to_parse: Vec<usize>,
+    /// Files whose same bytes failed before, with the reason.
+    known_failures: BTreeMap<usize, String>,
+}
+
+/// A batch parsed: each parsed file's result and its chunks' embedding texts.
+struct ParsedBatch {
+    results: BTreeMap<usize, std::result::Result<Parsed, IngestError>>,
+    texts: Vec<(usize, Vec<(TextHash, String)>)>,
 }
 
 /// Vectors computed for one batch of texts, or why the embedder failed.
@@ -350,10 +370,11 @@ impl Store {
         // written into one transaction until it holds `batch_files` files or
         // COMMIT_BYTES of content: a commit rewrites every page it touches that an
         // earlier commit wrote, so fewer commits write far less.
+        let parse_files = options.parse_files.max(1);
         let mut groups: Vec<&[WalkEntry]> = Vec::new();
         let (mut start, mut bytes) = (0usize, 0u64);
         for (i, f) in to_read.iter().enumerate() {
-            if i > start && (i - start >= PARSE_FILES || bytes + f.size_bytes > PARSE_BYTES) {
+            if i > start && (i - start >= parse_files || bytes + f.size_bytes > PARSE_BYTES) {
                 groups.push(&to_read[start..i]);
                 start = i;
                 bytes = 0;
@@ -364,21 +385,71 @@ impl Store {
             groups.push(&to_read[start..]);
         }
         let per_commit = options.batch_files.max(1);
+        let parts: Vec<&[WalkEntry]> = groups
+            .iter()
+            .flat_map(|group| group.chunks(per_commit))
+            .collect();
+        let read_part = |part: &[WalkEntry]| -> Vec<Read> {
+            part.par_iter()
+                .map(|entry| Read {
+                    entry: entry.clone(),
+                    result: read_file(entry, &options.config),
+                })
+                .collect()
+        };
         let (mut files_pending, mut bytes_pending) = (0usize, 0u64);
-        for group in groups {
-            for part in group.chunks(per_commit) {
-                let reads: Vec<Read> = part
-                    .par_iter()
-                    .map(|entry| Read {
-                        entry: entry.clone(),
-                        result: read_file(entry, &options.config),
-                    })
-                    .collect();
-                self.apply_batch(
+        // A batch read, planned and parsed, waiting to be written.
+        let mut ahead: Option<(Vec<Read>, Plan, ParsedBatch)> = None;
+        for (n, part) in parts.iter().enumerate() {
+            let (reads, plan, parsed) = match ahead.take() {
+                Some(batch) => batch,
+                None => {
+                    let reads = read_part(part);
+                    let plan = Self::plan_batch(&txn, &reads, &existing, &stats, &mut report)?;
+                    let parsed = Self::parse_batch(&reads, &plan, &options.config);
+                    (reads, plan, parsed)
+                }
+            };
+            files_pending += part.len();
+            bytes_pending += part.iter().map(|f| f.size_bytes).sum::<u64>();
+            let commit_due = files_pending >= per_commit || bytes_pending >= COMMIT_BYTES;
+            // The next batch is parsed while this one is written, unless a commit comes
+            // between them. Its plan is made before this batch's writes: it may miss a
+            // document this batch adds (that content is then parsed twice, to the same
+            // document), and it may name a document this batch releases (kept, as
+            // released documents are removed only at commit).
+            let following = parts.get(n + 1).filter(|_| !commit_due);
+            if let Some(following) = following {
+                let next_reads = read_part(following);
+                let next_plan =
+                    Self::plan_batch(&txn, &next_reads, &existing, &stats, &mut report)?;
+                let (written, next_parsed) = rayon::join(
+                    || {
+                        self.write_batch(
+                            &mut txn,
+                            reads,
+                            plan,
+                            parsed,
+                            &existing,
+                            options,
+                            embedder,
+                            started_ns,
+                            &mut renames_left,
+                            &mut report,
+                            progress,
+                        )
+                    },
+                    || Self::parse_batch(&next_reads, &next_plan, &options.config),
+                );
+                written?;
+                ahead = Some((next_reads, next_plan, next_parsed));
+            } else {
+                self.write_batch(
                     &mut txn,
                     reads,
+                    plan,
+                    parsed,
                     &existing,
-                    &stats,
                     options,
                     embedder,
                     started_ns,
@@ -386,18 +457,16 @@ impl Store {
                     &mut report,
                     progress,
                 )?;
-                files_pending += part.len();
-                bytes_pending += part.iter().map(|f| f.size_bytes).sum::<u64>();
-                if files_pending >= per_commit || bytes_pending >= COMMIT_BYTES {
-                    txn.remove_orphans()?;
-                    report.rows_removed += txn.summary().n_removed();
-                    if txn.summary() != &cfs_core::ChangeSummary::default() {
-                        report.commits += 1;
-                    }
-                    txn.commit()?;
-                    txn = self.begin_write()?;
-                    (files_pending, bytes_pending) = (0, 0);
+            }
+            if commit_due {
+                txn.remove_orphans()?;
+                report.rows_removed += txn.summary().n_removed();
+                if txn.summary() != &cfs_core::ChangeSummary::default() {
+                    report.commits += 1;
                 }
+                txn.commit()?;
+                txn = self.begin_write()?;
+                (files_pending, bytes_pending) = (0, 0);
             }
         }
         // Removed files: an explicit list of paths, never a filter.
@@ -423,69 +492,66 @@ impl Store {
         Ok(report)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn apply_batch(
-        &self,
-        txn: &mut WriteTxn<'_>,
-        reads: Vec<Read>,
+    /// Decides per file of a batch whether it needs parsing: content second (the stat
+    /// cache came first), then a document of the same content already in the store.
+    fn plan_batch(
+        txn: &WriteTxn<'_>,
+        reads: &[Read],
         existing: &BTreeMap<String, PathEntry>,
         stats: &BTreeMap<String, Stat>,
-        options: &SyncOptions,
-        embedder: &dyn Embedder,
-        started_ns: u64,
-        renames_left: &mut BTreeMap<ContentHash, usize>,
         report: &mut SyncReport,
-        progress: &(dyn Fn(&str) + Sync),
-    ) -> Result<()> {
-        // Content second: decide per file whether it needs parsing.
-        let mut to_parse: Vec<(usize, &[u8])> = Vec::new();
-        let mut plans: Vec<Option<DocumentId>> = Vec::with_capacity(reads.len());
+    ) -> Result<Plan> {
+        let mut plan = Plan {
+            documents: Vec::with_capacity(reads.len()),
+            to_parse: Vec::new(),
+            known_failures: BTreeMap::new(),
+        };
         let mut new_content: BTreeMap<(ContentHash, &'static str), usize> = BTreeMap::new();
-        let mut known_failures: BTreeMap<usize, String> = BTreeMap::new();
         for (i, read) in reads.iter().enumerate() {
             let path = read.entry.rel_path.as_str();
-            let mut plan = None;
+            let mut document = None;
             if let Ok((bytes, hash)) = &read.result {
                 report.hashed += 1;
                 let cached = stats.get(path).filter(|s| s.hash == *hash);
                 let same = cached.is_some_and(|s| s.failure.is_none());
                 if let Some(reason) = cached.and_then(|s| s.failure.clone()) {
                     // The same bytes failed before: they would fail again.
-                    known_failures.insert(i, reason);
+                    plan.known_failures.insert(i, reason);
                 } else if same && let Some(old) = existing.get(path) {
-                    plan = Some(old.document_id);
+                    document = Some(old.document_id);
                 } else if let Ok(detected) = detect_file(path, bytes) {
                     if let Some(doc) = txn.document_for_content(hash, detected.mime_type)? {
-                        plan = Some(doc);
+                        document = Some(doc);
                     } else if let std::collections::btree_map::Entry::Vacant(slot) =
                         new_content.entry((*hash, detected.mime_type))
                     {
                         slot.insert(i);
-                        to_parse.push((i, bytes.as_slice()));
+                        plan.to_parse.push(i);
                     }
                 } else {
-                    to_parse.push((i, bytes.as_slice()));
+                    plan.to_parse.push(i);
                 }
             }
-            plans.push(plan);
+            plan.documents.push(document);
         }
-        let parsed: Vec<(usize, std::result::Result<Parsed, IngestError>)> = to_parse
+        Ok(plan)
+    }
+
+    /// Parses the files a plan names and the texts their chunks are embedded from: no
+    /// store access, so it runs while the batch before is written.
+    fn parse_batch(reads: &[Read], plan: &Plan, config: &IngestConfig) -> ParsedBatch {
+        let results: BTreeMap<usize, std::result::Result<Parsed, IngestError>> = plan
+            .to_parse
             .par_iter()
-            .map(|(i, bytes)| {
-                (
-                    *i,
-                    parse_file(&reads[*i].entry.rel_path, bytes, &options.config),
-                )
+            .map(|&i| {
+                let bytes = match &reads[i].result {
+                    Ok((bytes, _)) => bytes.as_slice(),
+                    Err(_) => &[],
+                };
+                (i, parse_file(&reads[i].entry.rel_path, bytes, config))
             })
             .collect();
-        report.parsed += parsed.len();
-        let mut parse_results: BTreeMap<usize, std::result::Result<Parsed, IngestError>> =
-            parsed.into_iter().collect();
-
-        // Embeddings: cached ones first, the rest in parallel batches. The text hash of
-        // every chunk is computed once, in parallel.
-        let model = embedder.model_hash();
-        let chunk_texts: Vec<(usize, Vec<(TextHash, String)>)> = parse_results
+        let texts = results
             .par_iter()
             .filter_map(|(i, parsed)| Some((*i, parsed.as_ref().ok()?)))
             .map(|(i, parsed)| {
@@ -500,6 +566,37 @@ impl Store {
                 (i, texts)
             })
             .collect();
+        ParsedBatch { results, texts }
+    }
+
+    /// Embeds (cache first), writes the new documents and binds every path of a batch.
+    #[allow(clippy::too_many_arguments)]
+    fn write_batch(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        reads: Vec<Read>,
+        plan: Plan,
+        parsed: ParsedBatch,
+        existing: &BTreeMap<String, PathEntry>,
+        options: &SyncOptions,
+        embedder: &dyn Embedder,
+        started_ns: u64,
+        renames_left: &mut BTreeMap<ContentHash, usize>,
+        report: &mut SyncReport,
+        progress: &(dyn Fn(&str) + Sync),
+    ) -> Result<()> {
+        let Plan {
+            documents: plans,
+            mut known_failures,
+            ..
+        } = plan;
+        let ParsedBatch {
+            results: mut parse_results,
+            texts: chunk_texts,
+        } = parsed;
+        report.parsed += parse_results.len();
+        // Embeddings: cached ones first, the rest in parallel batches.
+        let model = embedder.model_hash();
         let mut wanted: BTreeMap<TextHash, &str> = BTreeMap::new();
         for (_, texts) in &chunk_texts {
             for (hash, text) in texts {

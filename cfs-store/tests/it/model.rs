@@ -125,9 +125,10 @@ proptest! {
         let tree = tempfile::tempdir().unwrap();
         let db = tempfile::tempdir().unwrap();
         let root = tree.path();
-        // Commits every 3 files, or one commit per sync.
-        let batch_files = if one_batch { 1000 } else { 3 };
-        let options = SyncOptions { batch_files, ..SyncOptions::default() };
+        // Commits every 3 files; or one commit per sync, its files parsed 2 at a time,
+        // each pair while the pair before is written.
+        let (batch_files, parse_files) = if one_batch { (1000, 2) } else { (3, 1024) };
+        let options = SyncOptions { batch_files, parse_files, ..SyncOptions::default() };
         let embedder = HashEmbedder::new(16);
         let path = db.path().join("store.redb");
         let mut store = Store::create(&path, settings(&options, &embedder)).unwrap();
