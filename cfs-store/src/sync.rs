@@ -418,46 +418,40 @@ impl Store {
             // document this batch adds (that content is then parsed twice, to the same
             // document), and it may name a document this batch releases (kept, as
             // released documents are removed only at commit).
-            let following = parts.get(n + 1).filter(|_| !commit_due);
-            if let Some(following) = following {
-                let next_reads = read_part(following);
-                let next_plan =
-                    Self::plan_batch(&txn, &next_reads, &existing, &stats, &mut report)?;
-                let (written, next_parsed) = rayon::join(
-                    || {
-                        self.write_batch(
-                            &mut txn,
-                            reads,
-                            plan,
-                            parsed,
-                            &existing,
-                            options,
-                            embedder,
-                            started_ns,
-                            &mut renames_left,
-                            &mut report,
-                            progress,
-                        )
-                    },
-                    || Self::parse_batch(&next_reads, &next_plan, &options.config),
-                );
-                written?;
-                ahead = Some((next_reads, next_plan, next_parsed));
-            } else {
-                self.write_batch(
-                    &mut txn,
-                    reads,
-                    plan,
-                    parsed,
-                    &existing,
-                    options,
-                    embedder,
-                    started_ns,
-                    &mut renames_left,
-                    &mut report,
-                    progress,
-                )?;
-            }
+            let next = match parts.get(n + 1).filter(|_| !commit_due) {
+                Some(following) => {
+                    let next_reads = read_part(following);
+                    let next_plan =
+                        Self::plan_batch(&txn, &next_reads, &existing, &stats, &mut report)?;
+                    Some((next_reads, next_plan))
+                }
+                None => None,
+            };
+            let (written, next_parsed) = rayon::join(
+                || {
+                    self.write_batch(
+                        &mut txn,
+                        reads,
+                        plan,
+                        parsed,
+                        &existing,
+                        options,
+                        embedder,
+                        started_ns,
+                        &mut renames_left,
+                        &mut report,
+                        progress,
+                    )
+                },
+                || {
+                    next.as_ref()
+                        .map(|(r, p)| Self::parse_batch(r, p, &options.config))
+                },
+            );
+            written?;
+            ahead = next
+                .zip(next_parsed)
+                .map(|((reads, plan), parsed)| (reads, plan, parsed));
             if commit_due {
                 txn.remove_orphans()?;
                 report.rows_removed += txn.summary().n_removed();

@@ -83,6 +83,19 @@ struct DocumentRows {
     content: (Vec<u8>, [u8; 16]),
 }
 
+/// Writes index entries (no committed rows, so nothing to count or rehash).
+fn write_index<'a>(
+    txn: &redb::WriteTransaction,
+    def: redb::TableDefinition<'static, &'static [u8], &'static [u8]>,
+    entries: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> Result<Written> {
+    let mut t = txn.open_table(def)?;
+    for (key, value) in entries {
+        t.insert(key, value)?;
+    }
+    Ok(Written::default())
+}
+
 /// The row of an entity stored in canonical form, encoded and hashed once.
 fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>) -> Row {
     let encoded = entity.encode();
@@ -387,19 +400,13 @@ impl<'s> WriteTxn<'s> {
         let tasks: Vec<Task<'_>> = vec![
             Box::new(|| write_rows(Table::Edges)),
             Box::new(|| {
-                let mut by_target = txn.open_table(tables::EDGES_BY_TARGET)?;
-                for key in &target_index {
-                    by_target.insert(&key[..], &[][..])?;
-                }
-                Ok(Written::default())
+                let entries = target_index.iter().map(|k| (&k[..], &[][..]));
+                write_index(txn, tables::EDGES_BY_TARGET, entries)
             }),
             Box::new(|| write_rows(Table::Chunks)),
             Box::new(|| {
-                let mut by_document = txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
-                for (key, id) in &chunk_index {
-                    by_document.insert(key.as_slice(), &id[..])?;
-                }
-                Ok(Written::default())
+                let entries = chunk_index.iter().map(|(k, id)| (k.as_slice(), &id[..]));
+                write_index(txn, tables::CHUNKS_BY_DOCUMENT, entries)
             }),
             Box::new(|| write_rows(Table::Embeddings)),
             Box::new(|| {
@@ -413,11 +420,8 @@ impl<'s> WriteTxn<'s> {
             }),
             Box::new(|| write_rows(Table::Documents)),
             Box::new(|| {
-                let mut content = txn.open_table(tables::CONTENT_INDEX)?;
-                for (key, id) in &content_index {
-                    content.insert(key.as_slice(), &id[..])?;
-                }
-                Ok(Written::default())
+                let entries = content_index.iter().map(|(k, id)| (k.as_slice(), &id[..]));
+                write_index(txn, tables::CONTENT_INDEX, entries)
             }),
         ];
         let written: Vec<Written> = tasks
