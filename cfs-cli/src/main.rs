@@ -34,7 +34,7 @@ enum Command {
     /// later runs sync only what changed.
     Index(store_cmds::IndexArgs),
     /// Counts, state root and size of the store.
-    Status(store_cmds::Common),
+    Status(store_cmds::StatusArgs),
     /// Recompute every hash and root from the rows and check every rule; exit 1 on any
     /// problem.
     Verify(store_cmds::Common),

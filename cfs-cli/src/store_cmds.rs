@@ -48,6 +48,15 @@ pub struct RefreshArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Also show each table's rows and bytes (stored, page overhead, unused).
+    #[arg(long)]
+    tables: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct LogArgs {
     /// Most records to show, newest first.
     #[arg(long, short = 'n', default_value_t = 20)]
@@ -275,7 +284,8 @@ pub fn print_sync_report(
     Ok(())
 }
 
-pub fn status(common: &Common) -> anyhow::Result<ExitCode> {
+pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    let common = &args.common;
     let mut out = std::io::stdout().lock();
     let store = open(common)?;
     let read = store.begin_read()?;
@@ -287,7 +297,12 @@ pub fn status(common: &Common) -> anyhow::Result<ExitCode> {
         .unwrap_or(0);
     let last = chain.last();
     let git_head = store.git_head()?;
-    let value = json!({
+    let usage = if args.tables {
+        read.table_usage()?
+    } else {
+        Vec::new()
+    };
+    let mut value = json!({
         "store": store.path().display().to_string(),
         "tree": tree_of(store.path()).map(|p| p.display().to_string()),
         "state_root": roots.state_root().to_hex(),
@@ -304,6 +319,18 @@ pub fn status(common: &Common) -> anyhow::Result<ExitCode> {
         "embedder": store.settings().model_id,
         "git_head": git_head.as_ref().map(|(h, r)| json!({"commit": h, "state_root": r.to_hex(), "current": *r == roots.state_root()})),
     });
+    if args.tables {
+        value["tables"] = usage
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name, "rows": t.rows, "stored_bytes": t.stored_bytes,
+                    "metadata_bytes": t.metadata_bytes, "fragmented_bytes": t.fragmented_bytes,
+                    "leaf_pages": t.leaf_pages, "branch_pages": t.branch_pages,
+                })
+            })
+            .collect();
+    }
     if common.json {
         print_json(&value)?;
     } else {
@@ -327,6 +354,20 @@ pub fn status(common: &Common) -> anyhow::Result<ExitCode> {
                 " (the store changed since)"
             };
             writeln!(out, "indexed git HEAD {head}{note}")?;
+        }
+        if args.tables {
+            writeln!(
+                out,
+                "{:<20} {:>10} {:>14} {:>14} {:>14}",
+                "table", "rows", "stored bytes", "overhead", "unused"
+            )?;
+            for t in &usage {
+                writeln!(
+                    out,
+                    "{:<20} {:>10} {:>14} {:>14} {:>14}",
+                    t.name, t.rows, t.stored_bytes, t.metadata_bytes, t.fragmented_bytes
+                )?;
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -72,6 +72,7 @@ from_redb!(
     redb::TransactionError,
     redb::TableError,
     redb::StorageError,
+    redb::CursorError,
     redb::CommitError
 );
 

@@ -31,7 +31,7 @@ pub mod watch;
 mod write;
 
 pub use error::{Result, StoreError};
-pub use read::{Counts, ReadTxn};
+pub use read::{Counts, ReadTxn, TableUsage};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
 pub use sync::{DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, SyncOptions, SyncReport};
 pub use verify::{VerifyReport, verify};

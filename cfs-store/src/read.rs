@@ -26,6 +26,25 @@ pub struct Counts {
     pub edges: u64,
 }
 
+/// How one redb table of the store uses the file (redb's own statistics).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableUsage {
+    /// The table's name (`docs/format.md`).
+    pub name: String,
+    /// Rows.
+    pub rows: u64,
+    /// Bytes of keys and values.
+    pub stored_bytes: u64,
+    /// Bytes of page headers and offsets.
+    pub metadata_bytes: u64,
+    /// Bytes of pages holding nothing.
+    pub fragmented_bytes: u64,
+    /// Leaf pages.
+    pub leaf_pages: u64,
+    /// Branch pages.
+    pub branch_pages: u64,
+}
+
 /// A read transaction.
 pub struct ReadTxn {
     txn: redb::ReadTransaction,
@@ -80,6 +99,26 @@ impl ReadTxn {
             embeddings: len(Table::Embeddings)?,
             edges: len(Table::Edges)?,
         })
+    }
+
+    /// Every table's rows and bytes, in `tables::ALL` order.
+    pub fn table_usage(&self) -> Result<Vec<TableUsage>> {
+        tables::ALL
+            .iter()
+            .map(|definition| {
+                let table = self.txn.open_table(*definition)?;
+                let stats = table.stats()?;
+                Ok(TableUsage {
+                    name: redb::TableHandle::name(definition).to_owned(),
+                    rows: table.len()?,
+                    stored_bytes: stats.stored_bytes(),
+                    metadata_bytes: stats.metadata_bytes(),
+                    fragmented_bytes: stats.fragmented_bytes(),
+                    leaf_pages: stats.leaf_pages(),
+                    branch_pages: stats.branch_pages(),
+                })
+            })
+            .collect()
     }
 
     /// The entry of a relative path.

@@ -13,7 +13,7 @@ use cfs_core::{
     TableChange, TopTree, merkle_root,
 };
 use rayon::prelude::*;
-use redb::ReadableTable;
+use redb::{ReadableTable, ReadableTableMetadata};
 
 use crate::error::{Result, StoreError};
 use crate::store::{Store, encode_roots, meta, read_sequence, read_table_roots};
@@ -31,6 +31,124 @@ pub struct WriteTxn<'s> {
     orphans: BTreeSet<DocumentId>,
     summary: ChangeSummary,
     timestamp_ms: Option<u64>,
+    /// Rows of new documents not yet in their tables (see `Staged`).
+    staged: Staged,
+}
+
+/// The tables whose rows of new documents wait in memory until the transaction commits
+/// (or something reads or removes their rows), and the committed table of each.
+const STAGED_TABLES: [(TableDef, Option<Table>); 5] = [
+    (tables::CHUNKS, Some(Table::Chunks)),
+    (tables::EMBEDDINGS, Some(Table::Embeddings)),
+    (tables::EDGES, Some(Table::Edges)),
+    (tables::CHUNKS_BY_DOCUMENT, None),
+    (tables::EDGES_BY_TARGET, None),
+];
+
+/// True for the committed tables whose new rows are staged.
+fn is_staged(table: Table) -> bool {
+    matches!(table, Table::Chunks | Table::Embeddings | Table::Edges)
+}
+
+/// Staged rows beyond this many bytes are written at once.
+const STAGED_BYTES: usize = 768 << 20;
+
+type TableDef = redb::TableDefinition<'static, &'static [u8], &'static [u8]>;
+
+/// Rows of new documents held back until commit. A table that is empty when they are
+/// written (a cold index) receives them as one ordered run, which redb packs into full
+/// pages; rows inserted batch by batch at random keys leave pages about 60% full, and
+/// every page they leave is written at commit. Rows staged are counted as added and
+/// their buckets as touched when staged (fresh documents' ids are new); the write
+/// corrects the count for a key that was present after all.
+#[derive(Default)]
+struct Staged {
+    /// Per entry of `STAGED_TABLES`: (key, value) in the order staged.
+    rows: [Vec<(Vec<u8>, Vec<u8>)>; 5],
+    bytes: usize,
+}
+
+impl Staged {
+    fn push(&mut self, table: usize, key: Vec<u8>, value: Vec<u8>) {
+        self.bytes += key.len() + value.len();
+        self.rows[table].push((key, value));
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.iter().all(Vec::is_empty)
+    }
+}
+
+/// Writes one table's staged rows: as one ordered run through a cursor if the table is
+/// empty, by key otherwise. Returns how many were already present, and how many of those
+/// had another value.
+fn write_staged(
+    txn: &redb::WriteTransaction,
+    def: TableDef,
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<(u64, u64)> {
+    if rows.is_empty() {
+        return Ok((0, 0));
+    }
+    let order = key_order(&rows);
+    // Of two rows with one key, the later one is kept, as inserts would have it.
+    let mut kept: Vec<usize> = Vec::with_capacity(order.len());
+    let (mut present, mut differed) = (0, 0);
+    for &i in &order {
+        if let Some(last) = kept.last_mut()
+            && rows[*last].0 == rows[i].0
+        {
+            present += 1;
+            differed += u64::from(rows[*last].1 != rows[i].1);
+            *last = i;
+        } else {
+            kept.push(i);
+        }
+    }
+    let mut t = txn.open_table(def)?;
+    if t.is_empty()? {
+        let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
+        for &i in &kept {
+            cursor.insert_before(rows[i].0.as_slice(), rows[i].1.as_slice())?;
+        }
+        cursor.close()?;
+    } else {
+        for &i in &kept {
+            let (key, value) = &rows[i];
+            if let Some(old) = t.insert(key.as_slice(), value.as_slice())? {
+                present += 1;
+                differed += u64::from(old.value() != value.as_slice());
+            }
+        }
+    }
+    drop(t);
+    rayon::spawn(move || drop(rows));
+    Ok((present, differed))
+}
+
+/// The indexes of `rows` in key order, equal keys in the order staged. Keys are sorted
+/// by a copy of their first 34 bytes (every staged table's keys fit), so the sort
+/// compares memory next to each other instead of chasing a pointer per comparison.
+fn key_order(rows: &[(Vec<u8>, Vec<u8>)]) -> Vec<usize> {
+    const INLINE: usize = 34;
+    if rows.iter().any(|(key, _)| key.len() > INLINE) {
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.par_sort_by(|&a, &b| rows[a].0.cmp(&rows[b].0));
+        return order;
+    }
+    let mut keys: Vec<([u8; INLINE], u8, u32)> = rows
+        .par_iter()
+        .enumerate()
+        .map(|(i, (key, _))| {
+            let mut inline = [0u8; INLINE];
+            inline[..key.len()].copy_from_slice(key);
+            // Zero padding ties a key with its extensions by zeros: the length breaks
+            // the tie the way byte order does.
+            (inline, key.len() as u8, i as u32)
+        })
+        .collect();
+    keys.par_sort_unstable();
+    keys.into_iter().map(|(_, _, i)| i as usize).collect()
 }
 
 impl std::fmt::Debug for WriteTxn<'_> {
@@ -65,10 +183,9 @@ pub struct NewDocument<'a> {
     pub window_edges: &'a [Edge],
 }
 
-/// What one table's writing task did: rows added and changed, buckets touched.
+/// What a table's writing task did: rows added and changed, buckets touched.
 #[derive(Default)]
 struct Written {
-    table: Option<Table>,
     added: u64,
     changed: u64,
     touched: Vec<u16>,
@@ -88,12 +205,12 @@ fn write_index<'a>(
     txn: &redb::WriteTransaction,
     def: redb::TableDefinition<'static, &'static [u8], &'static [u8]>,
     entries: impl Iterator<Item = (&'a [u8], &'a [u8])>,
-) -> Result<Written> {
+) -> Result<()> {
     let mut t = txn.open_table(def)?;
     for (key, value) in entries {
         t.insert(key, value)?;
     }
-    Ok(Written::default())
+    Ok(())
 }
 
 /// The row of an entity stored in canonical form, encoded and hashed once.
@@ -169,7 +286,33 @@ impl<'s> WriteTxn<'s> {
             orphans: BTreeSet::new(),
             summary: ChangeSummary::default(),
             timestamp_ms: None,
+            staged: Staged::default(),
         })
+    }
+
+    /// Writes the staged rows into their tables (each table by a task of its own).
+    /// Everything that reads or removes rows of a staged table calls this first.
+    fn flush_staged(&mut self) -> Result<()> {
+        if self.staged.is_empty() {
+            return Ok(());
+        }
+        let staged = std::mem::take(&mut self.staged);
+        let txn = &self.txn;
+        let results: Vec<(Option<Table>, (u64, u64))> = STAGED_TABLES
+            .into_par_iter()
+            .zip(staged.rows)
+            .with_max_len(1)
+            .map(|((def, table), rows)| Ok((table, write_staged(txn, def, rows)?)))
+            .collect::<Result<_>>()?;
+        for (table, (present, differed)) in results {
+            if let Some(table) = table {
+                let counts = change(&mut self.summary, table);
+                // Counted as added when staged: a present key was unchanged or changed.
+                counts.added -= present;
+                counts.changed += differed;
+            }
+        }
+        Ok(())
     }
 
     /// Sets the commit time recorded in the state chain (default: now).
@@ -186,6 +329,9 @@ impl<'s> WriteTxn<'s> {
     fn put_row<E: Entity>(&mut self, entity: &E, key: &[u8]) -> Result<()> {
         let table = E::TABLE;
         debug_assert!(table != Table::Embeddings);
+        if is_staged(table) {
+            self.flush_staged()?;
+        }
         let value = tables::row_value(&entity.leaf().0, &entity.encode());
         let previous = {
             let mut t = self.txn.open_table(tables::committed(table))?;
@@ -205,6 +351,9 @@ impl<'s> WriteTxn<'s> {
     }
 
     fn delete_row(&mut self, table: Table, key: &[u8]) -> Result<bool> {
+        if is_staged(table) {
+            self.flush_staged()?;
+        }
         let removed = {
             let mut t = self.txn.open_table(tables::committed(table))?;
             t.remove(key)?.is_some()
@@ -349,96 +498,89 @@ impl<'s> WriteTxn<'s> {
             })
             .collect::<Result<_>>()?;
         let mut rows: Vec<Row> = Vec::new();
-        let mut chunk_index: Vec<(Vec<u8>, [u8; 16])> = Vec::new();
-        let mut target_index: Vec<[u8; 34]> = Vec::new();
         let mut content_index: Vec<(Vec<u8>, [u8; 16])> = Vec::new();
         let mut new_vectors: Vec<(VectorHash, Vec<u8>)> = Vec::new();
         for b in built {
             rows.extend(b.rows);
             new_vectors.extend(b.vectors);
-            chunk_index.extend(b.chunk_index);
-            target_index.extend(b.target_index);
+            for (key, id) in b.chunk_index {
+                self.staged.push(3, key, id.to_vec());
+            }
+            for key in b.target_index {
+                self.staged.push(4, key.to_vec(), Vec::new());
+            }
             content_index.push(b.content);
         }
-        rows.par_sort_unstable_by(|a, b| (a.table, &a.key).cmp(&(b.table, &b.key)));
-        chunk_index.sort_unstable();
-        target_index.sort_unstable();
         content_index.sort_unstable();
         new_vectors.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
         new_vectors.dedup_by(|a, b| a.0 == b.0);
-        // Each table is written by one task, and the tasks run in parallel: redb lets
-        // separate tables of one write transaction change on separate threads.
-        let txn = &self.txn;
-        let of_table = |table: Table| {
-            let from = rows.partition_point(|r| r.table < table);
-            let to = rows.partition_point(|r| r.table <= table);
-            &rows[from..to]
-        };
-        let write_rows = |table: Table| -> Result<Written> {
-            let mut t = txn.open_table(tables::committed(table))?;
-            let mut out = Written {
-                table: Some(table),
-                ..Written::default()
+        // Documents, vectors and the content index are read while the transaction goes
+        // on: written now, in parallel (redb lets separate tables of one write
+        // transaction change on separate threads). Chunks, embeddings and edges wait in
+        // `staged`.
+        let mut documents = Vec::new();
+        for row in rows {
+            let slot = match row.table {
+                Table::Chunks => 0,
+                Table::Embeddings => 1,
+                Table::Edges => 2,
+                _ => {
+                    documents.push(row);
+                    continue;
+                }
             };
-            for row in of_table(table) {
-                if t.insert(row.key.as_slice(), row.value.as_slice())?
-                    .is_some()
-                {
-                    out.changed += 1;
-                } else {
-                    out.added += 1;
-                }
-                // Rows are in key order, so a bucket's rows are consecutive.
-                let bucket = Bucket::of_key(&row.key).0;
-                if out.touched.last() != Some(&bucket) {
-                    out.touched.push(bucket);
-                }
-            }
-            Ok(out)
-        };
-        type Task<'t> = Box<dyn FnOnce() -> Result<Written> + Send + Sync + 't>;
-        let tasks: Vec<Task<'_>> = vec![
-            Box::new(|| write_rows(Table::Edges)),
-            Box::new(|| {
-                let entries = target_index.iter().map(|k| (&k[..], &[][..]));
-                write_index(txn, tables::EDGES_BY_TARGET, entries)
-            }),
-            Box::new(|| write_rows(Table::Chunks)),
-            Box::new(|| {
-                let entries = chunk_index.iter().map(|(k, id)| (k.as_slice(), &id[..]));
-                write_index(txn, tables::CHUNKS_BY_DOCUMENT, entries)
-            }),
-            Box::new(|| write_rows(Table::Embeddings)),
-            Box::new(|| {
-                let mut vectors_t = txn.open_table(tables::VECTORS)?;
-                for (hash, encoded) in &new_vectors {
-                    if vectors_t.get(&hash[..])?.is_none() {
-                        vectors_t.insert(&hash[..], encoded.as_slice())?;
-                    }
-                }
-                Ok(Written::default())
-            }),
-            Box::new(|| write_rows(Table::Documents)),
-            Box::new(|| {
-                let entries = content_index.iter().map(|(k, id)| (k.as_slice(), &id[..]));
-                write_index(txn, tables::CONTENT_INDEX, entries)
-            }),
-        ];
-        let written: Vec<Written> = tasks
-            .into_par_iter()
-            .with_max_len(1)
-            .map(|task| task())
-            .collect::<Result<_>>()?;
-        for w in written {
-            let Some(table) = w.table else { continue };
-            let counts = change(&mut self.summary, table);
-            counts.added += w.added;
-            counts.changed += w.changed;
-            self.touched
-                .extend(w.touched.into_iter().map(|b| (table, b)));
+            let counts = change(&mut self.summary, row.table);
+            counts.added += 1;
+            self.touched.insert((row.table, Bucket::of_key(&row.key).0));
+            self.staged.push(slot, row.key, row.value);
         }
-        // Freeing a million small buffers is not free: it happens off the writer's path.
-        rayon::spawn(move || drop(rows));
+        documents.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        let txn = &self.txn;
+        let (written, others) = rayon::join(
+            || -> Result<Written> {
+                let mut t = txn.open_table(tables::DOCUMENTS)?;
+                let mut out = Written::default();
+                for row in &documents {
+                    if t.insert(row.key.as_slice(), row.value.as_slice())?
+                        .is_some()
+                    {
+                        out.changed += 1;
+                    } else {
+                        out.added += 1;
+                    }
+                    out.touched.push(Bucket::of_key(&row.key).0);
+                }
+                Ok(out)
+            },
+            || {
+                rayon::join(
+                    || -> Result<()> {
+                        let mut vectors_t = txn.open_table(tables::VECTORS)?;
+                        for (hash, encoded) in &new_vectors {
+                            if vectors_t.get(&hash[..])?.is_none() {
+                                vectors_t.insert(&hash[..], encoded.as_slice())?;
+                            }
+                        }
+                        Ok(())
+                    },
+                    || {
+                        let entries = content_index.iter().map(|(k, id)| (k.as_slice(), &id[..]));
+                        write_index(txn, tables::CONTENT_INDEX, entries)
+                    },
+                )
+            },
+        );
+        let written = written?;
+        others.0?;
+        others.1?;
+        let counts = change(&mut self.summary, Table::Documents);
+        counts.added += written.added;
+        counts.changed += written.changed;
+        self.touched
+            .extend(written.touched.into_iter().map(|b| (Table::Documents, b)));
+        if self.staged.bytes > STAGED_BYTES {
+            self.flush_staged()?;
+        }
         Ok(fresh.len())
     }
 
@@ -522,6 +664,7 @@ impl<'s> WriteTxn<'s> {
     /// Removes a document, its chunks, their embeddings, and every edge from or to any of
     /// them. The set is explicit: the document and the chunk ids its index lists.
     fn remove_document(&mut self, document: DocumentId) -> Result<()> {
+        self.flush_staged()?;
         let doc_bytes = {
             let t = self.txn.open_table(tables::DOCUMENTS)?;
             t.get(&document.0[..])?.map(|v| v.value().to_vec())
@@ -600,6 +743,7 @@ impl<'s> WriteTxn<'s> {
                 "system edges come with their document".into(),
             ));
         }
+        self.flush_staged()?;
         for end in [edge.source, edge.target] {
             if !self.entity_exists(&end.0)? {
                 return Err(StoreError::InvalidInput(format!("{end:?} does not exist")));
@@ -615,6 +759,7 @@ impl<'s> WriteTxn<'s> {
                 "refusing to delete by an empty set".into(),
             ));
         }
+        self.flush_staged()?;
         let mut n = 0;
         for edge in edges.iter().filter(|e| !e.kind.is_system()) {
             let present = {
@@ -648,6 +793,7 @@ impl<'s> WriteTxn<'s> {
     /// cache updates only and returns the current root without a new record.
     pub fn commit(mut self) -> Result<StateRoot> {
         self.remove_orphans()?;
+        self.flush_staged()?;
         let Self {
             txn,
             touched,
@@ -789,4 +935,116 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+
+    use super::{key_order, write_staged};
+
+    const T: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("t");
+
+    type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn table_rows(db: &redb::Database) -> Rows {
+        let read = db.begin_read().unwrap();
+        let t = read.open_table(T).unwrap();
+        t.iter()
+            .unwrap()
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                (k.value().to_vec(), v.value().to_vec())
+            })
+            .collect()
+    }
+
+    /// A pseudo-random 16-byte key (ids are uniformly spread).
+    fn key(i: u64) -> Vec<u8> {
+        let mut k = blake3::hash(&i.to_le_bytes()).as_bytes()[..16].to_vec();
+        k[15] = 0;
+        k
+    }
+
+    #[test]
+    fn an_empty_table_gets_one_packed_ordered_run_and_the_last_value_of_a_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        let mut rows: Rows = (0..20_000u64)
+            .map(|i| (key(i), vec![i as u8; 200]))
+            .collect();
+        rows.push((key(7), b"later".to_vec())); // a second value for one key
+        rows.push((key(8), vec![8; 200])); // the same value again
+        let txn = db.begin_write().unwrap();
+        assert_eq!(write_staged(&txn, T, rows).unwrap(), (2, 1));
+        txn.commit().unwrap();
+        let stored = table_rows(&db);
+        assert_eq!(stored.len(), 20_000);
+        assert!(stored.windows(2).all(|w| w[0].0 < w[1].0));
+        let get = |k: &[u8]| stored.iter().find(|(key, _)| key == k).unwrap().1.clone();
+        assert_eq!(get(&key(7)), b"later");
+        assert_eq!(get(&key(9)), vec![9u8; 200]);
+        // Packed: the pages hold little but rows (random inserts leave about 40% unused).
+        let read = db.begin_read().unwrap();
+        let stats = read.open_table(T).unwrap().stats().unwrap();
+        assert!(
+            stats.fragmented_bytes() * 10 < stats.stored_bytes(),
+            "{} unused for {} stored",
+            stats.fragmented_bytes(),
+            stats.stored_bytes()
+        );
+    }
+
+    #[test]
+    fn a_table_with_rows_gets_inserts_that_count_what_was_present() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        let first: Rows = (0..100u64).map(|i| (key(i), vec![1])).collect();
+        assert_eq!(write_staged(&txn, T, first).unwrap(), (0, 0));
+        // 50 present (25 of them with another value), 50 new.
+        let second: Rows = (50..150u64)
+            .map(|i| (key(i), vec![if i < 75 { 2 } else { 1 }]))
+            .collect();
+        assert_eq!(write_staged(&txn, T, second).unwrap(), (50, 25));
+        txn.commit().unwrap();
+        let stored = table_rows(&db);
+        assert_eq!(stored.len(), 150);
+        let read = db.begin_read().unwrap();
+        let t = read.open_table(T).unwrap();
+        assert_eq!(t.get(key(60).as_slice()).unwrap().unwrap().value(), [2]);
+        assert_eq!(t.get(key(80).as_slice()).unwrap().unwrap().value(), [1]);
+        assert_eq!(t.len().unwrap(), 150);
+    }
+
+    #[test]
+    fn key_order_is_byte_order_whatever_the_lengths() {
+        let keys: [&[u8]; 7] = [b"b", b"ab\0", b"ab", b"", b"a", b"ab", b"\xff"];
+        let rows: Rows = keys.iter().map(|k| (k.to_vec(), Vec::new())).collect();
+        let sorted: Vec<&[u8]> = key_order(&rows)
+            .into_iter()
+            .map(|i| rows[i].0.as_slice())
+            .collect();
+        assert_eq!(
+            sorted,
+            [&b""[..], b"a", b"ab", b"ab", b"ab\0", b"b", b"\xff"]
+        );
+        // Equal keys keep the order they were staged in.
+        assert_eq!(
+            key_order(&rows)
+                .iter()
+                .filter(|&&i| i == 2 || i == 5)
+                .count(),
+            2
+        );
+        let order = key_order(&rows);
+        let pos = |i: usize| order.iter().position(|&x| x == i).unwrap();
+        assert!(pos(2) < pos(5));
+        // Keys longer than the inline prefix take the general sort.
+        let long: Rows = [vec![1u8; 40], vec![0u8; 41], vec![1u8; 39]]
+            .into_iter()
+            .map(|k| (k, Vec::new()))
+            .collect();
+        assert_eq!(key_order(&long), [1, 2, 0]);
+    }
 }

@@ -155,6 +155,27 @@ fn index_status_verify_log_show_prove() {
     }
     assert_eq!(s["state_root"], root_hex.as_str());
     assert_eq!(s["paths"], 3);
+    assert!(s["tables"].is_null(), "tables only when asked");
+
+    // --tables: every table once, its rows agreeing with the counts.
+    let (code, out, _) = cfs_in(root, &["status", "--tables", "--json"]);
+    assert_eq!(code, 0);
+    let t: Value = serde_json::from_str(&out).unwrap();
+    let tables = t["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 15);
+    let rows = |name: &str| {
+        let table = tables.iter().find(|x| x["name"] == name).unwrap();
+        assert!(table["stored_bytes"].as_u64().unwrap() > 0 || table["rows"] == 0);
+        table["rows"].clone()
+    };
+    for key in ["paths", "documents", "chunks", "embeddings", "edges"] {
+        assert_eq!(rows(key), s[key], "{key}");
+    }
+    assert_eq!(rows("chunks_by_document"), s["chunks"]);
+    assert_eq!(rows("edges_by_target"), s["edges"]);
+    let (code, text, _) = cfs_in(root, &["status", "--tables"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("chunks_by_document"), "{text}");
 
     let (code, out, _) = cfs_in(root, &["verify", "--json"]);
     assert_eq!(code, 0);

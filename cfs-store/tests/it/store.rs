@@ -425,3 +425,73 @@ fn sync_paths_touches_only_its_scope_with_the_same_rules() {
     assert_eq!(r.added, 1);
     assert_eq!(r.root, clean_root(root, &options, &embedder));
 }
+
+/// A parsed document with its embeddings, ready for `put_document`.
+fn parsed_document(
+    path: &str,
+    text: &str,
+    options: &SyncOptions,
+    embedder: &HashEmbedder,
+) -> (cfs_ingest::Parsed, Vec<cfs_core::Embedding>) {
+    let parsed = cfs_ingest::parse_file(path, text.as_bytes(), &options.config).unwrap();
+    let embeddings = parsed
+        .chunks
+        .iter()
+        .map(|c| {
+            let text = cfs_ingest::embedding_text(c);
+            let vector = embedder.embed_batch(&[text.as_ref()]).unwrap().remove(0);
+            cfs_core::Embedding::new(c.id, embedder.model_hash(), vector).unwrap()
+        })
+        .collect();
+    (parsed, embeddings)
+}
+
+#[test]
+fn rows_written_in_a_transaction_are_seen_by_what_follows_in_it() {
+    // New documents' chunks, embeddings and edges wait in memory until commit; what
+    // reads or removes them in the same transaction must see them all the same.
+    let (_tree, _db, store, options, embedder) = setup();
+    let text = "pub fn one() -> u32 { 1 }\n\npub fn two() -> u32 { 2 }\n";
+    let (a, a_embeddings) = parsed_document("a.rs", text, &options, &embedder);
+    let (b, b_embeddings) = parsed_document("b.md", "# B\n\nbeta\n", &options, &embedder);
+    let mut txn = store.begin_write().unwrap();
+    for (p, e) in [(&a, &a_embeddings), (&b, &b_embeddings)] {
+        assert!(
+            txn.put_document(&p.document, &p.chunks, e, &p.window_edges)
+                .unwrap()
+        );
+    }
+    // A user edge between two chunks written a moment ago is accepted, and removed.
+    let edge = Edge::new(a.chunks[0].id, b.chunks[0].id, EdgeKind(0x8001));
+    txn.put_user_edge(&edge).unwrap();
+    assert_eq!(txn.remove_user_edges(&[edge]).unwrap(), 1);
+    txn.put_user_edge(&edge).unwrap();
+    // A document bound and released in the same transaction goes with all its rows.
+    let entry = |path: &str, doc: &cfs_core::Document| cfs_core::PathEntry::new(path, doc.id);
+    txn.bind_path(&entry("a.rs", &a.document)).unwrap();
+    txn.bind_path(&entry("b.md", &b.document)).unwrap();
+    txn.unbind_path("b.md").unwrap();
+    txn.remove_orphans().unwrap();
+    let summary = *txn.summary();
+    let root = txn.commit().unwrap();
+    // Counted as if every row had been written at once: b's were added and removed.
+    assert_eq!(
+        (summary.chunks.added, summary.chunks.removed),
+        (
+            (a.chunks.len() + b.chunks.len()) as u64,
+            b.chunks.len() as u64
+        )
+    );
+    assert_eq!(summary.edges.changed, 0);
+    let report = store.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.computed_root, root);
+    let read = store.begin_read().unwrap();
+    let counts = read.counts().unwrap();
+    assert_eq!(
+        (counts.documents, counts.chunks, counts.embeddings),
+        (1, a.chunks.len() as u64, a.chunks.len() as u64)
+    );
+    assert_eq!(read.chunks_of(&a.document.id).unwrap(), a.chunks);
+    assert!(read.chunks_of(&b.document.id).unwrap().is_empty());
+}
