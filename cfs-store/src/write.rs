@@ -90,19 +90,17 @@ fn write_staged(
     if rows.is_empty() {
         return Ok((0, 0));
     }
-    let order = key_order(&rows);
     // Of two rows with one key, the later one is kept, as inserts would have it.
-    let mut kept: Vec<usize> = Vec::with_capacity(order.len());
+    let mut kept: Vec<usize> = Vec::with_capacity(rows.len());
     let (mut present, mut differed) = (0, 0);
-    for &i in &order {
-        if let Some(last) = kept.last_mut()
-            && rows[*last].0 == rows[i].0
-        {
-            present += 1;
-            differed += u64::from(rows[*last].1 != rows[i].1);
-            *last = i;
-        } else {
-            kept.push(i);
+    for (i, same_key) in key_order(&rows) {
+        match kept.last_mut() {
+            Some(last) if same_key => {
+                present += 1;
+                differed += u64::from(rows[*last].1 != rows[i].1);
+                *last = i;
+            }
+            _ => kept.push(i),
         }
     }
     let mut t = txn.open_table(def)?;
@@ -126,29 +124,50 @@ fn write_staged(
     Ok((present, differed))
 }
 
-/// The indexes of `rows` in key order, equal keys in the order staged. Keys are sorted
-/// by a copy of their first 34 bytes (every staged table's keys fit), so the sort
-/// compares memory next to each other instead of chasing a pointer per comparison.
-fn key_order(rows: &[(Vec<u8>, Vec<u8>)]) -> Vec<usize> {
+/// The indexes of `rows` in key order, equal keys in the order staged, each with whether
+/// its key equals the one before. Keys are sorted as big-endian integers made of their
+/// first 34 bytes (every staged table's keys fit), so the sort compares integers next to
+/// each other instead of chasing a pointer per comparison.
+fn key_order(rows: &[(Vec<u8>, Vec<u8>)]) -> Vec<(usize, bool)> {
     const INLINE: usize = 34;
     if rows.iter().any(|(key, _)| key.len() > INLINE) {
         let mut order: Vec<usize> = (0..rows.len()).collect();
         order.par_sort_by(|&a, &b| rows[a].0.cmp(&rows[b].0));
-        return order;
+        return (0..order.len())
+            .map(|j| (order[j], j > 0 && rows[order[j - 1]].0 == rows[order[j]].0))
+            .collect();
     }
-    let mut keys: Vec<([u8; INLINE], u8, u32)> = rows
+    // (bytes 0..16, bytes 16..32, bytes 32..34, length, index): zero padding ties a key
+    // with its extensions by zeros, and the length breaks the tie the way byte order does.
+    let mut keys: Vec<(u128, u128, u16, u8, u32)> = rows
         .par_iter()
         .enumerate()
         .map(|(i, (key, _))| {
             let mut inline = [0u8; INLINE];
             inline[..key.len()].copy_from_slice(key);
-            // Zero padding ties a key with its extensions by zeros: the length breaks
-            // the tie the way byte order does.
-            (inline, key.len() as u8, i as u32)
+            let (a, rest) = inline.split_first_chunk::<16>().expect("34 bytes");
+            let (b, c) = rest.split_first_chunk::<16>().expect("18 bytes");
+            let c: [u8; 2] = c.try_into().expect("2 bytes");
+            (
+                u128::from_be_bytes(*a),
+                u128::from_be_bytes(*b),
+                u16::from_be_bytes(c),
+                key.len() as u8,
+                i as u32,
+            )
         })
         .collect();
     keys.par_sort_unstable();
-    keys.into_iter().map(|(_, _, i)| i as usize).collect()
+    (0..keys.len())
+        .map(|j| {
+            let (a, b, c, len, i) = keys[j];
+            let same = j > 0 && {
+                let p = keys[j - 1];
+                (p.0, p.1, p.2, p.3) == (a, b, c, len)
+            };
+            (i as usize, same)
+        })
+        .collect()
 }
 
 impl std::fmt::Debug for WriteTxn<'_> {
@@ -1021,30 +1040,45 @@ mod tests {
     fn key_order_is_byte_order_whatever_the_lengths() {
         let keys: [&[u8]; 7] = [b"b", b"ab\0", b"ab", b"", b"a", b"ab", b"\xff"];
         let rows: Rows = keys.iter().map(|k| (k.to_vec(), Vec::new())).collect();
-        let sorted: Vec<&[u8]> = key_order(&rows)
-            .into_iter()
-            .map(|i| rows[i].0.as_slice())
+        let order = key_order(&rows);
+        let sorted: Vec<(&[u8], bool)> = order
+            .iter()
+            .map(|&(i, same)| (rows[i].0.as_slice(), same))
             .collect();
         assert_eq!(
             sorted,
-            [&b""[..], b"a", b"ab", b"ab", b"ab\0", b"b", b"\xff"]
+            [
+                (&b""[..], false),
+                (b"a", false),
+                (b"ab", false),
+                (b"ab", true),
+                (b"ab\0", false),
+                (b"b", false),
+                (b"\xff", false)
+            ]
         );
         // Equal keys keep the order they were staged in.
-        assert_eq!(
-            key_order(&rows)
-                .iter()
-                .filter(|&&i| i == 2 || i == 5)
-                .count(),
-            2
-        );
-        let order = key_order(&rows);
-        let pos = |i: usize| order.iter().position(|&x| x == i).unwrap();
+        let pos = |i: usize| order.iter().position(|&(x, _)| x == i).unwrap();
         assert!(pos(2) < pos(5));
+        // Keys that differ only at byte 15, 16, 31, 32 or 33 of 34.
+        let deep: Rows = [15usize, 16, 31, 32, 33]
+            .into_iter()
+            .map(|at| {
+                let mut k = vec![0u8; 34];
+                k[at] = 1;
+                (k, Vec::new())
+            })
+            .collect();
+        let order: Vec<usize> = key_order(&deep).into_iter().map(|(i, _)| i).collect();
+        assert_eq!(order, [4, 3, 2, 1, 0]);
         // Keys longer than the inline prefix take the general sort.
-        let long: Rows = [vec![1u8; 40], vec![0u8; 41], vec![1u8; 39]]
+        let long: Rows = [vec![1u8; 40], vec![0u8; 41], vec![1u8; 39], vec![1u8; 40]]
             .into_iter()
             .map(|k| (k, Vec::new()))
             .collect();
-        assert_eq!(key_order(&long), [1, 2, 0]);
+        assert_eq!(
+            key_order(&long),
+            [(1, false), (2, false), (0, false), (3, true)]
+        );
     }
 }
