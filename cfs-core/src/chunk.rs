@@ -186,8 +186,44 @@ impl Chunk {
             kind,
             text,
         };
-        chunk.validate()?;
+        // The hash and the id were derived just above: only the fields need checking.
+        chunk.validate_fields()?;
         Ok(chunk)
+    }
+
+    /// Every rule of [`Canonical::validate`] but the two derivations (text hash, id).
+    fn validate_fields(&self) -> Result<(), CoreError> {
+        check_len(Self::KIND, "text", self.text.len(), MAX_CHUNK_BYTES)?;
+        if self.text.is_empty() {
+            return Err(CoreError::invalid(Self::KIND, "empty text"));
+        }
+        if usize::try_from(self.byte_length).ok() != Some(self.text.len()) {
+            return Err(CoreError::invalid(
+                Self::KIND,
+                format!(
+                    "byte_length {} but text is {} bytes",
+                    self.byte_length,
+                    self.text.len()
+                ),
+            ));
+        }
+        if self
+            .byte_offset
+            .checked_add(u64::from(self.byte_length))
+            .is_none()
+        {
+            return Err(CoreError::invalid(Self::KIND, "span end overflows u64"));
+        }
+        if self.start_line == 0 || self.start_line > self.end_line {
+            return Err(CoreError::invalid(
+                Self::KIND,
+                format!(
+                    "need 1 <= start_line ({}) <= end_line ({})",
+                    self.start_line, self.end_line
+                ),
+            ));
+        }
+        validate_kind(&self.kind)
     }
 
     /// The Merkle leaf of this chunk.
@@ -246,36 +282,7 @@ impl Canonical for Chunk {
     const KIND: &'static str = "chunk";
 
     fn validate(&self) -> Result<(), CoreError> {
-        check_len(Self::KIND, "text", self.text.len(), MAX_CHUNK_BYTES)?;
-        if self.text.is_empty() {
-            return Err(CoreError::invalid(Self::KIND, "empty text"));
-        }
-        if usize::try_from(self.byte_length).ok() != Some(self.text.len()) {
-            return Err(CoreError::invalid(
-                Self::KIND,
-                format!(
-                    "byte_length {} but text is {} bytes",
-                    self.byte_length,
-                    self.text.len()
-                ),
-            ));
-        }
-        if self
-            .byte_offset
-            .checked_add(u64::from(self.byte_length))
-            .is_none()
-        {
-            return Err(CoreError::invalid(Self::KIND, "span end overflows u64"));
-        }
-        if self.start_line == 0 || self.start_line > self.end_line {
-            return Err(CoreError::invalid(
-                Self::KIND,
-                format!(
-                    "need 1 <= start_line ({}) <= end_line ({})",
-                    self.start_line, self.end_line
-                ),
-            ));
-        }
+        self.validate_fields()?;
         if self.text_hash != TextHash::of(&self.text) {
             return Err(CoreError::invalid(
                 Self::KIND,
@@ -289,7 +296,7 @@ impl Canonical for Chunk {
                 format!("id {} is not the derived id {expected}", self.id),
             ));
         }
-        validate_kind(&self.kind)
+        Ok(())
     }
 }
 

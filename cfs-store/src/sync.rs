@@ -145,10 +145,15 @@ struct Plan {
     known_failures: BTreeMap<usize, String>,
 }
 
+/// The hash of the text a chunk is embedded from, and that text when it is not the
+/// chunk's own.
+type EmbeddingText = (TextHash, Option<String>);
+
 /// A batch parsed: each parsed file's result and its chunks' embedding texts.
 struct ParsedBatch {
     results: BTreeMap<usize, std::result::Result<Parsed, IngestError>>,
-    texts: Vec<(usize, Vec<(TextHash, String)>)>,
+    /// Per parsed file, per chunk.
+    texts: Vec<(usize, Vec<EmbeddingText>)>,
 }
 
 /// Vectors computed for one batch of texts, or why the embedder failed.
@@ -554,7 +559,11 @@ impl Store {
                     .iter()
                     .map(|chunk| {
                         let text = embedding_text(chunk);
-                        (TextHash::of(&text), text.into_owned())
+                        // Most chunks are embedded from their own text, hashed already.
+                        match text {
+                            std::borrow::Cow::Borrowed(_) => (chunk.text_hash, None),
+                            std::borrow::Cow::Owned(owned) => (TextHash::of(&owned), Some(owned)),
+                        }
                     })
                     .collect();
                 (i, texts)
@@ -592,9 +601,13 @@ impl Store {
         // Embeddings: cached ones first, the rest in parallel batches.
         let model = embedder.model_hash();
         let mut wanted: BTreeMap<TextHash, &str> = BTreeMap::new();
-        for (_, texts) in &chunk_texts {
-            for (hash, text) in texts {
-                wanted.entry(*hash).or_insert(text.as_str());
+        for (i, texts) in &chunk_texts {
+            let Some(Ok(parsed)) = parse_results.get(i) else {
+                continue;
+            };
+            for (chunk, (hash, text)) in parsed.chunks.iter().zip(texts) {
+                let text = text.as_deref().unwrap_or(chunk.text.as_str());
+                wanted.entry(*hash).or_insert(text);
             }
         }
         let mut vectors: BTreeMap<TextHash, Vec<i16>> = BTreeMap::new();
