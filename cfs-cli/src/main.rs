@@ -46,6 +46,8 @@ enum Command {
     Prove(store_cmds::ProveArgs),
     /// Sync exactly the named files and folders (deleted ones are removed).
     Refresh(store_cmds::RefreshArgs),
+    /// Remove cached vectors that no embedding names; `--compact` then shrinks the file.
+    Gc(store_cmds::GcArgs),
     /// Keep the store in step with a folder while it changes, until Ctrl-C.
     Watch(watch_cmd::WatchArgs),
     /// Search the store: BM25 text and vector similarity, fused by reciprocal rank.
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
         Command::Show(args) => store_cmds::show(&args),
         Command::Prove(args) => store_cmds::prove(&args),
         Command::Refresh(args) => store_cmds::refresh(&args),
+        Command::Gc(args) => store_cmds::gc(&args),
         Command::Watch(args) => watch_cmd::run(&args),
         Command::Search(args) => search_cmds::search(&args),
         Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),

@@ -27,3 +27,14 @@ pub fn progress(len: u64, json: bool, what: &str) -> ProgressBar {
     bar.set_message(what.to_owned());
     bar
 }
+
+/// A spinner on stderr when it is a terminal and JSON was not asked for.
+pub fn spinner(json: bool, what: &str) -> ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    bar.set_message(what.to_owned());
+    bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    bar
+}

@@ -9,7 +9,7 @@ use cfs_store::Store;
 use cfs_store::search::{CacheStatus, Filter, Hit, IndexOptions, Mode, Query, SearchIndex};
 use serde_json::json;
 
-use crate::output::print_json;
+use crate::output::{print_json, spinner};
 use crate::store_cmds::{Common, embedder, open};
 
 #[derive(Debug, clap::Args)]
@@ -44,17 +44,6 @@ pub struct SearchArgs {
 /// The cache file of a store's runtime index: `index.cache` beside `store.redb`.
 fn cache_path(store: &Store) -> std::path::PathBuf {
     store.path().with_file_name("index.cache")
-}
-
-/// A spinner on stderr when it is a terminal and JSON was not asked for.
-fn spinner(json: bool, what: &str) -> indicatif::ProgressBar {
-    if json || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_message(what.to_owned());
-    bar.enable_steady_tick(std::time::Duration::from_millis(100));
-    bar
 }
 
 /// Opens the runtime index from its cache file (built or brought forward as needed),

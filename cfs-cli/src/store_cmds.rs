@@ -57,6 +57,15 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct GcArgs {
+    /// Then rewrite the file so that it shrinks (needs the store to itself).
+    #[arg(long)]
+    compact: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct LogArgs {
     /// Most records to show, newest first.
     #[arg(long, short = 'n', default_value_t = 20)]
@@ -369,6 +378,49 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
+    let mut store = open(&args.common)?;
+    let root = store.state_root()?;
+    let what = if args.compact {
+        "collecting unused vectors, then compacting the file"
+    } else {
+        "collecting unused vectors"
+    };
+    let spinner = crate::output::spinner(args.common.json, what);
+    let report = store.gc(args.compact)?;
+    spinner.finish_and_clear();
+    if args.common.json {
+        print_json(&json!({
+            "cache_entries_removed": report.cache_entries_removed,
+            "vectors_removed": report.vectors_removed,
+            "cache_entries_kept": report.cache_entries_kept,
+            "vectors_kept": report.vectors_kept,
+            "bytes_before": report.bytes_before,
+            "bytes_after": report.bytes_after,
+            "compacted": report.compacted,
+            "state_root": root.to_hex(),
+        }))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "removed {} cache entries and {} vectors; kept {} and {}",
+            report.cache_entries_removed,
+            report.vectors_removed,
+            report.cache_entries_kept,
+            report.vectors_kept
+        )?;
+        let compacted = if report.compacted { " (compacted)" } else { "" };
+        writeln!(
+            out,
+            "store file {} -> {} bytes{compacted}",
+            report.bytes_before, report.bytes_after
+        )?;
+        writeln!(out, "state root {root} (unchanged)")?;
     }
     Ok(ExitCode::SUCCESS)
 }

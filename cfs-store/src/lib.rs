@@ -19,6 +19,7 @@
 //! ```
 
 mod error;
+mod gc;
 pub mod git;
 mod read;
 pub mod search;
@@ -31,6 +32,7 @@ pub mod watch;
 mod write;
 
 pub use error::{Result, StoreError};
+pub use gc::GcReport;
 pub use read::{Counts, ReadTxn, TableUsage};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
 pub use sync::{DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, SyncOptions, SyncReport};

@@ -240,6 +240,24 @@ fn index_status_verify_log_show_prove() {
     let (code, _, err) = cfs_in(root, &["show", "no/such/file"]);
     assert_eq!(code, 1);
     assert!(err.contains("no/such/file"), "{err}");
+
+    // gc: the vectors of the edited file's old text go; the state stays.
+    let (code, out, err) = cfs_in(root, &["gc", "--compact", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let gc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(gc["state_root"], current);
+    assert!(gc["vectors_removed"].as_u64().unwrap() >= 1, "{gc}");
+    assert!(gc["cache_entries_removed"].as_u64().unwrap() >= 1, "{gc}");
+    assert!(gc["bytes_after"].as_u64() <= gc["bytes_before"].as_u64());
+    let (code, out, _) = cfs_in(root, &["verify", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["ok"], true);
+    let (code, text, _) = cfs_in(root, &["gc"]);
+    assert_eq!(code, 0);
+    assert!(
+        text.contains("removed 0 cache entries and 0 vectors"),
+        "{text}"
+    );
 }
 
 /// `cfs index` killed with SIGKILL at seeded random moments: the store always reopens,

@@ -495,3 +495,83 @@ fn rows_written_in_a_transaction_are_seen_by_what_follows_in_it() {
     assert_eq!(read.chunks_of(&a.document.id).unwrap(), a.chunks);
     assert!(read.chunks_of(&b.document.id).unwrap().is_empty());
 }
+
+/// Rows of a table, by name.
+fn table_rows(store: &Store, name: &str) -> u64 {
+    let usage = store.begin_read().unwrap().table_usage().unwrap();
+    usage.iter().find(|t| t.name == name).unwrap().rows
+}
+
+#[test]
+fn gc_removes_the_vectors_no_embedding_names_and_nothing_else() {
+    let (tree, db, mut store, options, embedder) = setup();
+    let old = "# A\n\nalpha text that goes away\n";
+    write(tree.path(), "a.md", old);
+    write(tree.path(), "b.md", "# B\n\nbeta stays\n");
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    write(tree.path(), "a.md", "# A\n\nalpha text that replaced it\n");
+    let root = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap()
+        .root;
+    let (cache_before, vectors_before) = (
+        table_rows(&store, "embedding_cache"),
+        table_rows(&store, "vectors"),
+    );
+
+    let report = store.gc(false).unwrap();
+    assert!(report.cache_entries_removed > 0 && report.vectors_removed > 0);
+    assert_eq!(
+        report.cache_entries_removed + report.cache_entries_kept,
+        cache_before
+    );
+    assert_eq!(report.vectors_removed + report.vectors_kept, vectors_before);
+    assert_eq!(table_rows(&store, "vectors"), report.vectors_kept);
+    assert_eq!(store.state_root().unwrap(), root, "gc moves no root");
+    let verified = store.verify().unwrap();
+    assert!(verified.is_ok(), "{:?}", verified.problems);
+    // What the current chunks were embedded from is still cached.
+    let read = store.begin_read().unwrap();
+    for path in ["a.md", "b.md"] {
+        let document = read.path(path).unwrap().unwrap().document_id;
+        for chunk in read.chunks_of(&document).unwrap() {
+            let text = cfs_ingest::embedding_text(&chunk);
+            let hash = cfs_core::TextHash::of(&text);
+            assert!(
+                read.cached_vector(&embedder.model_hash(), &hash)
+                    .unwrap()
+                    .is_some(),
+                "{path}: {text:?}"
+            );
+        }
+    }
+    drop(read);
+    // A second collection finds nothing.
+    let again = store.gc(false).unwrap();
+    assert_eq!((again.cache_entries_removed, again.vectors_removed), (0, 0));
+
+    // The old text comes back: embedded again, to the clean index's root.
+    write(tree.path(), "a.md", old);
+    let report = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert!(report.embedded > 0);
+    assert_eq!(report.root, clean_root(tree.path(), &options, &embedder));
+
+    // Compaction keeps the state and never grows the file.
+    write(tree.path(), "a.md", "# A\n\nsomething else again\n");
+    let root = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap()
+        .root;
+    let report = store.gc(true).unwrap();
+    assert!(report.vectors_removed > 0);
+    assert!(report.bytes_after <= report.bytes_before, "{report:?}");
+    drop(store);
+    let store = Store::open(&db.path().join("store.redb")).unwrap();
+    assert_eq!(store.state_root().unwrap(), root);
+    let verified = store.verify().unwrap();
+    assert!(verified.is_ok(), "{:?}", verified.problems);
+}

@@ -1,0 +1,113 @@
+//! Garbage collection of the embedding cache and the vectors it keeps.
+//!
+//! A sync keeps the vector of every text it embeds (`embedding_cache` and `vectors`), so
+//! text that comes back (a file restored, a branch checked out again) is not embedded a
+//! second time. Nothing else ever removes them: a tree that changes a lot leaves vectors
+//! that no embedding names. [`Store::gc`] removes those, by explicit keys found by a sweep
+//! of one write transaction, and can then compact the file. The committed state, its
+//! roots and the state chain do not change.
+
+use std::collections::HashSet;
+
+use redb::{ReadableTable, ReadableTableMetadata};
+
+use crate::error::{Result, StoreError};
+use crate::store::Store;
+use crate::tables;
+use crate::vectors::{self, VectorHash};
+
+/// What [`Store::gc`] removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// Embedding-cache entries whose vector no embedding names.
+    pub cache_entries_removed: u64,
+    /// Vectors that neither an embedding nor a remaining cache entry names.
+    pub vectors_removed: u64,
+    /// Cache entries kept.
+    pub cache_entries_kept: u64,
+    /// Vectors kept.
+    pub vectors_kept: u64,
+    /// Store file size before, in bytes.
+    pub bytes_before: u64,
+    /// Store file size after (smaller only when compacted).
+    pub bytes_after: u64,
+    /// Whether the file was compacted.
+    pub compacted: bool,
+}
+
+impl Store {
+    /// Removes the embedding-cache entries and vectors that no embedding of the committed
+    /// state names, in one write transaction; with `compact`, then rewrites the file so
+    /// that the space they held is returned (this waits for other transactions of this
+    /// process and fails while another one is open). The state root does not move.
+    pub fn gc(&mut self, compact: bool) -> Result<GcReport> {
+        let mut report = GcReport {
+            bytes_before: self.file_size(),
+            ..GcReport::default()
+        };
+        let txn = self.db.begin_write()?;
+        {
+            // Every vector an embedding names.
+            let named: HashSet<VectorHash> = {
+                let embeddings = txn.open_table(tables::EMBEDDINGS)?;
+                let mut named = HashSet::with_capacity(embeddings.len()? as usize);
+                for row in embeddings.iter()? {
+                    let (_, value) = row?;
+                    let (_, payload) = tables::split_row(value.value())?;
+                    named.insert(vectors::StoredEmbedding::decode(payload)?.vector);
+                }
+                named
+            };
+            // Cache entries naming any other vector go, by their keys.
+            let mut cache = txn.open_table(tables::EMBEDDING_CACHE)?;
+            let mut stale_entries: Vec<Vec<u8>> = Vec::new();
+            for row in cache.iter()? {
+                let (key, value) = row?;
+                let vector = VectorHash::try_from(value.value()).map_err(|_| {
+                    StoreError::Corrupted("an embedding cache value is not 32 bytes".into())
+                })?;
+                if named.contains(&vector) {
+                    report.cache_entries_kept += 1;
+                } else {
+                    stale_entries.push(key.value().to_vec());
+                }
+            }
+            for key in &stale_entries {
+                cache.remove(key.as_slice())?;
+            }
+            report.cache_entries_removed = stale_entries.len() as u64;
+            // Kept cache entries name only named vectors: a vector no embedding names is
+            // named by nothing now.
+            let mut stored = txn.open_table(tables::VECTORS)?;
+            let mut stale_vectors: Vec<VectorHash> = Vec::new();
+            for row in stored.iter()? {
+                let (key, _) = row?;
+                let hash = VectorHash::try_from(key.value())
+                    .map_err(|_| StoreError::Corrupted("a vector key is not 32 bytes".into()))?;
+                if named.contains(&hash) {
+                    report.vectors_kept += 1;
+                } else {
+                    stale_vectors.push(hash);
+                }
+            }
+            for hash in &stale_vectors {
+                stored.remove(&hash[..])?;
+            }
+            report.vectors_removed = stale_vectors.len() as u64;
+        }
+        txn.commit()?;
+        if compact {
+            report.compacted = self
+                .db
+                .compact()
+                .map_err(|e| StoreError::Storage(redb::Error::from(e)))?;
+        }
+        report.bytes_after = self.file_size();
+        Ok(report)
+    }
+
+    /// The store file's size in bytes (0 for a store without a file of its own).
+    pub(crate) fn file_size(&self) -> u64 {
+        std::fs::metadata(self.path()).map_or(0, |m| m.len())
+    }
+}
