@@ -28,6 +28,17 @@ pub fn progress(len: u64, json: bool, what: &str) -> ProgressBar {
     bar
 }
 
+/// Advances a sync's bar by one file; once every file is seen, the bar says that the
+/// sync is writing and committing (a large sync's commit takes seconds after that).
+pub fn tick(bar: &ProgressBar) {
+    bar.inc(1);
+    if bar.length().is_some_and(|len| bar.position() == len) {
+        bar.set_message("writing and committing");
+        // No more ticks come: the spinner turns on its own and the message is drawn.
+        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+    }
+}
+
 /// A spinner on stderr when it is a terminal and JSON was not asked for.
 pub fn spinner(json: bool, what: &str) -> ProgressBar {
     if json || !std::io::stderr().is_terminal() {

@@ -13,7 +13,7 @@ use cfs_store::{Settings, Store, SyncOptions};
 use serde_json::{Value, json};
 
 use crate::locate::{STORE_DIR, STORE_FILE, find_store, store_file, tree_of};
-use crate::output::{print_json, progress};
+use crate::output::{print_json, progress, tick};
 
 /// Options every store command takes.
 #[derive(Debug, clap::Args)]
@@ -149,14 +149,14 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             let changes = cfs_store::git::changed_since(&root, reference)?;
             let scope = cfs_ingest::Scope::new(&changes.paths);
             let bar = progress(changes.paths.len() as u64, args.common.json, "indexing");
-            let report = store.sync_paths(&root, &scope, &options, &embedder, &|_| bar.inc(1))?;
+            let report = store.sync_paths(&root, &scope, &options, &embedder, &|_| tick(&bar))?;
             bar.finish_and_clear();
             (report, changes.head)
         }
         None => {
             let total = cfs_ingest::walk(&root).map(|w| w.files.len()).unwrap_or(0);
             let bar = progress(total as u64, args.common.json, "indexing");
-            let report = store.sync(&root, &options, &embedder, &|_| bar.inc(1))?;
+            let report = store.sync(&root, &options, &embedder, &|_| tick(&bar))?;
             bar.finish_and_clear();
             (report, cfs_store::git::head(&root))
         }
