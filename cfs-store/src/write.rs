@@ -33,6 +33,9 @@ pub struct WriteTxn<'s> {
     timestamp_ms: Option<u64>,
     /// Rows of new documents not yet in their tables (see `Staged`).
     staged: Staged,
+    /// Roots of touched buckets already known (hashed when staged rows filled an empty
+    /// table); any later change to a bucket forgets its root (`touch`).
+    known_roots: std::collections::BTreeMap<(Table, u16), MerkleRoot>,
 }
 
 /// The tables whose rows of new documents wait in memory until the transaction commits
@@ -79,25 +82,70 @@ impl Staged {
     }
 }
 
+/// What writing one table's staged rows did.
+#[derive(Default)]
+struct StagedWrite {
+    /// Keys that were present already (counted as added when staged).
+    present: u64,
+    /// Of those, the ones whose value changed.
+    differed: u64,
+    /// For a committed table that was empty: the root of every bucket it now holds,
+    /// hashed from the rows while they were written.
+    bucket_roots: Option<Vec<(u16, MerkleRoot)>>,
+}
+
+/// The root of each bucket of key-ordered committed rows (values start with the leaf), or
+/// `None` if a value is too short to hold one (the commit's rehash then reports it).
+fn bucket_roots_of(rows: &[(Vec<u8>, Vec<u8>)], kept: &[usize]) -> Option<Vec<(u16, MerkleRoot)>> {
+    if kept.iter().any(|&i| rows[i].1.len() < tables::LEAF_LEN) {
+        return None;
+    }
+    let mut spans: Vec<(u16, usize, usize)> = Vec::new();
+    for (at, &i) in kept.iter().enumerate() {
+        let bucket = Bucket::of_key(&rows[i].0).0;
+        match spans.last_mut() {
+            Some((b, _, end)) if *b == bucket => *end = at + 1,
+            _ => spans.push((bucket, at, at + 1)),
+        }
+    }
+    let roots = spans
+        .into_par_iter()
+        .map(|(bucket, from, to)| {
+            let leaves: Vec<[u8; 32]> = kept[from..to]
+                .iter()
+                .map(|&i| {
+                    *rows[i]
+                        .1
+                        .first_chunk::<{ tables::LEAF_LEN }>()
+                        .expect("checked above")
+                })
+                .collect();
+            (bucket, merkle_root(&leaves))
+        })
+        .collect();
+    Some(roots)
+}
+
 /// Writes one table's staged rows: as one ordered run through a cursor if the table is
-/// empty, by key otherwise. Returns how many were already present, and how many of those
-/// had another value.
+/// empty, by key otherwise. For a committed table (`committed`) that was empty, its bucket
+/// roots are hashed from the rows at the same time.
 fn write_staged(
     txn: &redb::WriteTransaction,
     def: TableDef,
+    committed: bool,
     rows: Vec<(Vec<u8>, Vec<u8>)>,
-) -> Result<(u64, u64)> {
+) -> Result<StagedWrite> {
+    let mut out = StagedWrite::default();
     if rows.is_empty() {
-        return Ok((0, 0));
+        return Ok(out);
     }
     // Of two rows with one key, the later one is kept, as inserts would have it.
     let mut kept: Vec<usize> = Vec::with_capacity(rows.len());
-    let (mut present, mut differed) = (0, 0);
     for (i, same_key) in key_order(&rows) {
         match kept.last_mut() {
             Some(last) if same_key => {
-                present += 1;
-                differed += u64::from(rows[*last].1 != rows[i].1);
+                out.present += 1;
+                out.differed += u64::from(rows[*last].1 != rows[i].1);
                 *last = i;
             }
             _ => kept.push(i),
@@ -105,23 +153,31 @@ fn write_staged(
     }
     let mut t = txn.open_table(def)?;
     if t.is_empty()? {
-        let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
-        for &i in &kept {
-            cursor.insert_before(rows[i].0.as_slice(), rows[i].1.as_slice())?;
-        }
-        cursor.close()?;
+        let (written, roots) = rayon::join(
+            || -> Result<()> {
+                let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
+                for &i in &kept {
+                    cursor.insert_before(rows[i].0.as_slice(), rows[i].1.as_slice())?;
+                }
+                cursor.close()?;
+                Ok(())
+            },
+            || committed.then(|| bucket_roots_of(&rows, &kept)).flatten(),
+        );
+        written?;
+        out.bucket_roots = roots;
     } else {
         for &i in &kept {
             let (key, value) = &rows[i];
             if let Some(old) = t.insert(key.as_slice(), value.as_slice())? {
-                present += 1;
-                differed += u64::from(old.value() != value.as_slice());
+                out.present += 1;
+                out.differed += u64::from(old.value() != value.as_slice());
             }
         }
     }
     drop(t);
     rayon::spawn(move || drop(rows));
-    Ok((present, differed))
+    Ok(out)
 }
 
 /// The indexes of `rows` in key order, equal keys in the order staged, each with whether
@@ -306,6 +362,7 @@ impl<'s> WriteTxn<'s> {
             summary: ChangeSummary::default(),
             timestamp_ms: None,
             staged: Staged::default(),
+            known_roots: std::collections::BTreeMap::new(),
         })
     }
 
@@ -317,21 +374,29 @@ impl<'s> WriteTxn<'s> {
         }
         let staged = std::mem::take(&mut self.staged);
         let txn = &self.txn;
-        let results: Vec<(Option<Table>, (u64, u64))> = STAGED_TABLES
+        let results: Vec<(Option<Table>, StagedWrite)> = STAGED_TABLES
             .into_par_iter()
             .zip(staged.rows)
             .with_max_len(1)
-            .map(|((def, table), rows)| Ok((table, write_staged(txn, def, rows)?)))
+            .map(|((def, table), rows)| Ok((table, write_staged(txn, def, table.is_some(), rows)?)))
             .collect::<Result<_>>()?;
-        for (table, (present, differed)) in results {
-            if let Some(table) = table {
-                let counts = change(&mut self.summary, table);
-                // Counted as added when staged: a present key was unchanged or changed.
-                counts.added -= present;
-                counts.changed += differed;
+        for (table, written) in results {
+            let Some(table) = table else { continue };
+            let counts = change(&mut self.summary, table);
+            // Counted as added when staged: a present key was unchanged or changed.
+            counts.added -= written.present;
+            counts.changed += written.differed;
+            for (bucket, root) in written.bucket_roots.into_iter().flatten() {
+                self.known_roots.insert((table, bucket), root);
             }
         }
         Ok(())
+    }
+
+    /// Marks a bucket as changed: its root is recomputed at commit.
+    fn touch(&mut self, table: Table, bucket: u16) {
+        self.touched.insert((table, bucket));
+        self.known_roots.remove(&(table, bucket));
     }
 
     /// Sets the commit time recorded in the state chain (default: now).
@@ -365,7 +430,7 @@ impl<'s> WriteTxn<'s> {
         } else {
             counts.added += 1;
         }
-        self.touched.insert((table, Bucket::of_key(key).0));
+        self.touch(table, Bucket::of_key(key).0);
         Ok(())
     }
 
@@ -379,7 +444,7 @@ impl<'s> WriteTxn<'s> {
         };
         if removed {
             change(&mut self.summary, table).removed += 1;
-            self.touched.insert((table, Bucket::of_key(key).0));
+            self.touch(table, Bucket::of_key(key).0);
         }
         Ok(removed)
     }
@@ -550,7 +615,7 @@ impl<'s> WriteTxn<'s> {
             };
             let counts = change(&mut self.summary, row.table);
             counts.added += 1;
-            self.touched.insert((row.table, Bucket::of_key(&row.key).0));
+            self.touch(row.table, Bucket::of_key(&row.key).0);
             self.staged.push(slot, row.key, row.value);
         }
         documents.sort_unstable_by(|a, b| a.key.cmp(&b.key));
@@ -595,8 +660,9 @@ impl<'s> WriteTxn<'s> {
         let counts = change(&mut self.summary, Table::Documents);
         counts.added += written.added;
         counts.changed += written.changed;
-        self.touched
-            .extend(written.touched.into_iter().map(|b| (Table::Documents, b)));
+        for bucket in written.touched {
+            self.touch(Table::Documents, bucket);
+        }
         if self.staged.bytes > STAGED_BYTES {
             self.flush_staged()?;
         }
@@ -818,6 +884,7 @@ impl<'s> WriteTxn<'s> {
             touched,
             summary,
             timestamp_ms,
+            known_roots,
             ..
         } = self;
         let (previous, sequence) = {
@@ -830,14 +897,14 @@ impl<'s> WriteTxn<'s> {
         }
         let mut roots = previous;
         {
-            // Each touched bucket's root from the leaves at the head of its rows; one
-            // task per table, the tables read in parallel.
+            // Each touched bucket's root from the leaves at the head of its rows (unless
+            // known already); one task per table, the tables read in parallel.
             let by_table: Vec<(Table, Vec<u16>)> = Table::ALL
                 .iter()
                 .map(|&table| {
                     let buckets = touched
                         .iter()
-                        .filter(|(t, _)| *t == table)
+                        .filter(|key| key.0 == table && !known_roots.contains_key(key))
                         .map(|(_, b)| *b)
                         .collect();
                     (table, buckets)
@@ -864,7 +931,8 @@ impl<'s> WriteTxn<'s> {
                 })
                 .collect::<Result<_>>()?;
             let mut bucket_roots = txn.open_table(tables::BUCKET_ROOTS)?;
-            for (table, bucket, root) in rehashed.into_iter().flatten() {
+            let known = known_roots.into_iter().map(|((t, b), r)| (t, b, Some(r)));
+            for (table, bucket, root) in rehashed.into_iter().flatten().chain(known) {
                 let key = [tables::tag(table), (bucket >> 8) as u8, bucket as u8];
                 match root {
                     Some(root) => bucket_roots.insert(&key[..], &root.0[..])?,
@@ -995,7 +1063,9 @@ mod tests {
         rows.push((key(7), b"later".to_vec())); // a second value for one key
         rows.push((key(8), vec![8; 200])); // the same value again
         let txn = db.begin_write().unwrap();
-        assert_eq!(write_staged(&txn, T, rows).unwrap(), (2, 1));
+        let written = write_staged(&txn, T, false, rows).unwrap();
+        assert_eq!((written.present, written.differed), (2, 1));
+        assert!(written.bucket_roots.is_none(), "not a committed table");
         txn.commit().unwrap();
         let stored = table_rows(&db);
         assert_eq!(stored.len(), 20_000);
@@ -1020,12 +1090,19 @@ mod tests {
         let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
         let txn = db.begin_write().unwrap();
         let first: Rows = (0..100u64).map(|i| (key(i), vec![1])).collect();
-        assert_eq!(write_staged(&txn, T, first).unwrap(), (0, 0));
+        let written = write_staged(&txn, T, true, first).unwrap();
+        assert_eq!((written.present, written.differed), (0, 0));
+        assert!(
+            written.bucket_roots.is_none(),
+            "values too short to hold a leaf"
+        );
         // 50 present (25 of them with another value), 50 new.
         let second: Rows = (50..150u64)
             .map(|i| (key(i), vec![if i < 75 { 2 } else { 1 }]))
             .collect();
-        assert_eq!(write_staged(&txn, T, second).unwrap(), (50, 25));
+        let written = write_staged(&txn, T, true, second).unwrap();
+        assert_eq!((written.present, written.differed), (50, 25));
+        assert!(written.bucket_roots.is_none(), "a table with rows");
         txn.commit().unwrap();
         let stored = table_rows(&db);
         assert_eq!(stored.len(), 150);
@@ -1034,6 +1111,36 @@ mod tests {
         assert_eq!(t.get(key(60).as_slice()).unwrap().unwrap().value(), [2]);
         assert_eq!(t.get(key(80).as_slice()).unwrap().unwrap().value(), [1]);
         assert_eq!(t.len().unwrap(), 150);
+    }
+
+    #[test]
+    fn bucket_roots_of_a_loaded_table_are_those_of_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        // Committed rows: the value starts with the leaf.
+        let rows: Rows = (0..5_000u64)
+            .map(|i| {
+                let leaf = *blake3::hash(&[i.to_le_bytes(), [1; 8]].concat()).as_bytes();
+                (key(i), [leaf.as_slice(), b"payload"].concat())
+            })
+            .collect();
+        let txn = db.begin_write().unwrap();
+        let written = write_staged(&txn, T, true, rows).unwrap();
+        txn.commit().unwrap();
+        let roots = written.bucket_roots.unwrap();
+        let stored = table_rows(&db);
+        let mut expected: std::collections::BTreeMap<u16, Vec<[u8; 32]>> = Default::default();
+        for (k, v) in &stored {
+            let bucket = cfs_core::Bucket::of_key(k).0;
+            expected
+                .entry(bucket)
+                .or_default()
+                .push(v[..32].try_into().unwrap());
+        }
+        assert_eq!(roots.len(), expected.len());
+        for (bucket, root) in roots {
+            assert_eq!(root, cfs_core::merkle_root(&expected[&bucket]), "{bucket}");
+        }
     }
 
     #[test]
