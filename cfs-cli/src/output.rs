@@ -2,6 +2,7 @@
 
 use std::io::{IsTerminal, Write};
 
+use cfs_store::SyncProgress;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Prints a JSON value on stdout.
@@ -28,14 +29,17 @@ pub fn progress(len: u64, json: bool, what: &str) -> ProgressBar {
     bar
 }
 
-/// Advances a sync's bar by one file; once every file is seen, the bar says that the
-/// sync is writing and committing (a large sync's commit takes seconds after that).
-pub fn tick(bar: &ProgressBar) {
-    bar.inc(1);
-    if bar.length().is_some_and(|len| bar.position() == len) {
-        bar.set_message("writing and committing");
-        // No more ticks come: the spinner turns on its own and the message is drawn.
-        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+/// A sync's progress drawn on `bar`: its length from the walk, one tick per file, and a
+/// message while it commits (a large sync's commit takes seconds after its last file).
+pub fn sync_progress(bar: &ProgressBar) -> impl Fn(SyncProgress<'_>) + Sync + '_ {
+    move |event| match event {
+        SyncProgress::Found { files } => bar.set_length(files as u64),
+        SyncProgress::File(_) => bar.inc(1),
+        SyncProgress::Committing => {
+            bar.set_message("writing and committing");
+            // No more ticks come: the spinner turns on its own and the message is drawn.
+            bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        }
     }
 }
 

@@ -13,7 +13,7 @@ use cfs_store::{Settings, Store, SyncOptions};
 use serde_json::{Value, json};
 
 use crate::locate::{STORE_DIR, STORE_FILE, find_store, store_file, tree_of};
-use crate::output::{print_json, progress, tick};
+use crate::output::{print_json, progress, sync_progress};
 
 /// Options every store command takes.
 #[derive(Debug, clap::Args)]
@@ -148,15 +148,15 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         Some(reference) => {
             let changes = cfs_store::git::changed_since(&root, reference)?;
             let scope = cfs_ingest::Scope::new(&changes.paths);
-            let bar = progress(changes.paths.len() as u64, args.common.json, "indexing");
-            let report = store.sync_paths(&root, &scope, &options, &embedder, &|_| tick(&bar))?;
+            let bar = progress(0, args.common.json, "indexing");
+            let report =
+                store.sync_paths(&root, &scope, &options, &embedder, &sync_progress(&bar))?;
             bar.finish_and_clear();
             (report, changes.head)
         }
         None => {
-            let total = cfs_ingest::walk(&root).map(|w| w.files.len()).unwrap_or(0);
-            let bar = progress(total as u64, args.common.json, "indexing");
-            let report = store.sync(&root, &options, &embedder, &|_| tick(&bar))?;
+            let bar = progress(0, args.common.json, "indexing");
+            let report = store.sync(&root, &options, &embedder, &sync_progress(&bar))?;
             bar.finish_and_clear();
             (report, cfs_store::git::head(&root))
         }
@@ -203,13 +203,15 @@ pub fn refresh(args: &RefreshArgs) -> anyhow::Result<ExitCode> {
     }
     let (store, _, options) = open_or_create(&root, &args.common)?;
     let started = std::time::Instant::now();
+    let bar = progress(0, args.common.json, "refreshing");
     let report = store.sync_paths(
         &root,
         &cfs_ingest::Scope::new(&rel),
         &options,
         &embedder(),
-        &|_| {},
+        &sync_progress(&bar),
     )?;
+    bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     print_sync_report(&report, &root, &file, None, seconds, args.common.json)?;
     Ok(ExitCode::SUCCESS)

@@ -35,7 +35,7 @@ pub use error::{Result, StoreError};
 pub use gc::GcReport;
 pub use read::{Counts, ReadTxn, TableUsage};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
-pub use sync::{DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, SyncOptions, SyncReport};
+pub use sync::{DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, SyncOptions, SyncProgress, SyncReport};
 pub use verify::{VerifyReport, verify};
 pub use write::{NewDocument, WriteTxn};
 

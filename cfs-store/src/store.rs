@@ -256,6 +256,10 @@ impl Store {
     /// changes since it). A meta row only: the state root does not move.
     pub fn record_git_head(&self, head: &str) -> Result<()> {
         let root = self.state_root()?;
+        if self.git_head()? == Some((head.to_owned(), root)) {
+            // Already recorded: no write transaction (a no-op sync stays read-only).
+            return Ok(());
+        }
         let txn = self.db.begin_write()?;
         {
             let mut meta_t = txn.open_table(tables::META)?;

@@ -66,6 +66,22 @@ impl Default for SyncOptions {
     }
 }
 
+/// What a sync tells its `progress` callback, in this order: the files its walk found,
+/// each of them once done with (unchanged, written or failed), and each commit as it
+/// begins (removing released documents, writing staged rows, rehashing, syncing to disk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncProgress<'a> {
+    /// The walk found this many files to compare with the store.
+    Found {
+        /// Files.
+        files: usize,
+    },
+    /// One file is done with.
+    File(&'a str),
+    /// A commit begins.
+    Committing,
+}
+
 /// What a sync did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SyncReport {
@@ -221,13 +237,14 @@ fn read_file(
 }
 
 impl Store {
-    /// Syncs the store with the folder `root`; `progress` is called once per file seen.
+    /// Syncs the store with the folder `root`; `progress` hears how many files the walk
+    /// found, then each file as it is done with, then each commit as it begins.
     pub fn sync(
         &self,
         root: &Path,
         options: &SyncOptions,
         embedder: &dyn Embedder,
-        progress: &(dyn Fn(&str) + Sync),
+        progress: &(dyn Fn(SyncProgress<'_>) + Sync),
     ) -> Result<SyncReport> {
         self.sync_scope(root, None, options, embedder, progress)
     }
@@ -242,7 +259,7 @@ impl Store {
         scope: &Scope,
         options: &SyncOptions,
         embedder: &dyn Embedder,
-        progress: &(dyn Fn(&str) + Sync),
+        progress: &(dyn Fn(SyncProgress<'_>) + Sync),
     ) -> Result<SyncReport> {
         if scope.is_empty() {
             return Ok(SyncReport {
@@ -260,7 +277,7 @@ impl Store {
         scope: Option<&Scope>,
         options: &SyncOptions,
         embedder: &dyn Embedder,
-        progress: &(dyn Fn(&str) + Sync),
+        progress: &(dyn Fn(SyncProgress<'_>) + Sync),
     ) -> Result<SyncReport> {
         let requested = Settings {
             chunk: options.config.chunk,
@@ -281,6 +298,7 @@ impl Store {
                     || store_file.as_deref() != f.abs_path.canonicalize().ok().as_deref()
             })
             .collect();
+        progress(SyncProgress::Found { files: files.len() });
         let mut report = SyncReport::default();
         for e in walked.errors {
             report.failed.push((error_path(&e), e.to_string()));
@@ -332,7 +350,7 @@ impl Store {
                 && !existing.contains_key(&f.rel_path)
             {
                 report.failed.push((f.rel_path.clone(), reason.clone()));
-                progress(&f.rel_path);
+                progress(SyncProgress::File(&f.rel_path));
                 continue;
             }
             let vouched =
@@ -349,7 +367,7 @@ impl Store {
                 } else {
                     report.unchanged += 1;
                 }
-                progress(&f.rel_path);
+                progress(SyncProgress::File(&f.rel_path));
             } else {
                 to_read.push(f.clone());
             }
@@ -458,6 +476,7 @@ impl Store {
                 .zip(next_parsed)
                 .map(|((reads, plan), parsed)| (reads, plan, parsed));
             if commit_due {
+                progress(SyncProgress::Committing);
                 txn.remove_orphans()?;
                 report.rows_removed += txn.summary().n_removed();
                 if txn.summary() != &cfs_core::ChangeSummary::default() {
@@ -480,6 +499,7 @@ impl Store {
             }
             report.removed += gone.len();
         }
+        progress(SyncProgress::Committing);
         txn.remove_orphans()?;
         report.rows_removed += txn.summary().n_removed();
         let changed = txn.summary() != &cfs_core::ChangeSummary::default();
@@ -586,7 +606,7 @@ impl Store {
         started_ns: u64,
         renames_left: &mut BTreeMap<ContentHash, usize>,
         report: &mut SyncReport,
-        progress: &(dyn Fn(&str) + Sync),
+        progress: &(dyn Fn(SyncProgress<'_>) + Sync),
     ) -> Result<()> {
         let Plan {
             documents: plans,
@@ -712,7 +732,7 @@ impl Store {
         drop(new_documents);
         for (i, read) in reads.iter().enumerate() {
             let path = read.entry.rel_path.as_str();
-            progress(path);
+            progress(SyncProgress::File(path));
             let racy = started_ns.saturating_sub(read.entry.mtime_ns) < RACY_WINDOW_NS;
             let stat_of = |hash: ContentHash, failure: Option<String>| Stat {
                 size: read.entry.size_bytes,

@@ -575,3 +575,35 @@ fn gc_removes_the_vectors_no_embedding_names_and_nothing_else() {
     let verified = store.verify().unwrap();
     assert!(verified.is_ok(), "{:?}", verified.problems);
 }
+
+#[test]
+fn a_sync_reports_what_it_found_each_file_and_its_commit() {
+    let (tree, _db, store, options, embedder) = setup();
+    write(tree.path(), "a.md", "# A\n\nalpha\n");
+    write(tree.path(), "b.txt", "beta\n");
+    write(tree.path(), "c.dat", "\0\0\0\u{1}");
+    let events = std::sync::Mutex::new(Vec::new());
+    let record = |e: cfs_store::SyncProgress<'_>| events.lock().unwrap().push(format!("{e:?}"));
+    store
+        .sync(tree.path(), &options, &embedder, &record)
+        .unwrap();
+    let mut seen = events.lock().unwrap().clone();
+    assert_eq!(seen.first().unwrap(), "Found { files: 3 }");
+    assert_eq!(seen.last().unwrap(), "Committing");
+    let mut files: Vec<String> = seen.drain(1..seen.len() - 1).collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [r#"File("a.md")"#, r#"File("b.txt")"#, r#"File("c.dat")"#]
+    );
+    // Again: every file once more (files this fresh are read again: their times are
+    // too close to the sync's to be trusted, so the stat cache is rewritten and
+    // committed, with no state record).
+    events.lock().unwrap().clear();
+    store
+        .sync(tree.path(), &options, &embedder, &record)
+        .unwrap();
+    let seen = events.lock().unwrap().clone();
+    assert_eq!(seen[0], "Found { files: 3 }");
+    assert_eq!(seen.iter().filter(|e| e.starts_with("File(")).count(), 3);
+}
