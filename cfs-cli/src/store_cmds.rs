@@ -303,9 +303,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let counts = read.counts()?;
     let roots = read.table_roots()?;
     let chain = read.state_chain()?;
-    let size = std::fs::metadata(store.path())
-        .map(|m| m.len())
-        .unwrap_or(0);
+    let size = store.file_size();
     let last = chain.last();
     let git_head = store.git_head()?;
     let usage = if args.tables {

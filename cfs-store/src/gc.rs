@@ -105,9 +105,4 @@ impl Store {
         report.bytes_after = self.file_size();
         Ok(report)
     }
-
-    /// The store file's size in bytes (0 for a store without a file of its own).
-    pub(crate) fn file_size(&self) -> u64 {
-        std::fs::metadata(self.path()).map_or(0, |m| m.len())
-    }
 }

@@ -237,6 +237,11 @@ impl Store {
         &self.path
     }
 
+    /// The store file's size in bytes (0 for a store without a file of its own).
+    pub fn file_size(&self) -> u64 {
+        std::fs::metadata(self.path()).map_or(0, |m| m.len())
+    }
+
     /// What the store is built with.
     pub fn settings(&self) -> &Settings {
         &self.settings

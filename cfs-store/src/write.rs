@@ -48,9 +48,13 @@ const STAGED_TABLES: [(TableDef, Option<Table>); 5] = [
     (tables::EDGES_BY_TARGET, None),
 ];
 
-/// True for the committed tables whose new rows are staged.
-fn is_staged(table: Table) -> bool {
-    matches!(table, Table::Chunks | Table::Embeddings | Table::Edges)
+/// Where `chunks_by_document` and `edges_by_target` rows wait in `STAGED_TABLES`.
+const CHUNK_INDEX_SLOT: usize = 3;
+const TARGET_INDEX_SLOT: usize = 4;
+
+/// Where a committed table's new rows wait in `STAGED_TABLES`, if they are staged.
+fn staged_slot(table: Table) -> Option<usize> {
+    STAGED_TABLES.iter().position(|(_, t)| *t == Some(table))
 }
 
 /// Staged rows beyond this many bytes are written at once.
@@ -413,7 +417,7 @@ impl<'s> WriteTxn<'s> {
     fn put_row<E: Entity>(&mut self, entity: &E, key: &[u8]) -> Result<()> {
         let table = E::TABLE;
         debug_assert!(table != Table::Embeddings);
-        if is_staged(table) {
+        if staged_slot(table).is_some() {
             self.flush_staged()?;
         }
         let value = tables::row_value(&entity.leaf().0, &entity.encode());
@@ -435,7 +439,7 @@ impl<'s> WriteTxn<'s> {
     }
 
     fn delete_row(&mut self, table: Table, key: &[u8]) -> Result<bool> {
-        if is_staged(table) {
+        if staged_slot(table).is_some() {
             self.flush_staged()?;
         }
         let removed = {
@@ -588,10 +592,11 @@ impl<'s> WriteTxn<'s> {
             rows.extend(b.rows);
             new_vectors.extend(b.vectors);
             for (key, id) in b.chunk_index {
-                self.staged.push(3, key, id.to_vec());
+                self.staged.push(CHUNK_INDEX_SLOT, key, id.to_vec());
             }
             for key in b.target_index {
-                self.staged.push(4, key.to_vec(), Vec::new());
+                self.staged
+                    .push(TARGET_INDEX_SLOT, key.to_vec(), Vec::new());
             }
             content_index.push(b.content);
         }
@@ -604,14 +609,9 @@ impl<'s> WriteTxn<'s> {
         // `staged`.
         let mut documents = Vec::new();
         for row in rows {
-            let slot = match row.table {
-                Table::Chunks => 0,
-                Table::Embeddings => 1,
-                Table::Edges => 2,
-                _ => {
-                    documents.push(row);
-                    continue;
-                }
+            let Some(slot) = staged_slot(row.table) else {
+                documents.push(row);
+                continue;
             };
             let counts = change(&mut self.summary, row.table);
             counts.added += 1;
@@ -1046,6 +1046,13 @@ mod tests {
             .collect()
     }
 
+    /// A new database in a temporary folder (kept alive by the returned guard).
+    fn database() -> (tempfile::TempDir, redb::Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        (dir, db)
+    }
+
     /// A pseudo-random 16-byte key (ids are uniformly spread).
     fn key(i: u64) -> Vec<u8> {
         let mut k = blake3::hash(&i.to_le_bytes()).as_bytes()[..16].to_vec();
@@ -1055,8 +1062,7 @@ mod tests {
 
     #[test]
     fn an_empty_table_gets_one_packed_ordered_run_and_the_last_value_of_a_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        let (_dir, db) = database();
         let mut rows: Rows = (0..20_000u64)
             .map(|i| (key(i), vec![i as u8; 200]))
             .collect();
@@ -1086,8 +1092,7 @@ mod tests {
 
     #[test]
     fn a_table_with_rows_gets_inserts_that_count_what_was_present() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        let (_dir, db) = database();
         let txn = db.begin_write().unwrap();
         let first: Rows = (0..100u64).map(|i| (key(i), vec![1])).collect();
         let written = write_staged(&txn, T, true, first).unwrap();
@@ -1115,8 +1120,7 @@ mod tests {
 
     #[test]
     fn bucket_roots_of_a_loaded_table_are_those_of_its_rows() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        let (_dir, db) = database();
         // Committed rows: the value starts with the leaf.
         let rows: Rows = (0..5_000u64)
             .map(|i| {
