@@ -607,3 +607,30 @@ fn a_sync_reports_what_it_found_each_file_and_its_commit() {
     assert_eq!(seen[0], "Found { files: 3 }");
     assert_eq!(seen.iter().filter(|e| e.starts_with("File(")).count(), 3);
 }
+
+#[test]
+fn gc_refuses_a_damaged_cache_and_removes_nothing() {
+    let (tree, db, store, options, embedder) = setup();
+    write(tree.path(), "a.md", "# A\n\nalpha\n");
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    write(tree.path(), "a.md", "# A\n\nsomething else\n");
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    drop(store);
+    let path = db.path().join("store.redb");
+    let (cache, vectors) = (len_of(&path, "embedding_cache"), len_of(&path, "vectors"));
+    tamper(&path, "embedding_cache", |t| {
+        let (k, _) = first_row(t);
+        t.insert(k.as_slice(), &b"short"[..]).unwrap();
+    });
+    let mut store = Store::open(&path).unwrap();
+    let err = store.gc(false).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupted(_)), "{err}");
+    assert!(err.to_string().contains("embedding cache"), "{err}");
+    drop(store);
+    assert_eq!(len_of(&path, "embedding_cache"), cache);
+    assert_eq!(len_of(&path, "vectors"), vectors);
+}
