@@ -2,7 +2,8 @@
 """Independent verifier of the cfs test vectors.
 
 Recomputes every case in test-vectors/*.json from docs/spec.md alone: it never calls
-the Rust code. Needs the `blake3` package (pip install blake3) and the standard library.
+the Rust code. Needs the `blake3`, `regex` and `numpy` packages (scripts/python-env
+installs them) and, for minilm.json, the model file scripts/fetch-model makes.
 Prints one line per failure and ends with 'N passed, N failed'; exits non-zero on any
 failure.
 """
@@ -839,11 +840,35 @@ def compute_ingest(case):
         return {"parts": identifier_parts(inp["word"])}
     if kind == "feature_hash":
         return {"hash": str(feature_hash(inp["tag"], inp["feature"]))}
+    if kind == "minilm":
+        return compute_minilm(inp["text"])
     if kind == "embed":
         model_id = f"cfs-hash-embed/1 dim={inp['dimension']}"
         return {"model_id": model_id, "model_hash": model_hash(model_id).hex(),
                 "vector": embed(inp["text"], inp["dimension"])}
     return None
+
+
+MINILM = {}
+
+
+def compute_minilm(text):
+    """minilm-int (spec section 24) through minilm_int.py: integer numpy, no float."""
+    if not MINILM:
+        import os
+        import minilm_int
+        folder = os.environ.get("CFS_MODEL_DIR") or os.path.join(
+            os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "cfs", "models")
+        path = os.path.join(folder, "minilm-int-v1.cfsm")
+        data = open(path, "rb").read()
+        model = minilm_int.read_model(path)
+        MINILM.update(module=minilm_int, model=model, vocab=minilm_int.vocab_of(model),
+                      hash=H(data).hex())
+    mi, model = MINILM["module"], MINILM["model"]
+    ids, vector = mi.embed(model, MINILM["vocab"], text)
+    return {"model_file_blake3": MINILM["hash"],
+            "model_id": f"minilm-int/1 all-MiniLM-L6-v2 blake3:{MINILM['hash']}",
+            "ids": ids, "vector": vector}
 
 
 def compute(case):

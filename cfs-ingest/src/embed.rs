@@ -20,6 +20,14 @@ pub enum EmbedError {
         /// What failed.
         reason: String,
     },
+    /// The model cannot be used: its file is missing, damaged or not the expected one.
+    #[error("embedding model {model} is unavailable: {reason}")]
+    Unavailable {
+        /// Model name.
+        model: String,
+        /// What is wrong and how to fix it.
+        reason: String,
+    },
 }
 
 /// Something that turns texts into vectors of one fixed dimension.
@@ -254,7 +262,7 @@ fn isqrt(n: u128) -> u128 {
 /// With `r = floor(sqrt(2^32 * sum v^2))` (the norm with 16 fractional bits), each
 /// component is `round(v * 32767 * 2^16 / r)`, halves away from zero, clamped to
 /// `[-32767, 32767]`; all-zero input stays zero.
-fn normalize(acc: &[i64]) -> Vec<i16> {
+pub(crate) fn normalize(acc: &[i64]) -> Vec<i16> {
     let norm2: u128 = acc
         .iter()
         .map(|&v| (i128::from(v) * i128::from(v)) as u128)

