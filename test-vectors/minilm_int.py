@@ -220,7 +220,7 @@ def encoder_layer(m, l, x):
 
 
 def normalize(acc):
-    """The fixed-point L2 normalisation of the hash embedder (spec: The default embedder)."""
+    """The fixed-point L2 normalisation of the hash embedder (spec section 19, step 4)."""
     norm2 = sum(int(v) * int(v) for v in acc)
     r = isqrt(norm2 << 32)
     if r == 0:

@@ -853,7 +853,7 @@ MINILM = {}
 
 
 def compute_minilm(text):
-    """minilm-int (spec section 24) through minilm_int.py: integer numpy, no float."""
+    """minilm-int (spec section 22) through minilm_int.py: integer numpy, no float."""
     if not MINILM:
         import os
         import minilm_int

@@ -16,17 +16,30 @@ pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
 /// A progress bar on stderr when it is a terminal and JSON was not asked for; a hidden
 /// one otherwise, so that scripts and pipes see no progress output.
 pub fn progress(len: u64, json: bool, what: &str) -> ProgressBar {
+    progress_of(len, json, what, "files")
+}
+
+/// [`progress`] counting `unit`s.
+pub fn progress_of(len: u64, json: bool, what: &str, unit: &str) -> ProgressBar {
     if json || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len);
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} files ({per_sec})")
-    {
+    let template = format!("{{spinner}} {{msg}} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}})");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_message(what.to_owned());
     bar
+}
+
+/// Embedding progress drawn on `bar`: its length from the pending chunks, then the
+/// chunks embedded after each commit.
+pub fn embed_progress(bar: &ProgressBar) -> impl Fn(cfs_store::EmbedProgress) + Sync + '_ {
+    move |event| match event {
+        cfs_store::EmbedProgress::Pending { chunks, .. } => bar.set_length(chunks as u64),
+        cfs_store::EmbedProgress::Committed { chunks } => bar.set_position(chunks as u64),
+    }
 }
 
 /// A sync's progress drawn on `bar`: its length from the walk, one tick per file, and a

@@ -4,13 +4,13 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cfs_ingest::HashEmbedder;
+use cfs_ingest::Embedder;
 use cfs_store::Store;
 use cfs_store::search::{CacheStatus, Filter, Hit, IndexOptions, Mode, Query, SearchIndex};
 use serde_json::json;
 
 use crate::output::{print_json, spinner};
-use crate::store_cmds::{Common, embedder, open};
+use crate::store_cmds::{Common, embedder_for, open};
 
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
@@ -48,14 +48,14 @@ fn cache_path(store: &Store) -> std::path::PathBuf {
 
 /// Opens the runtime index from its cache file (built or brought forward as needed),
 /// and rewrites the file when it was missing, unusable, or far behind.
-fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, HashEmbedder)> {
+fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, Box<dyn Embedder>)> {
     let store = open(common)?;
-    let embedder = embedder();
+    let embedder = embedder_for(&store)?;
     let cache = cache_path(&store);
     let spinner = spinner(common.json, "loading the search index");
     // Vector search is exact: for one query, a graph costs more to build than it saves.
     let (index, status) =
-        SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache)?;
+        SearchIndex::open_cached(&store, &*embedder, IndexOptions::exact(), &cache)?;
     spinner.finish_and_clear();
     let n = index.snapshot().n_chunks();
     let rewrite = match &status {
@@ -89,7 +89,7 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
             mime_type: args.mime.clone(),
         });
     let started = Instant::now();
-    let hits = index.search(&query, &embedder)?;
+    let hits = index.search(&query, &*embedder)?;
     let ms = started.elapsed().as_secs_f64() * 1e3;
     if args.common.json {
         print_json(&json!(hits.iter().map(hit_json).collect::<Vec<_>>()))?;
@@ -160,10 +160,10 @@ fn hit_json(hit: &Hit) -> serde_json::Value {
 /// writes its cache file, and reports its size and build time.
 pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
     let store = open(common)?;
-    let embedder = embedder();
+    let embedder = embedder_for(&store)?;
     let started = Instant::now();
     let spinner = spinner(common.json, "rebuilding the search index");
-    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact())?;
+    let index = SearchIndex::open(&store, &*embedder, IndexOptions::exact())?;
     spinner.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     // Catch up with any commit made while building, then compare with that state.

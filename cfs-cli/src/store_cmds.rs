@@ -8,12 +8,12 @@ use anyhow::{Context, bail};
 use cfs_core::{
     Canonical, ChunkId, ChunkKind, ChunkProof, DocumentId, StateRoot, hex_decode, hex_encode,
 };
-use cfs_ingest::{Embedder, HashEmbedder, Registry};
+use cfs_ingest::{Embedder, HashEmbedder, MiniLmInt, Registry};
 use cfs_store::{Settings, Store, SyncOptions};
 use serde_json::{Value, json};
 
 use crate::locate::{STORE_DIR, STORE_FILE, find_store, store_file, tree_of};
-use crate::output::{print_json, progress, sync_progress};
+use crate::output::{embed_progress, print_json, progress, progress_of, sync_progress};
 
 /// Options every store command takes.
 #[derive(Debug, clap::Args)]
@@ -26,14 +26,81 @@ pub struct Common {
     pub json: bool,
 }
 
+/// The embedders a store can be created with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EmbedderChoice {
+    /// all-MiniLM-L6-v2 with integer-only inference: semantic, bit-exact everywhere
+    /// (needs its model file: `scripts/fetch-model`).
+    MinilmInt,
+    /// Lexical feature hashing: no model, fast, no meaning beyond words.
+    Hash,
+}
+
+impl EmbedderChoice {
+    /// The choice a store's recorded model id stands for.
+    fn of_model_id(model_id: &str) -> Option<Self> {
+        if model_id.starts_with("minilm-int/") {
+            Some(Self::MinilmInt)
+        } else if model_id.starts_with("cfs-hash-embed/") {
+            Some(Self::Hash)
+        } else {
+            None
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::MinilmInt => "minilm-int",
+            Self::Hash => "hash",
+        }
+    }
+
+    /// Loads the embedder (minilm-int reads and checks its model file).
+    pub fn load(self) -> anyhow::Result<Box<dyn Embedder>> {
+        Ok(match self {
+            Self::MinilmInt => Box::new(MiniLmInt::open_default()?),
+            Self::Hash => Box::new(HashEmbedder::default()),
+        })
+    }
+}
+
+/// The embedder a store was created with, loaded; an error if it is not available
+/// here or is another version of the model than the store's vectors come from.
+pub fn embedder_for(store: &Store) -> anyhow::Result<Box<dyn Embedder>> {
+    let recorded = &store.settings().model_id;
+    let choice = EmbedderChoice::of_model_id(recorded).with_context(|| {
+        format!(
+            "{}: embedder {recorded} is unknown to this cfs",
+            store.path().display()
+        )
+    })?;
+    let embedder = choice.load()?;
+    if embedder.model_id() != recorded {
+        bail!(
+            "{}: the store's vectors come from {recorded}, but this cfs has {}; vectors of \
+             two models are never mixed",
+            store.path().display(),
+            embedder.model_id()
+        );
+    }
+    Ok(embedder)
+}
+
 #[derive(Debug, clap::Args)]
 pub struct IndexArgs {
     /// The folder to index (default: the current directory).
     path: Option<PathBuf>,
+    /// The embedder of a new store (an existing store keeps its own).
+    #[arg(long, value_enum)]
+    embedder: Option<EmbedderChoice>,
     /// Sync only what git says changed since this commit (against the work tree),
     /// instead of walking the whole tree.
     #[arg(long, value_name = "REF")]
     changed_since: Option<String>,
+    /// Return once the text is committed (searchable by keyword); the vectors are
+    /// embedded by the next `cfs index` (`cfs status` shows how many are missing).
+    #[arg(long)]
+    no_wait: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -101,16 +168,23 @@ pub fn open(common: &Common) -> anyhow::Result<Store> {
     Ok(Store::open(&file)?)
 }
 
-pub fn embedder() -> HashEmbedder {
-    HashEmbedder::default()
+/// A store opened for syncing: the store, its file, the tree's sync options and the
+/// store's embedder.
+pub struct Opened {
+    pub store: Store,
+    pub file: PathBuf,
+    pub options: SyncOptions,
+    pub embedder: Box<dyn Embedder>,
 }
 
 /// Opens the store of the tree at `root` (`root/.cfs/` unless `--store`), creating it
-/// when there is none, with the sync options of that tree.
+/// with `choice` (default minilm-int) when there is none; an existing store made with
+/// another embedder than `choice` is an error.
 pub fn open_or_create(
     root: &Path,
     common: &Common,
-) -> anyhow::Result<(Store, PathBuf, SyncOptions)> {
+    choice: Option<EmbedderChoice>,
+) -> anyhow::Result<Opened> {
     let file = match &common.store {
         Some(path) => store_file(path),
         None => root.join(STORE_DIR).join(STORE_FILE),
@@ -120,16 +194,34 @@ pub fn open_or_create(
         registry: Registry::load(&root.join(STORE_DIR).join("collections.yaml"))?,
         ..SyncOptions::default()
     };
-    let store = if file.is_file() {
-        Store::open(&file)?
+    let (store, embedder) = if file.is_file() {
+        let store = Store::open(&file)?;
+        let recorded = EmbedderChoice::of_model_id(&store.settings().model_id);
+        if let Some(choice) = choice.filter(|&c| Some(c) != recorded) {
+            bail!(
+                "{}: the store was made with embedder {}; --embedder {} would mix two \
+                 models (index into a new store instead)",
+                file.display(),
+                store.settings().model_id,
+                choice.name()
+            );
+        }
+        let embedder = embedder_for(&store)?;
+        (store, embedder)
     } else {
+        let embedder = choice.unwrap_or(EmbedderChoice::MinilmInt).load()?;
         let settings = Settings {
             chunk: options.config.chunk,
-            model_id: embedder().model_id().to_owned(),
+            model_id: embedder.model_id().to_owned(),
         };
-        Store::create(&file, settings)?
+        (Store::create(&file, settings)?, embedder)
     };
-    Ok((store, file, options))
+    Ok(Opened {
+        store,
+        file,
+        options,
+        embedder,
+    })
 }
 
 /// The canonical folder `path` (default: the current directory).
@@ -141,8 +233,17 @@ pub fn tree_root(path: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
     let root = tree_root(args.path.as_deref())?;
-    let (store, file, options) = open_or_create(&root, &args.common)?;
-    let embedder = embedder();
+    let Opened {
+        store,
+        file,
+        options,
+        embedder,
+    } = open_or_create(&root, &args.common, args.embedder)?;
+    // Text first: the sync commits chunks at once, vectors follow in commits of their own.
+    let options = SyncOptions {
+        defer_embeddings: true,
+        ..options
+    };
     let started = std::time::Instant::now();
     let (report, head) = match &args.changed_since {
         Some(reference) => {
@@ -150,30 +251,59 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             let scope = cfs_ingest::Scope::new(&changes.paths);
             let bar = progress(0, args.common.json, "indexing");
             let report =
-                store.sync_paths(&root, &scope, &options, &embedder, &sync_progress(&bar))?;
+                store.sync_paths(&root, &scope, &options, &*embedder, &sync_progress(&bar))?;
             bar.finish_and_clear();
             (report, changes.head)
         }
         None => {
             let bar = progress(0, args.common.json, "indexing");
-            let report = store.sync(&root, &options, &embedder, &sync_progress(&bar))?;
+            let report = store.sync(&root, &options, &*embedder, &sync_progress(&bar))?;
             bar.finish_and_clear();
             (report, cfs_store::git::head(&root))
         }
+    };
+    let vectors = if args.no_wait {
+        None
+    } else {
+        Some(embed_pending(&store, &*embedder, args.common.json)?)
     };
     if let Some(head) = &head {
         store.record_git_head(head)?;
     }
     let seconds = started.elapsed().as_secs_f64();
-    print_sync_report(
-        &report,
-        &root,
-        &file,
-        head.as_deref(),
+    let done = Done {
+        head: head.as_deref(),
         seconds,
-        args.common.json,
-    )?;
+        vectors: vectors.as_ref(),
+    };
+    print_sync_report(&report, &root, &file, &done, args.common.json)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Embeds the chunks that have no vector yet, with a bar; Ctrl-C stops after the batch
+/// under way has committed (the next `cfs index` goes on from there).
+fn embed_pending(
+    store: &Store,
+    embedder: &dyn Embedder,
+    json: bool,
+) -> anyhow::Result<cfs_store::EmbedReport> {
+    let options = cfs_store::EmbedOptions::default();
+    let stop = std::sync::Arc::clone(&options.stop);
+    // A second handler cannot be set (watch sets its own): then Ctrl-C ends at once,
+    // which loses at most the batch under way.
+    let _ = ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::SeqCst));
+    let bar = progress_of(0, json, "embedding", "chunks");
+    let report = store.embed_pending(embedder, &options, &embed_progress(&bar))?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+/// What happened after the sync: the git HEAD recorded, the time taken, and the
+/// vectors embedded (unless `--no-wait`).
+pub struct Done<'a> {
+    pub head: Option<&'a str>,
+    pub seconds: f64,
+    pub vectors: Option<&'a cfs_store::EmbedReport>,
 }
 
 /// `cfs refresh PATH...`: syncs exactly the named files and folders.
@@ -201,19 +331,29 @@ pub fn refresh(args: &RefreshArgs) -> anyhow::Result<ExitCode> {
         })?;
         rel.push(r.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"));
     }
-    let (store, _, options) = open_or_create(&root, &args.common)?;
+    let Opened {
+        store,
+        options,
+        embedder,
+        ..
+    } = open_or_create(&root, &args.common, None)?;
     let started = std::time::Instant::now();
     let bar = progress(0, args.common.json, "refreshing");
     let report = store.sync_paths(
         &root,
         &cfs_ingest::Scope::new(&rel),
         &options,
-        &embedder(),
+        &*embedder,
         &sync_progress(&bar),
     )?;
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
-    print_sync_report(&report, &root, &file, None, seconds, args.common.json)?;
+    let done = Done {
+        head: None,
+        seconds,
+        vectors: None,
+    };
+    print_sync_report(&report, &root, &file, &done, args.common.json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -247,11 +387,16 @@ pub fn print_sync_report(
     report: &cfs_store::SyncReport,
     root: &Path,
     file: &Path,
-    head: Option<&str>,
-    seconds: f64,
+    done: &Done<'_>,
     json: bool,
 ) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
+    let (head, seconds) = (done.head, done.seconds);
+    let v = done.vectors;
+    let embedded = report.embedded + v.map_or(0, |v| v.texts_embedded);
+    let pending = v.map_or(report.deferred, |v| v.still_pending);
+    let root_now = v.map_or(report.root, |v| v.root);
+    let commits = report.commits + v.map_or(0, |v| v.commits);
     if json {
         print_json(&json!({
             "store": file.display().to_string(),
@@ -259,9 +404,11 @@ pub fn print_sync_report(
             "added": report.added, "updated": report.updated, "removed": report.removed,
             "renamed": report.renamed, "unchanged": report.unchanged,
             "failed": report.failed.iter().map(|(p, r)| json!({"path": p, "reason": r})).collect::<Vec<_>>(),
-            "hashed": report.hashed, "parsed": report.parsed, "embedded": report.embedded,
-            "rows_removed": report.rows_removed, "commits": report.commits,
-            "state_root": report.root.to_hex(), "seconds": seconds,
+            "hashed": report.hashed, "parsed": report.parsed, "embedded": embedded,
+            "vectors_pending": pending,
+            "rows_removed": report.rows_removed, "commits": commits,
+            "text_state_root": report.root.to_hex(),
+            "state_root": root_now.to_hex(), "seconds": seconds,
             "git_head": head,
         }))?;
         return Ok(());
@@ -288,10 +435,23 @@ pub fn print_sync_report(
             report.failed.len() - 10
         )?;
     }
+    if let Some(v) = v {
+        writeln!(
+            out,
+            "  vectors: {} chunks embedded ({} texts through the model) in {} commits",
+            v.chunks, v.texts_embedded, v.commits
+        )?;
+    }
+    if pending > 0 {
+        writeln!(
+            out,
+            "  {pending} chunks wait for their vectors (run `cfs index` again)"
+        )?;
+    }
     if let Some(head) = head {
         writeln!(out, "git HEAD {head}")?;
     }
-    writeln!(out, "state root {}", report.root)?;
+    writeln!(out, "state root {root_now}")?;
     Ok(())
 }
 
@@ -317,6 +477,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         "state_root": roots.state_root().to_hex(),
         "paths": counts.paths, "documents": counts.documents, "chunks": counts.chunks,
         "embeddings": counts.embeddings, "edges": counts.edges,
+        "vectors_pending": counts.chunks.saturating_sub(counts.embeddings),
         "commits": chain.len(),
         "last_commit_ms": last.map(|r| r.timestamp_ms),
         "store_bytes": size,
@@ -354,6 +515,11 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             "  {} commits; embedder {}",
             chain.len(),
             store.settings().model_id
+        )?;
+        writeln!(
+            out,
+            "  embedded {} of {} chunks",
+            counts.embeddings, counts.chunks
         )?;
         writeln!(out, "state root {}", roots.state_root())?;
         if let Some((head, root)) = &git_head {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use cfs_store::watch::{WatchEvent, WatchSettings, watch};
 use serde_json::json;
 
-use crate::store_cmds::{Common, embedder, open_or_create, tree_root};
+use crate::store_cmds::{Common, EmbedderChoice, Opened, open_or_create, tree_root};
 
 #[derive(Debug, clap::Args)]
 pub struct WatchArgs {
@@ -29,13 +29,21 @@ pub struct WatchArgs {
     /// systems that send no events, such as network mounts).
     #[arg(long)]
     poll: bool,
+    /// The embedder of a new store (an existing store keeps its own).
+    #[arg(long, value_enum)]
+    embedder: Option<EmbedderChoice>,
     #[command(flatten)]
     common: Common,
 }
 
 pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     let root = tree_root(args.path.as_deref())?;
-    let (store, file, options) = open_or_create(&root, &args.common)?;
+    let Opened {
+        store,
+        file,
+        options,
+        embedder,
+    } = open_or_create(&root, &args.common, args.embedder)?;
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
@@ -130,7 +138,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         &store,
         &root,
         &options,
-        &embedder(),
+        &*embedder,
         &settings,
         &stop,
         &mut on_event,

@@ -3,7 +3,7 @@
 //! [`Embedder`] is the seam for any model. [`HashEmbedder`], the default, needs no
 //! download and is bit-exact everywhere: integer arithmetic only, signed feature hashing
 //! of words, identifier parts and character trigrams, L2-normalised in fixed point and
-//! quantised to `i16`. `docs/spec.md` ("The default embedder") is its normative
+//! quantised to `i16`. `docs/spec.md` ("The hash embedder") is its normative
 //! description, and `test-vectors/embedder.json` pins its output.
 
 use cfs_core::ModelHash;
@@ -62,7 +62,7 @@ const MAX_TRIGRAMS_PER_WORD: usize = 32;
 /// Largest output component.
 const SCALE: i128 = 32767;
 
-/// The default embedder: feature hashing into `dimension` signed buckets.
+/// The hash embedder: feature hashing into `dimension` signed buckets.
 #[derive(Clone, Debug)]
 pub struct HashEmbedder {
     dimension: usize,

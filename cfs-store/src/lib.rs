@@ -18,6 +18,7 @@
 //! # Ok::<(), cfs_store::StoreError>(())
 //! ```
 
+mod embed;
 mod error;
 mod gc;
 pub mod git;
@@ -31,6 +32,7 @@ mod verify;
 pub mod watch;
 mod write;
 
+pub use embed::{DEFAULT_EMBED_BATCH_TEXTS, EmbedOptions, EmbedProgress, EmbedReport, EmbedStatus};
 pub use error::{Result, StoreError};
 pub use gc::GcReport;
 pub use read::{Counts, ReadTxn, TableUsage};

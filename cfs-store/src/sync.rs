@@ -53,6 +53,9 @@ pub struct SyncOptions {
     /// Files read and parsed at once, at most (the memory a sync holds); the next group
     /// is parsed while one is written.
     pub parse_files: usize,
+    /// Text first: commit chunks whose texts are not in the embedding cache without
+    /// their embeddings, for [`Store::embed_pending`] to add in later commits.
+    pub defer_embeddings: bool,
 }
 
 impl Default for SyncOptions {
@@ -62,6 +65,7 @@ impl Default for SyncOptions {
             registry: Registry::default(),
             batch_files: DEFAULT_BATCH_FILES,
             parse_files: DEFAULT_PARSE_FILES,
+            defer_embeddings: false,
         }
     }
 }
@@ -104,6 +108,8 @@ pub struct SyncReport {
     pub parsed: usize,
     /// Chunks embedded (not found in the embedding cache).
     pub embedded: usize,
+    /// Chunks committed without their embedding ([`SyncOptions::defer_embeddings`]).
+    pub deferred: usize,
     /// Committed rows removed, over all tables.
     pub rows_removed: u64,
     /// Transactions committed.
@@ -647,10 +653,14 @@ impl Store {
                 }
             }
         }
-        let missing: Vec<(&TextHash, &&str)> = wanted
-            .iter()
-            .filter(|(h, _)| !vectors.contains_key(h))
-            .collect();
+        let missing: Vec<(&TextHash, &&str)> = if options.defer_embeddings {
+            Vec::new()
+        } else {
+            wanted
+                .iter()
+                .filter(|(h, _)| !vectors.contains_key(h))
+                .collect()
+        };
         let computed: Vec<EmbeddedBatch> = missing
             .par_chunks(EMBED_BATCH)
             .map(|group| {
@@ -698,24 +708,31 @@ impl Store {
                 let parsed = parse_results[i]
                     .as_ref()
                     .expect("only parsed files have texts");
+                // Every chunk has its vector unless embeddings are deferred; then those
+                // without one wait for `embed_pending`.
                 let chunk_vectors = parsed
                     .chunks
                     .iter()
                     .zip(texts)
-                    .map(|(c, (h, _))| {
-                        let v = vectors.get(h).cloned().ok_or_else(|| {
-                            StoreError::InvalidInput(format!(
-                                "{}: no vector for a chunk",
-                                reads[*i].entry.rel_path
-                            ))
-                        })?;
-                        Ok(cfs_core::Embedding::new(c.id, model, v)?)
+                    .filter_map(|(c, (h, _))| match vectors.get(h) {
+                        Some(v) => Some(
+                            cfs_core::Embedding::new(c.id, model, v.clone()).map_err(Into::into),
+                        ),
+                        None if options.defer_embeddings => None,
+                        None => Some(Err(StoreError::InvalidInput(format!(
+                            "{}: no vector for a chunk",
+                            reads[*i].entry.rel_path
+                        )))),
                     })
                     .collect::<Result<Vec<_>>>()?;
                 Ok((*i, chunk_vectors))
             })
             .collect::<Result<_>>()?;
         drop(chunk_texts);
+        report.deferred += parse_results
+            .iter()
+            .filter_map(|(i, p)| Some(p.as_ref().ok()?.chunks.len() - embedded.get(i)?.len()))
+            .sum::<usize>();
         let new_documents: Vec<NewDocument<'_>> = parse_results
             .iter()
             .filter_map(|(i, parsed)| {

@@ -819,6 +819,58 @@ impl<'s> WriteTxn<'s> {
         Ok(())
     }
 
+    /// Adds the embedding of a present chunk that has none yet, with its vector and its
+    /// `embedded_as` edge: what a sync that deferred embeddings left out. False (and
+    /// nothing written) if the chunk is gone or the embedding is present.
+    pub fn put_embedding(&mut self, embedding: &Embedding) -> Result<bool> {
+        embedding.validate()?;
+        self.flush_staged()?;
+        let present = |t: &redb::Table<'_, &'static [u8], &'static [u8]>, key: &[u8]| {
+            t.get(key).map(|v| v.is_some())
+        };
+        if !present(&self.txn.open_table(tables::CHUNKS)?, &embedding.chunk_id.0)?
+            || present(&self.txn.open_table(tables::EMBEDDINGS)?, &embedding.id.0)?
+        {
+            return Ok(false);
+        }
+        let (stored, encoded) = vectors::split(embedding);
+        {
+            let mut t = self.txn.open_table(tables::VECTORS)?;
+            if t.get(&stored.vector[..])?.is_none() {
+                t.insert(&stored.vector[..], encoded.as_slice())?;
+            }
+        }
+        let value = tables::row_value(&stored.leaf(&encoded).0, &stored.encode());
+        self.txn
+            .open_table(tables::EMBEDDINGS)?
+            .insert(&embedding.id.0[..], value.as_slice())?;
+        change(&mut self.summary, Table::Embeddings).added += 1;
+        self.touch(Table::Embeddings, Bucket::of_key(&embedding.id.0).0);
+        let edge = Edge::new(embedding.chunk_id, embedding.id, EdgeKind::EMBEDDED_AS);
+        self.put_edge_row(&edge)?;
+        Ok(true)
+    }
+
+    /// Records `vector` as the embedding of text `text` by `model` in the embedding cache.
+    pub fn cache_vector(
+        &mut self,
+        model: &cfs_core::ModelHash,
+        text: &cfs_core::TextHash,
+        vector: &[i16],
+    ) -> Result<()> {
+        let encoded = cfs_core::encode_vector(vector);
+        let hash = vectors::vector_hash(&encoded);
+        let mut stored = self.txn.open_table(tables::VECTORS)?;
+        if stored.get(&hash[..])?.is_none() {
+            stored.insert(&hash[..], encoded.as_slice())?;
+        }
+        let key = [model.0.as_slice(), text.0.as_slice()].concat();
+        self.txn
+            .open_table(tables::EMBEDDING_CACHE)?
+            .insert(key.as_slice(), &hash[..])?;
+        Ok(())
+    }
+
     /// Adds a user edge (kind `0x8000` and up) between present documents, chunks or
     /// embeddings.
     pub fn put_user_edge(&mut self, edge: &Edge) -> Result<()> {

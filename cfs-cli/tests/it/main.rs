@@ -133,6 +133,9 @@ fn index_status_verify_log_show_prove() {
     assert_eq!(v["added"], 3);
     assert_eq!(v["failed"].as_array().unwrap().len(), 1);
     let root_hex = v["state_root"].as_str().unwrap().to_owned();
+    // A new store embeds with minilm-int, and waits for every vector.
+    assert_eq!(v["vectors_pending"], 0);
+    assert_ne!(v["text_state_root"], v["state_root"]);
     // The store's root equals the in-memory demo root of the same tree.
     let (_, demo, _) = cfs(&["demo", root.to_str().unwrap(), "--json"]);
     let demo: Value = serde_json::from_str(&demo).unwrap();
@@ -193,10 +196,14 @@ fn index_status_verify_log_show_prove() {
         (v["updated"].as_u64(), v["parsed"].as_u64()),
         (Some(1), Some(1))
     );
+    // Each index commits the text, then the vectors.
+    assert_eq!(v["commits"], 2);
+    assert_eq!(v["vectors_pending"], 0);
     let (_, out, _) = cfs_in(root, &["log", "--json"]);
     let log: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(log.as_array().unwrap().len(), 2);
-    assert_eq!(log[0]["parent"], root_hex.as_str());
+    assert_eq!(log.as_array().unwrap().len(), 4);
+    assert_eq!(log[1]["parent"], root_hex.as_str());
+    assert_eq!(log[0]["parent"], v["text_state_root"]);
 
     let (code, out, _) = cfs_in(root, &["show", "src/lib.rs", "--json"]);
     assert_eq!(code, 0);
@@ -511,4 +518,92 @@ fn watch_syncs_edits_and_stops_cleanly_on_interrupt() {
     assert!(status.success(), "{status:?}");
     let (code, _, err) = cfs_in(root, &["verify"]);
     assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn embedders_text_first_and_a_missing_model() {
+    let dir = sample_tree();
+    let root = dir.path();
+    // Without the model file: a clear error that says how to get it, and no store.
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
+        .args(["index"])
+        .current_dir(root)
+        .env("CFS_MODEL_DIR", empty.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("minilm-int-v1.cfsm") && err.contains("scripts/fetch-model"),
+        "{err}"
+    );
+    assert!(
+        !root.join(".cfs/store.redb").exists(),
+        "no store made without its embedder"
+    );
+
+    // --no-wait: the text is committed and searchable, the vectors wait.
+    let (code, out, err) = cfs_in(root, &["index", "--no-wait", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let pending = v["vectors_pending"].as_u64().unwrap();
+    assert!(pending > 0 && v["commits"] == 1, "{v}");
+    let (_, status, _) = cfs_in(root, &["status", "--json"]);
+    let s: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(s["vectors_pending"].as_u64(), Some(pending));
+    assert!(s["embedder"].as_str().unwrap().starts_with("minilm-int/1 "));
+    let (_, text, _) = cfs_in(root, &["status"]);
+    assert!(
+        text.contains(&format!("embedded 0 of {pending} chunks")),
+        "{text}"
+    );
+    let (code, out, _) = cfs_in(root, &["search", "merkle", "--mode", "text", "--json"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("README.md") || out.contains("copy.md"),
+        "{out}"
+    );
+    let (code, _, _) = cfs_in(root, &["verify"]);
+    assert_eq!(code, 0, "a state waiting for vectors is sound");
+
+    // The next index embeds them, to the root of a clean index.
+    let (code, out, _) = cfs_in(root, &["index", "--json"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["vectors_pending"], 0);
+    let (_, demo, _) = cfs(&["demo", root.to_str().unwrap(), "--json"]);
+    let demo: Value = serde_json::from_str(&demo).unwrap();
+    assert_eq!(demo["state_root"], v["state_root"]);
+    let (code, out, _) = cfs_in(
+        root,
+        &["search", "add two numbers", "--mode", "vector", "--json"],
+    );
+    assert_eq!(code, 0);
+    assert!(out.contains("src/lib.rs"), "{out}");
+
+    // Another embedder for an existing store is refused; a new store can have it.
+    let (code, _, err) = cfs_in(root, &["index", "--embedder", "hash"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("mix two models"), "{err}");
+    let other = tempfile::tempdir().unwrap();
+    let store = other.path().join("s");
+    let store = store.to_str().unwrap();
+    let (code, out, err) = cfs_in(
+        root,
+        &["index", "--embedder", "hash", "--store", store, "--json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, demo, _) = cfs(&[
+        "demo",
+        root.to_str().unwrap(),
+        "--embedder",
+        "hash",
+        "--json",
+    ]);
+    let demo: Value = serde_json::from_str(&demo).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["state_root"],
+        demo["state_root"]
+    );
 }

@@ -1,6 +1,6 @@
 //! The integer matrix product every layer of minilm-int runs on: `i16 x i16 -> i32`,
-//! exact. The portable scalar loop is the reference; the AVX2 path (x86-64, detected at
-//! run time) must give the same bits, and a test holds it to that on random inputs.
+//! exact. The portable scalar loop is the reference; the AVX2 and AVX-VNNI paths
+//! (x86-64, detected at run time) must give the same bits, and a test holds it to that on random inputs.
 //! Exactness is the caller's bound: every sum must fit in `i32` (`docs/spec.md` shows
 //! that the model's shapes and value ranges keep them there), and then the order of
 //! additions cannot change the result.
@@ -56,25 +56,37 @@ fn dot(a: &[i16], b: &[i16]) -> i32 {
 mod x86 {
     use std::arch::x86_64::*;
 
+    /// Rows of `w` a pass keeps hot in cache while every row pair of `x` meets them.
+    const W_BLOCK: usize = 16;
+
     /// Two rows of `x` against four rows of `w` at a time (eight accumulators of eight
-    /// lanes), the edges through the scalar dot.
+    /// lanes), `w` in blocks of [`W_BLOCK`] rows, the edges through the scalar dot.
+    /// With AVX-VNNI the multiply and the add are one instruction.
     #[target_feature(enable = "avx2")]
     pub(super) fn matmul_avx2(x: &[i16], w: &[i16], k: usize, out: &mut [i32]) {
+        let vnni = std::is_x86_feature_detected!("avxvnni");
         let n = w.len() / k;
         let t_len = x.len() / k;
         let (t_main, j_main) = (t_len - t_len % 2, n - n % 4);
-        for t in (0..t_main).step_by(2) {
-            let (x0, x1) = (&x[t * k..(t + 1) * k], &x[(t + 1) * k..(t + 2) * k]);
-            for j in (0..j_main).step_by(4) {
-                let ws = [0, 1, 2, 3].map(|q| &w[(j + q) * k..(j + q + 1) * k]);
-                let [r0, r1] = block_2x4(x0, x1, ws, k);
-                out[t * n + j..t * n + j + 4].copy_from_slice(&r0);
-                out[(t + 1) * n + j..(t + 1) * n + j + 4].copy_from_slice(&r1);
+        for j0 in (0..j_main).step_by(W_BLOCK) {
+            let j_end = (j0 + W_BLOCK).min(j_main);
+            for t in (0..t_main).step_by(2) {
+                for j in (j0..j_end).step_by(4) {
+                    let [r0, r1] = if vnni {
+                        // SAFETY: AVX-VNNI was detected at run time just above.
+                        unsafe { block_2x4_vnni(x, t, w, j, k) }
+                    } else {
+                        block_2x4(x, t, w, j, k)
+                    };
+                    out[t * n + j..t * n + j + 4].copy_from_slice(&r0);
+                    out[(t + 1) * n + j..(t + 1) * n + j + 4].copy_from_slice(&r1);
+                }
             }
+        }
+        for t in 0..t_main {
+            let row = &x[t * k..(t + 1) * k];
             for j in j_main..n {
-                let col = &w[j * k..(j + 1) * k];
-                out[t * n + j] = super::dot(x0, col);
-                out[(t + 1) * n + j] = super::dot(x1, col);
+                out[t * n + j] = super::dot(row, &w[j * k..(j + 1) * k]);
             }
         }
         for t in t_main..t_len {
@@ -85,25 +97,46 @@ mod x86 {
         }
     }
 
-    #[target_feature(enable = "avx2")]
-    fn block_2x4(x0: &[i16], x1: &[i16], w: [&[i16]; 4], k: usize) -> [[i32; 4]; 2] {
-        let mut acc = [[_mm256_setzero_si256(); 4]; 2];
-        let load = |s: &[i16], i: usize| {
-            let v: &[i16; 16] = s[i..i + 16].try_into().expect("16 values");
-            // SAFETY: `v` is 16 readable i16 (32 bytes); unaligned loads are allowed.
-            unsafe { _mm256_loadu_si256(v.as_ptr().cast()) }
-        };
-        for i in (0..k).step_by(16) {
-            let a = [load(x0, i), load(x1, i)];
-            for q in 0..4 {
-                let b = load(w[q], i);
-                for r in 0..2 {
-                    acc[r][q] = _mm256_add_epi32(acc[r][q], _mm256_madd_epi16(a[r], b));
-                }
-            }
-        }
-        [reduce4(acc[0]), reduce4(acc[1])]
+    /// 16 values of `s` from `i`; the caller guarantees `i + 16 <= s.len()`.
+    #[inline(always)]
+    fn load(s: &[i16], i: usize) -> __m256i {
+        debug_assert!(i + 16 <= s.len());
+        // SAFETY: `i + 16 <= s.len()` (the block asserts on entry that its rows end
+        // inside the slices, and reads them in steps of 16 up to `k`), so
+        // the 32 bytes read are inside `s`; unaligned loads are allowed, and the callers
+        // run with AVX2 enabled.
+        unsafe { _mm256_loadu_si256(s.as_ptr().add(i).cast()) }
     }
+
+    /// Rows `t`, `t + 1` of `x` against rows `j .. j + 4` of `w`.
+    macro_rules! block_2x4 {
+        ($name:ident, $feature:literal, $madd:expr) => {
+            #[target_feature(enable = $feature)]
+            fn $name(x: &[i16], t: usize, w: &[i16], j: usize, k: usize) -> [[i32; 4]; 2] {
+                assert!((t + 2) * k <= x.len() && (j + 4) * k <= w.len() && k % 16 == 0);
+                let (xo, wo) = (t * k, j * k);
+                let mut acc = [[_mm256_setzero_si256(); 4]; 2];
+                for i in (0..k).step_by(16) {
+                    let a = [load(x, xo + i), load(x, xo + k + i)];
+                    for q in 0..4 {
+                        let b = load(w, wo + q * k + i);
+                        for r in 0..2 {
+                            acc[r][q] = $madd(acc[r][q], a[r], b);
+                        }
+                    }
+                }
+                [reduce4(acc[0]), reduce4(acc[1])]
+            }
+        };
+    }
+
+    block_2x4!(block_2x4, "avx2", |c, a, b| _mm256_add_epi32(
+        c,
+        _mm256_madd_epi16(a, b)
+    ));
+    block_2x4!(block_2x4_vnni, "avx2,avxvnni", |c, a, b| {
+        _mm256_dpwssd_avx_epi32(c, a, b)
+    });
 
     /// The four lane sums of four accumulators.
     #[target_feature(enable = "avx2")]

@@ -4,6 +4,8 @@
 //! bounds checked at load are the ones that keep every intermediate inside `i64` (and
 //! every dot product inside `i32`), so no step can overflow.
 
+#![allow(unsafe_code)]
+
 use super::file::ModelFile;
 use super::kernel::{Simd, matmul};
 use super::tokenize::Vocab;
@@ -27,10 +29,12 @@ const EXP_ENTRIES: usize = 1024;
 const EXP_ONE: u32 = 1 << 30;
 
 /// `floor((x + 2^(sh-1)) / 2^sh)`: rounding half up, the one rounding of the model.
+#[inline(always)]
 fn rshift_round(x: i64, sh: u32) -> i64 {
     (x + (1i64 << (sh - 1))) >> sh
 }
 
+#[inline(always)]
 fn saturate(x: i64, bits: u32) -> i64 {
     let hi = (1i64 << (bits - 1)) - 1;
     x.clamp(-hi, hi)
@@ -44,6 +48,7 @@ struct Requant {
 }
 
 impl Requant {
+    #[inline(always)]
     fn apply(self, x: i64) -> i64 {
         rshift_round(x * self.m, self.sh)
     }
@@ -97,15 +102,20 @@ impl Linear {
     }
 
     /// `requant(x . w_j + b_j)` for every row of `x` and channel `j`, into `out`.
+    #[inline(always)]
     fn forward(&self, x: &[i16], simd: Simd, out: &mut Vec<i64>) {
         let t_len = x.len() / self.k;
         let mut acc = vec![0i32; t_len * self.n];
         matmul(x, &self.w, self.k, &mut acc, simd);
         out.clear();
-        out.extend(acc.iter().enumerate().map(|(i, &a)| {
-            let j = i % self.n;
-            rshift_round((i64::from(a) + self.b[j]) * self.m[j], self.sh)
-        }));
+        for row in acc.chunks_exact(self.n) {
+            out.extend(
+                row.iter()
+                    .zip(&self.b)
+                    .zip(&self.m)
+                    .map(|((&a, &b), &m)| rshift_round((i64::from(a) + b) * m, self.sh)),
+            );
+        }
     }
 }
 
@@ -140,6 +150,7 @@ impl BlockedLinear {
         }
     }
 
+    #[inline(always)]
     fn forward(&self, x: &[i16], simd: Simd, out: &mut Vec<i64>) {
         let k = FFN_BLOCK * self.blocks.len();
         let t_len = x.len() / k;
@@ -156,10 +167,14 @@ impl BlockedLinear {
             }
         }
         out.clear();
-        out.extend(sums.iter().enumerate().map(|(i, &a)| {
-            let j = i % self.n;
-            rshift_round((a + self.b[j]) * self.m[j], self.sh)
-        }));
+        for row in sums.chunks_exact(self.n) {
+            out.extend(
+                row.iter()
+                    .zip(&self.b)
+                    .zip(&self.m)
+                    .map(|((&a, &b), &m)| rshift_round((a + b) * m, self.sh)),
+            );
+        }
     }
 }
 
@@ -183,6 +198,7 @@ impl LayerNorm {
     }
 
     /// One row of `i32`-range integers to `i16`-range outputs.
+    #[inline(always)]
     fn row(&self, x: &[i64], out: &mut [i16]) {
         let n = x.len() as i64;
         let sum: i64 = x.iter().sum();
@@ -202,6 +218,7 @@ impl LayerNorm {
         }
     }
 
+    #[inline(always)]
     fn forward(&self, x: &[i64], out: &mut [i16]) {
         for (row, o) in x.chunks_exact(HIDDEN).zip(out.chunks_exact_mut(HIDDEN)) {
             self.row(row, o);
@@ -210,6 +227,7 @@ impl LayerNorm {
 }
 
 /// Integer square root (floor), by Newton's iteration.
+#[inline(always)]
 pub(crate) fn isqrt(n: u128) -> u128 {
     if n < 2 {
         return n;
@@ -371,11 +389,47 @@ impl Model {
             g: Vec::new(),
         };
         for layer in &self.layers {
-            self.layer(layer, &mut x, &mut s, simd);
+            self.run_layer(layer, &mut x, &mut s, simd);
         }
         x
     }
 
+    /// One layer, its loops compiled for the best instruction set the CPU has (the
+    /// same integer operations, so the same bits; `Simd::Off` runs the portable build).
+    fn run_layer(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
+        #[cfg(target_arch = "x86_64")]
+        if simd == Simd::Auto {
+            if std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512dq")
+                && std::is_x86_feature_detected!("avx512vl")
+            {
+                // SAFETY: the CPU has every feature `layer_avx512` is compiled for.
+                unsafe { self.layer_avx512(layer, x, s, simd) };
+                return;
+            }
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has AVX2.
+                unsafe { self.layer_avx2(layer, x, s, simd) };
+                return;
+            }
+        }
+        self.layer(layer, x, s, simd);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn layer_avx2(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
+        self.layer(layer, x, s, simd);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
+    fn layer_avx512(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
+        self.layer(layer, x, s, simd);
+    }
+
+    #[inline(always)]
     fn layer(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
         let narrow = |acc: &[i64], bits: u32, out: &mut Vec<i16>| {
             out.clear();
@@ -410,6 +464,7 @@ impl Model {
     }
 
     /// Integer softmax attention of every head, into `s.ctx`.
+    #[inline(always)]
     fn attention(&self, layer: &Layer, s: &mut Scratch, simd: Simd) {
         let t_len = s.q.len() / HIDDEN;
         let t_pad = t_len.next_multiple_of(super::kernel::K_STEP);
@@ -449,18 +504,18 @@ impl Model {
 
     /// Scores to log2 units (10 fractional bits), `2^-x` from the table, probabilities
     /// at 2^15 through one division per row.
+    #[inline(always)]
     fn softmax_row(&self, att: Requant, row: &[i32], e: &mut [i64], out: &mut [i16]) {
-        let y = |a: i32| att.apply(i64::from(a));
-        let max = row.iter().map(|&a| y(a)).max().unwrap_or(0);
-        let mut total = 0i64;
         for (ej, &a) in e.iter_mut().zip(row) {
-            let d = max - y(a);
-            let (n, f) = (d >> 10, (d & 1023) as usize);
-            *ej = if n < 31 {
-                i64::from(self.exp2[f] >> n)
-            } else {
-                0
-            };
+            *ej = att.apply(i64::from(a));
+        }
+        let max = e.iter().copied().max().unwrap_or(0);
+        let mut total = 0i64;
+        for ej in e.iter_mut() {
+            let d = max - *ej;
+            // exp2[f] <= 2^30, so a shift of 31 or more gives 0, as the spec says.
+            let (n, f) = ((d >> 10).min(31) as u32, (d & 1023) as usize);
+            *ej = i64::from(self.exp2[f] >> n);
             total += *ej;
         }
         let factor = (1i64 << 62) / total;

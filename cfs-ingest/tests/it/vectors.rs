@@ -384,7 +384,7 @@ fn embedder_file() -> FileSpec {
     }
     FileSpec {
         name: "embedder.json",
-        comment: "The default embedder (docs/spec.md section 17). identifier_parts: a word split into its ASCII-lower-cased identifier parts. feature_hash: FNV-1a 64 over the tag byte and the feature's UTF-8 bytes, then the splitmix64 finaliser, as a decimal u64 string. embed: the model id, its model hash and the i16 vector of a text at a dimension.",
+        comment: "The hash embedder (docs/spec.md section 19). identifier_parts: a word split into its ASCII-lower-cased identifier parts. feature_hash: FNV-1a 64 over the tag byte and the feature's UTF-8 bytes, then the splitmix64 finaliser, as a decimal u64 string. embed: the model id, its model hash and the i16 vector of a text at a dimension.",
         cases,
     }
 }
@@ -427,7 +427,7 @@ fn minilm_file() -> FileSpec {
     ];
     FileSpec {
         name: "minilm.json",
-        comment: "The minilm-int embedder (docs/spec.md section 24): a text gives its token ids ([CLS] ... [SEP], at most 256) and its 384-dimensional i16 vector from the model file whose BLAKE3 is model_file_blake3 (scripts/fetch-model makes it). verify.py recomputes both with its own integer implementation (test-vectors/minilm_int.py).",
+        comment: "The minilm-int embedder (docs/spec.md section 22): a text gives its token ids ([CLS] ... [SEP], at most 256) and its 384-dimensional i16 vector from the model file whose BLAKE3 is model_file_blake3 (scripts/fetch-model makes it). verify.py recomputes both with its own integer implementation (test-vectors/minilm_int.py).",
         cases: texts
             .into_iter()
             .map(|(name, text)| case("minilm", name, json!({"text": text})))

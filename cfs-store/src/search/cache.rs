@@ -136,7 +136,12 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
                 symbol: m.symbol.as_deref().map(str::to_owned),
                 heading: m.heading.as_deref().map(str::to_owned),
                 len: seg.lens[i],
-                vector: seg.vectors.get(i).to_vec(),
+                // A chunk without an embedding is cached with an empty vector.
+                vector: if seg.vectors.has(i) {
+                    seg.vectors.get(i).to_vec()
+                } else {
+                    Vec::new()
+                },
             })
             .collect(),
         total_len: seg.total_len,
@@ -258,7 +263,7 @@ pub(crate) fn load(
             .get(&c.doc)
             .cloned()
             .ok_or_else(|| format!("chunk {} names a missing document", c.id))?;
-        if c.vector.len() != dim {
+        if !c.vector.is_empty() && c.vector.len() != dim {
             return Err(format!("chunk {} has a vector of another dimension", c.id));
         }
         vectors.push(&c.vector);

@@ -268,7 +268,8 @@ pub(crate) fn vector_search(
     for live in &snap.segments {
         let seg = &live.segment;
         let score = |i: usize| dot(query, seg.vectors.get(i), qn, seg.vectors.norms2[i]);
-        let keep = |i: usize| !live.is_dead(i) && filter.matches(&seg.metas[i]);
+        let keep =
+            |i: usize| !live.is_dead(i) && seg.vectors.has(i) && filter.matches(&seg.metas[i]);
         if let (false, Some(hnsw)) = (exact, seg.hnsw.get()) {
             let found: Vec<usize> = hnsw
                 .candidates(query)

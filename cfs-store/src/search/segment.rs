@@ -108,6 +108,9 @@ pub(crate) struct Vectors {
     pub dim: usize,
     pub data: Vec<i16>,
     pub norms2: Vec<u64>,
+    /// True where the chunk has no embedding yet (embeddings deferred): its zero vector
+    /// is never a result.
+    pub missing: Vec<bool>,
 }
 
 impl Vectors {
@@ -117,6 +120,7 @@ impl Vectors {
             dim,
             data: Vec::with_capacity(n * dim),
             norms2: Vec::with_capacity(n),
+            missing: Vec::with_capacity(n),
         }
     }
 
@@ -124,9 +128,15 @@ impl Vectors {
         &self.data[i * self.dim..(i + 1) * self.dim]
     }
 
-    /// Appends `vector`, cut or padded with zeros to `dim` (a chunk without a vector
-    /// gets the zero vector, which scores 0 against every query).
+    /// Whether vector `i` is a chunk's embedding (not the stand-in of a missing one).
+    pub fn has(&self, i: usize) -> bool {
+        !self.missing[i]
+    }
+
+    /// Appends `vector`, cut or padded with zeros to `dim`; an empty `vector` is a chunk
+    /// without an embedding (the zero vector, marked missing).
     pub fn push(&mut self, vector: &[i16]) {
+        self.missing.push(vector.is_empty());
         let n = vector.len().min(self.dim);
         self.data.extend_from_slice(&vector[..n]);
         self.data.extend(std::iter::repeat_n(0, self.dim - n));
@@ -137,6 +147,7 @@ impl Vectors {
     pub fn push_from(&mut self, other: &Vectors, i: usize) {
         self.data.extend_from_slice(other.get(i));
         self.norms2.push(other.norms2[i]);
+        self.missing.push(other.missing[i]);
     }
 }
 

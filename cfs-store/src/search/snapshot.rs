@@ -137,6 +137,8 @@ pub struct SnapshotDiff {
     pub removed: usize,
     /// Chunks whose document gained or lost paths (re-indexed for their path tokens).
     pub repathed: usize,
+    /// Chunks whose embedding arrived after their text (embeddings deferred).
+    pub embedded: usize,
     /// Whether the segments were merged into a new base.
     pub merged: bool,
 }
@@ -436,6 +438,25 @@ impl Snapshot {
                 docs.insert(id.0, Arc::new(info));
             }
         }
+        // Embeddings committed after their chunks: those chunks are indexed again.
+        let mut embedded: Vec<ChunkId> = Vec::new();
+        if roots.embeddings != self.table_roots.embeddings {
+            let t = raw.open_table(tables::EMBEDDINGS)?;
+            let again: BTreeSet<&ChunkId> = removed.iter().chain(&repathed).collect();
+            for live in &self.segments {
+                let seg = &live.segment;
+                for (i, meta) in seg.metas.iter().enumerate() {
+                    if live.is_dead(i) || seg.vectors.has(i) || again.contains(&meta.id) {
+                        continue;
+                    }
+                    let id = EmbeddingId::derive(&meta.id, &self.model);
+                    if t.get(&id.0[..])?.is_some() {
+                        embedded.push(meta.id);
+                    }
+                }
+            }
+        }
+        repathed.extend(embedded.iter().copied());
         let repathed_chunks = read_chunks(&txn, &repathed)?;
 
         // Segments: tombstones for removed and re-pathed chunks, one new segment.
@@ -481,7 +502,8 @@ impl Snapshot {
         let diff = SnapshotDiff {
             added: new_chunks.len() - repathed.len(),
             removed: removed.len(),
-            repathed: repathed.len(),
+            repathed: repathed.len() - embedded.len(),
+            embedded: embedded.len(),
             merged: false,
         };
         if !new_chunks.is_empty() {

@@ -2,6 +2,7 @@
 //! edit, verify, proofs, reopen, and the refusals (schema, settings, empty deletes).
 
 mod crash;
+mod deferred;
 mod git;
 mod model;
 mod search;

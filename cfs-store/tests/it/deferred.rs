@@ -1,0 +1,195 @@
+//! Text first, vectors after: a sync that defers embeddings commits chunks that text
+//! search finds at once; `embed_pending` adds the embeddings in commits of its own, can
+//! stop and resume, and ends at the root of a sync that embedded inline.
+
+use std::sync::atomic::Ordering;
+
+use cfs_ingest::{Embedder, HashEmbedder};
+use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
+use cfs_store::{EmbedOptions, EmbedProgress, Store, SyncOptions};
+
+use crate::store::{clean_root, settings, write};
+
+fn tree(root: &std::path::Path) {
+    write(
+        root,
+        "a.md",
+        "# Alpha\n\nalpha text about parsing\n\n## Beta\n\nbeta words\n",
+    );
+    write(
+        root,
+        "copy.md",
+        "# Alpha\n\nalpha text about parsing\n\n## Beta\n\nbeta words\n",
+    );
+    write(
+        root,
+        "b.md",
+        "# Alpha\n\nalpha text about parsing\n\n## Gamma\n\nother words\n",
+    );
+    write(
+        root,
+        "src/lib.rs",
+        "/// Parses a config.\npub fn parse_config() {}\n\npub struct Cfg;\n",
+    );
+    write(
+        root,
+        "notes.txt",
+        "zebra quantum lattice\n\nsecond paragraph here\n",
+    );
+}
+
+#[test]
+fn deferred_vectors_reach_the_inline_root_through_stops_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    tree(&root);
+    let embedder = HashEmbedder::new(32);
+    let options = SyncOptions {
+        defer_embeddings: true,
+        ..SyncOptions::default()
+    };
+    let store = Store::create(&dir.path().join("s.redb"), settings(&options, &embedder)).unwrap();
+    let clean = clean_root(&root, &options, &embedder);
+
+    // Text first: every chunk committed, none embedded, and the state is sound.
+    let report = store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    let status = store.embed_status().unwrap();
+    assert!(status.chunks > 4 && status.embedded == 0, "{status:?}");
+    assert_eq!(report.deferred as u64, status.chunks);
+    assert_eq!(report.embedded, 0);
+    assert_ne!(report.root, clean);
+    assert!(
+        store.verify().unwrap().is_ok(),
+        "{:?}",
+        store.verify().unwrap().problems
+    );
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
+    let hits = index
+        .search(&Query::new("zebra").mode(Mode::Text), &embedder)
+        .unwrap();
+    assert_eq!(hits[0].path, "notes.txt");
+    let vector = |index: &SearchIndex| {
+        index
+            .search(
+                &Query::new("zebra quantum").mode(Mode::Vector).k(50),
+                &embedder,
+            )
+            .unwrap()
+    };
+    assert!(
+        vector(&index).is_empty(),
+        "no vector is a result before it exists"
+    );
+
+    // Two batches of one text each, then a stop.
+    let stop_options = EmbedOptions {
+        batch_texts: 1,
+        ..EmbedOptions::default()
+    };
+    let stop = std::sync::Arc::clone(&stop_options.stop);
+    let commits = std::sync::atomic::AtomicUsize::new(0);
+    let first = store
+        .embed_pending(&embedder, &stop_options, &|p| {
+            if let EmbedProgress::Committed { .. } = p
+                && commits.fetch_add(1, Ordering::SeqCst) == 1
+            {
+                stop.store(true, Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+    assert_eq!(first.commits, 2);
+    assert!(first.chunks >= 2 && first.still_pending > 0, "{first:?}");
+    assert!(store.verify().unwrap().is_ok());
+    let refreshed = index.refresh(&store).unwrap();
+    assert!(matches!(refreshed.diff, Some(d) if d.embedded == first.chunks));
+    assert_eq!(index.snapshot().n_chunks() as u64, status.chunks);
+
+    // Resume: the rest, and the root of the inline sync.
+    let rest = store
+        .embed_pending(&embedder, &EmbedOptions::default(), &|_| {})
+        .unwrap();
+    assert_eq!(rest.still_pending, 0);
+    assert_eq!(first.chunks + rest.chunks, status.chunks as usize);
+    assert_eq!(rest.root, clean);
+    assert_eq!(store.embed_status().unwrap().embedded, status.chunks);
+    assert!(store.verify().unwrap().is_ok());
+    index.refresh(&store).unwrap();
+    assert_eq!(vector(&index)[0].path, "notes.txt");
+    let fresh = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
+    for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
+        let q = Query::new("alpha parsing config").mode(mode).k(20);
+        let ids = |i: &SearchIndex| -> Vec<_> {
+            i.search(&q, &embedder)
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.chunk_id, h.score))
+                .collect()
+        };
+        assert_eq!(
+            ids(&index),
+            ids(&fresh),
+            "{mode:?}: refreshed index equals a fresh one"
+        );
+    }
+
+    // Nothing left: no commit.
+    let none = store
+        .embed_pending(&embedder, &EmbedOptions::default(), &|_| {})
+        .unwrap();
+    assert_eq!((none.commits, none.chunks), (0, 0));
+}
+
+#[test]
+fn cached_texts_are_never_embedded_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    tree(&root);
+    let embedder = HashEmbedder::new(32);
+    let options = SyncOptions {
+        defer_embeddings: true,
+        ..SyncOptions::default()
+    };
+    let store = Store::create(&dir.path().join("s.redb"), settings(&options, &embedder)).unwrap();
+    store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    let all = store
+        .embed_pending(&embedder, &EmbedOptions::default(), &|_| {})
+        .unwrap();
+    assert!(
+        all.texts_embedded > 0 && all.texts_embedded < all.chunks,
+        "a.md and b.md share a section: {all:?}"
+    );
+
+    // A removed file that comes back finds its vectors in the cache: nothing deferred.
+    let text = std::fs::read_to_string(root.join("notes.txt")).unwrap();
+    std::fs::remove_file(root.join("notes.txt")).unwrap();
+    store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    write(&root, "moved/notes.txt", &text);
+    let back = store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    assert_eq!(back.deferred, 0);
+    assert_eq!(back.root, clean_root(&root, &options, &embedder));
+
+    // A new text is deferred, then embedded alone.
+    write(&root, "new.txt", "an entirely new paragraph\n");
+    let new = store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    assert_eq!(new.deferred, 1);
+    let one = store
+        .embed_pending(&embedder, &EmbedOptions::default(), &|_| {})
+        .unwrap();
+    assert_eq!((one.chunks, one.texts_embedded, one.commits), (1, 1, 1));
+    assert_eq!(one.root, clean_root(&root, &options, &embedder));
+}
+
+#[test]
+fn another_model_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedder = HashEmbedder::new(32);
+    let options = SyncOptions::default();
+    let store = Store::create(&dir.path().join("s.redb"), settings(&options, &embedder)).unwrap();
+    let other = HashEmbedder::new(16);
+    assert_ne!(other.model_id(), embedder.model_id());
+    let err = store.embed_pending(&other, &EmbedOptions::default(), &|_| {});
+    assert!(matches!(
+        err,
+        Err(cfs_store::StoreError::ConfigMismatch { .. })
+    ));
+}
