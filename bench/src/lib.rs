@@ -188,3 +188,97 @@ pub fn indexed_corpus(src: &Path, budget: u64) -> IndexedCorpus {
         options,
     }
 }
+
+/// The Python suite, built like [`make_corpus`]: `.py` files of `src` (path order) up to
+/// `budget` bytes are copied with the docstrings of top-level functions and classes
+/// replaced by `pass`; each docstring's first paragraph (at least four words) is a query
+/// whose answer is that function or class.
+pub fn make_python_corpus(src: &Path, dst: &Path, budget: u64) -> (u64, usize, Vec<Label>) {
+    let walk = cfs_ingest::walk(src).expect("walk SRC");
+    let mut files: Vec<_> = walk
+        .files
+        .iter()
+        .filter(|f| f.rel_path.ends_with(".py") && !f.rel_path.contains("test"))
+        .collect();
+    files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    let (mut bytes, mut n, mut labels) = (0, 0, Vec::new());
+    for f in files {
+        if bytes >= budget {
+            break;
+        }
+        let Ok(text) = std::fs::read_to_string(src.join(&f.rel_path)) else {
+            continue;
+        };
+        let (kept, found) = strip_docstrings(&text);
+        labels.extend(found.into_iter().map(|(item, query)| Label {
+            path: f.rel_path.clone(),
+            item,
+            query,
+        }));
+        let out = dst.join(&f.rel_path);
+        std::fs::create_dir_all(out.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&out, &kept).expect("write corpus file");
+        bytes += kept.len() as u64;
+        n += 1;
+    }
+    (bytes, n, labels)
+}
+
+/// The text without the docstrings of its top-level `def`s and `class`es, and (name,
+/// first paragraph) of each.
+fn strip_docstrings(text: &str) -> (String, Vec<(String, String)>) {
+    let lines: Vec<&str> = text.lines().collect();
+    let (mut kept, mut found) = (String::with_capacity(text.len()), Vec::new());
+    let mut pending: Option<String> = None;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let t = line.trim_start();
+        let top = line.len() == t.len();
+        if top && let Some(name) = python_item(t) {
+            pending = (line.trim_end().ends_with(':')).then_some(name);
+        } else if let Some(name) = pending.take()
+            && let Some(quote) = ["\"\"\"", "'''"].into_iter().find(|q| t.starts_with(q))
+        {
+            let indent = &line[..line.len() - t.len()];
+            let mut doc = vec![t[3..].to_owned()];
+            let mut end = i;
+            while !doc.last().expect("a line").contains(quote) && end + 1 < lines.len() {
+                end += 1;
+                doc.push(lines[end].trim().to_owned());
+            }
+            let para: Vec<String> = doc
+                .iter()
+                .map(|l| l.split(quote).next().unwrap_or("").trim().to_owned())
+                .take_while(|l| !l.is_empty())
+                .collect();
+            let query = para.join(" ");
+            if query.split_whitespace().count() >= 4 {
+                found.push((name, query));
+            }
+            kept.push_str(indent);
+            kept.push_str("pass\n");
+            i = end + 1;
+            continue;
+        } else if !t.is_empty() {
+            pending = None;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+        i += 1;
+    }
+    (kept, found)
+}
+
+/// The name a top-level `def`, `async def` or `class` line declares.
+fn python_item(t: &str) -> Option<String> {
+    let rest = t
+        .strip_prefix("def ")
+        .or_else(|| t.strip_prefix("async def "))
+        .or_else(|| t.strip_prefix("class "))?;
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}

@@ -37,7 +37,7 @@ enum Command {
     Status(store_cmds::StatusArgs),
     /// Recompute every hash and root from the rows and check every rule; exit 1 on any
     /// problem.
-    Verify(store_cmds::Common),
+    Verify(store_cmds::VerifyArgs),
     /// The state chain, newest first.
     Log(store_cmds::LogArgs),
     /// A document by path, document id or chunk id: its paths, hashes and chunks.

@@ -124,6 +124,15 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Recompute every vector from its text (default: a sample of 64).
+    #[arg(long)]
+    full: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct GcArgs {
     /// Then rewrite the file so that it shrinks (needs the store to itself).
     #[arg(long)]
@@ -591,18 +600,32 @@ pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn verify(common: &Common) -> anyhow::Result<ExitCode> {
+pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    let common = &args.common;
     let mut out = std::io::stdout().lock();
     let store = open(common)?;
     let started = std::time::Instant::now();
     let report = store.verify()?;
+    // The vectors: recomputed from their texts when the store's model is here.
+    let sample = (!args.full).then_some(cfs_store::DEFAULT_VECTOR_SAMPLE);
+    let vectors = match embedder_for(&store) {
+        Ok(embedder) => Ok(store.check_vectors(&*embedder, sample)?),
+        Err(e) => Err(format!("{e:#}")),
+    };
     let seconds = started.elapsed().as_secs_f64();
+    let vectors_ok = vectors.as_ref().map_or(true, |v| v.wrong.is_empty());
+    let ok = report.is_ok() && vectors_ok;
     if common.json {
+        let vectors_json = match &vectors {
+            Ok(v) => json!({"checked": v.checked, "embeddings": v.embeddings, "wrong": v.wrong}),
+            Err(reason) => json!({"skipped": reason}),
+        };
         print_json(&json!({
-            "ok": report.is_ok(),
+            "ok": ok,
             "stored_root": report.stored_root.to_hex(),
             "computed_root": report.computed_root.to_hex(),
             "problems": report.problems,
+            "vectors": vectors_json,
             "seconds": seconds,
         }))?;
     } else if report.is_ok() {
@@ -626,7 +649,28 @@ pub fn verify(common: &Common) -> anyhow::Result<ExitCode> {
             writeln!(out, "  {p}")?;
         }
     }
-    Ok(if report.is_ok() {
+    if !common.json {
+        match &vectors {
+            Ok(v) if v.wrong.is_empty() => writeln!(
+                out,
+                "vectors: {} of {} recomputed from their texts, all equal",
+                v.checked, v.embeddings
+            )?,
+            Ok(v) => {
+                writeln!(
+                    out,
+                    "vectors: FAILED, {} of {} checked differ",
+                    v.wrong.len(),
+                    v.checked
+                )?;
+                for w in v.wrong.iter().take(20) {
+                    writeln!(out, "  {w}")?;
+                }
+            }
+            Err(reason) => writeln!(out, "vectors: not checked: {reason}")?,
+        }
+    }
+    Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

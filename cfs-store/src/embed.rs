@@ -226,3 +226,83 @@ impl Store {
         Ok(())
     }
 }
+
+/// What [`Store::check_vectors`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VectorCheck {
+    /// Embeddings whose vector was recomputed.
+    pub checked: usize,
+    /// Embeddings in the store.
+    pub embeddings: usize,
+    /// One line per embedding whose vector is not the one its text gives.
+    pub wrong: Vec<String>,
+}
+
+/// Embeddings [`Store::check_vectors`] recomputes when not asked for all.
+pub const DEFAULT_VECTOR_SAMPLE: usize = 64;
+
+impl Store {
+    /// Recomputes the vectors of `sample` embeddings spread evenly over the store (all
+    /// of them with `None`) from their chunks' texts, and compares them with the stored
+    /// ones: the check that the committed vectors are the model's, which the Merkle
+    /// roots alone cannot make.
+    pub fn check_vectors(
+        &self,
+        embedder: &dyn Embedder,
+        sample: Option<usize>,
+    ) -> Result<VectorCheck> {
+        let read = self.begin_read()?;
+        let ids: Vec<EmbeddingId> = {
+            let t = read.raw().open_table(tables::EMBEDDINGS)?;
+            let mut ids = Vec::new();
+            for row in t.iter()? {
+                let key = row?.0;
+                ids.push(EmbeddingId(
+                    key.value()
+                        .try_into()
+                        .map_err(|_| StoreError::Corrupted("embedding key".into()))?,
+                ));
+            }
+            ids
+        };
+        let n = ids.len();
+        let k = sample.unwrap_or(n).min(n);
+        let picked: Vec<EmbeddingId> = (0..k).map(|i| ids[i * n / k]).collect();
+        let mut check = VectorCheck {
+            checked: 0,
+            embeddings: n,
+            wrong: Vec::new(),
+        };
+        for group in picked.chunks(DEFAULT_EMBED_BATCH_TEXTS) {
+            let mut rows = Vec::with_capacity(group.len());
+            for id in group {
+                let e = read
+                    .embedding(id)?
+                    .ok_or_else(|| StoreError::Corrupted(format!("embedding {id} vanished")))?;
+                let chunk = read.chunk(&e.chunk_id)?.ok_or_else(|| {
+                    StoreError::Corrupted(format!(
+                        "embedding {id} names the absent chunk {}",
+                        e.chunk_id
+                    ))
+                })?;
+                rows.push((e, embedding_text(&chunk).into_owned()));
+            }
+            let texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = embedder
+                .embed_batch(&texts)
+                .map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+            for ((e, _), v) in rows.iter().zip(vectors) {
+                check.checked += 1;
+                if e.model_hash != embedder.model_hash() || e.vector != v {
+                    check.wrong.push(format!(
+                        "embedding {} of chunk {}: the stored vector is not the one {} gives its text",
+                        e.id,
+                        e.chunk_id,
+                        embedder.model_id()
+                    ));
+                }
+            }
+        }
+        Ok(check)
+    }
+}

@@ -32,7 +32,10 @@ mod verify;
 pub mod watch;
 mod write;
 
-pub use embed::{DEFAULT_EMBED_BATCH_TEXTS, EmbedOptions, EmbedProgress, EmbedReport, EmbedStatus};
+pub use embed::{
+    DEFAULT_EMBED_BATCH_TEXTS, DEFAULT_VECTOR_SAMPLE, EmbedOptions, EmbedProgress, EmbedReport,
+    EmbedStatus, VectorCheck,
+};
 pub use error::{Result, StoreError};
 pub use gc::GcReport;
 pub use read::{Counts, ReadTxn, TableUsage};

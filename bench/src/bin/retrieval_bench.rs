@@ -1,11 +1,12 @@
 //! Retrieval quality of an embedder on the labelled code-search suite:
 //!
-//! `cargo run --release --bin retrieval_bench -- SRC --bytes N [--embedder E] [--weights W,..]`
+//! `cargo run --release --bin retrieval_bench -- SRC --bytes N [--lang L] [--embedder E] [--weights W,..]`
 //! `cargo run --release --bin retrieval_bench -- SRC --bytes N --dump FILE`
 //!
-//! The suite is `cfs_bench::make_corpus`: the first N bytes of SRC's Rust files with their
-//! outer doc comments removed; each removed comment that documents a named item is a
-//! query whose answer is that item's chunk. E is `hash`, `minilm-int` (default) or
+//! The suite (L = `rust`, the default) is `cfs_bench::make_corpus`: the first N bytes of
+//! SRC's Rust files with their outer doc comments removed; each removed comment that
+//! documents a named item is a query whose answer is that item's chunk. L = `python` is
+//! `make_python_corpus`, the same with the docstrings of top-level functions and classes. E is `hash`, `minilm-int` (default) or
 //! `table:FILE`, vectors made elsewhere (JSON lines of `text` and `vector`, e.g. the float
 //! model's, from `bench/float_vectors.py`). The corpus is synced into a store with E,
 //! then every query runs as text, vector and hybrid search (exact vectors) at each fusion
@@ -18,7 +19,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cfs_bench::{Label, is_target, make_corpus};
+use cfs_bench::{Label, is_target, make_corpus, make_python_corpus};
 use cfs_ingest::{
     EmbedError, Embedder, HashEmbedder, IngestConfig, MiniLmInt, Registry, embedding_text,
     index_tree,
@@ -108,7 +109,11 @@ fn main() {
     let budget: u64 = get("--bytes").map_or(4 << 20, |v| v.parse().expect("--bytes N"));
     let dir = tempfile::tempdir().expect("temp dir");
     let tree = dir.path().join("tree");
-    let (bytes, files, labels) = make_corpus(&src, &tree, budget);
+    let (bytes, files, labels) = match get("--lang").as_deref() {
+        None | Some("rust") => make_corpus(&src, &tree, budget),
+        Some("python") => make_python_corpus(&src, &tree, budget),
+        Some(other) => panic!("--lang rust|python, not {other}"),
+    };
 
     if let Some(out) = get("--dump") {
         let minilm = MiniLmInt::open_default().expect("minilm-int (for token ids)");

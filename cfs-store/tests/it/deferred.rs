@@ -193,3 +193,50 @@ fn another_model_is_refused() {
         Err(cfs_store::StoreError::ConfigMismatch { .. })
     ));
 }
+
+/// The hash embedder's model id with other vectors: what a store written by a faulty
+/// or tampered embedder holds.
+struct Impostor(HashEmbedder);
+
+impl Embedder for Impostor {
+    fn model_id(&self) -> &str {
+        self.0.model_id()
+    }
+    fn dimension(&self) -> usize {
+        self.0.dimension()
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, cfs_ingest::EmbedError> {
+        let mut out = self.0.embed_batch(texts)?;
+        for v in &mut out {
+            v.reverse();
+        }
+        Ok(out)
+    }
+}
+
+#[test]
+fn vectors_are_checked_against_their_texts() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    tree(&root);
+    let embedder = HashEmbedder::new(32);
+    let options = SyncOptions::default();
+    let store = Store::create(&dir.path().join("s.redb"), settings(&options, &embedder)).unwrap();
+    store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    let all = store.check_vectors(&embedder, None).unwrap();
+    assert!(
+        all.checked > 4 && all.checked == all.embeddings && all.wrong.is_empty(),
+        "{all:?}"
+    );
+    let sample = store.check_vectors(&embedder, Some(3)).unwrap();
+    assert_eq!(sample.checked, 3);
+    // A store whose vectors are not the model's passes verify (the roots are sound) but
+    // not the vector check.
+    let bad = tempfile::tempdir().unwrap();
+    let impostor = Impostor(HashEmbedder::new(32));
+    let other = Store::create(&bad.path().join("s.redb"), settings(&options, &embedder)).unwrap();
+    other.sync(&root, &options, &impostor, &|_| {}).unwrap();
+    assert!(other.verify().unwrap().is_ok());
+    let found = other.check_vectors(&embedder, None).unwrap();
+    assert_eq!(found.wrong.len(), found.checked, "{found:?}");
+}
