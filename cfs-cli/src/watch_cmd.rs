@@ -44,6 +44,11 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         options,
         embedder,
     } = open_or_create(&root, &args.common, args.embedder)?;
+    // Text first: each change is searchable by keyword at its first commit.
+    let options = cfs_store::SyncOptions {
+        defer_embeddings: true,
+        ..options
+    };
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
@@ -121,6 +126,22 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
                         } else {
                             format!(", {} failed", report.failed.len())
                         },
+                        elapsed.as_secs_f64() * 1e3,
+                        report.root
+                    )
+                }
+            }
+            WatchEvent::Embedded { report, elapsed } => {
+                if json {
+                    json!({"event": "embedded", "chunks": report.chunks,
+                        "texts_embedded": report.texts_embedded, "commits": report.commits,
+                        "pending": report.still_pending, "state_root": report.root.to_hex(),
+                        "ms": elapsed.as_secs_f64() * 1e3})
+                    .to_string()
+                } else {
+                    format!(
+                        "vectors: {} chunks embedded in {:.1} ms; root {}",
+                        report.chunks,
                         elapsed.as_secs_f64() * 1e3,
                         report.root
                     )

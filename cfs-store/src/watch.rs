@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use cfs_ingest::{DEFAULT_IGNORED_DIRS, Embedder, Scope};
 use notify::Watcher as _;
 
+use crate::embed::{EmbedOptions, EmbedReport};
 use crate::error::{Result, StoreError};
 use crate::store::Store;
 use crate::sync::{SyncOptions, SyncReport};
@@ -196,6 +197,41 @@ pub enum WatchEvent {
     },
     /// Events cannot be had; whole syncs run every `poll_interval` instead.
     Degraded(String),
+    /// After a sync that deferred embeddings: the vectors it left are committed.
+    Embedded {
+        /// What was embedded.
+        report: EmbedReport,
+        /// From the end of the sync to the last vector committed.
+        elapsed: Duration,
+    },
+}
+
+/// With [`SyncOptions::defer_embeddings`], embeds what the sync left, stopping after
+/// the batch under way when `stop` is set.
+fn embed_after(
+    store: &Store,
+    options: &SyncOptions,
+    embedder: &dyn Embedder,
+    stop: &AtomicBool,
+    on_event: &mut dyn FnMut(WatchEvent),
+) -> Result<()> {
+    if !options.defer_embeddings {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let embed = EmbedOptions::default();
+    let report = store.embed_pending(embedder, &embed, &|_| {
+        if stop.load(Ordering::SeqCst) {
+            embed.stop.store(true, Ordering::SeqCst);
+        }
+    })?;
+    if report.commits > 0 {
+        on_event(WatchEvent::Embedded {
+            report,
+            elapsed: started.elapsed(),
+        });
+    }
+    Ok(())
 }
 
 /// Keeps `store` in step with the tree at `root` until `stop` is set: a whole sync
@@ -242,7 +278,7 @@ pub fn watch(
             paths: None,
             elapsed: started.elapsed(),
         });
-        Ok(())
+        embed_after(store, options, embedder, stop, on_event)
     };
     whole(Instant::now(), on_event)?;
     match &degraded {
@@ -304,6 +340,7 @@ pub fn watch(
                         paths: Some(n),
                         elapsed: started.elapsed(),
                     });
+                    embed_after(store, options, embedder, stop, on_event)?;
                 }
             }
         }

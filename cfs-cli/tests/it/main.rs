@@ -579,8 +579,14 @@ fn embedders_text_first_and_a_missing_model() {
     let (code, out, _) = cfs_in(root, &["verify", "--full", "--json"]);
     assert_eq!(code, 0, "{out}");
     let checked: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(checked["vectors"]["checked"], checked["vectors"]["embeddings"]);
-    assert_eq!(checked["vectors"]["wrong"].as_array().map(Vec::len), Some(0));
+    assert_eq!(
+        checked["vectors"]["checked"],
+        checked["vectors"]["embeddings"]
+    );
+    assert_eq!(
+        checked["vectors"]["wrong"].as_array().map(Vec::len),
+        Some(0)
+    );
     let (code, out, _) = cfs_in(
         root,
         &["search", "add two numbers", "--mode", "vector", "--json"],

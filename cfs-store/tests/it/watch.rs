@@ -50,7 +50,10 @@ struct Watcher {
 
 impl Watcher {
     fn start(root: &Path, watch_settings: WatchSettings) -> Self {
-        let options = SyncOptions::default();
+        Self::start_with(root, watch_settings, SyncOptions::default())
+    }
+
+    fn start_with(root: &Path, watch_settings: WatchSettings, options: SyncOptions) -> Self {
         let embedder = HashEmbedder::new(32);
         let store = Arc::new(
             Store::create(&root.join(".cfs/store.redb"), settings(&options, &embedder)).unwrap(),
@@ -102,6 +105,7 @@ impl Watcher {
                 WatchEvent::Synced { report, .. } => report.commits,
                 WatchEvent::Degraded(reason) => panic!("degraded: {reason}"),
                 WatchEvent::Watching => 0,
+                WatchEvent::Embedded { report, .. } => report.commits,
             })
             .sum()
     }
@@ -236,5 +240,31 @@ fn without_events_whole_syncs_run_at_the_poll_interval() {
     write(root, "b.txt", "second\n");
     std::fs::remove_file(root.join("a.txt")).unwrap();
     watcher.settle(root, "polling");
+    watcher.stop();
+}
+
+#[test]
+fn text_first_watching_commits_the_text_then_the_vectors() {
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path().canonicalize().unwrap();
+    let root = root.as_path();
+    write(root, "a.txt", "first\n");
+    let options = SyncOptions {
+        defer_embeddings: true,
+        ..SyncOptions::default()
+    };
+    let watch_settings = WatchSettings {
+        poll_interval: Duration::from_millis(200),
+        poll_only: true,
+        ..WatchSettings::default()
+    };
+    let watcher = Watcher::start_with(root, watch_settings, options);
+    assert!(matches!(watcher.next(), WatchEvent::Synced { report, .. } if report.deferred == 1));
+    assert!(
+        matches!(watcher.next(), WatchEvent::Embedded { report, .. } if report.chunks == 1 && report.still_pending == 0)
+    );
+    assert!(matches!(watcher.next(), WatchEvent::Degraded(_)));
+    write(root, "b.txt", "second\n");
+    watcher.settle(root, "text first");
     watcher.stop();
 }
