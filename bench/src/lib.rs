@@ -66,16 +66,23 @@ pub fn declared_item(line: &str) -> Option<String> {
 /// Copies `.rs` files of `src` (path order) up to `budget` bytes into `dst` without
 /// their `///` lines, and returns the labels.
 pub fn make_corpus(src: &Path, dst: &Path, budget: u64) -> (u64, usize, Vec<Label>) {
+    copy_corpus(src, dst, budget, |p| p.ends_with(".rs"), strip_doc_comments)
+}
+
+/// Copies the files of `src` that `wanted` names (path order) up to `budget` bytes into
+/// `dst` as `strip` leaves them, and returns the bytes, the files and the labels, each
+/// (item, query) of `strip` labelled with its file.
+fn copy_corpus(
+    src: &Path,
+    dst: &Path,
+    budget: u64,
+    wanted: impl Fn(&str) -> bool,
+    strip: impl Fn(&str) -> (String, Vec<(String, String)>),
+) -> (u64, usize, Vec<Label>) {
     let walk = cfs_ingest::walk(src).expect("walk SRC");
-    let mut files: Vec<_> = walk
-        .files
-        .iter()
-        .filter(|f| f.rel_path.ends_with(".rs"))
-        .collect();
+    let mut files: Vec<_> = walk.files.iter().filter(|f| wanted(&f.rel_path)).collect();
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
-    let mut bytes = 0;
-    let mut n = 0;
-    let mut labels = Vec::new();
+    let (mut bytes, mut n, mut labels) = (0, 0, Vec::new());
     for f in files {
         if bytes >= budget {
             break;
@@ -83,36 +90,12 @@ pub fn make_corpus(src: &Path, dst: &Path, budget: u64) -> (u64, usize, Vec<Labe
         let Ok(text) = std::fs::read_to_string(src.join(&f.rel_path)) else {
             continue;
         };
-        let mut kept = String::with_capacity(text.len());
-        let mut doc: Vec<String> = Vec::new();
-        for line in text.lines() {
-            let t = line.trim_start();
-            if let Some(d) = t.strip_prefix("///") {
-                doc.push(d.trim().to_owned());
-                continue;
-            }
-            if !doc.is_empty() && !t.starts_with("#[") {
-                // The first paragraph of the comment, without code examples.
-                let para: Vec<&str> = doc
-                    .iter()
-                    .map(String::as_str)
-                    .take_while(|l| !l.is_empty() && !l.starts_with("```") && !l.starts_with('#'))
-                    .collect();
-                let query = para.join(" ");
-                if let Some(item) = declared_item(t)
-                    && query.split_whitespace().count() >= 4
-                {
-                    labels.push(Label {
-                        path: f.rel_path.clone(),
-                        item,
-                        query,
-                    });
-                }
-                doc.clear();
-            }
-            kept.push_str(line);
-            kept.push('\n');
-        }
+        let (kept, found) = strip(&text);
+        labels.extend(found.into_iter().map(|(item, query)| Label {
+            path: f.rel_path.clone(),
+            item,
+            query,
+        }));
         let out = dst.join(&f.rel_path);
         std::fs::create_dir_all(out.parent().expect("parent")).expect("mkdir");
         std::fs::write(&out, &kept).expect("write corpus file");
@@ -120,6 +103,39 @@ pub fn make_corpus(src: &Path, dst: &Path, budget: u64) -> (u64, usize, Vec<Labe
         n += 1;
     }
     (bytes, n, labels)
+}
+
+/// The text without its `///` lines, and (item, first paragraph) of each that documents
+/// a named item.
+fn strip_doc_comments(text: &str) -> (String, Vec<(String, String)>) {
+    let mut kept = String::with_capacity(text.len());
+    let mut found = Vec::new();
+    let mut doc: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if let Some(d) = t.strip_prefix("///") {
+            doc.push(d.trim().to_owned());
+            continue;
+        }
+        if !doc.is_empty() && !t.starts_with("#[") {
+            // The first paragraph of the comment, without code examples.
+            let para: Vec<&str> = doc
+                .iter()
+                .map(String::as_str)
+                .take_while(|l| !l.is_empty() && !l.starts_with("```") && !l.starts_with('#'))
+                .collect();
+            let query = para.join(" ");
+            if let Some(item) = declared_item(t)
+                && query.split_whitespace().count() >= 4
+            {
+                found.push((item, query));
+            }
+            doc.clear();
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    (kept, found)
 }
 
 /// Whether a search hit is the label's item.
@@ -194,34 +210,8 @@ pub fn indexed_corpus(src: &Path, budget: u64) -> IndexedCorpus {
 /// replaced by `pass`; each docstring's first paragraph (at least four words) is a query
 /// whose answer is that function or class.
 pub fn make_python_corpus(src: &Path, dst: &Path, budget: u64) -> (u64, usize, Vec<Label>) {
-    let walk = cfs_ingest::walk(src).expect("walk SRC");
-    let mut files: Vec<_> = walk
-        .files
-        .iter()
-        .filter(|f| f.rel_path.ends_with(".py") && !f.rel_path.contains("test"))
-        .collect();
-    files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
-    let (mut bytes, mut n, mut labels) = (0, 0, Vec::new());
-    for f in files {
-        if bytes >= budget {
-            break;
-        }
-        let Ok(text) = std::fs::read_to_string(src.join(&f.rel_path)) else {
-            continue;
-        };
-        let (kept, found) = strip_docstrings(&text);
-        labels.extend(found.into_iter().map(|(item, query)| Label {
-            path: f.rel_path.clone(),
-            item,
-            query,
-        }));
-        let out = dst.join(&f.rel_path);
-        std::fs::create_dir_all(out.parent().expect("parent")).expect("mkdir");
-        std::fs::write(&out, &kept).expect("write corpus file");
-        bytes += kept.len() as u64;
-        n += 1;
-    }
-    (bytes, n, labels)
+    let wanted = |p: &str| p.ends_with(".py") && !p.contains("test");
+    copy_corpus(src, dst, budget, wanted, strip_docstrings)
 }
 
 /// The text without the docstrings of its top-level `def`s and `class`es, and (name,

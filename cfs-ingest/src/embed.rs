@@ -245,8 +245,9 @@ pub fn feature_hash(tag: u8, feature: &str) -> u64 {
     h ^ (h >> 31)
 }
 
-/// Integer square root (floor).
-fn isqrt(n: u128) -> u128 {
+/// Integer square root (floor), by Newton's iteration.
+#[inline(always)]
+pub(crate) fn isqrt(n: u128) -> u128 {
     if n < 2 {
         return n;
     }

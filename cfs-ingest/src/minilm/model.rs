@@ -205,7 +205,7 @@ impl LayerNorm {
         let mean = (sum + n / 2).div_euclid(n);
         let var: i128 =
             x.iter().map(|&v| i128::from(v - mean).pow(2)).sum::<i128>() / i128::from(n);
-        let std = isqrt(var as u128) as i64;
+        let std = crate::embed::isqrt(var as u128) as i64;
         let inv = if std > 0 {
             ((1i64 << 47) + std / 2) / std
         } else {
@@ -224,21 +224,6 @@ impl LayerNorm {
             self.row(row, o);
         }
     }
-}
-
-/// Integer square root (floor), by Newton's iteration.
-#[inline(always)]
-pub(crate) fn isqrt(n: u128) -> u128 {
-    if n < 2 {
-        return n;
-    }
-    let mut x = n;
-    let mut y = x.div_ceil(2);
-    while y < x {
-        x = y;
-        y = (x + n / x) / 2;
-    }
-    x
 }
 
 #[derive(Debug)]

@@ -38,17 +38,32 @@ fn tree(root: &std::path::Path) {
     );
 }
 
-#[test]
-fn deferred_vectors_reach_the_inline_root_through_stops_and_resumes() {
+/// A temporary folder with the tree under `tree/` and a new store beside it, syncing
+/// with `defer` embeddings.
+fn setup(
+    defer: bool,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Store,
+    SyncOptions,
+    HashEmbedder,
+) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("tree");
     tree(&root);
     let embedder = HashEmbedder::new(32);
     let options = SyncOptions {
-        defer_embeddings: true,
+        defer_embeddings: defer,
         ..SyncOptions::default()
     };
     let store = Store::create(&dir.path().join("s.redb"), settings(&options, &embedder)).unwrap();
+    (dir, root, store, options, embedder)
+}
+
+#[test]
+fn deferred_vectors_reach_the_inline_root_through_stops_and_resumes() {
+    let (_dir, root, store, options, embedder) = setup(true);
     let clean = clean_root(&root, &options, &embedder);
 
     // Text first: every chunk committed, none embedded, and the state is sound.
@@ -141,15 +156,7 @@ fn deferred_vectors_reach_the_inline_root_through_stops_and_resumes() {
 
 #[test]
 fn cached_texts_are_never_embedded_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("tree");
-    tree(&root);
-    let embedder = HashEmbedder::new(32);
-    let options = SyncOptions {
-        defer_embeddings: true,
-        ..SyncOptions::default()
-    };
-    let store = Store::create(&dir.path().join("s.redb"), settings(&options, &embedder)).unwrap();
+    let (_dir, root, store, options, embedder) = setup(true);
     store.sync(&root, &options, &embedder, &|_| {}).unwrap();
     let all = store
         .embed_pending(&embedder, &EmbedOptions::default(), &|_| {})
@@ -216,12 +223,7 @@ impl Embedder for Impostor {
 
 #[test]
 fn vectors_are_checked_against_their_texts() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("tree");
-    tree(&root);
-    let embedder = HashEmbedder::new(32);
-    let options = SyncOptions::default();
-    let store = Store::create(&dir.path().join("s.redb"), settings(&options, &embedder)).unwrap();
+    let (_dir, root, store, options, embedder) = setup(false);
     store.sync(&root, &options, &embedder, &|_| {}).unwrap();
     let all = store.check_vectors(&embedder, None).unwrap();
     assert!(
