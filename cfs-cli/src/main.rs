@@ -48,6 +48,8 @@ enum Command {
     Refresh(store_cmds::RefreshArgs),
     /// Remove cached vectors that no embedding names; `--compact` then shrinks the file.
     Gc(store_cmds::GcArgs),
+    /// Switch the store to another embedder and embed every chunk with it.
+    Reembed(store_cmds::ReembedArgs),
     /// Keep the store in step with a folder while it changes, until Ctrl-C.
     Watch(watch_cmd::WatchArgs),
     /// Search the store: BM25 text and vector similarity, fused by reciprocal rank.
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
         Command::Prove(args) => store_cmds::prove(&args),
         Command::Refresh(args) => store_cmds::refresh(&args),
         Command::Gc(args) => store_cmds::gc(&args),
+        Command::Reembed(args) => store_cmds::reembed(&args),
         Command::Watch(args) => watch_cmd::run(&args),
         Command::Search(args) => search_cmds::search(&args),
         Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),

@@ -133,6 +133,15 @@ pub struct VerifyArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct ReembedArgs {
+    /// The embedder to switch to.
+    #[arg(long, value_enum)]
+    embedder: EmbedderChoice,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct GcArgs {
     /// Then rewrite the file so that it shrinks (needs the store to itself).
     #[arg(long)]
@@ -553,6 +562,49 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
                 )?;
             }
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cfs reembed --embedder E`: one commit drops every vector and records E, then every
+/// chunk is embedded with E (texts whose E vectors are cached are not run again).
+pub fn reembed(args: &ReembedArgs) -> anyhow::Result<ExitCode> {
+    let mut store = open(&args.common)?;
+    let embedder = args.embedder.load()?;
+    let before = store.settings().model_id.clone();
+    let started = std::time::Instant::now();
+    store.switch_embedder(&*embedder)?;
+    // The search index cache holds the old model's vectors: it goes.
+    let cache = store.path().with_file_name("index.cache");
+    if before != embedder.model_id() && cache.exists() {
+        std::fs::remove_file(&cache)
+            .with_context(|| format!("cannot remove {}", cache.display()))?;
+    }
+    let report = embed_pending(&store, &*embedder, args.common.json)?;
+    let seconds = started.elapsed().as_secs_f64();
+    if args.common.json {
+        print_json(&json!({
+            "from": before, "to": embedder.model_id(),
+            "chunks": report.chunks, "texts_embedded": report.texts_embedded,
+            "vectors_pending": report.still_pending, "commits": report.commits,
+            "state_root": report.root.to_hex(), "seconds": seconds,
+        }))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "embedder {before} -> {}", embedder.model_id())?;
+        writeln!(
+            out,
+            "  {} chunks embedded ({} texts through the model) in {seconds:.2} s",
+            report.chunks, report.texts_embedded
+        )?;
+        if report.still_pending > 0 {
+            writeln!(
+                out,
+                "  {} chunks wait for their vectors (run `cfs index`)",
+                report.still_pending
+            )?;
+        }
+        writeln!(out, "state root {}", report.root)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -139,6 +139,26 @@ impl Store {
         Ok(report)
     }
 
+    /// Switches the store to `embedder`: one commit removes every embedding (with its
+    /// edges) and records the new model in the store's settings, so that vectors of two
+    /// models never meet; [`Store::embed_pending`] then embeds every chunk with it
+    /// (texts whose vectors by it are still in the embedding cache are not run again).
+    /// Nothing happens if the store has that embedder already.
+    pub fn switch_embedder(&mut self, embedder: &dyn Embedder) -> Result<StateRoot> {
+        let settings = crate::Settings {
+            chunk: self.settings().chunk,
+            model_id: embedder.model_id().to_owned(),
+        };
+        if settings == *self.settings() {
+            return self.state_root();
+        }
+        let mut txn = self.begin_write()?;
+        txn.remove_embeddings_for(&settings)?;
+        let root = txn.commit()?;
+        self.set_settings(settings);
+        Ok(root)
+    }
+
     /// Scans the chunks for those whose embedding by this model is absent.
     fn pending(&self, embedder: &dyn Embedder) -> Result<Pending> {
         let model = embedder.model_hash();

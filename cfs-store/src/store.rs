@@ -42,7 +42,7 @@ pub struct Settings {
 }
 
 impl Settings {
-    fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         out.extend(self.chunk.target_bytes.to_le_bytes());
         out.extend(self.chunk.max_bytes.to_le_bytes());
@@ -245,6 +245,11 @@ impl Store {
     /// What the store is built with.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// Takes settings that a committed transaction recorded in meta.
+    pub(crate) fn set_settings(&mut self, settings: Settings) {
+        self.settings = settings;
     }
 
     /// Starts the single write transaction.

@@ -851,6 +851,54 @@ impl<'s> WriteTxn<'s> {
         Ok(true)
     }
 
+    /// Removes every embedding with its `embedded_as` edge and any user edge that
+    /// touches it (the ids read first: an explicit set), and records `settings` in meta:
+    /// the first commit of switching a store to another embedder. Returns the embeddings
+    /// removed.
+    pub(crate) fn remove_embeddings_for(&mut self, settings: &crate::Settings) -> Result<usize> {
+        self.flush_staged()?;
+        let ids: Vec<EmbeddingId> = {
+            let t = self.txn.open_table(tables::EMBEDDINGS)?;
+            let mut ids = Vec::new();
+            for row in t.iter()? {
+                let key = row?.0;
+                ids.push(EmbeddingId(
+                    key.value()
+                        .try_into()
+                        .map_err(|_| StoreError::Corrupted("embedding key".into()))?,
+                ));
+            }
+            ids
+        };
+        let mut edges: BTreeSet<Edge> = BTreeSet::new();
+        {
+            let by_source = self.txn.open_table(tables::EDGES)?;
+            let by_target = self.txn.open_table(tables::EDGES_BY_TARGET)?;
+            for id in &ids {
+                for key in keys_with_prefix(&by_target, &id.0)? {
+                    edges.insert(edge_from_key(&key, true)?);
+                }
+                for key in keys_with_prefix(&by_source, &id.0)? {
+                    edges.insert(edge_from_key(&key, false)?);
+                }
+            }
+        }
+        assert!(
+            edges.len() >= ids.len(),
+            "every embedding has its embedded_as edge"
+        );
+        for edge in &edges {
+            self.delete_edge_row(edge)?;
+        }
+        for id in &ids {
+            self.delete_row(Table::Embeddings, &id.0)?;
+        }
+        self.txn
+            .open_table(tables::META)?
+            .insert(meta::SETTINGS.as_bytes(), settings.encode().as_slice())?;
+        Ok(ids.len())
+    }
+
     /// Records `vector` as the embedding of text `text` by `model` in the embedding cache.
     pub fn cache_vector(
         &mut self,

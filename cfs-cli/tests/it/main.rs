@@ -618,4 +618,37 @@ fn embedders_text_first_and_a_missing_model() {
         serde_json::from_str::<Value>(&out).unwrap()["state_root"],
         demo["state_root"]
     );
+
+    // reembed switches that store to minilm-int: the root of a minilm-int clean index.
+    let (code, _, _) = cfs_in(root, &["search", "merkle", "--store", store]);
+    assert_eq!(code, 0, "a cache file of the hash vectors exists now");
+    let (code, out, err) = cfs_in(
+        root,
+        &[
+            "reembed",
+            "--embedder",
+            "minilm-int",
+            "--store",
+            store,
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["vectors_pending"], 0);
+    assert_eq!(r["state_root"], v["state_root"], "{r}");
+    let (code, out, _) = cfs_in(
+        root,
+        &[
+            "search",
+            "add two numbers",
+            "--mode",
+            "vector",
+            "--store",
+            store,
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(out.contains("src/lib.rs"), "{out}");
 }

@@ -242,3 +242,43 @@ fn vectors_are_checked_against_their_texts() {
     let found = other.check_vectors(&embedder, None).unwrap();
     assert_eq!(found.wrong.len(), found.checked, "{found:?}");
 }
+
+#[test]
+fn switching_embedders_reaches_the_new_clean_root_and_back_from_the_cache() {
+    let (dir, root, mut store, options, embedder) = setup(false);
+    store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    let other = HashEmbedder::new(16);
+
+    store.switch_embedder(&other).unwrap();
+    assert_eq!(store.settings().model_id, other.model_id());
+    assert_eq!(store.embed_status().unwrap().embedded, 0);
+    assert!(
+        store.verify().unwrap().is_ok(),
+        "{:?}",
+        store.verify().unwrap().problems
+    );
+    let old = store.sync(&root, &options, &embedder, &|_| {});
+    assert!(matches!(
+        old,
+        Err(cfs_store::StoreError::ConfigMismatch { .. })
+    ));
+    let new = store
+        .embed_pending(&other, &EmbedOptions::default(), &|_| {})
+        .unwrap();
+    assert_eq!(new.root, clean_root(&root, &options, &other));
+    assert!(store.check_vectors(&other, None).unwrap().wrong.is_empty());
+
+    // Back to the first model: its vectors are still cached, no text is embedded again.
+    store.switch_embedder(&embedder).unwrap();
+    let back = store
+        .embed_pending(&embedder, &EmbedOptions::default(), &|_| {})
+        .unwrap();
+    assert_eq!(back.texts_embedded, 0);
+    assert_eq!(back.root, clean_root(&root, &options, &embedder));
+    // The same embedder again: nothing to do.
+    assert_eq!(store.switch_embedder(&embedder).unwrap(), back.root);
+    drop(store);
+    let reopened = Store::open(&dir.path().join("s.redb")).unwrap();
+    assert_eq!(reopened.settings().model_id, embedder.model_id());
+    assert!(reopened.verify().unwrap().is_ok());
+}
