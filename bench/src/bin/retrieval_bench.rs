@@ -1,6 +1,6 @@
 //! Retrieval quality of an embedder on the labelled code-search suite:
 //!
-//! `cargo run --release --bin retrieval_bench -- SRC --bytes N [--lang L] [--embedder E] [--weights W,..]`
+//! `cargo run --release --bin retrieval_bench -- SRC --bytes N [--lang L] [--embedder E] [--weights W,..] [--queries N]`
 //! `cargo run --release --bin retrieval_bench -- SRC --bytes N --dump FILE`
 //!
 //! The suite (L = `rust`, the default) is `cfs_bench::make_corpus`: the first N bytes of
@@ -168,6 +168,16 @@ fn main() {
     let sync_s = t.elapsed().as_secs_f64();
     let index = SearchIndex::open(&store, &*embedder, IndexOptions::exact()).expect("index");
 
+    // `--queries N`: every k-th label, at most N (the suite at scale has tens of
+    // thousands).
+    let labels: Vec<Label> =
+        match get("--queries").map(|n| n.parse::<usize>().expect("--queries N")) {
+            Some(n) if n < labels.len() => {
+                let step = labels.len().div_ceil(n);
+                labels.into_iter().step_by(step).collect()
+            }
+            _ => labels,
+        };
     let own = embedder.fusion_weight();
     let mut weights: Vec<u32> = get("--weights").map_or(vec![0, 25, 50, 100, 150, 200], |w| {
         w.split(',').map(|x| x.parse().expect("weight")).collect()

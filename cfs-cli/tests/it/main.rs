@@ -491,13 +491,25 @@ fn watch_syncs_edits_and_stops_cleanly_on_interrupt() {
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut next = || -> Value { serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap() };
+    // Text first: each sync, then its vectors.
     assert_eq!(next()["event"], "synced");
+    assert_eq!(next()["event"], "embedded");
     assert_eq!(next()["event"], "watching");
     std::fs::write(root.join("added.md"), "# Added while watching\n").unwrap();
     let e = next();
     assert_eq!(
         (e["event"].as_str(), e["added"].as_u64()),
         (Some("synced"), Some(1)),
+        "{e}"
+    );
+    let e = next();
+    assert_eq!(
+        (
+            e["event"].as_str(),
+            e["chunks"].as_u64(),
+            e["pending"].as_u64()
+        ),
+        (Some("embedded"), Some(1), Some(0)),
         "{e}"
     );
     let (code, _, _) = cfs_in(root, &["search", "watching", "--json"]);
