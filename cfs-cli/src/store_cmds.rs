@@ -258,8 +258,10 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         embedder,
     } = open_or_create(&root, &args.common, args.embedder)?;
     // Text first: the sync commits chunks at once, vectors follow in commits of their own.
+    // Text first with a model: the sync commits chunks at once, vectors follow in
+    // commits of their own (the hash embedder keeps pace with the sync: inline).
     let options = SyncOptions {
-        defer_embeddings: true,
+        defer_embeddings: text_first(&store),
         ..options
     };
     let started = std::time::Instant::now();
@@ -296,6 +298,12 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
     };
     print_sync_report(&report, &root, &file, &done, args.common.json)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether syncs of this store commit text first: yes with a model (minilm-int), whose
+/// embedding is far slower than parsing; no with the hash embedder.
+pub fn text_first(store: &Store) -> bool {
+    EmbedderChoice::of_model_id(&store.settings().model_id) == Some(EmbedderChoice::MinilmInt)
 }
 
 /// Embeds the chunks that have no vector yet, with a bar; Ctrl-C stops after the batch

@@ -116,6 +116,19 @@ impl Store {
                 requested: embedder.model_id().to_owned(),
             });
         }
+        // One model per store: as many embeddings as chunks means none is missing, and
+        // the scan (a lookup per chunk) is skipped.
+        let status = self.embed_status()?;
+        if status.embedded == status.chunks {
+            progress(EmbedProgress::Pending {
+                chunks: 0,
+                texts: 0,
+            });
+            return Ok(EmbedReport {
+                root: self.state_root()?,
+                ..EmbedReport::default()
+            });
+        }
         let pending = self.pending(embedder)?;
         progress(EmbedProgress::Pending {
             chunks: pending.chunks,
