@@ -197,7 +197,8 @@ pub struct Opened {
 
 /// Opens the store of the tree at `root` (`root/.cfs/` unless `--store`), creating it
 /// with `choice` (default minilm-int) when there is none; an existing store made with
-/// another embedder than `choice` is an error.
+/// another embedder than `choice` is an error. The options defer embeddings when the
+/// store's embedder is a model ([`text_first`]).
 pub fn open_or_create(
     root: &Path,
     common: &Common,
@@ -234,6 +235,12 @@ pub fn open_or_create(
         };
         (Store::create(&file, settings)?, embedder)
     };
+    // Text first with a model: a sync commits chunks at once, vectors follow in commits
+    // of their own (the hash embedder keeps pace with the sync: inline).
+    let options = SyncOptions {
+        defer_embeddings: text_first(&store),
+        ..options
+    };
     Ok(Opened {
         store,
         file,
@@ -257,13 +264,6 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         options,
         embedder,
     } = open_or_create(&root, &args.common, args.embedder)?;
-    // Text first: the sync commits chunks at once, vectors follow in commits of their own.
-    // Text first with a model: the sync commits chunks at once, vectors follow in
-    // commits of their own (the hash embedder keeps pace with the sync: inline).
-    let options = SyncOptions {
-        defer_embeddings: text_first(&store),
-        ..options
-    };
     let started = std::time::Instant::now();
     let (report, head) = match &args.changed_since {
         Some(reference) => {
@@ -363,6 +363,11 @@ pub fn refresh(args: &RefreshArgs) -> anyhow::Result<ExitCode> {
         embedder,
         ..
     } = open_or_create(&root, &args.common, None)?;
+    // A few named files: their vectors go in the same commit as their text.
+    let options = SyncOptions {
+        defer_embeddings: false,
+        ..options
+    };
     let started = std::time::Instant::now();
     let bar = progress(0, args.common.json, "refreshing");
     let report = store.sync_paths(

@@ -44,11 +44,6 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         options,
         embedder,
     } = open_or_create(&root, &args.common, args.embedder)?;
-    // Text first with a model: each change is searchable by keyword at its first commit.
-    let options = cfs_store::SyncOptions {
-        defer_embeddings: crate::store_cmds::text_first(&store),
-        ..options
-    };
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);

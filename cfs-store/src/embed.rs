@@ -285,19 +285,8 @@ impl Store {
         sample: Option<usize>,
     ) -> Result<VectorCheck> {
         let read = self.begin_read()?;
-        let ids: Vec<EmbeddingId> = {
-            let t = read.raw().open_table(tables::EMBEDDINGS)?;
-            let mut ids = Vec::new();
-            for row in t.iter()? {
-                let key = row?.0;
-                ids.push(EmbeddingId(
-                    key.value()
-                        .try_into()
-                        .map_err(|_| StoreError::Corrupted("embedding key".into()))?,
-                ));
-            }
-            ids
-        };
+        let ids: Vec<EmbeddingId> =
+            tables::embedding_ids(&read.raw().open_table(tables::EMBEDDINGS)?)?;
         let n = ids.len();
         let k = sample.unwrap_or(n).min(n);
         let picked: Vec<EmbeddingId> = (0..k).map(|i| ids[i * n / k]).collect();

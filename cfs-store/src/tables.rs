@@ -131,3 +131,17 @@ pub fn split_row(value: &[u8]) -> crate::error::Result<(&[u8; 32], &[u8])> {
         .split_first_chunk::<LEAF_LEN>()
         .ok_or_else(|| crate::error::StoreError::Corrupted("row shorter than its leaf".into()))
 }
+
+/// Every key of the `embeddings` table (embedding ids, 16 bytes), in key order.
+pub fn embedding_ids<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
+    table: &T,
+) -> crate::error::Result<Vec<cfs_core::EmbeddingId>> {
+    let mut ids = Vec::new();
+    for row in table.iter()? {
+        let key = row?.0;
+        ids.push(cfs_core::EmbeddingId(key.value().try_into().map_err(
+            |_| crate::error::StoreError::Corrupted("embedding key not 16 bytes".into()),
+        )?));
+    }
+    Ok(ids)
+}

@@ -857,19 +857,8 @@ impl<'s> WriteTxn<'s> {
     /// removed.
     pub(crate) fn remove_embeddings_for(&mut self, settings: &crate::Settings) -> Result<usize> {
         self.flush_staged()?;
-        let ids: Vec<EmbeddingId> = {
-            let t = self.txn.open_table(tables::EMBEDDINGS)?;
-            let mut ids = Vec::new();
-            for row in t.iter()? {
-                let key = row?.0;
-                ids.push(EmbeddingId(
-                    key.value()
-                        .try_into()
-                        .map_err(|_| StoreError::Corrupted("embedding key".into()))?,
-                ));
-            }
-            ids
-        };
+        let ids: Vec<EmbeddingId> =
+            tables::embedding_ids(&self.txn.open_table(tables::EMBEDDINGS)?)?;
         let mut edges: BTreeSet<Edge> = BTreeSet::new();
         {
             let by_source = self.txn.open_table(tables::EDGES)?;
