@@ -42,7 +42,7 @@ pub struct SearchArgs {
 }
 
 /// The cache file of a store's runtime index: `index.cache` beside `store.redb`.
-fn cache_path(store: &Store) -> std::path::PathBuf {
+pub fn cache_path(store: &Store) -> std::path::PathBuf {
     store.path().with_file_name("index.cache")
 }
 

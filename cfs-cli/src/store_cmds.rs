@@ -588,7 +588,7 @@ pub fn reembed(args: &ReembedArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     store.switch_embedder(&*embedder)?;
     // The search index cache holds the old model's vectors: it goes.
-    let cache = store.path().with_file_name("index.cache");
+    let cache = crate::search_cmds::cache_path(&store);
     if before != embedder.model_id() && cache.exists() {
         std::fs::remove_file(&cache)
             .with_context(|| format!("cannot remove {}", cache.display()))?;

@@ -107,15 +107,11 @@ impl Store {
         options: &EmbedOptions,
         progress: &(dyn Fn(EmbedProgress) + Sync),
     ) -> Result<EmbedReport> {
-        let settings = self.settings();
-        if settings.model_id != embedder.model_id() {
-            return Err(StoreError::ConfigMismatch {
-                path: self.path().to_path_buf(),
-                what: "embedder",
-                stored: settings.model_id.clone(),
-                requested: embedder.model_id().to_owned(),
-            });
-        }
+        let requested = crate::Settings {
+            chunk: self.settings().chunk,
+            model_id: embedder.model_id().to_owned(),
+        };
+        self.settings().check(&requested, self.path())?;
         // One model per store: as many embeddings as chunks means none is missing, and
         // the scan (a lookup per chunk) is skipped.
         let status = self.embed_status()?;

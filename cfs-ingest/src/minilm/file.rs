@@ -147,12 +147,16 @@ impl<'a> ModelFile<'a> {
         Ok((name, Tensor { dtype, dims, bytes }))
     }
 
+    /// The tensor `name`, whatever its type and shape.
+    fn named(&self, name: &str) -> Result<&Tensor<'a>, String> {
+        self.tensors
+            .get(name)
+            .ok_or_else(|| format!("tensor {name} is missing"))
+    }
+
     /// The tensor `name` with type `dtype` and shape `dims`.
     pub fn get(&self, name: &str, dtype: DType, dims: &[usize]) -> Result<&Tensor<'a>, String> {
-        let t = self
-            .tensors
-            .get(name)
-            .ok_or_else(|| format!("tensor {name} is missing"))?;
+        let t = self.named(name)?;
         if t.dtype != dtype || t.dims != dims {
             return Err(format!(
                 "tensor {name} is {:?} {:?}, expected {dtype:?} {dims:?}",
@@ -162,18 +166,9 @@ impl<'a> ModelFile<'a> {
         Ok(t)
     }
 
-    /// `name` as `i8` values.
-    pub fn i8s(&self, name: &str, dims: &[usize]) -> Result<Vec<i8>, String> {
-        let t = self.get(name, DType::I8, dims)?;
-        Ok(t.bytes.iter().map(|&b| b as i8).collect())
-    }
-
     /// The one-dimensional `u8` tensor `name`, of any length.
     pub fn bytes(&self, name: &str) -> Result<&'a [u8], String> {
-        let t = self
-            .tensors
-            .get(name)
-            .ok_or_else(|| format!("tensor {name} is missing"))?;
+        let t = self.named(name)?;
         if t.dtype != DType::U8 || t.dims.len() != 1 {
             return Err(format!(
                 "tensor {name} is {:?} {:?}, expected U8 [n]",
@@ -183,40 +178,45 @@ impl<'a> ModelFile<'a> {
         Ok(t.bytes)
     }
 
+    /// The values of tensor `name` (type `dtype`, shape `dims`), each decoded from its
+    /// `N` little-endian bytes by `from_le`.
+    fn values<const N: usize, T>(
+        &self,
+        name: &str,
+        dtype: DType,
+        dims: &[usize],
+        from_le: fn([u8; N]) -> T,
+    ) -> Result<Vec<T>, String> {
+        let t = self.get(name, dtype, dims)?;
+        Ok(t.bytes
+            .chunks_exact(N)
+            .map(|b| from_le(b.try_into().expect("chunks_exact gives N bytes")))
+            .collect())
+    }
+
+    /// `name` as `i8` values.
+    pub fn i8s(&self, name: &str, dims: &[usize]) -> Result<Vec<i8>, String> {
+        self.values(name, DType::I8, dims, i8::from_le_bytes)
+    }
+
     /// `name` as `i16` values.
     pub fn i16s(&self, name: &str, dims: &[usize]) -> Result<Vec<i16>, String> {
-        let t = self.get(name, DType::I16, dims)?;
-        Ok(t.bytes
-            .chunks_exact(2)
-            .map(|b| i16::from_le_bytes([b[0], b[1]]))
-            .collect())
+        self.values(name, DType::I16, dims, i16::from_le_bytes)
     }
 
     /// `name` as `i32` values.
     pub fn i32s(&self, name: &str, dims: &[usize]) -> Result<Vec<i32>, String> {
-        let t = self.get(name, DType::I32, dims)?;
-        Ok(t.bytes
-            .chunks_exact(4)
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
+        self.values(name, DType::I32, dims, i32::from_le_bytes)
     }
 
     /// `name` as `u32` values.
     pub fn u32s(&self, name: &str, dims: &[usize]) -> Result<Vec<u32>, String> {
-        let t = self.get(name, DType::U32, dims)?;
-        Ok(t.bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
+        self.values(name, DType::U32, dims, u32::from_le_bytes)
     }
 
     /// `name` as `i64` values.
     pub fn i64s(&self, name: &str, dims: &[usize]) -> Result<Vec<i64>, String> {
-        let t = self.get(name, DType::I64, dims)?;
-        Ok(t.bytes
-            .chunks_exact(8)
-            .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
-            .collect())
+        self.values(name, DType::I64, dims, i64::from_le_bytes)
     }
 }
 

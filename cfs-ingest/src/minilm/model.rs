@@ -67,15 +67,36 @@ fn scalar_requant(f: &ModelFile<'_>, name: &str) -> Result<Requant, String> {
     check_multiplier(name, m, sh)
 }
 
-/// A linear layer: `i8` weights widened to `i16` rows of `k`, bias at the
-/// accumulator's scale, per-channel multipliers and one shift.
+/// The per-channel end of a linear layer: bias at the accumulator's scale, then the
+/// fixed-point multiplier of each channel and the layer's one shift.
 #[derive(Debug)]
-struct Linear {
-    w: Vec<i16>,
+struct Channels {
     b: Vec<i64>,
     m: Vec<i64>,
     sh: u32,
-    n: usize,
+}
+
+impl Channels {
+    /// `requant(sum_j + b_j)` for every row of `sums` (rows of one value per channel).
+    #[inline(always)]
+    fn apply<T: Copy + Into<i64>>(&self, sums: &[T], out: &mut Vec<i64>) {
+        out.clear();
+        for row in sums.chunks_exact(self.b.len()) {
+            out.extend(
+                row.iter()
+                    .zip(&self.b)
+                    .zip(&self.m)
+                    .map(|((&a, &b), &m)| rshift_round((a.into() + b) * m, self.sh)),
+            );
+        }
+    }
+}
+
+/// A linear layer: `i8` weights widened to `i16` rows of `k`, then its [`Channels`].
+#[derive(Debug)]
+struct Linear {
+    w: Vec<i16>,
+    out: Channels,
     k: usize,
 }
 
@@ -93,10 +114,11 @@ impl Linear {
         }
         Ok(Self {
             w: w.into_iter().map(i16::from).collect(),
-            b,
-            m,
-            sh: sh as u32,
-            n,
+            out: Channels {
+                b,
+                m,
+                sh: sh as u32,
+            },
             k,
         })
     }
@@ -105,17 +127,9 @@ impl Linear {
     #[inline(always)]
     fn forward(&self, x: &[i16], simd: Simd, out: &mut Vec<i64>) {
         let t_len = x.len() / self.k;
-        let mut acc = vec![0i32; t_len * self.n];
+        let mut acc = vec![0i32; t_len * self.out.b.len()];
         matmul(x, &self.w, self.k, &mut acc, simd);
-        out.clear();
-        for row in acc.chunks_exact(self.n) {
-            out.extend(
-                row.iter()
-                    .zip(&self.b)
-                    .zip(&self.m)
-                    .map(|((&a, &b), &m)| rshift_round((i64::from(a) + b) * m, self.sh)),
-            );
-        }
+        self.out.apply(&acc, out);
     }
 }
 
@@ -124,10 +138,7 @@ impl Linear {
 #[derive(Debug)]
 struct BlockedLinear {
     blocks: Vec<Vec<i16>>,
-    b: Vec<i64>,
-    m: Vec<i64>,
-    sh: u32,
-    n: usize,
+    out: Channels,
 }
 
 impl BlockedLinear {
@@ -143,10 +154,7 @@ impl BlockedLinear {
             .collect();
         Self {
             blocks,
-            b: lin.b,
-            m: lin.m,
-            sh: lin.sh,
-            n: lin.n,
+            out: lin.out,
         }
     }
 
@@ -154,8 +162,9 @@ impl BlockedLinear {
     fn forward(&self, x: &[i16], simd: Simd, out: &mut Vec<i64>) {
         let k = FFN_BLOCK * self.blocks.len();
         let t_len = x.len() / k;
-        let mut sums = vec![0i64; t_len * self.n];
-        let mut part = vec![0i32; t_len * self.n];
+        let n = self.out.b.len();
+        let mut sums = vec![0i64; t_len * n];
+        let mut part = vec![0i32; t_len * n];
         let mut xs = vec![0i16; t_len * FFN_BLOCK];
         for (q, w) in self.blocks.iter().enumerate() {
             for (dst, row) in xs.chunks_exact_mut(FFN_BLOCK).zip(x.chunks_exact(k)) {
@@ -166,15 +175,7 @@ impl BlockedLinear {
                 *s += i64::from(p);
             }
         }
-        out.clear();
-        for row in sums.chunks_exact(self.n) {
-            out.extend(
-                row.iter()
-                    .zip(&self.b)
-                    .zip(&self.m)
-                    .map(|((&a, &b), &m)| rshift_round((a + b) * m, self.sh)),
-            );
-        }
+        self.out.apply(&sums, out);
     }
 }
 
