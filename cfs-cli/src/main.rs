@@ -8,6 +8,7 @@ mod demo;
 mod locate;
 mod output;
 mod search_cmds;
+mod serve;
 mod store_cmds;
 mod watch_cmd;
 
@@ -54,6 +55,10 @@ enum Command {
     Watch(watch_cmd::WatchArgs),
     /// Search the store: BM25 text and vector similarity, fused by reciprocal rank.
     Search(search_cmds::SearchArgs),
+    /// Serve the store to coding agents: `--mcp` speaks the Model Context Protocol on
+    /// standard input and output (tools search, get_chunk, get_file, status, refresh,
+    /// collections); `--watch` keeps the store in step with the folder meanwhile.
+    Serve(serve::ServeArgs),
     /// Rebuild the runtime search index from the committed state and check that it
     /// agrees with it.
     RebuildIndex(store_cmds::Common),
@@ -92,6 +97,7 @@ fn main() -> ExitCode {
         Command::Reembed(args) => store_cmds::reembed(&args),
         Command::Watch(args) => watch_cmd::run(&args),
         Command::Search(args) => search_cmds::search(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),
     };
     match result {

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use cfs_ingest::Embedder;
-use cfs_store::Store;
 use cfs_store::search::{CacheStatus, Filter, Hit, IndexOptions, Mode, Query, SearchIndex};
+use cfs_store::{Store, StoreError};
 use serde_json::json;
 
 use crate::output::{print_json, spinner};
-use crate::store_cmds::{Common, embedder_for, open};
+use crate::store_cmds::{Common, embedder_for, open_read};
 
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
@@ -46,34 +46,57 @@ pub fn cache_path(store: &Store) -> std::path::PathBuf {
     store.path().with_file_name("index.cache")
 }
 
-/// Opens the runtime index from its cache file (built or brought forward as needed),
-/// and rewrites the file when it was missing, unusable, or far behind.
+/// Opens the store's runtime index for a search command.
 fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, Box<dyn Embedder>)> {
-    let store = open(common)?;
+    let store = open_read(common)?;
     let embedder = embedder_for(&store)?;
-    let cache = cache_path(&store);
     let spinner = spinner(common.json, "loading the search index");
     // Vector search is exact: for one query, a graph costs more to build than it saves.
-    let (index, status) =
-        SearchIndex::open_cached(&store, &*embedder, IndexOptions::exact(), &cache)?;
+    let index = open_index(&store, &*embedder, IndexOptions::exact(), common.json)?;
     spinner.finish_and_clear();
+    Ok((store, index, embedder))
+}
+
+/// Opens the runtime index from its cache file (built or brought forward as needed),
+/// and rewrites the file when it was missing, unusable, or far behind. `quiet` keeps
+/// the note of a rebuilt cache off stderr.
+pub fn open_index(
+    store: &Store,
+    embedder: &dyn Embedder,
+    options: IndexOptions,
+    quiet: bool,
+) -> anyhow::Result<SearchIndex> {
+    let cache = cache_path(store);
+    let (index, status) = SearchIndex::open_cached(store, embedder, options, &cache)?;
     let n = index.snapshot().n_chunks();
     let rewrite = match &status {
         CacheStatus::Current => false,
         CacheStatus::CaughtUp { changed } => *changed > (n / 20).max(1000),
         CacheStatus::Missing => true,
         CacheStatus::Rebuilt(reason) => {
-            if !common.json {
+            if !quiet {
                 eprintln!("cfs: index cache {} rebuilt: {reason}", cache.display());
             }
             true
         }
     };
-    if rewrite && let Err(e) = index.save_cache(&cache) {
-        // The cache only saves time: a read-only store folder still searches.
+    // The cache only saves time: a store folder that cannot be written (a read-only
+    // mount) searches from the index built in memory, without a word.
+    if rewrite
+        && let Err(e) = index.save_cache(&cache)
+        && !unwritable(&e)
+    {
         eprintln!("cfs: warning: index cache not written: {e}");
     }
-    Ok((store, index, embedder))
+    Ok(index)
+}
+
+/// True for a write refused because the place is read-only or not ours.
+fn unwritable(e: &StoreError) -> bool {
+    matches!(e, StoreError::Io { source, .. } if matches!(
+        source.kind(),
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+    ))
 }
 
 pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
@@ -153,13 +176,14 @@ fn hit_json(hit: &Hit) -> serde_json::Value {
         "symbol": hit.symbol,
         "snippet": hit.snippet,
         "text": hit.text,
+        "root": hit.root.to_hex(),
     })
 }
 
 /// Rebuilds the runtime index from the committed state, checks it against the state,
 /// writes its cache file, and reports its size and build time.
 pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
-    let store = open(common)?;
+    let store = open_read(common)?;
     let embedder = embedder_for(&store)?;
     let started = Instant::now();
     let spinner = spinner(common.json, "rebuilding the search index");

@@ -9,7 +9,7 @@ use cfs_core::{
     Canonical, ChunkId, ChunkKind, ChunkProof, DocumentId, StateRoot, hex_decode, hex_encode,
 };
 use cfs_ingest::{Embedder, HashEmbedder, MiniLmInt, Registry};
-use cfs_store::{Settings, Store, SyncOptions};
+use cfs_store::{Settings, Store, StoreError, SyncOptions};
 use serde_json::{Value, json};
 
 use crate::locate::{STORE_DIR, STORE_FILE, find_store, store_file, tree_of};
@@ -181,9 +181,30 @@ pub struct ProveArgs {
     common: Common,
 }
 
-pub fn open(common: &Common) -> anyhow::Result<Store> {
+/// Opens the store for a read command: read-only, so it never waits for a writer in
+/// another process, never writes a byte, and works on a read-only mount. A store left
+/// mid-write by a process that stopped is recovered by a writable open first, where the
+/// file can be written.
+pub fn open_read(common: &Common) -> anyhow::Result<Store> {
     let file = find_store(common.store.as_deref())?;
-    Ok(Store::open(&file)?)
+    open_read_file(&file)
+}
+
+/// [`open_read`] of a known store file.
+pub fn open_read_file(file: &Path) -> anyhow::Result<Store> {
+    match Store::open_read_only(file) {
+        Err(StoreError::NeedsRecovery(_)) => {
+            drop(Store::open(file)?);
+            Ok(Store::open_read_only(file)?)
+        }
+        result => Ok(result?),
+    }
+}
+
+/// Opens the store for a command that writes (waits for a writer in another process).
+pub fn open_write(common: &Common) -> anyhow::Result<Store> {
+    let file = find_store(common.store.as_deref())?;
+    Store::open(&file).with_context(|| format!("cannot open {} for writing", file.display()))
 }
 
 /// A store opened for syncing: the store, its file, the tree's sync options and the
@@ -344,19 +365,7 @@ pub fn refresh(args: &RefreshArgs) -> anyhow::Result<ExitCode> {
     let root = root
         .canonicalize()
         .with_context(|| format!("cannot open {}", root.display()))?;
-    let cwd = std::env::current_dir()?;
-    let mut rel = Vec::new();
-    for path in &args.paths {
-        let abs = absolute(&cwd.join(path));
-        let r = abs.strip_prefix(&root).with_context(|| {
-            format!(
-                "{}: outside the indexed tree {}",
-                path.display(),
-                root.display()
-            )
-        })?;
-        rel.push(r.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"));
-    }
+    let rel = tree_relative(&root, &std::env::current_dir()?, &args.paths)?;
     let Opened {
         store,
         options,
@@ -386,6 +395,24 @@ pub fn refresh(args: &RefreshArgs) -> anyhow::Result<ExitCode> {
     };
     print_sync_report(&report, &root, &file, &done, args.common.json)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `paths` (relative to `base`, or absolute) as paths relative to the tree at `root`
+/// (canonical); a path outside the tree is an error naming it.
+pub fn tree_relative(root: &Path, base: &Path, paths: &[PathBuf]) -> anyhow::Result<Vec<String>> {
+    let mut rel = Vec::new();
+    for path in paths {
+        let abs = absolute(&base.join(path));
+        let r = abs.strip_prefix(root).with_context(|| {
+            format!(
+                "{}: outside the indexed tree {}",
+                path.display(),
+                root.display()
+            )
+        })?;
+        rel.push(r.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"));
+    }
+    Ok(rel)
 }
 
 /// `path` made absolute without touching the file system beyond its longest existing
@@ -489,7 +516,7 @@ pub fn print_sync_report(
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let common = &args.common;
     let mut out = std::io::stdout().lock();
-    let store = open(common)?;
+    let store = open_read(common)?;
     let read = store.begin_read()?;
     let counts = read.counts()?;
     let roots = read.table_roots()?;
@@ -582,7 +609,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
 /// `cfs reembed --embedder E`: one commit drops every vector and records E, then every
 /// chunk is embedded with E (texts whose E vectors are cached are not run again).
 pub fn reembed(args: &ReembedArgs) -> anyhow::Result<ExitCode> {
-    let mut store = open(&args.common)?;
+    let mut store = open_write(&args.common)?;
     let embedder = args.embedder.load()?;
     let before = store.settings().model_id.clone();
     let started = std::time::Instant::now();
@@ -623,7 +650,7 @@ pub fn reembed(args: &ReembedArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
-    let mut store = open(&args.common)?;
+    let mut store = open_write(&args.common)?;
     let root = store.state_root()?;
     let what = if args.compact {
         "collecting unused vectors, then compacting the file"
@@ -668,7 +695,7 @@ pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
 pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let common = &args.common;
     let mut out = std::io::stdout().lock();
-    let store = open(common)?;
+    let store = open_read(common)?;
     let started = std::time::Instant::now();
     let report = store.verify()?;
     // The vectors: recomputed from their texts when the store's model is here.
@@ -744,7 +771,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
 
 pub fn log(args: &LogArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    let store = open(&args.common)?;
+    let store = open_read(&args.common)?;
     let chain = store.begin_read()?.state_chain()?;
     let records: Vec<Value> = chain
         .iter()
@@ -806,7 +833,7 @@ fn chunk_json(c: &cfs_core::Chunk) -> Value {
 
 pub fn show(args: &ShowArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    let store = open(&args.common)?;
+    let store = open_read(&args.common)?;
     let read = store.begin_read()?;
     let document = if let Ok(id) = DocumentId::parse(&args.target) {
         if let Some(doc) = read.document(&id)? {
@@ -883,7 +910,7 @@ pub fn prove(args: &ProveArgs) -> anyhow::Result<ExitCode> {
         let (trusted, source) = match &args.root {
             Some(hex) => (StateRoot::from_hex(hex)?, "given"),
             None => match find_store(args.common.store.as_deref()) {
-                Ok(file) => (Store::open(&file)?.state_root()?, "the store's current"),
+                Ok(file) => (open_read_file(&file)?.state_root()?, "the store's current"),
                 Err(_) => bail!("no --root given and no store found: pass the trusted state root"),
             },
         };
@@ -914,7 +941,7 @@ pub fn prove(args: &ProveArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .context("give a CHUNK_ID, or --check PROOF")?;
     let id = ChunkId::parse(id_text)?;
-    let store = open(&args.common)?;
+    let store = open_read(&args.common)?;
     let read = store.begin_read()?;
     let proof = read
         .prove_chunk(&id)?

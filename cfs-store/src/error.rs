@@ -44,6 +44,12 @@ pub enum StoreError {
         /// The requested value.
         requested: String,
     },
+    /// The store was opened read-only and something asked to write.
+    #[error("{}: opened read-only; this needs a store opened for writing", .0.display())]
+    ReadOnly(PathBuf),
+    /// A read-only open found the store left mid-write by a process that stopped.
+    #[error("{}: left mid-write by a process that stopped; open it for writing once (cfs index) to recover", .0.display())]
+    NeedsRecovery(PathBuf),
     /// The path holds no store.
     #[error("{}: no cfs store here (create one with cfs index)", .0.display())]
     NotFound(PathBuf),

@@ -45,7 +45,7 @@ impl Store {
             bytes_before: self.file_size(),
             ..GcReport::default()
         };
-        let txn = self.db.begin_write()?;
+        let txn = self.writable_db()?.begin_write()?;
         {
             // Every vector an embedding names.
             let named: HashSet<VectorHash> = {
@@ -98,7 +98,7 @@ impl Store {
         txn.commit()?;
         if compact {
             report.compacted = self
-                .db
+                .writable_db_mut()?
                 .compact()
                 .map_err(|e| StoreError::Storage(redb::Error::from(e)))?;
         }

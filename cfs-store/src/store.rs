@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use cfs_core::{StateRoot, TableRoots};
 use cfs_ingest::ChunkParams;
 use le::{read_u32, read_u64};
-use redb::{Database, ReadableDatabase, ReadableTable};
+use redb::{Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable};
 
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
@@ -97,10 +97,35 @@ pub(crate) mod le {
     }
 }
 
+/// The redb handle of a store: one that may write, or a read-only one that never takes
+/// the writer's lock (so it never waits for a writer) and never writes a byte.
+pub(crate) enum Db {
+    Writable(Database),
+    ReadOnly(ReadOnlyDatabase),
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Db::Writable(_) => "Db::Writable",
+            Db::ReadOnly(_) => "Db::ReadOnly",
+        })
+    }
+}
+
+impl Db {
+    fn begin_read(&self) -> std::result::Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Writable(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        }
+    }
+}
+
 /// A cfs store.
 #[derive(Debug)]
 pub struct Store {
-    pub(crate) db: Database,
+    db: Db,
     path: PathBuf,
     settings: Settings,
     /// Distinguishes the opened instances of a process (snapshots hold a transaction of one).
@@ -145,7 +170,19 @@ impl Store {
     /// Opens a store on a custom redb storage backend.
     pub fn open_with_backend(backend: impl redb::StorageBackend, label: &Path) -> Result<Self> {
         let db = Database::builder().create_with_backend(backend)?;
-        Self::from_database(db, label)
+        Self::from_database(Db::Writable(db), label)
+    }
+
+    /// Opens a store on a custom backend without ever writing to it (see
+    /// [`Store::open_read_only`]).
+    pub fn open_read_only_with_backend(
+        backend: impl redb::StorageBackend,
+        label: &Path,
+    ) -> Result<Self> {
+        let db = Database::builder()
+            .open_read_only_with_backend(backend)
+            .map_err(|e| read_only_error(e, label))?;
+        Self::from_database(Db::ReadOnly(db), label)
     }
 
     fn initialize(db: Database, path: &Path, settings: Settings) -> Result<Self> {
@@ -173,7 +210,7 @@ impl Store {
         }
         txn.commit()?;
         Ok(Self {
-            db,
+            db: Db::Writable(db),
             path: path.to_path_buf(),
             settings,
             instance: next_instance(),
@@ -185,10 +222,44 @@ impl Store {
         if !path.is_file() {
             return Err(StoreError::NotFound(path.to_path_buf()));
         }
-        Self::from_database(shared_builder().open(path)?, path)
+        Self::from_database(Db::Writable(shared_builder().open(path)?), path)
     }
 
-    fn from_database(db: Database, path: &Path) -> Result<Self> {
+    /// Opens an existing store for reading only: the open never waits for a writer in
+    /// another process (each read transaction sees the latest commit when it begins),
+    /// never writes a byte of the file, and works on a read-only mount. Anything that
+    /// would write ([`Store::begin_write`], a sync) fails with [`StoreError::ReadOnly`].
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        if !path.is_file() {
+            return Err(StoreError::NotFound(path.to_path_buf()));
+        }
+        let db = shared_builder()
+            .open_read_only(path)
+            .map_err(|e| read_only_error(e, path))?;
+        Self::from_database(Db::ReadOnly(db), path)
+    }
+
+    /// True when the store was opened with [`Store::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.db, Db::ReadOnly(_))
+    }
+
+    /// The handle that may write, or [`StoreError::ReadOnly`].
+    pub(crate) fn writable_db(&self) -> Result<&Database> {
+        match &self.db {
+            Db::Writable(db) => Ok(db),
+            Db::ReadOnly(_) => Err(StoreError::ReadOnly(self.path.clone())),
+        }
+    }
+
+    pub(crate) fn writable_db_mut(&mut self) -> Result<&mut Database> {
+        match &mut self.db {
+            Db::Writable(db) => Ok(db),
+            Db::ReadOnly(_) => Err(StoreError::ReadOnly(self.path.clone())),
+        }
+    }
+
+    fn from_database(db: Db, path: &Path) -> Result<Self> {
         let settings = {
             let txn = db.begin_read()?;
             let meta = txn
@@ -270,7 +341,7 @@ impl Store {
             // Already recorded: no write transaction (a no-op sync stays read-only).
             return Ok(());
         }
-        let txn = self.db.begin_write()?;
+        let txn = self.writable_db()?.begin_write()?;
         {
             let mut meta_t = txn.open_table(tables::META)?;
             let value = format!("{head} {}", root.to_hex());
@@ -300,6 +371,15 @@ impl Store {
     /// The current state root.
     pub fn state_root(&self) -> Result<StateRoot> {
         Ok(self.begin_read()?.table_roots()?.state_root())
+    }
+}
+
+/// A read-only open that found the file left mid-write by a process that stopped is
+/// its own error: only a writable open recovers it.
+fn read_only_error(e: redb::DatabaseError, path: &Path) -> StoreError {
+    match e {
+        redb::DatabaseError::RepairAborted => StoreError::NeedsRecovery(path.to_path_buf()),
+        e => e.into(),
     }
 }
 

@@ -355,7 +355,7 @@ pub(crate) fn keys_with_prefix<T: ReadableTable<&'static [u8], &'static [u8]>>(
 
 impl<'s> WriteTxn<'s> {
     pub(crate) fn new(store: &'s Store) -> Result<Self> {
-        let mut txn = store.db.begin_write()?;
+        let mut txn = store.writable_db()?.begin_write()?;
         // The content is untrusted: a two-phase commit never trusts a checksum alone.
         txn.set_two_phase_commit(true);
         Ok(Self {

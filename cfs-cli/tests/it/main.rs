@@ -4,6 +4,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod readonly;
+
 fn cfs(args: &[&str]) -> (i32, String, String) {
     cfs_in(&std::env::current_dir().expect("current dir"), args)
 }

@@ -119,6 +119,8 @@ pub struct Hit {
     pub snippet: String,
     /// The chunk's text.
     pub text: String,
+    /// The state root of the snapshot the result came from.
+    pub root: StateRoot,
 }
 
 /// A runtime index kept in step with a store.
@@ -363,6 +365,7 @@ pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result
                 .map(|p| p.path.to_string())
                 .collect();
             Ok(Hit {
+                root: snap.state_root(),
                 chunk_id: f.meta.id,
                 path: paths.first().cloned().unwrap_or_default(),
                 paths,

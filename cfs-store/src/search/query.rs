@@ -125,6 +125,12 @@ impl Query {
         }
     }
 
+    /// Vector search exact (the reference) even where an HNSW graph exists.
+    pub fn exact(mut self, exact: bool) -> Self {
+        self.exact = exact;
+        self
+    }
+
     /// With `k` results.
     pub fn k(mut self, k: usize) -> Self {
         self.k = k;

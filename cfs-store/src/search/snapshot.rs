@@ -237,6 +237,17 @@ impl Snapshot {
         })
     }
 
+    /// Every document, in no particular order.
+    pub fn documents(&self) -> impl Iterator<Item = &Arc<DocInfo>> {
+        self.docs.values()
+    }
+
+    /// The document at `path`.
+    pub fn document_at(&self, path: &str) -> Option<&Arc<DocInfo>> {
+        let entry = self.paths.get(&PathId::derive(path).0)?;
+        self.docs.get(&entry.document_id.0)
+    }
+
     /// The chunks of the document at `path`, in sequence order.
     pub fn chunks_at_path(&self, path: &str) -> Vec<&Arc<ChunkMeta>> {
         let Some(entry) = self.paths.get(&PathId::derive(path).0) else {

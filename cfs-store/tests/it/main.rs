@@ -5,6 +5,7 @@ mod crash;
 mod deferred;
 mod git;
 mod model;
+mod readonly;
 mod search;
 mod store;
 mod vectors;

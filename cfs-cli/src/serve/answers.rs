@@ -1,0 +1,314 @@
+//! The answers of the server's tools, built from one snapshot: compact, citing path and
+//! line range, each naming the state root it came from. Errors are sentences for the
+//! agent (a tool error), never a crash.
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use cfs_core::ChunkId;
+use cfs_ingest::Embedder;
+use cfs_store::search::{ChunkMeta, Filter, Mode, Query, Snapshot, search};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Most results one search returns.
+pub const MAX_K: u32 = 100;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchParams {
+    /// What to look for: words, an identifier, a question in plain language.
+    pub query: String,
+    /// Number of results, 1 to 100 (default 10).
+    pub k: Option<u32>,
+    /// "hybrid" (default: text and vectors fused), "text" (BM25) or "vector".
+    pub mode: Option<String>,
+    /// Only chunks of files whose path starts with this (relative to the tree).
+    pub path: Option<String>,
+    /// Only chunks in this collection (see the collections tool).
+    pub collection: Option<String>,
+    /// Only code chunks of this language: rust, python, go, typescript, javascript.
+    pub lang: Option<String>,
+    /// Only chunks of this kind: text, section, code or page.
+    pub kind: Option<String>,
+    /// Search vectors exactly (the reference) instead of through the ANN graph.
+    pub exact: Option<bool>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchAnswer {
+    /// The state root the results come from.
+    pub root: String,
+    /// Best first.
+    pub results: Vec<Found>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Found {
+    /// Pass to get_chunk for the whole text and its neighbours.
+    pub chunk_id: String,
+    /// The file (relative to the tree).
+    pub path: String,
+    /// First line, 1-based.
+    pub start_line: u32,
+    /// Last line, inclusive.
+    pub end_line: u32,
+    /// text, section, code or page.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// The ranking score (fused in hybrid mode).
+    pub score: f64,
+    /// A few lines around the first query word.
+    pub snippet: String,
+    /// Other files with the same content.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub same_content: Vec<String>,
+}
+
+/// Runs `params` on `snap`.
+pub fn search_answer(
+    snap: &Snapshot,
+    embedder: &dyn Embedder,
+    params: SearchParams,
+) -> Result<SearchAnswer, String> {
+    let k = params.k.unwrap_or(10);
+    if !(1..=MAX_K).contains(&k) {
+        return Err(format!("k must be 1 to {MAX_K}, not {k}"));
+    }
+    let mode = match params.mode.as_deref() {
+        None => Mode::Hybrid,
+        Some(m) => Mode::from_str(m)
+            .map_err(|_| format!("mode must be hybrid, text or vector, not {m:?}"))?,
+    };
+    let query = Query::new(params.query)
+        .k(k as usize)
+        .mode(mode)
+        .exact(params.exact.unwrap_or(false))
+        .filter(Filter {
+            path_prefix: params.path,
+            collection: params.collection,
+            language: params.lang,
+            kind: params.kind,
+            mime_type: None,
+        });
+    let hits = search(snap, &query, embedder).map_err(|e| e.to_string())?;
+    let results = hits
+        .into_iter()
+        .map(|h| Found {
+            chunk_id: h.chunk_id.to_string(),
+            same_content: h.paths.iter().filter(|p| **p != h.path).cloned().collect(),
+            path: h.path,
+            start_line: h.start_line,
+            end_line: h.end_line,
+            kind: h.kind,
+            symbol: h.symbol,
+            language: h.language,
+            score: h.score,
+            snippet: h.snippet,
+        })
+        .collect();
+    Ok(SearchAnswer {
+        root: snap.state_root().to_hex(),
+        results,
+    })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ChunkParams {
+    /// A chunk id from a search result (32 hex digits or the UUID form).
+    pub id: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ChunkAnswer {
+    /// The state root the chunk was read at.
+    pub root: String,
+    pub chunk_id: String,
+    pub path: String,
+    /// Every file with this content.
+    pub paths: Vec<String>,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// Heading path of a section, joined with " > ".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heading: Option<String>,
+    /// Position of the chunk in its file, from 0, and the file's number of chunks.
+    pub sequence: u32,
+    pub chunks_in_file: usize,
+    /// The chunk before this one in the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+    /// The chunk after this one in the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    pub text: String,
+}
+
+pub fn chunk_answer(snap: &Snapshot, params: &ChunkParams) -> Result<ChunkAnswer, String> {
+    let root = snap.state_root();
+    let id = ChunkId::parse(params.id.trim())
+        .map_err(|e| format!("{:?} is not a chunk id: {e}", params.id))?;
+    let meta = snap
+        .chunk(&id)
+        .ok_or_else(|| format!("no chunk {id} at state root {root}"))?;
+    let text = snap
+        .chunk_text(&id)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no text for chunk {id} at state root {root}"))?;
+    let order = &meta.doc.chunks;
+    let at = order.iter().position(|c| *c == id);
+    let neighbour = |i: Option<usize>| i.and_then(|i| order.get(i)).map(ToString::to_string);
+    let paths = paths_of(meta);
+    Ok(ChunkAnswer {
+        root: root.to_hex(),
+        chunk_id: id.to_string(),
+        path: paths.first().cloned().unwrap_or_default(),
+        paths,
+        start_line: meta.start_line,
+        end_line: meta.end_line,
+        kind: meta.kind.to_owned(),
+        symbol: meta.symbol.as_deref().map(str::to_owned),
+        language: meta.language.as_deref().map(str::to_owned),
+        heading: meta.heading.as_deref().map(str::to_owned),
+        sequence: meta.sequence,
+        chunks_in_file: order.len(),
+        previous: neighbour(at.and_then(|i| i.checked_sub(1))),
+        next: neighbour(at.map(|i| i + 1)),
+        text,
+    })
+}
+
+fn paths_of(meta: &ChunkMeta) -> Vec<String> {
+    meta.doc.paths.iter().map(|p| p.path.to_string()).collect()
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FileParams {
+    /// The file's path relative to the tree, as search results give it.
+    pub path: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileAnswer {
+    /// The state root the file was read at.
+    pub root: String,
+    pub path: String,
+    pub document_id: String,
+    pub mime_type: String,
+    /// Every file with this content.
+    pub paths: Vec<String>,
+    /// The file's chunks in order.
+    pub chunks: Vec<FileChunk>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileChunk {
+    pub chunk_id: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heading: Option<String>,
+    pub text: String,
+}
+
+pub fn file_answer(snap: &Snapshot, params: &FileParams) -> Result<FileAnswer, String> {
+    let root = snap.state_root();
+    let path = params.path.trim().trim_start_matches("./");
+    let doc = snap
+        .document_at(path)
+        .ok_or_else(|| format!("no file {path:?} in the store at state root {root}"))?;
+    let mut chunks = Vec::with_capacity(doc.chunks.len());
+    for id in &doc.chunks {
+        let (Some(meta), Some(text)) = (
+            snap.chunk(id),
+            snap.chunk_text(id).map_err(|e| e.to_string())?,
+        ) else {
+            return Err(format!(
+                "chunk {id} of {path} is missing at state root {root}"
+            ));
+        };
+        chunks.push(FileChunk {
+            chunk_id: id.to_string(),
+            start_line: meta.start_line,
+            end_line: meta.end_line,
+            kind: meta.kind.to_owned(),
+            symbol: meta.symbol.as_deref().map(str::to_owned),
+            heading: meta.heading.as_deref().map(str::to_owned),
+            text,
+        });
+    }
+    Ok(FileAnswer {
+        root: root.to_hex(),
+        path: path.to_owned(),
+        document_id: doc.id.to_string(),
+        mime_type: doc.mime_type.to_string(),
+        paths: doc.paths.iter().map(|p| p.path.to_string()).collect(),
+        chunks,
+    })
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CollectionsAnswer {
+    /// The state root the counts are of.
+    pub root: String,
+    pub collections: Vec<CollectionInfo>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CollectionInfo {
+    pub name: String,
+    /// From the tree's .cfs/collections.yaml.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Files in the collection.
+    pub files: usize,
+    /// Chunks of those files.
+    pub chunks: usize,
+}
+
+/// Every collection with a file in the snapshot, and every collection the registry
+/// declares (with zero counts when it has no file yet), by name.
+pub fn collections_answer(snap: &Snapshot, declared: &[(String, String)]) -> CollectionsAnswer {
+    let mut by_name: BTreeMap<String, CollectionInfo> = BTreeMap::new();
+    let entry = |name: &str, by_name: &mut BTreeMap<String, CollectionInfo>| {
+        by_name
+            .entry(name.to_owned())
+            .or_insert_with(|| CollectionInfo {
+                name: name.to_owned(),
+                description: String::new(),
+                files: 0,
+                chunks: 0,
+            });
+    };
+    for (name, description) in declared {
+        entry(name, &mut by_name);
+        if let Some(c) = by_name.get_mut(name) {
+            c.description.clone_from(description);
+        }
+    }
+    for doc in snap.documents() {
+        for path in &doc.paths {
+            for name in &path.collections {
+                entry(name, &mut by_name);
+                if let Some(c) = by_name.get_mut(&**name) {
+                    c.files += 1;
+                    c.chunks += doc.chunks.len();
+                }
+            }
+        }
+    }
+    CollectionsAnswer {
+        root: snap.state_root().to_hex(),
+        collections: by_name.into_values().collect(),
+    }
+}

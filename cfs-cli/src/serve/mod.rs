@@ -1,0 +1,141 @@
+//! `cfs serve --mcp`: a Model Context Protocol server over stdio for coding agents.
+//!
+//! Queries read the store through a read-only handle and its runtime index; before each
+//! answer the index is brought forward to the newest commit, whoever made it (this
+//! server's watcher, a `cfs index` in another process), and an answer works on one
+//! snapshot from start to end. Standard output carries the protocol only; notes go to
+//! standard error.
+
+mod admin;
+mod answers;
+mod served;
+mod tools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use cfs_store::watch::{WatchEvent, WatchSettings, watch};
+use rmcp::ServiceExt;
+
+use crate::locate::{STORE_DIR, STORE_FILE, store_file, tree_of};
+use crate::store_cmds::{Common, Opened, open_or_create, tree_root};
+use served::{Served, lock};
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Speak the Model Context Protocol on standard input and output.
+    #[arg(long)]
+    mcp: bool,
+    /// The indexed folder (default: the current directory); its store is PATH/.cfs/
+    /// unless --store.
+    path: Option<PathBuf>,
+    /// Keep the store in step with the folder while serving (an in-process watcher;
+    /// creates the store if there is none).
+    #[arg(long)]
+    watch: bool,
+    /// With --watch: sync a batch of changes once no event came for this long (ms).
+    #[arg(long, default_value_t = 50)]
+    quiet_ms: u64,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    if !args.mcp {
+        bail!("say which protocol to serve: cfs serve --mcp");
+    }
+    let tree = tree_root(args.path.as_deref())?;
+    let file = match &args.common.store {
+        Some(path) => store_file(path),
+        None => tree.join(STORE_DIR).join(STORE_FILE),
+    };
+    let tree = match &args.common.store {
+        Some(_) => tree_of(&file).or(Some(tree)),
+        None => Some(tree),
+    };
+    let served = Arc::new(Served::new(file.clone(), tree.clone(), args.watch));
+    let stop = Arc::new(AtomicBool::new(false));
+    let watcher = match (args.watch, &tree) {
+        (true, Some(tree)) => Some(start_watcher(args, tree, &served, &stop)?),
+        _ => None,
+    };
+    if let Err(problem) = served.current() {
+        eprintln!("cfs serve: {problem} (serving status until it can be read)");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the server's runtime")?;
+    let result = runtime.block_on(async {
+        let service = tools::CfsServer::new(Arc::clone(&served))
+            .serve(rmcp::transport::stdio())
+            .await
+            .context("the client did not initialize")?;
+        service.waiting().await.context("serving")?;
+        anyhow::Ok(())
+    });
+    stop.store(true, Ordering::SeqCst);
+    if let Some(handle) = watcher {
+        let _ = handle.join();
+    }
+    result?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the watcher on its own thread: it syncs the tree, and after each commit
+/// publishes the new state to the served index at once.
+fn start_watcher(
+    args: &ServeArgs,
+    tree: &std::path::Path,
+    served: &Arc<Served>,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    let Opened {
+        store,
+        options,
+        embedder,
+        ..
+    } = open_or_create(tree, &args.common, None)?;
+    let settings = WatchSettings {
+        quiet: Duration::from_millis(args.quiet_ms),
+        ..WatchSettings::default()
+    };
+    let (tree, served, stop) = (tree.to_path_buf(), Arc::clone(served), Arc::clone(stop));
+    let handle = std::thread::Builder::new()
+        .name("cfs-watch".into())
+        .spawn(move || {
+            let mut on_event = |event: WatchEvent| {
+                let committed = match &event {
+                    WatchEvent::Synced { report, .. } => report.commits > 0,
+                    WatchEvent::Embedded { report, .. } => report.commits > 0,
+                    WatchEvent::Degraded(reason) => {
+                        eprintln!("cfs serve: cannot watch ({reason}); polling instead");
+                        false
+                    }
+                    WatchEvent::Watching => false,
+                };
+                if committed && let Err(problem) = served.current() {
+                    eprintln!("cfs serve: {problem}");
+                }
+            };
+            let result = watch(
+                &store,
+                &tree,
+                &options,
+                &*embedder,
+                &settings,
+                &stop,
+                &mut on_event,
+            );
+            if let Err(e) = result {
+                eprintln!("cfs serve: the watcher stopped: {e}");
+                *lock(&served.watch_error) = Some(e.to_string());
+            }
+        })?;
+    Ok(handle)
+}

@@ -1,0 +1,140 @@
+//! The server's tools as the Model Context Protocol sees them: names, JSON schemas
+//! (from the parameter and answer types), and structured results. Each tool runs its
+//! work on a blocking thread over one snapshot; a failure is a tool error whose message
+//! says what was wrong.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
+
+use super::admin::{self, RefreshAnswer, RefreshParams, StatusAnswer};
+use super::answers::{
+    ChunkAnswer, ChunkParams, CollectionsAnswer, FileAnswer, FileParams, SearchAnswer,
+    SearchParams, chunk_answer, collections_answer, file_answer, search_answer,
+};
+use super::served::Served;
+
+/// The MCP server of one store.
+#[derive(Clone)]
+pub struct CfsServer {
+    served: Arc<Served>,
+    tool_router: ToolRouter<Self>,
+}
+
+/// Runs `work` on a blocking thread (store reads and syncs block).
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|e| Err(format!("the request failed inside the server: {e}")))
+}
+
+#[tool_router(router = tool_router)]
+impl CfsServer {
+    pub fn new(served: Arc<Served>) -> Self {
+        Self {
+            served,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Search the indexed files: BM25 text and vector similarity, fused by reciprocal
+    /// rank. Each result cites a file and line range; get_chunk gives the whole text.
+    #[tool(name = "search")]
+    async fn search(
+        &self,
+        Parameters(params): Parameters<SearchParams>,
+    ) -> Result<Json<SearchAnswer>, String> {
+        let served = Arc::clone(&self.served);
+        blocking(move || {
+            let (live, snap) = served.snapshot()?;
+            search_answer(&snap, &*live.embedder, params)
+        })
+        .await
+        .map(Json)
+    }
+
+    /// One chunk by id: its text, file, line range, symbol, and the ids of the chunks
+    /// before and after it in its file.
+    #[tool(name = "get_chunk")]
+    async fn get_chunk(
+        &self,
+        Parameters(params): Parameters<ChunkParams>,
+    ) -> Result<Json<ChunkAnswer>, String> {
+        let served = Arc::clone(&self.served);
+        blocking(move || chunk_answer(&served.snapshot()?.1, &params))
+            .await
+            .map(Json)
+    }
+
+    /// One file by path: its chunks in order, with their line ranges and texts.
+    #[tool(name = "get_file")]
+    async fn get_file(
+        &self,
+        Parameters(params): Parameters<FileParams>,
+    ) -> Result<Json<FileAnswer>, String> {
+        let served = Arc::clone(&self.served);
+        blocking(move || file_answer(&served.snapshot()?.1, &params))
+            .await
+            .map(Json)
+    }
+
+    /// The store served: its state root, counts, last commit, embedder, and whether it
+    /// is watched. Answers even when the store is gone or replaced (state says which).
+    #[tool(name = "status")]
+    async fn status(&self) -> Result<Json<StatusAnswer>, String> {
+        let served = Arc::clone(&self.served);
+        blocking(move || Ok(admin::status(&served))).await.map(Json)
+    }
+
+    /// Sync exactly the named files or folders into the store now (deleted ones are
+    /// removed); later answers see the new state.
+    #[tool(name = "refresh")]
+    async fn refresh(
+        &self,
+        Parameters(params): Parameters<RefreshParams>,
+    ) -> Result<Json<RefreshAnswer>, String> {
+        let served = Arc::clone(&self.served);
+        blocking(move || admin::refresh(&served, &params).map_err(|e| format!("{e:#}")))
+            .await
+            .map(Json)
+    }
+
+    /// The collections of the indexed tree (from .cfs/collections.yaml), with their
+    /// descriptions and how many files and chunks each holds; search takes one as a
+    /// filter.
+    #[tool(name = "collections")]
+    async fn collections(&self) -> Result<Json<CollectionsAnswer>, String> {
+        let served = Arc::clone(&self.served);
+        blocking(move || {
+            let declared = declared_collections(&served)?;
+            Ok(collections_answer(&served.snapshot()?.1, &declared))
+        })
+        .await
+        .map(Json)
+    }
+}
+
+/// Names and descriptions of the collections the tree's registry declares.
+fn declared_collections(served: &Served) -> Result<Vec<(String, String)>, String> {
+    let Some(tree) = &served.tree else {
+        return Ok(Vec::new());
+    };
+    let file = tree.join(crate::locate::STORE_DIR).join("collections.yaml");
+    let registry = cfs_ingest::Registry::load(&file).map_err(|e| e.to_string())?;
+    Ok(registry
+        .collections()
+        .iter()
+        .map(|c| (c.name.clone(), c.description.clone()))
+        .collect())
+}
+
+#[tool_handler(
+    router = self.tool_router,
+    name = "cfs",
+    instructions = "Search and read the files of one indexed folder. search returns chunks citing path and lines; get_chunk and get_file return text; every answer names the state root it came from."
+)]
+impl ServerHandler for CfsServer {}
