@@ -1,0 +1,213 @@
+"""`cfs serve --mcp` driven by the official Python MCP client (PyPI `mcp`).
+
+Usage: mcp_client.py PATH/TO/cfs
+
+Two servers on one indexed tree: one with --watch (edits, a rename and a delete must
+show within the debounce window), one without (it follows commits of other processes,
+refreshes named files, and survives its store being deleted and made again). Prints
+one line per check and a closing 'N passed, N failed'; exits 1 on any failure.
+"""
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+CFS = os.path.abspath(sys.argv[1])
+# Longest wait for an edit to show: the watcher's debounce (50 ms quiet, 1 s at most)
+# plus a sync, with room for a loaded machine.
+WINDOW_S = 10.0
+results = {"passed": 0, "failed": 0}
+
+
+def check(name, ok, detail=""):
+    results["passed" if ok else "failed"] += 1
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
+    return ok
+
+
+def write(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def cfs(*args, cwd=None):
+    out = subprocess.run([CFS, *args], cwd=cwd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"cfs {' '.join(args)}: {out.stderr}")
+    return out.stdout
+
+
+def make_tree(root):
+    write(root, "src/lib.rs", "/// Parses a config file.\npub fn parse_config() {}\n\n"
+          "/// Opens a socket.\npub fn open_socket() {}\n")
+    write(root, "guide.md", "# Guide\n\nInstall the platypus tool first.\n\n"
+          "## Use\n\nRun it daily.\n")
+    write(root, "api/handler.py", "def handle(request):\n    \"\"\"Answer one request.\"\"\"\n"
+          "    return request\n")
+    write(root, ".cfs/collections.yaml", "collections:\n  - name: backend\n"
+          "    description: Request handlers\n    pathContext:\n      \"api/\": HTTP API\n")
+    cfs("index", root, "--embedder", "hash", "--json")
+
+
+async def call(session, tool, **args):
+    """(structured answer, is_error, text) of one tool call."""
+    r = await session.call_tool(tool, args)
+    text = "".join(getattr(c, "text", "") for c in r.content)
+    return r.structured_content, r.is_error, text
+
+
+async def wait_for(session, predicate, query, **args):
+    """Seconds until `predicate(answer)` holds for search(query), or None."""
+    started = time.monotonic()
+    while time.monotonic() - started < WINDOW_S:
+        answer, err, _ = await call(session, "search", query=query, **args)
+        if not err and predicate(answer):
+            return time.monotonic() - started
+        await asyncio.sleep(0.05)
+    return None
+
+
+def paths(answer):
+    return [r["path"] for r in answer["results"]]
+
+
+async def basics(session, root):
+    tools = (await session.list_tools()).tools
+    names = {t.name for t in tools}
+    check("lists the six tools", names == {"search", "get_chunk", "get_file", "status",
+                                            "refresh", "collections"}, names)
+    search_tool = next(t for t in tools if t.name == "search")
+    props = set(search_tool.input_schema["properties"])
+    check("search schema", {"query", "k", "mode", "path", "collection", "lang", "kind",
+                            "exact"} <= props and search_tool.input_schema.get("required") == ["query"],
+          search_tool.input_schema)
+    check("search has an output schema", search_tool.output_schema is not None)
+
+    status, err, _ = await call(session, "status")
+    check("status", not err and status["state"] == "ok" and status["counts"]["files"] == 3,
+          status)
+    root_hex = status["root"]
+    answer, err, _ = await call(session, "search", query="parse config", k=3)
+    check("search finds the function", not err and answer["results"][0]["path"] == "src/lib.rs"
+          and answer["results"][0]["start_line"] == 1, answer)
+    check("search names the served root", answer["root"] == root_hex, answer["root"])
+    first = answer["results"][0]
+    chunk, err, _ = await call(session, "get_chunk", id=first["chunk_id"])
+    check("get_chunk returns the text", not err and "parse_config" in chunk["text"]
+          and chunk["path"] == "src/lib.rs" and chunk["root"] == root_hex, chunk)
+    check("get_chunk names its neighbour", chunk.get("next") is not None
+          and chunk["chunks_in_file"] == 2, chunk)
+    nxt, err, _ = await call(session, "get_chunk", id=chunk["next"])
+    check("the neighbour points back", not err and nxt["previous"] == first["chunk_id"]
+          and "open_socket" in nxt["text"], nxt)
+    file, err, _ = await call(session, "get_file", path="guide.md")
+    check("get_file returns chunks in order", not err and len(file["chunks"]) == 2 and
+          file["chunks"][0]["start_line"] < file["chunks"][1]["start_line"], file)
+    cols, err, _ = await call(session, "collections")
+    backend = [c for c in cols["collections"] if c["name"] == "backend"] if not err else []
+    check("collections", backend and backend[0]["files"] == 1
+          and backend[0]["description"] == "Request handlers", cols)
+    answer, err, _ = await call(session, "search", query="request", collection="backend")
+    check("search by collection", not err and paths(answer) == ["api/handler.py"], answer)
+
+    for args, says in [
+        (dict(tool="search", query="x", mode="fuzzy"), "mode"),
+        (dict(tool="search", query="x", k=0), "k must be"),
+        (dict(tool="get_chunk", id="not-an-id"), "not a chunk id"),
+        (dict(tool="get_chunk", id="0" * 32), "no chunk"),
+        (dict(tool="get_file", path="nowhere.md"), "no file"),
+        (dict(tool="refresh", paths=[]), "names no file"),
+        (dict(tool="refresh", paths=["/etc/passwd"]), "outside the indexed tree"),
+    ]:
+        tool = args.pop("tool")
+        _, err, text = await call(session, tool, **args)
+        check(f"bad argument is a tool error: {tool} {args}", err and says in text, text)
+
+
+async def watched(session, root):
+    write(root, "guide.md", "# Guide\n\nFeed the zebrafish first.\n\n## Use\n\nRun it daily.\n")
+    seconds = await wait_for(session, lambda a: paths(a)[:1] == ["guide.md"],
+                             "zebrafish", mode="text")
+    check("an edit shows within the window", seconds is not None, "zebrafish not found")
+    gone = await wait_for(session, lambda a: a["results"] == [], "platypus", mode="text")
+    check("the edited-out text is gone", gone is not None)
+    os.rename(os.path.join(root, "guide.md"), os.path.join(root, "manual.md"))
+    seconds = await wait_for(session, lambda a: paths(a)[:1] == ["manual.md"],
+                             "zebrafish", mode="text")
+    check("a rename shows", seconds is not None)
+    _, err, _ = await call(session, "get_file", path="guide.md")
+    check("the old path is gone", err)
+    os.remove(os.path.join(root, "manual.md"))
+    seconds = await wait_for(session, lambda a: a["results"] == [], "zebrafish", mode="text")
+    check("a delete shows", seconds is not None)
+    status, _, _ = await call(session, "status")
+    check("status says watching", status["watching"] is True and status["counts"]["files"] == 2,
+          status)
+
+
+async def unwatched(session, root):
+    before, _, _ = await call(session, "status")
+    write(root, "other.md", "# Other\n\nA quokka lives here.\n")
+    cfs("refresh", "other.md", cwd=root)
+    answer, err, _ = await call(session, "search", query="quokka", mode="text")
+    check("follows a commit of another process", not err and paths(answer) == ["other.md"]
+          and answer["root"] != before["root"], answer)
+    write(root, "wombat.md", "# Wombat\n\nBurrows.\n")
+    done, err, text = await call(session, "refresh", paths=["wombat.md"])
+    check("refresh tool", not err and done["added"] == 1, text)
+    answer, err, _ = await call(session, "search", query="burrows", mode="text")
+    check("a refreshed file is searchable", not err and paths(answer) == ["wombat.md"]
+          and answer["root"] == done["root"], answer)
+
+    shutil.rmtree(os.path.join(root, ".cfs"))
+    status, err, text = await call(session, "status")
+    check("a deleted store is a state, not a crash", not err and status["state"] == "missing",
+          text)
+    _, err, text = await call(session, "search", query="quokka")
+    check("searching a deleted store is a tool error", err and "gone" in text, text)
+    cfs("index", root, "--embedder", "hash", "--json")
+    answer, err, text = await call(session, "search", query="quokka", mode="text")
+    check("a store made again is served", not err and paths(answer) == ["other.md"], text)
+
+
+async def serve(args, cwd, body, root):
+    params = StdioServerParameters(command=CFS, args=["serve", "--mcp", *args], cwd=cwd)
+    with tempfile.TemporaryFile("w+") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write_):
+            async with ClientSession(read, write_) as session:
+                init = await session.initialize()
+                check("initialize", init.server_info.name == "cfs", init.server_info)
+                await body(session, root)
+        errlog.seek(0)
+        err = errlog.read()
+        check("nothing but notes on stderr", "panicked" not in err, err)
+
+
+async def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        root = os.path.join(tmp, "tree")
+        make_tree(root)
+
+        async def first(session, root):
+            await basics(session, root)
+            await watched(session, root)
+
+        await serve([root, "--watch"], tmp, first, root)
+        await serve([], root, unwatched, root)
+    print(f"mcp: {results['passed']} passed, {results['failed']} failed")
+    return 1 if results["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
