@@ -234,6 +234,27 @@ fn embed_after(
     Ok(())
 }
 
+/// The change an event reports, or `None` for an event that changes nothing: a read
+/// (open, access, a close without writing; a sync's own reads of every folder and file
+/// are such events) or an event on the root folder itself other than its removal or
+/// rename (its children's changes come as events of their own).
+fn change_of(event: notify::Event, root: &Path) -> Option<Change> {
+    use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
+    if event.need_rescan() {
+        return Some(Change::Rescan);
+    }
+    match event.kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => {}
+        EventKind::Access(_) => return None,
+        EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_)) => {
+            return Some(Change::Paths(event.paths));
+        }
+        _ => {}
+    }
+    let paths: Vec<PathBuf> = event.paths.into_iter().filter(|p| p != root).collect();
+    (!paths.is_empty()).then_some(Change::Paths(paths))
+}
+
 /// Keeps `store` in step with the tree at `root` until `stop` is set: a whole sync
 /// first, then scoped syncs of what events name. `on_event` hears every sync; it can
 /// refresh a search index. A sync error ends the watch with that error.
@@ -304,12 +325,9 @@ pub fn watch(
             .min(Duration::from_millis(100));
         match rx.recv_timeout(wait) {
             Ok(Ok(event)) => {
-                let change = if event.need_rescan() {
-                    Change::Rescan
-                } else {
-                    Change::Paths(event.paths)
-                };
-                coalescer.push(change, Instant::now());
+                if let Some(change) = change_of(event, root) {
+                    coalescer.push(change, Instant::now());
+                }
             }
             Ok(Err(e)) => {
                 if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {

@@ -4,6 +4,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod idle;
 mod readonly;
 
 fn cfs(args: &[&str]) -> (i32, String, String) {

@@ -268,3 +268,27 @@ fn text_first_watching_commits_the_text_then_the_vectors() {
     watcher.settle(root, "text first");
     watcher.stop();
 }
+
+#[test]
+fn an_idle_tree_makes_no_sync_after_the_first() {
+    let tree = tempfile::tempdir().unwrap();
+    write(tree.path(), "a.md", "# A\n\nalpha\n");
+    write(tree.path(), "src/b.rs", "fn b() {}\n");
+    write(tree.path(), "src/deep/c.txt", "gamma\n");
+    let w = Watcher::start(tree.path(), WatchSettings::default());
+    assert!(matches!(w.next(), WatchEvent::Synced { paths: None, .. }));
+    assert!(matches!(w.next(), WatchEvent::Watching));
+    // The first sync read every folder and file: those reads are not changes.
+    std::thread::sleep(Duration::from_secs(3));
+    let later: Vec<WatchEvent> = w.events.try_iter().collect();
+    assert!(
+        later.is_empty(),
+        "an idle tree was synced {} more times: {:?}",
+        later.len(),
+        later.first()
+    );
+    // A real change after the idle spell is still seen.
+    write(tree.path(), "src/deep/c.txt", "delta\n");
+    w.settle(tree.path(), "an edit after idling");
+    w.stop();
+}
