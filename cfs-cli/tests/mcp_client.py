@@ -180,6 +180,16 @@ async def unwatched(session, root):
     answer, err, text = await call(session, "search", query="quokka", mode="text")
     check("a store made again is served", not err and paths(answer) == ["other.md"], text)
 
+    store = os.path.join(root, ".cfs", "store.redb")
+    with open(store + ".new", "wb") as f:
+        f.write(b"not a store" * 1000)
+    os.replace(store + ".new", store)
+    status, err, text = await call(session, "status")
+    check("a store replaced by a bad file is a state", not err
+          and status["state"] == "replaced" and status["problem"], text)
+    _, err, text = await call(session, "search", query="quokka")
+    check("searching a bad store is a tool error", err and "store.redb" in text, text)
+
 
 async def serve(args, cwd, body, root):
     params = StdioServerParameters(command=CFS, args=["serve", "--mcp", *args], cwd=cwd)

@@ -44,6 +44,14 @@ pub enum StoreError {
         /// The requested value.
         requested: String,
     },
+    /// The store file could not be opened (not a store, unreadable, locked).
+    #[error("{}: cannot open the store: {reason}", path.display())]
+    Open {
+        /// The store file.
+        path: PathBuf,
+        /// Why (redb's error; kept out of the source chain so it is said once).
+        reason: redb::Error,
+    },
     /// The store was opened read-only and something asked to write.
     #[error("{}: opened read-only; this needs a store opened for writing", .0.display())]
     ReadOnly(PathBuf),

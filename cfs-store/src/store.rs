@@ -222,7 +222,10 @@ impl Store {
         if !path.is_file() {
             return Err(StoreError::NotFound(path.to_path_buf()));
         }
-        Self::from_database(Db::Writable(shared_builder().open(path)?), path)
+        let db = shared_builder()
+            .open(path)
+            .map_err(|e| open_error(e, path))?;
+        Self::from_database(Db::Writable(db), path)
     }
 
     /// Opens an existing store for reading only: the open never waits for a writer in
@@ -379,7 +382,15 @@ impl Store {
 fn read_only_error(e: redb::DatabaseError, path: &Path) -> StoreError {
     match e {
         redb::DatabaseError::RepairAborted => StoreError::NeedsRecovery(path.to_path_buf()),
-        e => e.into(),
+        e => open_error(e, path),
+    }
+}
+
+/// An open that failed, naming the file.
+fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
+    StoreError::Open {
+        path: path.to_path_buf(),
+        reason: e.into(),
     }
 }
 
