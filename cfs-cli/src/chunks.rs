@@ -48,18 +48,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             .chunks
             .iter()
             .map(|c| {
-                let (language, symbol) = match &c.kind {
-                    ChunkKind::Code { language, symbol } => (
-                        Some(language.clone()),
-                        symbol.as_ref().map(|s| {
-                            json!({"kind": s.kind.name(), "name": s.name, "parent": s.parent, "signature": s.signature, "window": s.window.map(|w| json!({"index": w.index, "count": w.count}))})
-                        }),
-                    ),
-                    _ => (None, None),
+                let language = match &c.kind {
+                    ChunkKind::Code { language, .. } => Some(language.clone()),
+                    _ => None,
                 };
+                let (symbol, symbol_info) = crate::output::symbol_json(&c.kind);
                 json!({
                     "id": c.id.to_string(), "sequence": c.sequence, "kind": c.kind.name(),
-                    "language": language, "symbol": symbol,
+                    "language": language, "symbol": symbol, "symbol_info": symbol_info,
                     "start_line": c.start_line, "end_line": c.end_line,
                     "byte_offset": c.byte_offset, "byte_length": c.byte_length,
                     "text": c.text,

@@ -25,9 +25,14 @@ pub fn progress_of(len: u64, json: bool, what: &str, unit: &str) -> ProgressBar 
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len);
-    let template = format!("{{spinner}} {{msg}} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{per_sec}})");
+    let template =
+        format!("{{spinner}} {{msg}} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{rate}}, {{eta}} left)");
     if let Ok(style) = ProgressStyle::with_template(&template) {
-        bar.set_style(style.progress_chars("=> "));
+        // A whole number per second: "2.5325/s" reads as noise.
+        let rate = |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.0}/s", state.per_sec());
+        };
+        bar.set_style(style.with_key("rate", rate).progress_chars("=> "));
     }
     bar.set_message(what.to_owned());
     bar
@@ -65,4 +70,22 @@ pub fn spinner(json: bool, what: &str) -> ProgressBar {
     bar.set_message(what.to_owned());
     bar.enable_steady_tick(std::time::Duration::from_millis(100));
     bar
+}
+
+/// The JSON fields of a code chunk's symbol, one shape for every command: `symbol` is
+/// the qualified name (`parent::name`, as search results give it), `symbol_info` the
+/// details (`kind`, `name`, `parent`, `signature`, `window`). Both null otherwise.
+pub fn symbol_json(kind: &cfs_core::ChunkKind) -> (serde_json::Value, serde_json::Value) {
+    use serde_json::{Value, json};
+    match kind {
+        cfs_core::ChunkKind::Code {
+            symbol: Some(s), ..
+        } => (
+            json!(s.qualified_name()),
+            json!({"kind": s.kind.name(), "name": s.name, "parent": s.parent,
+                   "signature": s.signature,
+                   "window": s.window.map(|w| json!({"index": w.index, "count": w.count}))}),
+        ),
+        _ => (Value::Null, Value::Null),
+    }
 }

@@ -254,7 +254,9 @@ pub fn open_or_create(
             chunk: options.config.chunk,
             model_id: embedder.model_id().to_owned(),
         };
-        (Store::create(&file, settings)?, embedder)
+        let store = Store::create(&file, settings)?;
+        keep_out_of_git(&file)?;
+        (store, embedder)
     };
     // Text first with a model: a sync commits chunks at once, vectors follow in commits
     // of their own (the hash embedder keeps pace with the sync: inline).
@@ -270,6 +272,23 @@ pub fn open_or_create(
     })
 }
 
+/// A new store folder named `.cfs` gets a `.gitignore` of `*`, so that the store and
+/// its index cache never show in `git status` of the tree.
+fn keep_out_of_git(file: &Path) -> anyhow::Result<()> {
+    let Some(dir) = file
+        .parent()
+        .filter(|d| d.file_name() == Some(STORE_DIR.as_ref()))
+    else {
+        return Ok(());
+    };
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        std::fs::write(&ignore, "*\n")
+            .with_context(|| format!("cannot write {}", ignore.display()))?;
+    }
+    Ok(())
+}
+
 /// The canonical folder `path` (default: the current directory).
 pub fn tree_root(path: Option<&Path>) -> anyhow::Result<PathBuf> {
     let root = path.unwrap_or(Path::new("."));
@@ -277,8 +296,36 @@ pub fn tree_root(path: Option<&Path>) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot open {}", root.display()))
 }
 
+/// The tree to index for `folder` and the part of it asked for: `folder` itself, or,
+/// when `folder` has no store of its own and lies inside an indexed tree (git's rule),
+/// that tree with `folder` as the scope. `--store` always means `folder` itself.
+fn enclosing_tree(folder: PathBuf, common: &Common) -> (PathBuf, Option<String>) {
+    if common.store.is_some() || folder.join(STORE_DIR).join(STORE_FILE).is_file() {
+        return (folder, None);
+    }
+    for tree in folder.ancestors().skip(1) {
+        if tree.join(STORE_DIR).join(STORE_FILE).is_file()
+            && let Ok(rel) = folder.strip_prefix(tree)
+        {
+            let rel = rel
+                .to_string_lossy()
+                .replace(std::path::MAIN_SEPARATOR, "/");
+            return (tree.to_path_buf(), Some(rel));
+        }
+    }
+    (folder, None)
+}
+
 pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
-    let root = tree_root(args.path.as_deref())?;
+    let (root, part) = enclosing_tree(tree_root(args.path.as_deref())?, &args.common);
+    if let Some(part) = &part
+        && !args.common.json
+    {
+        eprintln!(
+            "cfs: {part} is inside the indexed tree {}: indexing it into that tree's store",
+            root.display()
+        );
+    }
     let Opened {
         store,
         file,
@@ -298,9 +345,23 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         }
         None => {
             let bar = progress(0, args.common.json, "indexing");
-            let report = store.sync(&root, &options, &*embedder, &sync_progress(&bar))?;
+            let report = match &part {
+                Some(part) => store.sync_paths(
+                    &root,
+                    &cfs_ingest::Scope::new([part.as_str()]),
+                    &options,
+                    &*embedder,
+                    &sync_progress(&bar),
+                )?,
+                None => store.sync(&root, &options, &*embedder, &sync_progress(&bar))?,
+            };
             bar.finish_and_clear();
-            (report, cfs_store::git::head(&root))
+            // A part of the tree synced says nothing of the rest: no git head recorded.
+            let head = part
+                .is_none()
+                .then(|| cfs_store::git::head(&root))
+                .flatten();
+            (report, head)
         }
     };
     let vectors = if args.no_wait {
@@ -372,6 +433,7 @@ pub fn refresh(args: &RefreshArgs) -> anyhow::Result<ExitCode> {
         embedder,
         ..
     } = open_or_create(&root, &args.common, None)?;
+    check_named_paths(&store, &root, &rel)?;
     // A few named files: their vectors go in the same commit as their text.
     let options = SyncOptions {
         defer_embeddings: false,
@@ -413,6 +475,26 @@ pub fn tree_relative(root: &Path, base: &Path, paths: &[PathBuf]) -> anyhow::Res
         rel.push(r.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"));
     }
     Ok(rel)
+}
+
+/// Refuses named paths that are neither in the tree nor in the store (a mistyped path
+/// would otherwise be a silent no-op), naming each.
+pub fn check_named_paths(store: &Store, root: &Path, rel: &[String]) -> anyhow::Result<()> {
+    let read = store.begin_read()?;
+    let mut missing = Vec::new();
+    for p in rel {
+        if std::fs::symlink_metadata(root.join(p)).is_err() && !read.holds_path(p)? {
+            missing.push(p.as_str());
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "no such file or folder in {} or its store: {}",
+            root.display(),
+            missing.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// `path` made absolute without touching the file system beyond its longest existing
@@ -820,9 +902,9 @@ fn chunk_json(c: &cfs_core::Chunk) -> Value {
         "text_hash": c.text_hash.to_hex(), "leaf_hash": c.leaf_hash().to_hex(), "text": c.text,
     });
     match &c.kind {
-        ChunkKind::Code { language, symbol } => {
+        ChunkKind::Code { language, .. } => {
             v["language"] = json!(language);
-            v["symbol"] = json!(symbol.as_ref().map(|s| json!({"kind": s.kind.name(), "name": s.name, "parent": s.parent, "signature": s.signature})));
+            (v["symbol"], v["symbol_info"]) = crate::output::symbol_json(&c.kind);
         }
         ChunkKind::Section { heading_path } => v["heading_path"] = json!(heading_path),
         ChunkKind::Page { page } => v["page"] = json!(page),

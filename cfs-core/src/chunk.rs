@@ -98,6 +98,16 @@ pub struct Symbol {
     pub window: Option<Window>,
 }
 
+impl Symbol {
+    /// `parent::name`, or `name` without a parent: how results and listings name it.
+    pub fn qualified_name(&self) -> String {
+        match &self.parent {
+            Some(p) => format!("{p}::{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
 /// What a chunk is. Encoded as a `u8` tag in this order, then the fields.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, BorshSerialize, BorshDeserialize)]
 pub enum ChunkKind {

@@ -32,6 +32,16 @@ pub enum StoreError {
         /// Version this build reads.
         expected: u32,
     },
+    /// The store's state was computed under another version of the protocol spec.
+    #[error("{path}: store computed under spec version {found}, this cfs implements spec version {expected}; re-index into a new store (cfs index --store NEW_PATH)", path = path.display())]
+    SpecMismatch {
+        /// The store.
+        path: PathBuf,
+        /// Version in the file.
+        found: u32,
+        /// Version this build implements.
+        expected: u32,
+    },
     /// The store was built with other chunking parameters or another embedder.
     #[error("{path}: store built with {what} {stored:?}, asked for {requested:?}; re-index into a new store or keep the store's settings", path = path.display())]
     ConfigMismatch {

@@ -126,6 +126,19 @@ impl ReadTxn {
         get_row(&self.txn, Table::Paths, &PathId::derive(path).0)
     }
 
+    /// Whether the store holds `path` or anything under the folder `path` (read from
+    /// the stat cache, which is keyed by path, for the folder case).
+    pub fn holds_path(&self, path: &str) -> Result<bool> {
+        if self.path(path)?.is_some() {
+            return Ok(true);
+        }
+        let stat_t = self.txn.open_table(tables::STAT_CACHE)?;
+        // Everything under `path/`: keys from "path/" up to "path0" ('0' follows '/').
+        let (lo, hi) = (format!("{path}/"), format!("{path}0"));
+        let mut under = stat_t.range::<&[u8]>(lo.as_bytes()..hi.as_bytes())?;
+        Ok(under.next().transpose()?.is_some())
+    }
+
     /// A document.
     pub fn document(&self, id: &DocumentId) -> Result<Option<Document>> {
         get_row(&self.txn, Table::Documents, &id.0)

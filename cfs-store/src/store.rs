@@ -289,7 +289,7 @@ impl Store {
             }
             let spec = read_u32(&get(meta::SPEC_VERSION)?, 0).unwrap_or(0);
             if spec != cfs_core::SPEC_VERSION {
-                return Err(StoreError::SchemaMismatch {
+                return Err(StoreError::SpecMismatch {
                     path: path.to_path_buf(),
                     found: spec,
                     expected: cfs_core::SPEC_VERSION,

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::served::{Served, lock};
-use crate::store_cmds::{Common, Opened, open_or_create, tree_relative};
+use crate::store_cmds::{Common, Opened, check_named_paths, open_or_create, tree_relative};
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct StatusAnswer {
@@ -157,6 +157,7 @@ pub fn refresh(served: &Served, params: &RefreshParams) -> anyhow::Result<Refres
         embedder,
         ..
     } = open_or_create(&root, &common, None)?;
+    check_named_paths(&store, &root, &rel)?;
     let options = SyncOptions {
         defer_embeddings: false,
         ..options

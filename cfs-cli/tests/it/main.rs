@@ -4,6 +4,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod first_hour;
 mod idle;
 mod readonly;
 
@@ -81,6 +82,8 @@ fn chunks_json_and_errors() {
     assert_eq!(v["mime_type"], "text/x-rust");
     let chunk = &v["chunks"][0];
     assert_eq!(chunk["language"], "rust");
+    assert_eq!(chunk["symbol"], "add");
+    assert_eq!(chunk["symbol_info"]["kind"], "function");
     assert_eq!(chunk["start_line"], 1);
     assert!(chunk["text"].as_str().unwrap().contains("pub fn add"));
 
@@ -212,7 +215,9 @@ fn index_status_verify_log_show_prove() {
     assert_eq!(code, 0);
     let show: Value = serde_json::from_str(&out).unwrap();
     let chunk_id = show["chunks"][0]["id"].as_str().unwrap().to_owned();
-    assert_eq!(show["chunks"][0]["symbol"]["name"], "sub");
+    // One shape for `symbol` everywhere: the qualified name, details beside it.
+    assert_eq!(show["chunks"][0]["symbol"], "sub");
+    assert_eq!(show["chunks"][0]["symbol_info"]["kind"], "function");
     let (code, out, _) = cfs_in(root, &["show", &chunk_id, "--json"]);
     assert_eq!(code, 0);
     assert_eq!(

@@ -166,13 +166,21 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
         path: path.to_path_buf(),
         source,
     };
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(&bytes).map_err(io)?;
-        f.sync_all().map_err(io)?;
+    // A name of this process's own: processes saving at once never write one file, and
+    // a failed write (a full disk) leaves nothing behind.
+    static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp.{}.{n}", std::process::id()));
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e));
     }
-    std::fs::rename(&tmp, path).map_err(io)?;
     if let Some(dir) = path.parent()
         && let Ok(d) = std::fs::File::open(dir)
     {

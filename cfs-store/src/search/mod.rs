@@ -37,7 +37,7 @@ use cfs_ingest::Embedder;
 
 pub use bm25::{idf, log2_fixed, tf_part};
 pub use cache::{CACHE_FORMAT, CacheStatus};
-pub use query::{Filter, Mode, Query, RRF_K, rrf};
+pub use query::{Filter, KINDS, Mode, Query, RRF_K, rrf};
 pub use segment::{ChunkMeta, DocInfo, PathInfo};
 pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff};
 pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens};
@@ -345,6 +345,9 @@ pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result
         Mode::Text => query::fuse(text, Vec::new(), k, 0),
         Mode::Vector => query::fuse(Vec::new(), vector, k, 100),
     };
+    if fused.is_empty() {
+        query::check_filter_values(snap, &query.filter)?;
+    }
     let words = tokens(&query.text);
     fused
         .into_iter()

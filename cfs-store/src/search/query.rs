@@ -13,6 +13,7 @@ use super::segment::{ChunkMeta, Live};
 use super::snapshot::Snapshot;
 use super::tokenize::tokens;
 use super::vector::{dot, norm2};
+use crate::error::{Result, StoreError};
 
 /// Which retrievers a query uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -92,6 +93,64 @@ impl Filter {
     fn is_empty(&self) -> bool {
         *self == Self::default()
     }
+}
+
+/// The chunk kinds a filter can name.
+pub const KINDS: [&str; 4] = ["text", "section", "code", "page"];
+
+/// After a search found nothing: a filter value that no chunk of the snapshot has (a
+/// mistyped language, kind, MIME type or collection) is an error listing the values
+/// that exist, so that "no results" never hides a typo. Costs one pass over the chunks,
+/// only when there were no results.
+pub(crate) fn check_filter_values(snap: &Snapshot, filter: &Filter) -> Result<()> {
+    use std::collections::BTreeSet;
+    let unknown = |what: &str, value: &str, known: BTreeSet<&str>| {
+        let list: Vec<&str> = known.into_iter().collect();
+        Err(StoreError::InvalidInput(format!(
+            "no chunk has {what} {value:?}; the store has: {}",
+            if list.is_empty() {
+                "none".into()
+            } else {
+                list.join(", ")
+            }
+        )))
+    };
+    if let Some(k) = &filter.kind
+        && !KINDS.contains(&k.as_str())
+    {
+        return unknown("kind", k, KINDS.into_iter().collect());
+    }
+    let docs: Vec<_> = snap.documents().collect();
+    if let Some(m) = &filter.mime_type {
+        let known: BTreeSet<&str> = docs.iter().map(|d| &*d.mime_type).collect();
+        if !known.contains(m.as_str()) {
+            return unknown("MIME type", m, known);
+        }
+    }
+    if let Some(c) = &filter.collection {
+        let known: BTreeSet<&str> = docs
+            .iter()
+            .flat_map(|d| {
+                d.paths
+                    .iter()
+                    .flat_map(|p| p.collections.iter().map(|c| &**c))
+            })
+            .collect();
+        if !known.contains(c.as_str()) {
+            return unknown("collection", c, known);
+        }
+    }
+    if let Some(l) = &filter.language {
+        let ids: Vec<_> = docs.iter().flat_map(|d| d.chunks.iter()).collect();
+        let known: BTreeSet<&str> = ids
+            .into_iter()
+            .filter_map(|id| snap.chunk(id)?.language.as_deref())
+            .collect();
+        if !known.contains(l.as_str()) {
+            return unknown("language", l, known);
+        }
+    }
+    Ok(())
 }
 
 /// A search request.

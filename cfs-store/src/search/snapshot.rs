@@ -568,10 +568,7 @@ pub(crate) fn chunk_meta(chunk: &Chunk, doc: Arc<DocInfo>) -> ChunkMeta {
     let (language, symbol, heading) = match &chunk.kind {
         ChunkKind::Code { language, symbol } => (
             Some(language.as_str().into()),
-            symbol.as_ref().map(|s| match &s.parent {
-                Some(p) => format!("{p}::{}", s.name).into(),
-                None => s.name.as_str().into(),
-            }),
+            symbol.as_ref().map(|s| s.qualified_name().into()),
             None,
         ),
         ChunkKind::Section { heading_path } if !heading_path.is_empty() => {

@@ -134,10 +134,12 @@ fn filters_restrict_every_mode() {
         collection: Some("nope".into()),
         ..Filter::default()
     };
-    let hits = index
-        .search(&Query::new("configuration").filter(none), &embedder)
-        .unwrap();
-    assert!(hits.is_empty());
+    // A collection no chunk is in is an error (a_filter_value_no_chunk_has_...).
+    assert!(
+        index
+            .search(&Query::new("configuration").filter(none), &embedder)
+            .is_err()
+    );
 }
 
 #[test]
@@ -390,4 +392,56 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
         "{status:?}"
     );
     same_as_fresh(&index);
+}
+
+#[test]
+fn a_filter_value_no_chunk_has_is_an_error_listing_what_exists() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    corpus(tree.path());
+    let (store, embedder, _) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
+    let run = |filter: Filter| index.search(&Query::new("parse config").filter(filter), &embedder);
+    let err = run(Filter {
+        language: Some("rsut".into()),
+        ..Filter::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("\"rsut\"") && err.contains("python, rust"),
+        "{err}"
+    );
+    let err = run(Filter {
+        kind: Some("function".into()),
+        ..Filter::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("code, page, section, text"), "{err}");
+    let err = run(Filter {
+        mime_type: Some("text/x-cobol".into()),
+        ..Filter::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("text/markdown"), "{err}");
+    let err = run(Filter {
+        collection: Some("backend".into()),
+        ..Filter::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("none"), "{err}");
+    // A value that exists but matches nothing here is an empty answer, not an error.
+    let hits = index
+        .search(
+            &Query::new("milk").mode(Mode::Text).filter(Filter {
+                language: Some("python".into()),
+                ..Filter::default()
+            }),
+            &embedder,
+        )
+        .unwrap();
+    assert!(hits.is_empty());
 }

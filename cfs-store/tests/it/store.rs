@@ -634,3 +634,30 @@ fn gc_refuses_a_damaged_cache_and_removes_nothing() {
     assert_eq!(len_of(&path, "embedding_cache"), cache);
     assert_eq!(len_of(&path, "vectors"), vectors);
 }
+
+#[test]
+fn another_spec_or_schema_version_is_refused_by_its_name() {
+    let (_tree, db, store, _, _) = setup();
+    drop(store);
+    let path = db.path().join("store.redb");
+    tamper(&path, "meta", |t| {
+        t.insert(&b"spec_version"[..], &999u32.to_le_bytes()[..])
+            .unwrap();
+    });
+    let err = Store::open(&path).unwrap_err();
+    assert!(
+        matches!(err, StoreError::SpecMismatch { found: 999, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("spec version 999"), "{err}");
+    tamper(&path, "meta", |t| {
+        t.insert(&b"schema_version"[..], &7u32.to_le_bytes()[..])
+            .unwrap();
+    });
+    let err = Store::open_read_only(&path).unwrap_err();
+    assert!(
+        matches!(err, StoreError::SchemaMismatch { found: 7, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("schema version 7"), "{err}");
+}
