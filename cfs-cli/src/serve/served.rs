@@ -25,7 +25,9 @@ impl Live {
     fn open(file: &Path, identity: (u64, u64)) -> anyhow::Result<Self> {
         let store = open_read_file(file)?;
         let embedder = embedder_for(&store)?;
-        let index = open_index(&store, &*embedder, IndexOptions::default(), true)?;
+        // Exact vector search, as the CLI's: answers are reproducible, and today's HNSW
+        // graph costs minutes of a core to build past 50 K vectors.
+        let index = open_index(&store, &*embedder, IndexOptions::exact(), true)?;
         Ok(Self {
             store,
             index,
