@@ -83,7 +83,53 @@ fn main() -> ExitCode {
         return cfs_ingest::pdf_child_main(std::env::args().skip(2));
     }
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result = guarded(|| dispatch(cli.command));
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cfs: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The message and place of the last panic, for [`guarded`].
+static PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Runs `command` so that a panic (a bug, or damaged bytes a library did not expect)
+/// is an error with a message and exit 1, never a crash with exit 101.
+fn guarded(command: impl FnOnce() -> anyhow::Result<ExitCode>) -> anyhow::Result<ExitCode> {
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        if let Ok(mut slot) = PANIC.lock() {
+            slot.get_or_insert(format!("{message}{at}"));
+        }
+    }));
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(command)).unwrap_or_else(|_| {
+        let what = PANIC
+            .lock()
+            .ok()
+            .and_then(|mut p| p.take())
+            .unwrap_or_else(|| "no message".into());
+        Err(anyhow::anyhow!(
+            "internal failure ({what}); if it happened reading a store, the store file may \
+             be damaged: cfs verify says where"
+        ))
+    })
+}
+
+fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Demo(args) => demo::run(&args),
         Command::Chunks(args) => chunks::run(&args),
         Command::Index(args) => store_cmds::index(&args),
@@ -99,14 +145,6 @@ fn main() -> ExitCode {
         Command::Search(args) => search_cmds::search(&args),
         Command::Serve(args) => serve::run(&args),
         Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("cfs: error: {e:#}");
-            ExitCode::FAILURE
-        }
     }
 }
 
