@@ -7,6 +7,7 @@ mod chunks;
 mod demo;
 mod locate;
 mod output;
+mod repair_cmd;
 mod search_cmds;
 mod serve;
 mod store_cmds;
@@ -49,6 +50,9 @@ enum Command {
     Refresh(store_cmds::RefreshArgs),
     /// Remove cached vectors that no embedding names; `--compact` then shrinks the file.
     Gc(store_cmds::GcArgs),
+    /// Rebuild a damaged store from its tree, reusing the vectors that verify; the
+    /// damaged file is kept aside.
+    Repair(repair_cmd::RepairArgs),
     /// Switch the store to another embedder and embed every chunk with it.
     Reembed(store_cmds::ReembedArgs),
     /// Keep the store in step with a folder while it changes, until Ctrl-C.
@@ -141,6 +145,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Refresh(args) => store_cmds::refresh(&args),
         Command::Gc(args) => store_cmds::gc(&args),
         Command::Reembed(args) => store_cmds::reembed(&args),
+        Command::Repair(args) => repair_cmd::run(&args),
         Command::Watch(args) => watch_cmd::run(&args),
         Command::Search(args) => search_cmds::search(&args),
         Command::Serve(args) => serve::run(&args),

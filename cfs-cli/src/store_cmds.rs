@@ -38,7 +38,7 @@ pub enum EmbedderChoice {
 
 impl EmbedderChoice {
     /// The choice a store's recorded model id stands for.
-    fn of_model_id(model_id: &str) -> Option<Self> {
+    pub fn of_model_id(model_id: &str) -> Option<Self> {
         if model_id.starts_with("minilm-int/") {
             Some(Self::MinilmInt)
         } else if model_id.starts_with("cfs-hash-embed/") {
@@ -229,11 +229,7 @@ pub fn open_or_create(
         Some(path) => store_file(path),
         None => root.join(STORE_DIR).join(STORE_FILE),
     };
-    let options = SyncOptions {
-        config: crate::ingest_config(),
-        registry: Registry::load(&root.join(STORE_DIR).join("collections.yaml"))?,
-        ..SyncOptions::default()
-    };
+    let options = sync_options(root)?;
     let (store, embedder) = if file.is_file() {
         let store = Store::open(&file)?;
         let recorded = EmbedderChoice::of_model_id(&store.settings().model_id);
@@ -272,9 +268,19 @@ pub fn open_or_create(
     })
 }
 
+/// The sync options of the tree at `root`: the CLI's ingestion configuration and the
+/// tree's collections.
+pub fn sync_options(root: &Path) -> anyhow::Result<SyncOptions> {
+    Ok(SyncOptions {
+        config: crate::ingest_config(),
+        registry: Registry::load(&root.join(STORE_DIR).join("collections.yaml"))?,
+        ..SyncOptions::default()
+    })
+}
+
 /// A new store folder named `.cfs` gets a `.gitignore` of `*`, so that the store and
 /// its index cache never show in `git status` of the tree.
-fn keep_out_of_git(file: &Path) -> anyhow::Result<()> {
+pub fn keep_out_of_git(file: &Path) -> anyhow::Result<()> {
     let Some(dir) = file
         .parent()
         .filter(|d| d.file_name() == Some(STORE_DIR.as_ref()))
@@ -779,7 +785,12 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let store = open_read(common)?;
     let started = std::time::Instant::now();
-    let report = store.verify()?;
+    let report = store.verify().with_context(|| {
+        format!(
+            "verifying {}: the store is damaged; cfs repair rebuilds it from its tree",
+            store.path().display()
+        )
+    })?;
     // The vectors: recomputed from their texts when the store's model is here.
     let sample = (!args.full).then_some(cfs_store::DEFAULT_VECTOR_SAMPLE);
     let vectors = match embedder_for(&store) {
@@ -822,6 +833,10 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         for p in &report.problems {
             writeln!(out, "  {p}")?;
         }
+        writeln!(
+            out,
+            "the store is damaged: cfs repair rebuilds it from its tree (the damaged file is kept aside)"
+        )?;
     }
     if !common.json {
         match &vectors {

@@ -23,6 +23,7 @@ mod error;
 mod gc;
 pub mod git;
 mod read;
+mod repair;
 pub mod search;
 mod store;
 mod sync;
@@ -39,6 +40,7 @@ pub use embed::{
 pub use error::{Result, StoreError};
 pub use gc::GcReport;
 pub use read::{Counts, ReadTxn, TableUsage};
+pub use repair::{Salvage, SalvagedVector, salvage_vectors};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
 pub use sync::{DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, SyncOptions, SyncProgress, SyncReport};
 pub use verify::{VerifyReport, verify};

@@ -7,6 +7,7 @@ use serde_json::Value;
 mod first_hour;
 mod idle;
 mod readonly;
+mod repair;
 
 fn cfs(args: &[&str]) -> (i32, String, String) {
     cfs_in(&std::env::current_dir().expect("current dir"), args)

@@ -6,6 +6,7 @@ mod deferred;
 mod git;
 mod model;
 mod readonly;
+mod repair;
 mod search;
 mod store;
 mod vectors;

@@ -1,0 +1,70 @@
+//! `cfs repair`: a damaged store is rebuilt from its tree and verifies again.
+
+use serde_json::Value;
+
+use crate::{cfs_in, sample_tree};
+
+fn flip(path: &std::path::Path, seed: u64) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for _ in 0..8 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = (x % bytes.len() as u64) as usize;
+        bytes[at] ^= 1 << (x % 8);
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn root_of(dir: &std::path::Path) -> Value {
+    let (code, out, err) = cfs_in(dir, &["status", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str::<Value>(&out).unwrap()["state_root"].clone()
+}
+
+#[test]
+fn a_damaged_store_is_rebuilt_and_verifies() {
+    let dir = sample_tree();
+    let root = dir.path();
+    assert_eq!(
+        cfs_in(root, &["index", "--embedder", "hash", "--json"]).0,
+        0
+    );
+    let good = root_of(root);
+    let file = root.join(".cfs/store.redb");
+    let pristine = std::fs::read(&file).unwrap();
+    // Flip bytes until verify sees damage (some flips land in unused space).
+    let damaged = (0..200u64).any(|seed| {
+        std::fs::write(&file, &pristine).unwrap();
+        flip(&file, seed);
+        cfs_in(root, &["verify", "--json"]).0 != 0
+    });
+    assert!(damaged, "no flip was noticed");
+    let (code, out, err) = cfs_in(root, &["repair", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["state_root"], good);
+    assert!(std::path::Path::new(v["damaged_kept_at"].as_str().unwrap()).is_file());
+    let (code, _, err) = cfs_in(root, &["verify"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(root_of(root), good);
+}
+
+#[test]
+fn a_store_of_garbage_is_rebuilt_with_the_embedder_named() {
+    let dir = sample_tree();
+    let root = dir.path();
+    assert_eq!(
+        cfs_in(root, &["index", "--embedder", "hash", "--json"]).0,
+        0
+    );
+    let good = root_of(root);
+    std::fs::write(root.join(".cfs/store.redb"), vec![0x5a; 64 * 1024]).unwrap();
+    let (code, _, err) = cfs_in(root, &["repair"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--embedder"), "{err}");
+    let (code, _, err) = cfs_in(root, &["repair", "--embedder", "hash"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(root_of(root), good);
+}
