@@ -6,7 +6,8 @@ reading command (and index) on each copy.
 TREE is indexed once (hash embedder) into a store beside a copy of it; each copy flips
 1 or 8 bytes (seeded, so a run is repeatable) of that store file. Outcomes per command:
 ok (exit 0), error (exit 1 with a message on stderr, or verify's report), panic (exit 101 or a message
-saying the process panicked), hang (killed at the timeout), other. Prints one JSON
+saying the process panicked; "error (a panic caught)" when cfs turned one into an
+error), hang (killed at the timeout), other. Prints one JSON
 object with the counts and the seeds of every panic and hang; exits 1 if there was one.
 """
 
@@ -38,6 +39,8 @@ def outcome(cmd, cwd, timeout):
         return "panic"
     if out.returncode == 0:
         return "ok"
+    if out.returncode == 1 and "internal failure" in out.stderr:
+        return "error (a panic caught)"
     # Exit 1 with a message (stderr), or verify's report of what is wrong (stdout).
     if out.returncode == 1 and (out.stderr.strip() or out.stdout.strip()):
         return "error"
