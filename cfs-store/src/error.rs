@@ -102,3 +102,20 @@ from_redb!(
 
 /// Results of the store.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Runs `work`, turning a panic into [`StoreError::Corrupted`] naming the store file:
+/// the storage engine indexes its pages without checks and panics on some damaged
+/// bytes, which must be an error for the caller, never the end of its process.
+pub(crate) fn guard<T>(store: &std::path::Path, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        Err(StoreError::Corrupted(format!(
+            "{}: reading failed on damaged bytes ({message}); cfs repair rebuilds the store",
+            store.display()
+        )))
+    })
+}

@@ -41,6 +41,11 @@ impl Store {
     /// that the space they held is returned (this waits for other transactions of this
     /// process and fails while another one is open). The state root does not move.
     pub fn gc(&mut self, compact: bool) -> Result<GcReport> {
+        let path = self.path().to_path_buf();
+        crate::error::guard(&path, || self.gc_unguarded(compact))
+    }
+
+    fn gc_unguarded(&mut self, compact: bool) -> Result<GcReport> {
         let mut report = GcReport {
             bytes_before: self.file_size(),
             ..GcReport::default()

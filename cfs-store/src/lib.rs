@@ -49,6 +49,6 @@ pub use write::{NewDocument, WriteTxn};
 impl Store {
     /// Recomputes every root and checks every rule on the latest committed state.
     pub fn verify(&self) -> Result<VerifyReport> {
-        verify(&self.begin_read()?)
+        error::guard(self.path(), || verify(&self.begin_read()?))
     }
 }

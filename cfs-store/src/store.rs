@@ -222,10 +222,12 @@ impl Store {
         if !path.is_file() {
             return Err(StoreError::NotFound(path.to_path_buf()));
         }
-        let db = shared_builder()
-            .open(path)
-            .map_err(|e| open_error(e, path))?;
-        Self::from_database(Db::Writable(db), path)
+        crate::error::guard(path, || {
+            let db = shared_builder()
+                .open(path)
+                .map_err(|e| open_error(e, path))?;
+            Self::from_database(Db::Writable(db), path)
+        })
     }
 
     /// Opens an existing store for reading only: the open never waits for a writer in
@@ -236,10 +238,12 @@ impl Store {
         if !path.is_file() {
             return Err(StoreError::NotFound(path.to_path_buf()));
         }
-        let db = shared_builder()
-            .open_read_only(path)
-            .map_err(|e| read_only_error(e, path))?;
-        Self::from_database(Db::ReadOnly(db), path)
+        crate::error::guard(path, || {
+            let db = shared_builder()
+                .open_read_only(path)
+                .map_err(|e| read_only_error(e, path))?;
+            Self::from_database(Db::ReadOnly(db), path)
+        })
     }
 
     /// True when the store was opened with [`Store::open_read_only`].

@@ -252,7 +252,9 @@ impl Store {
         embedder: &dyn Embedder,
         progress: &(dyn Fn(SyncProgress<'_>) + Sync),
     ) -> Result<SyncReport> {
-        self.sync_scope(root, None, options, embedder, progress)
+        crate::error::guard(self.path(), || {
+            self.sync_scope(root, None, options, embedder, progress)
+        })
     }
 
     /// Syncs only the part of `root` in `scope`: the named files and everything under
@@ -274,7 +276,9 @@ impl Store {
             });
         }
         let scope = Some(scope).filter(|s| !s.is_everything());
-        self.sync_scope(root, scope, options, embedder, progress)
+        crate::error::guard(self.path(), || {
+            self.sync_scope(root, scope, options, embedder, progress)
+        })
     }
 
     fn sync_scope(

@@ -180,9 +180,15 @@ impl SearchIndex {
         if !cache.exists() {
             return Ok((Self::open(store, embedder, options)?, CacheStatus::Missing));
         }
-        let txn = store.begin_read()?;
-        let loaded = cache::load(cache, &txn, embedder.model_hash(), embedder.dimension());
-        drop(txn);
+        let loaded = crate::error::guard(store.path(), || {
+            let txn = store.begin_read()?;
+            Ok(cache::load(
+                cache,
+                &txn,
+                embedder.model_hash(),
+                embedder.dimension(),
+            ))
+        })?;
         let snap = match loaded {
             Ok(snap) => snap,
             Err(reason) => {
@@ -221,6 +227,10 @@ impl SearchIndex {
     /// Publishes the snapshot of the store's newest commit, if there is one. Costs in
     /// proportion to the change since the current snapshot.
     pub fn refresh(&self, store: &Store) -> Result<RefreshReport> {
+        crate::error::guard(store.path(), || self.refresh_unguarded(store))
+    }
+
+    fn refresh_unguarded(&self, store: &Store) -> Result<RefreshReport> {
         let _one_at_a_time = self
             .refresh
             .lock()
