@@ -43,8 +43,11 @@ def main():
     }
     seen = {name: [] for name in reads}
     t0 = time.perf_counter()
+    # The writer's report goes to a file: a pipe nobody reads until the end would fill
+    # and stop it.
+    report_file = open(os.path.join(work, "index.json"), "w+")
     writer = subprocess.Popen([binary, "index", tree, "--store", store, "--embedder",
-                               args.embedder, "--json"], stdout=subprocess.PIPE, text=True)
+                               args.embedder, "--json"], stdout=report_file, text=True)
     while not os.path.exists(store):
         time.sleep(0.01)
     while writer.poll() is None:
@@ -60,7 +63,8 @@ def main():
             seen[name].append((ms, root))
         time.sleep(args.every)
     index_s = time.perf_counter() - t0
-    final = json.loads(writer.stdout.read())
+    report_file.seek(0)
+    final = json.load(report_file)
     report = {"tree": tree, "embedder": args.embedder, "index_s": round(index_s, 1),
               "final_root": final["state_root"]}
     for name, runs in seen.items():
