@@ -6,8 +6,8 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The database file could not be read or written.
-    #[error("storage: {0}")]
+    /// The database file could not be read or written (redb's message, said once).
+    #[error(transparent)]
     Storage(#[from] redb::Error),
     /// A file or folder could not be accessed.
     #[error("{}: {source}", path.display())]

@@ -1074,8 +1074,15 @@ pub(crate) fn read_bucket_roots<T: ReadableTable<&'static [u8], &'static [u8]>>(
     let t = tables::tag(table);
     for row in bucket_roots.range::<&[u8]>(&[t][..]..&[t + 1][..])? {
         let (k, v) = row?;
-        let k = k.value();
-        let bucket = usize::from(u16::from_be_bytes([k[1], k[2]]));
+        let bucket = match k.value() {
+            [_, hi, lo] => usize::from(u16::from_be_bytes([*hi, *lo])),
+            other => {
+                return Err(StoreError::Corrupted(format!(
+                    "bucket_roots key of {} bytes, expected 3",
+                    other.len()
+                )));
+            }
+        };
         let root: [u8; 32] = v
             .value()
             .try_into()

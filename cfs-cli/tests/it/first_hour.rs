@@ -66,6 +66,13 @@ fn mistakes_are_errors_that_list_what_exists() {
     let (code, _, err) = cfs_in(root, &["search", "add", "--kind", "function"]);
     assert_eq!(code, 1);
     assert!(err.contains("code"), "{err}");
+    // A query no word of which is in the store finds nothing in text mode.
+    let (code, out, _) = cfs_in(root, &["search", "qwxyzzy", "--mode", "text", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        serde_json::json!([])
+    );
     let (code, _, err) = cfs_in(root, &["refresh", "src/lbi.rs"]);
     assert_eq!(code, 1);
     assert!(err.contains("src/lbi.rs"), "{err}");
@@ -89,4 +96,17 @@ fn exit_codes_are_as_documented() {
     assert_eq!(code, 1);
     assert!(err.contains("/nowhere/store.redb"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+    // Not a store: the file and the cause, each said once.
+    let bad = dir.path().join("bad.redb");
+    std::fs::write(&bad, "not a store").unwrap();
+    let (code, _, err) = cfs_in(
+        dir.path(),
+        &["search", "x", "--store", bad.to_str().unwrap()],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("bad.redb") && err.contains("cannot open the store"),
+        "{err}"
+    );
+    assert_eq!(err.matches("magic number").count(), 1, "{err}");
 }

@@ -251,3 +251,22 @@ fn a_reader_never_waits_for_a_writer_in_another_process() {
         "the open reader sees the writer's commit"
     );
 }
+
+#[test]
+fn a_cache_that_cannot_be_written_leaves_no_temporary_file() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let (file, embedder) = committed_store(tree.path(), db.path());
+    let store = Store::open_read_only(&file).unwrap();
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
+    // A folder where the cache file should go: the final rename fails.
+    let cache = db.path().join("index.cache");
+    std::fs::create_dir(&cache).unwrap();
+    assert!(index.save_cache(&cache).is_err());
+    let left: Vec<_> = std::fs::read_dir(db.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
