@@ -30,12 +30,17 @@ pub fn progress_of(len: u64, json: bool, what: &str, unit: &str) -> ProgressBar 
     if let Ok(style) = ProgressStyle::with_template(&template) {
         // A whole number per second: "2.5325/s" reads as noise.
         let rate = |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-            let _ = write!(w, "{:.0}/s", state.per_sec());
+            let _ = w.write_str(&rate_text(state.per_sec()));
         };
         bar.set_style(style.with_key("rate", rate).progress_chars("=> "));
     }
     bar.set_message(what.to_owned());
     bar
+}
+
+/// A rate as the bar shows it: a whole number per second.
+fn rate_text(per_sec: f64) -> String {
+    format!("{per_sec:.0}/s")
 }
 
 /// Embedding progress drawn on `bar`: its length from the pending chunks, then the
@@ -87,5 +92,21 @@ pub fn symbol_json(kind: &cfs_core::ChunkKind) -> (serde_json::Value, serde_json
                    "window": s.window.map(|w| json!({"index": w.index, "count": w.count}))}),
         ),
         _ => (Value::Null, Value::Null),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_show_whole_rates_and_hide_without_a_terminal() {
+        assert_eq!(rate_text(2.5325), "3/s");
+        assert_eq!(rate_text(1234.4), "1234/s");
+        // Under --json, and when stderr is not a terminal (as under cargo test), no bar.
+        assert!(progress_of(10, true, "x", "files").is_hidden());
+        if !std::io::stderr().is_terminal() {
+            assert!(progress_of(10, false, "x", "files").is_hidden());
+        }
     }
 }
