@@ -611,6 +611,8 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let chain = read.state_chain()?;
     let size = store.file_size();
     let last = chain.last();
+    // What status reads must agree with itself: the roots in meta are the last record's.
+    let consistent = last.is_none_or(|r| r.root == roots.state_root() && r.table_roots == roots);
     let git_head = store.git_head()?;
     let usage = if args.tables {
         read.table_usage()?
@@ -625,6 +627,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         "embeddings": counts.embeddings, "edges": counts.edges,
         "vectors_pending": counts.chunks.saturating_sub(counts.embeddings),
         "commits": chain.len(),
+        "consistent": consistent,
         "last_commit_ms": last.map(|r| r.timestamp_ms),
         "store_bytes": size,
         "chunk_sizes": {
@@ -668,6 +671,13 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             counts.embeddings, counts.chunks
         )?;
         writeln!(out, "state root {}", roots.state_root())?;
+        if !consistent {
+            writeln!(
+                out,
+                "DAMAGED: the state root and the last state record differ; cfs verify says \
+                 more, cfs repair rebuilds the store from its tree"
+            )?;
+        }
         if let Some((head, root)) = &git_head {
             let note = if *root == roots.state_root() {
                 ""
@@ -691,7 +701,11 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if consistent {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// `cfs reembed --embedder E`: one commit drops every vector and records E, then every

@@ -68,3 +68,37 @@ fn a_store_of_garbage_is_rebuilt_with_the_embedder_named() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(root_of(root), good);
 }
+
+#[test]
+fn status_notices_roots_that_disagree_with_the_chain() {
+    let dir = sample_tree();
+    let root = dir.path();
+    assert_eq!(
+        cfs_in(root, &["index", "--embedder", "hash", "--json"]).0,
+        0
+    );
+    {
+        let db = redb::Database::open(root.join(".cfs/store.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let def: redb::TableDefinition<'_, &[u8], &[u8]> = redb::TableDefinition::new("meta");
+            let mut meta = txn.open_table(def).unwrap();
+            meta.insert(&b"table_roots"[..], &[0u8; 160][..]).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let (code, out, _) = cfs_in(root, &["status", "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["consistent"],
+        false
+    );
+    let (code, out, _) = cfs_in(root, &["status"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("DAMAGED") && out.contains("cfs repair"),
+        "{out}"
+    );
+    assert_eq!(cfs_in(root, &["repair"]).0, 0);
+    assert_eq!(cfs_in(root, &["status"]).0, 0);
+}
