@@ -42,8 +42,9 @@ pub struct SearchAnswer {
     pub results: Vec<Found>,
 }
 
+/// Where a chunk is: what every answer about one chunk cites.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Found {
+pub struct Cited {
     /// Pass to get_chunk for the whole text and its neighbours.
     pub chunk_id: String,
     /// The file (relative to the tree).
@@ -54,10 +55,36 @@ pub struct Found {
     pub end_line: u32,
     /// text, section, code or page.
     pub kind: String,
+    /// The code symbol, `parent::name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub symbol: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
+}
+
+impl Cited {
+    fn of(meta: &ChunkMeta) -> Self {
+        Self {
+            chunk_id: meta.id.to_string(),
+            path: meta
+                .doc
+                .paths
+                .first()
+                .map(|p| p.path.to_string())
+                .unwrap_or_default(),
+            start_line: meta.start_line,
+            end_line: meta.end_line,
+            kind: meta.kind.to_owned(),
+            symbol: meta.symbol.as_deref().map(str::to_owned),
+            language: meta.language.as_deref().map(str::to_owned),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Found {
+    #[serde(flatten)]
+    pub chunk: Cited,
     /// The ranking score (fused in hybrid mode).
     pub score: f64,
     /// A few lines around the first query word.
@@ -94,21 +121,18 @@ pub fn search_answer(
             mime_type: None,
         });
     let hits = search(snap, &query, embedder).map_err(|e| e.to_string())?;
-    let results = hits
-        .into_iter()
-        .map(|h| Found {
-            chunk_id: h.chunk_id.to_string(),
+    let mut results = Vec::with_capacity(hits.len());
+    for h in hits {
+        let meta = snap
+            .chunk(&h.chunk_id)
+            .ok_or_else(|| format!("chunk {} left its snapshot", h.chunk_id))?;
+        results.push(Found {
+            chunk: Cited::of(meta),
             same_content: h.paths.iter().filter(|p| **p != h.path).cloned().collect(),
-            path: h.path,
-            start_line: h.start_line,
-            end_line: h.end_line,
-            kind: h.kind,
-            symbol: h.symbol,
-            language: h.language,
             score: h.score,
             snippet: h.snippet,
-        })
-        .collect();
+        });
+    }
     Ok(SearchAnswer {
         root: snap.state_root().to_hex(),
         results,
@@ -125,17 +149,10 @@ pub struct ChunkParams {
 pub struct ChunkAnswer {
     /// The state root the chunk was read at.
     pub root: String,
-    pub chunk_id: String,
-    pub path: String,
+    #[serde(flatten)]
+    pub chunk: Cited,
     /// Every file with this content.
     pub paths: Vec<String>,
-    pub start_line: u32,
-    pub end_line: u32,
-    pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub symbol: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub language: Option<String>,
     /// Heading path of a section, joined with " > ".
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heading: Option<String>,
@@ -165,17 +182,10 @@ pub fn chunk_answer(snap: &Snapshot, params: &ChunkParams) -> Result<ChunkAnswer
     let order = &meta.doc.chunks;
     let at = order.iter().position(|c| *c == id);
     let neighbour = |i: Option<usize>| i.and_then(|i| order.get(i)).map(ToString::to_string);
-    let paths = paths_of(meta);
     Ok(ChunkAnswer {
         root: root.to_hex(),
-        chunk_id: id.to_string(),
-        path: paths.first().cloned().unwrap_or_default(),
-        paths,
-        start_line: meta.start_line,
-        end_line: meta.end_line,
-        kind: meta.kind.to_owned(),
-        symbol: meta.symbol.as_deref().map(str::to_owned),
-        language: meta.language.as_deref().map(str::to_owned),
+        chunk: Cited::of(meta),
+        paths: paths_of(meta),
         heading: meta.heading.as_deref().map(str::to_owned),
         sequence: meta.sequence,
         chunks_in_file: order.len(),
