@@ -1,6 +1,6 @@
 //! Retrieval quality of an embedder on the labelled code-search suite:
 //!
-//! `cargo run --release --bin retrieval_bench -- SRC --bytes N [--lang L] [--embedder E] [--weights W,..] [--queries N]`
+//! `cargo run --release --bin retrieval_bench -- SRC --bytes N [--lang L] [--embedder E] [--weights W,..] [--queries N] [--store DIR]`
 //! `cargo run --release --bin retrieval_bench -- SRC --bytes N --dump FILE`
 //!
 //! The suite (L = `rust`, the default) is `cfs_bench::make_corpus`: the first N bytes of
@@ -107,8 +107,11 @@ fn main() {
     };
     let src = PathBuf::from(args.get(1).expect("SRC"));
     let budget: u64 = get("--bytes").map_or(4 << 20, |v| v.parse().expect("--bytes N"));
-    let dir = tempfile::tempdir().expect("temp dir");
-    let tree = dir.path().join("tree");
+    // `--store DIR` keeps the tree and the store in DIR: a later run on the same corpus
+    // finds every vector in the store (a no-op sync) and costs seconds, not an hour.
+    let temp = tempfile::tempdir().expect("temp dir");
+    let dir = get("--store").map_or_else(|| temp.path().to_path_buf(), PathBuf::from);
+    let tree = dir.join("tree");
     let (bytes, files, labels) = match get("--lang").as_deref() {
         None | Some("rust") => make_corpus(&src, &tree, budget),
         Some("python") => make_python_corpus(&src, &tree, budget),
@@ -160,7 +163,12 @@ fn main() {
         chunk: options.config.chunk,
         model_id: embedder.model_id().into(),
     };
-    let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
+    let file = dir.join("store.redb");
+    let store = if file.is_file() {
+        Store::open(&file).expect("the kept store")
+    } else {
+        Store::create(&file, settings).expect("store")
+    };
     let t = Instant::now();
     store
         .sync(&tree, &options, &*embedder, &|_| {})
