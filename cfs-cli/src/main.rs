@@ -127,12 +127,7 @@ fn guarded(command: impl FnOnce() -> anyhow::Result<ExitCode>) -> anyhow::Result
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let message = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".into());
+        let message = cfs_store::panic_message(info.payload());
         if let Ok(mut slot) = PANIC.lock() {
             slot.get_or_insert(format!("{message}{at}"));
         }

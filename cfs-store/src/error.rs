@@ -108,14 +108,19 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// bytes, which must be an error for the caller, never the end of its process.
 pub(crate) fn guard<T>(store: &std::path::Path, work: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".into());
+        let message = panic_message(&*payload);
         Err(StoreError::Corrupted(format!(
             "{}: reading failed on damaged bytes ({message}); cfs repair rebuilds the store",
             store.display()
         )))
     })
+}
+
+/// The text a panic was raised with (`panic!` with a literal or a formatted message).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
 }

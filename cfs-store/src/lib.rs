@@ -37,7 +37,7 @@ pub use embed::{
     DEFAULT_EMBED_BATCH_TEXTS, DEFAULT_VECTOR_SAMPLE, EmbedOptions, EmbedProgress, EmbedReport,
     EmbedStatus, VectorCheck,
 };
-pub use error::{Result, StoreError};
+pub use error::{Result, StoreError, panic_message};
 pub use gc::GcReport;
 pub use read::{Counts, ReadTxn, TableUsage};
 pub use repair::{Salvage, SalvagedVector, salvage_vectors};
