@@ -89,6 +89,19 @@ struct Pending {
     chunks: usize,
 }
 
+impl Pending {
+    /// Chunk `id` waits for the vector of its text.
+    fn add(&mut self, id: ChunkId, chunk: &Chunk) {
+        let text = embedding_text(chunk);
+        let entry = self
+            .texts
+            .entry(TextHash::of(&text))
+            .or_insert_with(|| (text.into_owned(), Vec::new()));
+        entry.1.push(id);
+        self.chunks += 1;
+    }
+}
+
 impl Store {
     /// Chunks, and chunks with an embedding (one model per store: every embedding row
     /// is of one chunk).
@@ -126,6 +139,54 @@ impl Store {
             });
         }
         let pending = self.pending(embedder)?;
+        self.embed_groups(embedder, pending, options, progress)
+    }
+
+    /// Embeds the chunks `ids` that have no embedding yet (the ones a sync deferred:
+    /// [`crate::SyncReport::deferred_chunks`]), as [`Store::embed_pending`] does but
+    /// without scanning the store for them: a one-file edit costs its own chunks.
+    pub fn embed_chunks(
+        &self,
+        embedder: &dyn Embedder,
+        ids: &[ChunkId],
+        options: &EmbedOptions,
+        progress: &(dyn Fn(EmbedProgress) + Sync),
+    ) -> Result<EmbedReport> {
+        let requested = crate::Settings {
+            chunk: self.settings().chunk,
+            model_id: embedder.model_id().to_owned(),
+        };
+        self.settings().check(&requested, self.path())?;
+        let model = embedder.model_hash();
+        let read = self.begin_read()?;
+        let embeddings = read.raw().open_table(tables::EMBEDDINGS)?;
+        let mut pending = Pending {
+            texts: BTreeMap::new(),
+            chunks: 0,
+        };
+        for id in ids {
+            let present = embeddings
+                .get(&EmbeddingId::derive(id, &model).0[..])?
+                .is_some();
+            // A chunk removed since its sync has nothing to embed.
+            let Some(chunk) = read.chunk(id)?.filter(|_| !present) else {
+                continue;
+            };
+            pending.add(*id, &chunk);
+        }
+        drop(embeddings);
+        drop(read);
+        self.embed_groups(embedder, pending, options, progress)
+    }
+
+    /// The batch loop of [`Store::embed_pending`] and [`Store::embed_chunks`].
+    fn embed_groups(
+        &self,
+        embedder: &dyn Embedder,
+        pending: Pending,
+        options: &EmbedOptions,
+        progress: &(dyn Fn(EmbedProgress) + Sync),
+    ) -> Result<EmbedReport> {
         progress(EmbedProgress::Pending {
             chunks: pending.chunks,
             texts: pending.texts.len(),
@@ -174,8 +235,10 @@ impl Store {
         let read = self.begin_read()?;
         let chunks = read.raw().open_table(tables::CHUNKS)?;
         let embeddings = read.raw().open_table(tables::EMBEDDINGS)?;
-        let mut texts: BTreeMap<TextHash, (String, Vec<ChunkId>)> = BTreeMap::new();
-        let mut n = 0;
+        let mut pending = Pending {
+            texts: BTreeMap::new(),
+            chunks: 0,
+        };
         for row in chunks.iter()? {
             let (key, value) = row?;
             let id = ChunkId(
@@ -190,14 +253,9 @@ impl Store {
                 continue;
             }
             let chunk = Chunk::decode(tables::split_row(value.value())?.1)?;
-            let text = embedding_text(&chunk);
-            let entry = texts
-                .entry(TextHash::of(&text))
-                .or_insert_with(|| (text.into_owned(), Vec::new()));
-            entry.1.push(id);
-            n += 1;
+            pending.add(id, &chunk);
         }
-        Ok(Pending { texts, chunks: n })
+        Ok(pending)
     }
 
     /// One commit: the batch's vectors (from the cache or the model) and an embedding

@@ -110,6 +110,9 @@ pub struct SyncReport {
     pub embedded: usize,
     /// Chunks committed without their embedding ([`SyncOptions::defer_embeddings`]).
     pub deferred: usize,
+    /// Their ids: [`Store::embed_chunks`] embeds exactly these, without a scan of the
+    /// store (what [`Store::embed_pending`] needs after an interrupted run).
+    pub deferred_chunks: Vec<cfs_core::ChunkId>,
     /// Committed rows removed, over all tables.
     pub rows_removed: u64,
     /// Transactions committed.
@@ -733,10 +736,25 @@ impl Store {
             })
             .collect::<Result<_>>()?;
         drop(chunk_texts);
-        report.deferred += parse_results
-            .iter()
-            .filter_map(|(i, p)| Some(p.as_ref().ok()?.chunks.len() - embedded.get(i)?.len()))
-            .sum::<usize>();
+        for (i, parsed) in &parse_results {
+            let (Ok(parsed), Some(with_vectors)) = (parsed.as_ref(), embedded.get(i)) else {
+                continue;
+            };
+            if with_vectors.len() == parsed.chunks.len() {
+                continue;
+            }
+            let have: std::collections::HashSet<_> =
+                with_vectors.iter().map(|e| e.chunk_id).collect();
+            let before = report.deferred_chunks.len();
+            report.deferred_chunks.extend(
+                parsed
+                    .chunks
+                    .iter()
+                    .map(|c| c.id)
+                    .filter(|id| !have.contains(id)),
+            );
+            report.deferred += report.deferred_chunks.len() - before;
+        }
         let new_documents: Vec<NewDocument<'_>> = parse_results
             .iter()
             .filter_map(|(i, parsed)| {

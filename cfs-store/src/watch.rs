@@ -207,11 +207,14 @@ pub enum WatchEvent {
 }
 
 /// With [`SyncOptions::defer_embeddings`], embeds what the sync left, stopping after
-/// the batch under way when `stop` is set.
+/// the batch under way when `stop` is set: exactly the `deferred` chunks of a scoped
+/// sync, or every chunk without a vector (a scan) after a whole one, which also resumes
+/// an interrupted run.
 fn embed_after(
     store: &Store,
     options: &SyncOptions,
     embedder: &dyn Embedder,
+    deferred: Option<&[cfs_core::ChunkId]>,
     stop: &AtomicBool,
     on_event: &mut dyn FnMut(WatchEvent),
 ) -> Result<()> {
@@ -220,11 +223,16 @@ fn embed_after(
     }
     let started = Instant::now();
     let embed = EmbedOptions::default();
-    let report = store.embed_pending(embedder, &embed, &|_| {
+    let progress = |_| {
         if stop.load(Ordering::SeqCst) {
             embed.stop.store(true, Ordering::SeqCst);
         }
-    })?;
+    };
+    let report = match deferred {
+        Some([]) => return Ok(()),
+        Some(ids) => store.embed_chunks(embedder, ids, &embed, &progress)?,
+        None => store.embed_pending(embedder, &embed, &progress)?,
+    };
     if report.commits > 0 {
         on_event(WatchEvent::Embedded {
             report,
@@ -299,7 +307,7 @@ pub fn watch(
             paths: None,
             elapsed: started.elapsed(),
         });
-        embed_after(store, options, embedder, stop, on_event)
+        embed_after(store, options, embedder, None, stop, on_event)
     };
     whole(Instant::now(), on_event)?;
     match &degraded {
@@ -352,13 +360,14 @@ pub fn watch(
                 Batch::Everything => whole(started, on_event)?,
                 Batch::Paths(scope) => {
                     let n = scope.paths().count();
-                    let report = store.sync_paths(root, &scope, options, embedder, &|_| {})?;
+                    let mut report = store.sync_paths(root, &scope, options, embedder, &|_| {})?;
+                    let deferred = std::mem::take(&mut report.deferred_chunks);
                     on_event(WatchEvent::Synced {
                         report,
                         paths: Some(n),
                         elapsed: started.elapsed(),
                     });
-                    embed_after(store, options, embedder, stop, on_event)?;
+                    embed_after(store, options, embedder, Some(&deferred), stop, on_event)?;
                 }
             }
         }

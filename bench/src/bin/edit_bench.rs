@@ -85,6 +85,15 @@ fn tree_and_store(a: &Args, dir: &std::path::Path, embedder: &MiniLmInt) -> (Pat
     (tree, store)
 }
 
+/// `digits` spelled with the letters a-j after "quokka".
+fn letters(digits: &str) -> String {
+    let spelled: String = digits
+        .chars()
+        .map(|c| (b'a' + c.to_digit(10).unwrap_or(0) as u8) as char)
+        .collect();
+    format!("quokka{spelled}")
+}
+
 fn main() {
     let a = args();
     let embedder = MiniLmInt::open_default().expect("the minilm-int model file");
@@ -98,11 +107,20 @@ fn main() {
     let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).expect("index");
     let chunks = index.snapshot().n_chunks();
     let files = cfs_ingest::walk(&tree).expect("walk").files;
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let (mut text_lat, mut vec_lat) = (Vec::new(), Vec::new());
+    // Per phase: sync, refresh, text search, embed, refresh, vector search.
+    let mut phases: Vec<Vec<Duration>> = vec![Vec::new(); 6];
+    let mut lap = |i: usize, t: &mut Instant| {
+        phases[i].push(t.elapsed());
+        *t = Instant::now();
+    };
     for i in 0..a.edits {
         let f = &files[(i * 7919 + 11) % files.len()];
-        let word = format!("quokka{}", "abcdefghij".chars().nth(i % 10).unwrap_or('a'))
-            + &"z".repeat(i / 10 + 1);
+        // A word of letters no earlier run used: the new text is never in the cache.
+        let word = letters(&format!("{run}{i:03}"));
         let function = format!(
             "\n/// Counts the {word} entries of a ledger by their owner.\n\
              pub fn count_{word}(ledger: &[u32]) -> usize {{ ledger.len() }}\n"
@@ -111,28 +129,50 @@ fn main() {
         text.push_str(&function);
         let t0 = Instant::now();
         std::fs::write(&f.abs_path, text).expect("write");
+        let mut t = t0;
         let scope = Scope::new([&f.rel_path]);
-        store
+        let report = store
             .sync_paths(&tree, &scope, &options, &embedder, &|_| {})
             .expect("sync");
+        lap(0, &mut t);
         index.refresh(&store).expect("refresh");
+        lap(1, &mut t);
         let hits = index
             .search(&Query::new(word.clone()).mode(Mode::Text).k(1), &embedder)
             .expect("text search");
+        lap(2, &mut t);
         assert!(hits.first().is_some_and(|h| h.path == f.rel_path), "text");
         text_lat.push(t0.elapsed());
+        // What the watcher does after a scoped sync: exactly the deferred chunks.
         store
-            .embed_pending(&embedder, &EmbedOptions::default(), &|_| {})
+            .embed_chunks(
+                &embedder,
+                &report.deferred_chunks,
+                &EmbedOptions::default(),
+                &|_| {},
+            )
             .expect("embed");
+        lap(3, &mut t);
         index.refresh(&store).expect("refresh");
+        lap(4, &mut t);
         let hits = index
             .search(&Query::new(function.trim()).mode(Mode::Vector).k(1), &embedder)
             .expect("vector search");
+        lap(5, &mut t);
         assert!(hits.first().is_some_and(|h| h.path == f.rel_path), "vector");
         vec_lat.push(t0.elapsed());
     }
     text_lat.sort();
     vec_lat.sort();
+    let names = ["sync", "refresh", "text search", "embed", "refresh 2", "vector search"];
+    let phase_p50: serde_json::Map<String, serde_json::Value> = names
+        .iter()
+        .zip(phases.iter_mut())
+        .map(|(name, v)| {
+            v.sort();
+            (name.to_string(), json!((percentile(v, 0.5) * 10.0).round() / 10.0))
+        })
+        .collect();
     let ms = |v: &[Duration], p| (percentile(v, p) * 10.0).round() / 10.0;
     println!(
         "{}",
@@ -141,6 +181,7 @@ fn main() {
             "edits": a.edits,
             "text_searchable_ms": {"p50": ms(&text_lat, 0.5), "p99": ms(&text_lat, 0.99)},
             "vector_searchable_ms": {"p50": ms(&vec_lat, 0.5), "p99": ms(&vec_lat, 0.99)},
+            "phase_p50_ms": phase_p50,
         }))
         .expect("JSON")
     );

@@ -282,3 +282,43 @@ fn switching_embedders_reaches_the_new_clean_root_and_back_from_the_cache() {
     assert_eq!(reopened.settings().model_id, embedder.model_id());
     assert!(reopened.verify().unwrap().is_ok());
 }
+
+#[test]
+fn embed_chunks_embeds_exactly_what_a_sync_deferred() {
+    let (_dir, root, store, options, embedder) = setup(true);
+    let first = store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    assert_eq!(first.deferred_chunks.len(), first.deferred);
+    assert!(first.deferred > 0);
+    let done = store
+        .embed_chunks(
+            &embedder,
+            &first.deferred_chunks,
+            &EmbedOptions::default(),
+            &|_| {},
+        )
+        .unwrap();
+    assert_eq!(done.chunks, first.deferred);
+    let status = store.embed_status().unwrap();
+    assert_eq!(status.embedded, status.chunks);
+    assert_eq!(done.root, clean_root(&root, &options, &embedder));
+
+    // An edit: the scoped sync defers only the new text's chunk, and embedding it
+    // reaches the clean root again; ids already embedded or gone are skipped.
+    write(
+        &root,
+        "notes.txt",
+        "zebra quantum lattice\n\na new paragraph\n",
+    );
+    let scope = cfs_ingest::Scope::new(["notes.txt"]);
+    let edit = store
+        .sync_paths(&root, &scope, &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!(edit.deferred_chunks.len(), edit.deferred);
+    let mut ids = edit.deferred_chunks.clone();
+    ids.extend(&first.deferred_chunks);
+    let done = store
+        .embed_chunks(&embedder, &ids, &EmbedOptions::default(), &|_| {})
+        .unwrap();
+    assert_eq!(done.chunks, edit.deferred);
+    assert_eq!(done.root, clean_root(&root, &options, &embedder));
+}
