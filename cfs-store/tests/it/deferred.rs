@@ -322,3 +322,24 @@ fn embed_chunks_embeds_exactly_what_a_sync_deferred() {
     assert_eq!(done.chunks, edit.deferred);
     assert_eq!(done.root, clean_root(&root, &options, &embedder));
 }
+
+#[test]
+fn vectors_embedded_after_the_text_are_found_by_later_syncs() {
+    let (_dir, root, store, options, embedder) = setup(true);
+    store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    store
+        .embed_pending(&embedder, &EmbedOptions::default(), &|_| {})
+        .unwrap();
+    // The file goes, then comes back: its texts' vectors are in the cache.
+    let text = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    std::fs::remove_file(root.join("src/lib.rs")).unwrap();
+    store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    write(&root, "src/lib.rs", &text);
+    let inline = SyncOptions {
+        defer_embeddings: false,
+        ..options.clone()
+    };
+    let back = store.sync(&root, &inline, &embedder, &|_| {}).unwrap();
+    assert_eq!(back.embedded, 0, "{back:?}");
+    assert_eq!(back.deferred, 0);
+}
