@@ -170,10 +170,14 @@ fn main() {
         Store::create(&file, settings).expect("store")
     };
     let t = Instant::now();
-    store
+    let synced = store
         .sync(&tree, &options, &*embedder, &|_| {})
         .expect("sync");
     let sync_s = t.elapsed().as_secs_f64();
+    eprintln!(
+        "sync: {} added, {} updated, {} unchanged, {} parsed, {} embedded in {sync_s:.1} s",
+        synced.added, synced.updated, synced.unchanged, synced.parsed, synced.embedded
+    );
     let index = SearchIndex::open(&store, &*embedder, IndexOptions::exact()).expect("index");
 
     // `--queries N`: every k-th label, at most N (the suite at scale has tens of
