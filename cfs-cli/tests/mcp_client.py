@@ -189,6 +189,8 @@ async def unwatched(session, root):
           and status["state"] == "replaced" and status["problem"], text)
     _, err, text = await call(session, "search", query="quokka")
     check("searching a bad store is a tool error", err and "store.redb" in text, text)
+    status, _, _ = await call(session, "status")
+    check("a replaced store stays replaced", status["state"] == "replaced", status)
 
 
 async def serve(args, cwd, body, root):

@@ -93,7 +93,10 @@ impl Served {
                     let was_open = previous.is_some();
                     *slot = None;
                     let live = Arc::new(Live::open(&self.file, id).map_err(|e| {
-                        *lock(&self.replaced) = was_open;
+                        // Once replaced, it stays so until a store can be opened again.
+                        if was_open {
+                            *lock(&self.replaced) = true;
+                        }
                         format!("{e:#}")
                     })?);
                     *lock(&self.replaced) = false;
