@@ -9,7 +9,7 @@
 //! - text-searchable: the scoped sync (text commit, vectors deferred), the snapshot
 //!   refresh, and a text search that finds the new word in that file;
 //! - vector-searchable: then the embedding of the new texts and its commit, the refresh,
-//!   and a vector search for the new function's text that ranks its chunk first.
+//!   and a vector search for the new function's text that has its chunk in the top 10.
 //!
 //! Prints one JSON object (p50/p99 of each, the chunks of the store).
 
@@ -155,11 +155,16 @@ fn main() {
         lap(3, &mut t);
         index.refresh(&store).expect("refresh");
         lap(4, &mut t);
+        // Searchable by vector: the edited file's new chunk is among the 10 nearest to
+        // the new function's text (an older chunk of similar code may rank first).
         let hits = index
-            .search(&Query::new(function.trim()).mode(Mode::Vector).k(1), &embedder)
+            .search(&Query::new(function.trim()).mode(Mode::Vector).k(10), &embedder)
             .expect("vector search");
         lap(5, &mut t);
-        assert!(hits.first().is_some_and(|h| h.path == f.rel_path), "vector");
+        assert!(
+            hits.iter().any(|h| h.path == f.rel_path && h.text.contains(&word)),
+            "vector"
+        );
         vec_lat.push(t0.elapsed());
     }
     text_lat.sort();
