@@ -10,6 +10,16 @@ pub const STORE_DIR: &str = ".cfs";
 /// Name of the store file in a store folder.
 pub const STORE_FILE: &str = "store.redb";
 
+/// The store file of the tree at `tree`: `tree/.cfs/store.redb`.
+pub fn store_in(tree: &Path) -> PathBuf {
+    tree.join(STORE_DIR).join(STORE_FILE)
+}
+
+/// The store of the tree at `tree`: `--store PATH` when given, else [`store_in`].
+pub fn tree_store(tree: &Path, explicit: Option<&Path>) -> PathBuf {
+    explicit.map_or_else(|| store_in(tree), store_file)
+}
+
 /// The store file for `--store PATH`: PATH itself if it is a file, else PATH/store.redb.
 pub fn store_file(path: &Path) -> PathBuf {
     if path.is_file() || path.extension().is_some_and(|e| e == "redb") {
@@ -30,7 +40,7 @@ pub fn find_store(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     for dir in cwd.ancestors() {
-        let file = dir.join(STORE_DIR).join(STORE_FILE);
+        let file = store_in(dir);
         if file.is_file() {
             return Ok(file);
         }

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use cfs_store::{Settings, Store, SyncOptions, salvage_vectors};
 use serde_json::json;
 
-use crate::locate::{STORE_DIR, STORE_FILE, store_file};
+use crate::locate::tree_store;
 use crate::output::{print_json, progress, sync_progress};
 use crate::store_cmds::{Common, EmbedderChoice, keep_out_of_git, sync_options, tree_root};
 
@@ -25,20 +25,16 @@ pub struct RepairArgs {
     common: Common,
 }
 
-/// The damaged store's embedder, read without trusting the file to be readable.
+/// The damaged store's embedder, when its settings can be read (a failed or panicking
+/// read is `None`: `Store::open_read_only` turns panics into errors).
 fn recorded_embedder(file: &Path) -> Option<EmbedderChoice> {
-    std::panic::catch_unwind(|| Store::open_read_only(file).ok())
-        .ok()
-        .flatten()
-        .and_then(|s| EmbedderChoice::of_model_id(&s.settings().model_id))
+    let store = Store::open_read_only(file).ok()?;
+    EmbedderChoice::of_model_id(&store.settings().model_id)
 }
 
 pub fn run(args: &RepairArgs) -> anyhow::Result<ExitCode> {
     let root = tree_root(args.path.as_deref())?;
-    let file = match &args.common.store {
-        Some(path) => store_file(path),
-        None => root.join(STORE_DIR).join(STORE_FILE),
-    };
+    let file = tree_store(&root, args.common.store.as_deref());
     if !file.is_file() {
         bail!(
             "{}: no store to repair (cfs index makes one)",

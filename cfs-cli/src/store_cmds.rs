@@ -12,7 +12,7 @@ use cfs_ingest::{Embedder, HashEmbedder, MiniLmInt, Registry};
 use cfs_store::{Settings, Store, StoreError, SyncOptions};
 use serde_json::{Value, json};
 
-use crate::locate::{STORE_DIR, STORE_FILE, find_store, store_file, tree_of};
+use crate::locate::{STORE_DIR, find_store, store_in, tree_of, tree_store};
 use crate::output::{embed_progress, print_json, progress, progress_of, sync_progress};
 
 /// Options every store command takes.
@@ -225,10 +225,7 @@ pub fn open_or_create(
     common: &Common,
     choice: Option<EmbedderChoice>,
 ) -> anyhow::Result<Opened> {
-    let file = match &common.store {
-        Some(path) => store_file(path),
-        None => root.join(STORE_DIR).join(STORE_FILE),
-    };
+    let file = tree_store(root, common.store.as_deref());
     let options = sync_options(root)?;
     let (store, embedder) = if file.is_file() {
         let store = Store::open(&file)?;
@@ -306,11 +303,11 @@ pub fn tree_root(path: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// when `folder` has no store of its own and lies inside an indexed tree (git's rule),
 /// that tree with `folder` as the scope. `--store` always means `folder` itself.
 fn enclosing_tree(folder: PathBuf, common: &Common) -> (PathBuf, Option<String>) {
-    if common.store.is_some() || folder.join(STORE_DIR).join(STORE_FILE).is_file() {
+    if common.store.is_some() || store_in(&folder).is_file() {
         return (folder, None);
     }
     for tree in folder.ancestors().skip(1) {
-        if tree.join(STORE_DIR).join(STORE_FILE).is_file()
+        if store_in(tree).is_file()
             && let Ok(rel) = folder.strip_prefix(tree)
         {
             let rel = rel

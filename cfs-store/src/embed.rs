@@ -120,11 +120,7 @@ impl Store {
         options: &EmbedOptions,
         progress: &(dyn Fn(EmbedProgress) + Sync),
     ) -> Result<EmbedReport> {
-        let requested = crate::Settings {
-            chunk: self.settings().chunk,
-            model_id: embedder.model_id().to_owned(),
-        };
-        self.settings().check(&requested, self.path())?;
+        self.check_embedder(embedder)?;
         // One model per store: as many embeddings as chunks means none is missing, and
         // the scan (a lookup per chunk) is skipped.
         let status = self.embed_status()?;
@@ -142,6 +138,15 @@ impl Store {
         self.embed_groups(embedder, pending, options, progress)
     }
 
+    /// Vectors of two models never meet: `embedder` must be the store's.
+    fn check_embedder(&self, embedder: &dyn Embedder) -> Result<()> {
+        let requested = crate::Settings {
+            chunk: self.settings().chunk,
+            model_id: embedder.model_id().to_owned(),
+        };
+        self.settings().check(&requested, self.path())
+    }
+
     /// Embeds the chunks `ids` that have no embedding yet (the ones a sync deferred:
     /// [`crate::SyncReport::deferred_chunks`]), as [`Store::embed_pending`] does but
     /// without scanning the store for them: a one-file edit costs its own chunks.
@@ -152,11 +157,7 @@ impl Store {
         options: &EmbedOptions,
         progress: &(dyn Fn(EmbedProgress) + Sync),
     ) -> Result<EmbedReport> {
-        let requested = crate::Settings {
-            chunk: self.settings().chunk,
-            model_id: embedder.model_id().to_owned(),
-        };
-        self.settings().check(&requested, self.path())?;
+        self.check_embedder(embedder)?;
         let model = embedder.model_hash();
         let read = self.begin_read()?;
         let embeddings = read.raw().open_table(tables::EMBEDDINGS)?;

@@ -41,14 +41,8 @@ pub struct Salvage {
 /// the process: what was read before it is kept.
 pub fn salvage_vectors(path: &Path) -> Salvage {
     let mut salvage = Salvage::default();
-    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        read_cache(path, &mut salvage)
-    }));
-    salvage.stopped = match read {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.to_string()),
-        Err(_) => Some("the storage engine panicked on damaged bytes".into()),
-    };
+    let read = crate::error::guard(path, || read_cache(path, &mut salvage));
+    salvage.stopped = read.err().map(|e| e.to_string());
     salvage
 }
 

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use cfs_core::ChunkId;
 use cfs_ingest::Embedder;
-use cfs_store::search::{ChunkMeta, Filter, Mode, Query, Snapshot, search};
+use cfs_store::search::{ChunkMeta, DocInfo, Filter, Mode, Query, Snapshot, search};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -185,7 +185,7 @@ pub fn chunk_answer(snap: &Snapshot, params: &ChunkParams) -> Result<ChunkAnswer
     Ok(ChunkAnswer {
         root: root.to_hex(),
         chunk: Cited::of(meta),
-        paths: paths_of(meta),
+        paths: paths_of(&meta.doc),
         heading: meta.heading.as_deref().map(str::to_owned),
         sequence: meta.sequence,
         chunks_in_file: order.len(),
@@ -195,8 +195,8 @@ pub fn chunk_answer(snap: &Snapshot, params: &ChunkParams) -> Result<ChunkAnswer
     })
 }
 
-fn paths_of(meta: &ChunkMeta) -> Vec<String> {
-    meta.doc.paths.iter().map(|p| p.path.to_string()).collect()
+fn paths_of(doc: &DocInfo) -> Vec<String> {
+    doc.paths.iter().map(|p| p.path.to_string()).collect()
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -262,7 +262,7 @@ pub fn file_answer(snap: &Snapshot, params: &FileParams) -> Result<FileAnswer, S
         path: path.to_owned(),
         document_id: doc.id.to_string(),
         mime_type: doc.mime_type.to_string(),
-        paths: doc.paths.iter().map(|p| p.path.to_string()).collect(),
+        paths: paths_of(doc),
         chunks,
     })
 }

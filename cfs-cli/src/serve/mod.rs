@@ -21,7 +21,7 @@ use anyhow::{Context, bail};
 use cfs_store::watch::{WatchEvent, WatchSettings, watch};
 use rmcp::ServiceExt;
 
-use crate::locate::{STORE_DIR, STORE_FILE, store_file, tree_of};
+use crate::locate::{tree_of, tree_store};
 use crate::store_cmds::{Common, Opened, open_or_create, tree_root};
 use served::{Served, lock};
 
@@ -49,10 +49,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         bail!("say which protocol to serve: cfs serve --mcp");
     }
     let tree = tree_root(args.path.as_deref())?;
-    let file = match &args.common.store {
-        Some(path) => store_file(path),
-        None => tree.join(STORE_DIR).join(STORE_FILE),
-    };
+    let file = tree_store(&tree, args.common.store.as_deref());
     let tree = match &args.common.store {
         Some(_) => tree_of(&file).or(Some(tree)),
         None => Some(tree),
