@@ -7,9 +7,7 @@ use cfs_core::{
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use crate::error::{Result, StoreError};
-use crate::store::{read_sequence, read_table_roots};
-use crate::tables;
-use crate::write::{keys_with_prefix, read_bucket_roots};
+use crate::tables::{self, keys_with_prefix, read_bucket_roots, read_sequence, read_table_roots};
 
 /// Row counts of the five committed tables.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -133,8 +131,7 @@ impl ReadTxn {
             return Ok(true);
         }
         let stat_t = self.txn.open_table(tables::STAT_CACHE)?;
-        // Everything under `path/`: keys from "path/" up to "path0" ('0' follows '/').
-        let (lo, hi) = (format!("{path}/"), format!("{path}0"));
+        let (lo, hi) = tables::under_folder(path);
         let mut under = stat_t.range::<&[u8]>(lo.as_bytes()..hi.as_bytes())?;
         Ok(under.next().transpose()?.is_some())
     }
@@ -181,11 +178,7 @@ impl ReadTxn {
             let v = idx
                 .get(key.as_slice())?
                 .ok_or_else(|| StoreError::Corrupted("chunk index".into()))?;
-            let id = ChunkId(
-                v.value()
-                    .try_into()
-                    .map_err(|_| StoreError::Corrupted("chunk index value".into()))?,
-            );
+            let id = tables::chunk_index_value(v.value())?;
             out.push(
                 self.chunk(&id)?
                     .ok_or_else(|| StoreError::Corrupted(format!("indexed chunk {id} missing")))?,
@@ -199,12 +192,9 @@ impl ReadTxn {
         let idx = self.txn.open_table(tables::PATHS_BY_DOCUMENT)?;
         let mut out = Vec::new();
         for key in keys_with_prefix(&idx, &document.0)? {
-            let id: [u8; 16] = key
-                .get(16..32)
-                .and_then(|k| k.try_into().ok())
-                .ok_or_else(|| StoreError::Corrupted("path index key".into()))?;
+            let id = tables::path_of_index_key(&key)?;
             out.push(
-                get_row(&self.txn, Table::Paths, &id)?
+                get_row(&self.txn, Table::Paths, &id.0)?
                     .ok_or_else(|| StoreError::Corrupted("indexed path missing".into()))?,
             );
         }
@@ -233,7 +223,7 @@ impl ReadTxn {
     /// The state record of commit `sequence`, if there is one.
     pub fn state_record(&self, sequence: u64) -> Result<Option<StateRecord>> {
         let t = self.txn.open_table(tables::STATE_CHAIN)?;
-        match t.get(&sequence.to_be_bytes()[..])? {
+        match t.get(&tables::state_key(sequence)[..])? {
             Some(v) => Ok(Some(StateRecord::decode(v.value())?)),
             None => Ok(None),
         }
@@ -292,9 +282,7 @@ impl ReadTxn {
         text: &cfs_core::TextHash,
     ) -> Result<Option<Vec<i16>>> {
         let t = self.txn.open_table(tables::EMBEDDING_CACHE)?;
-        let mut key = model.0.to_vec();
-        key.extend_from_slice(&text.0);
-        let Some(hash) = t.get(key.as_slice())? else {
+        let Some(hash) = t.get(&tables::cache_key(model, text)[..])? else {
             return Ok(None);
         };
         let Ok(hash) = <crate::vectors::VectorHash>::try_from(hash.value()) else {

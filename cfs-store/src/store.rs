@@ -6,14 +6,14 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::tables::le::read_u32;
 use cfs_core::{StateRoot, TableRoots};
 use cfs_ingest::ChunkParams;
-use le::{read_u32, read_u64};
-use redb::{Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable};
+use redb::{Database, ReadOnlyDatabase, ReadableDatabase};
 
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
-use crate::tables;
+use crate::tables::{self, encode_roots, meta};
 use crate::write::WriteTxn;
 
 /// The layout version of the store file; a store of another version is refused.
@@ -22,16 +22,6 @@ pub const SCHEMA_VERSION: u32 = 2;
 pub const MAGIC: &[u8] = b"cfs store";
 
 /// Meta keys.
-pub(crate) mod meta {
-    pub const MAGIC: &str = "magic";
-    pub const SCHEMA_VERSION: &str = "schema_version";
-    pub const SPEC_VERSION: &str = "spec_version";
-    pub const SETTINGS: &str = "settings";
-    pub const TABLE_ROOTS: &str = "table_roots";
-    pub const SEQUENCE: &str = "sequence";
-    pub const GIT_HEAD: &str = "git_head";
-}
-
 /// What a store is built with; recorded at creation and checked at every sync.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -88,15 +78,6 @@ impl Settings {
 }
 
 /// Little-endian integer reads that return `None` past the end instead of panicking.
-pub(crate) mod le {
-    pub fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
-        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
-    }
-    pub fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
-        Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
-    }
-}
-
 /// The redb handle of a store: one that may write, or a read-only one that never takes
 /// the writer's lock (so it never waits for a writer) and never writes a byte.
 pub(crate) enum Db {
@@ -405,50 +386,4 @@ fn shared_builder() -> redb::Builder {
     let mut builder = Database::builder();
     builder.set_concurrency_mode(redb::ConcurrencyMode::MultiWriter);
     builder
-}
-
-pub(crate) fn read_table_roots<T: ReadableTable<&'static [u8], &'static [u8]>>(
-    meta: &T,
-) -> Result<TableRoots> {
-    let bytes = meta
-        .get(meta::TABLE_ROOTS.as_bytes())?
-        .ok_or_else(|| StoreError::Corrupted("meta table_roots missing".into()))?;
-    decode_roots(bytes.value())
-}
-
-pub(crate) fn read_sequence<T: ReadableTable<&'static [u8], &'static [u8]>>(
-    meta: &T,
-) -> Result<u64> {
-    let bytes = meta
-        .get(meta::SEQUENCE.as_bytes())?
-        .ok_or_else(|| StoreError::Corrupted("meta sequence missing".into()))?;
-    read_u64(bytes.value(), 0).ok_or_else(|| StoreError::Corrupted("meta sequence".into()))
-}
-
-/// The five roots concatenated in table order (160 bytes).
-pub(crate) fn encode_roots(roots: &TableRoots) -> Vec<u8> {
-    cfs_core::Table::ALL
-        .iter()
-        .flat_map(|t| roots.get(*t).0)
-        .collect()
-}
-
-fn decode_roots(bytes: &[u8]) -> Result<TableRoots> {
-    if bytes.len() != 5 * 32 {
-        return Err(StoreError::Corrupted(
-            "meta table_roots is not 160 bytes".into(),
-        ));
-    }
-    let root = |i: usize| {
-        let mut h = [0u8; 32];
-        h.copy_from_slice(&bytes[i * 32..i * 32 + 32]);
-        cfs_core::MerkleRoot(h)
-    };
-    Ok(TableRoots {
-        paths: root(0),
-        documents: root(1),
-        chunks: root(2),
-        embeddings: root(3),
-        edges: root(4),
-    })
 }

@@ -20,7 +20,7 @@ use redb::ReadableTable;
 
 use crate::error::{Result, StoreError};
 use crate::store::{Settings, Store};
-use crate::tables;
+use crate::tables::{self, Stat};
 use crate::vectors;
 use crate::write::{NewDocument, WriteTxn};
 
@@ -121,45 +121,11 @@ pub struct SyncReport {
     pub root: StateRoot,
 }
 
-/// A stat-cache row: size, modification time, content hash, and for a file that could
-/// not be indexed, why (so that an unchanged binary is not read again every sync).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Stat {
-    size: u64,
-    mtime_ns: u64,
-    hash: ContentHash,
-    failure: Option<String>,
+/// Whether a stat row vouches for the file the walk found: unchanged size and time
+/// (a zero time vouches for nothing).
+fn vouches_for(stat: &Stat, entry: &WalkEntry) -> bool {
+    stat.size == entry.size_bytes && stat.mtime_ns == entry.mtime_ns && stat.mtime_ns != 0
 }
-
-impl Stat {
-    fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(48);
-        out.extend(self.size.to_le_bytes());
-        out.extend(self.mtime_ns.to_le_bytes());
-        out.extend(self.hash.0);
-        if let Some(reason) = &self.failure {
-            out.extend(reason.as_bytes());
-        }
-        out
-    }
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        let failure = match bytes.get(48..)? {
-            [] => None,
-            reason => Some(std::str::from_utf8(reason).ok()?.to_owned()),
-        };
-        Some(Self {
-            size: crate::store::le::read_u64(bytes, 0)?,
-            mtime_ns: crate::store::le::read_u64(bytes, 8)?,
-            hash: ContentHash(bytes.get(16..48)?.try_into().ok()?),
-            failure,
-        })
-    }
-
-    fn vouches_for(&self, entry: &WalkEntry) -> bool {
-        self.size == entry.size_bytes && self.mtime_ns == entry.mtime_ns && self.mtime_ns != 0
-    }
-}
-
 /// What planning decided for each file of a batch.
 struct Plan {
     /// The document a file is bound to without parsing, when known.
@@ -198,27 +164,15 @@ fn scoped_state(
     read: &crate::ReadTxn,
     scope: &Scope,
 ) -> Result<(BTreeMap<String, PathEntry>, BTreeMap<String, Stat>)> {
-    let stat_t = read.raw().open_table(tables::STAT_CACHE)?;
     let mut stats: BTreeMap<String, Stat> = BTreeMap::new();
     let mut candidates: BTreeSet<String> = BTreeSet::new();
     for p in scope.paths() {
         candidates.insert(p.to_owned());
-        if let Some(v) = stat_t.get(p.as_bytes())?
-            && let Some(stat) = Stat::decode(v.value())
-        {
-            stats.insert(p.to_owned(), stat);
-        }
-        // Everything under `p/`: keys from "p/" up to "p0" ('0' follows '/').
-        let lo = format!("{p}/");
-        let hi = format!("{p}0");
-        for row in stat_t.range::<&[u8]>(lo.as_bytes()..hi.as_bytes())? {
-            let (k, v) = row?;
-            if let Ok(path) = std::str::from_utf8(k.value()) {
-                candidates.insert(path.to_owned());
-                if let Some(stat) = Stat::decode(v.value()) {
-                    stats.insert(path.to_owned(), stat);
-                }
+        for (path, stat) in read.stats_at(p)? {
+            if let Some(stat) = stat {
+                stats.insert(path.clone(), stat);
             }
+            candidates.insert(path);
         }
     }
     let mut existing = BTreeMap::new();
@@ -328,16 +282,7 @@ impl Store {
                         .into_iter()
                         .map(|p| (p.path.clone(), p))
                         .collect();
-                    let mut stats: BTreeMap<String, Stat> = BTreeMap::new();
-                    for row in read.raw().open_table(tables::STAT_CACHE)?.iter()? {
-                        let (k, v) = row?;
-                        if let (Ok(path), Some(stat)) =
-                            (std::str::from_utf8(k.value()), Stat::decode(v.value()))
-                        {
-                            stats.insert(path.to_owned(), stat);
-                        }
-                    }
-                    (existing, stats)
+                    (existing, read.stats()?)
                 }
                 Some(scope) => scoped_state(&read, scope)?,
             };
@@ -358,7 +303,7 @@ impl Store {
         let mut to_read: Vec<WalkEntry> = Vec::new();
         let mut relabel: Vec<PathEntry> = Vec::new();
         for f in files.iter() {
-            let cached = stats.get(&f.rel_path).filter(|s| s.vouches_for(f));
+            let cached = stats.get(&f.rel_path).filter(|s| vouches_for(s, f));
             if let Some(reason) = cached.and_then(|s| s.failure.as_ref())
                 && !existing.contains_key(&f.rel_path)
             {
@@ -502,11 +447,7 @@ impl Store {
         }
         // Removed files: an explicit list of paths, never a filter.
         if !gone.is_empty() {
-            let mut stat_cache = txn.raw().open_table(tables::STAT_CACHE)?;
-            for path in &gone {
-                stat_cache.remove(path.as_bytes())?;
-            }
-            drop(stat_cache);
+            txn.remove_stats(gone.iter().map(String::as_str))?;
             for path in &gone {
                 txn.unbind_path(path)?;
             }
@@ -643,23 +584,7 @@ impl Store {
                 wanted.entry(*hash).or_insert(text);
             }
         }
-        let mut vectors: BTreeMap<TextHash, Vec<i16>> = BTreeMap::new();
-        {
-            let cache = txn.raw().open_table(tables::EMBEDDING_CACHE)?;
-            let stored = txn.raw().open_table(tables::VECTORS)?;
-            for hash in wanted.keys() {
-                let key = [model.0.as_slice(), hash.0.as_slice()].concat();
-                let Some(vector_hash) = cache.get(key.as_slice())? else {
-                    continue;
-                };
-                // A cache entry whose vector is unreadable is a miss, not an error.
-                if let Ok(vector_hash) = <vectors::VectorHash>::try_from(vector_hash.value())
-                    && let Ok(Some(v)) = vectors::get_vector(&stored, &vector_hash)
-                {
-                    vectors.insert(*hash, v);
-                }
-            }
-        }
+        let mut vectors = txn.cached_vectors(&model, wanted.keys())?;
         let missing: Vec<(&TextHash, &&str)> = if options.defer_embeddings {
             Vec::new()
         } else {
@@ -691,20 +616,15 @@ impl Store {
                     .collect())
             })
             .collect();
-        {
-            let mut cache = txn.raw().open_table(tables::EMBEDDING_CACHE)?;
-            let mut stored = txn.raw().open_table(tables::VECTORS)?;
-            for batch in computed {
-                let batch = batch.map_err(StoreError::InvalidInput)?;
-                for (hash, vector_hash, encoded, vector) in batch {
-                    if stored.get(&vector_hash[..])?.is_none() {
-                        stored.insert(&vector_hash[..], encoded.as_slice())?;
-                    }
-                    let key = [model.0.as_slice(), hash.0.as_slice()].concat();
-                    cache.insert(key.as_slice(), &vector_hash[..])?;
-                    vectors.insert(hash, vector);
-                    report.embedded += 1;
-                }
+        for batch in computed {
+            let batch = batch.map_err(StoreError::InvalidInput)?;
+            txn.cache_encoded(
+                &model,
+                batch.iter().map(|(h, vh, e, _)| (h, vh, e.as_slice())),
+            )?;
+            for (hash, _, _, vector) in batch {
+                vectors.insert(hash, vector);
+                report.embedded += 1;
             }
         }
 
@@ -843,8 +763,7 @@ impl Store {
                 }
             }
             txn.bind_path(&entry)?;
-            let mut cache = txn.raw().open_table(tables::STAT_CACHE)?;
-            cache.insert(path.as_bytes(), stat_of(*hash, None).encode().as_slice())?;
+            txn.put_stat(path, &stat_of(*hash, None))?;
         }
         Ok(())
     }
@@ -858,12 +777,9 @@ impl Store {
         existing: &BTreeMap<String, PathEntry>,
         failed: Option<Stat>,
     ) -> Result<()> {
-        {
-            let mut cache = txn.raw().open_table(tables::STAT_CACHE)?;
-            match failed {
-                Some(stat) => cache.insert(path.as_bytes(), stat.encode().as_slice())?,
-                None => cache.remove(path.as_bytes())?,
-            };
+        match failed {
+            Some(stat) => txn.put_stat(path, &stat)?,
+            None => txn.remove_stats([path])?,
         }
         if existing.contains_key(path) {
             txn.unbind_path(path)?;

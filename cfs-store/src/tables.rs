@@ -5,7 +5,13 @@
 //! the others are indexes and caches derived from them. `docs/format.md` is the
 //! reference for these layouts.
 
+use cfs_core::{
+    ChunkId, ContentHash, DocumentId, Edge, EdgeKind, EntityId, MerkleRoot, ModelHash, PathId,
+    Table, TableRoots, TextHash,
+};
 use redb::TableDefinition;
+
+use crate::error::{Result, StoreError};
 
 type Bytes = TableDefinition<'static, &'static [u8], &'static [u8]>;
 
@@ -126,22 +132,306 @@ pub fn row_value(leaf: &[u8; 32], payload: &[u8]) -> Vec<u8> {
 }
 
 /// A committed row's value split into its leaf hash and its payload.
-pub fn split_row(value: &[u8]) -> crate::error::Result<(&[u8; 32], &[u8])> {
+pub fn split_row(value: &[u8]) -> Result<(&[u8; 32], &[u8])> {
     value
         .split_first_chunk::<LEAF_LEN>()
-        .ok_or_else(|| crate::error::StoreError::Corrupted("row shorter than its leaf".into()))
+        .ok_or_else(|| StoreError::Corrupted("row shorter than its leaf".into()))
 }
 
 /// Every key of the `embeddings` table (embedding ids, 16 bytes), in key order.
 pub fn embedding_ids<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
     table: &T,
-) -> crate::error::Result<Vec<cfs_core::EmbeddingId>> {
+) -> Result<Vec<cfs_core::EmbeddingId>> {
     let mut ids = Vec::new();
     for row in table.iter()? {
         let key = row?.0;
         ids.push(cfs_core::EmbeddingId(key.value().try_into().map_err(
-            |_| crate::error::StoreError::Corrupted("embedding key not 16 bytes".into()),
+            |_| StoreError::Corrupted("embedding key not 16 bytes".into()),
         )?));
     }
     Ok(ids)
+}
+
+// Keys of the index, cache and history tables. Every key and meta value the store writes
+// is built here and parsed here, with a checked length: a stored key of the wrong shape
+// is `StoreError::Corrupted`, never a panic.
+
+fn corrupted(what: &str) -> StoreError {
+    StoreError::Corrupted(what.into())
+}
+
+/// `CHUNKS_BY_DOCUMENT` key: document id, then the chunk's sequence (u32 BE).
+pub fn chunk_index_key(document: &DocumentId, sequence: u32) -> [u8; 20] {
+    let mut key = [0u8; 20];
+    key[..16].copy_from_slice(&document.0);
+    key[16..].copy_from_slice(&sequence.to_be_bytes());
+    key
+}
+
+/// A `CHUNKS_BY_DOCUMENT` value: the chunk id.
+pub fn chunk_index_value(value: &[u8]) -> Result<ChunkId> {
+    Ok(ChunkId(value.try_into().map_err(|_| {
+        corrupted("chunks_by_document value is not 16 bytes")
+    })?))
+}
+
+/// `PATHS_BY_DOCUMENT` key: document id, then path id.
+pub fn path_index_key(document: &DocumentId, path: &PathId) -> [u8; 32] {
+    let mut key = [0u8; 32];
+    key[..16].copy_from_slice(&document.0);
+    key[16..].copy_from_slice(&path.0);
+    key
+}
+
+/// The path id of a `PATHS_BY_DOCUMENT` key.
+pub fn path_of_index_key(key: &[u8]) -> Result<PathId> {
+    match key.split_first_chunk::<16>() {
+        Some((_, path)) if path.len() == 16 => Ok(PathId(
+            path.try_into()
+                .map_err(|_| corrupted("paths_by_document key"))?,
+        )),
+        _ => Err(corrupted("paths_by_document key is not 32 bytes")),
+    }
+}
+
+/// `EDGES_BY_TARGET` key: target, source, kind (u16 BE).
+pub fn edge_by_target_key(edge: &Edge) -> [u8; 34] {
+    let mut key = [0u8; 34];
+    key[..16].copy_from_slice(&edge.target.0);
+    key[16..32].copy_from_slice(&edge.source.0);
+    key[32..].copy_from_slice(&edge.kind.0.to_be_bytes());
+    key
+}
+
+/// An edge from its `EDGES` key, or from its `EDGES_BY_TARGET` key when `by_target`.
+pub fn edge_from_key(key: &[u8], by_target: bool) -> Result<Edge> {
+    let key: &[u8; 34] = key
+        .try_into()
+        .map_err(|_| corrupted("edge key is not 34 bytes"))?;
+    let (a, rest) = key.split_first_chunk::<16>().expect("34 bytes");
+    let (b, kind) = rest.split_first_chunk::<16>().expect("18 bytes");
+    let kind = EdgeKind(u16::from_be_bytes([kind[0], kind[1]]));
+    let (source, target) = if by_target { (b, a) } else { (a, b) };
+    Ok(Edge {
+        source: EntityId(*source),
+        target: EntityId(*target),
+        kind,
+    })
+}
+
+/// `CONTENT_INDEX` key: content hash, then the MIME type.
+pub fn content_key(content: &ContentHash, mime_type: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(32 + mime_type.len());
+    key.extend_from_slice(&content.0);
+    key.extend_from_slice(mime_type.as_bytes());
+    key
+}
+
+/// A `CONTENT_INDEX` value: the document id.
+pub fn content_value(value: &[u8]) -> Result<DocumentId> {
+    Ok(DocumentId(value.try_into().map_err(|_| {
+        corrupted("content index value is not 16 bytes")
+    })?))
+}
+
+/// `EMBEDDING_CACHE` key: model hash, then text hash.
+pub fn cache_key(model: &ModelHash, text: &TextHash) -> [u8; 64] {
+    let mut key = [0u8; 64];
+    key[..32].copy_from_slice(&model.0);
+    key[32..].copy_from_slice(&text.0);
+    key
+}
+
+/// `BUCKET_ROOTS` key: the table's tag, then the bucket (u16 BE).
+pub fn bucket_root_key(table: Table, bucket: u16) -> [u8; 3] {
+    let [hi, lo] = bucket.to_be_bytes();
+    [tag(table), hi, lo]
+}
+
+/// The bucket of a `BUCKET_ROOTS` key.
+fn bucket_of_root_key(key: &[u8]) -> Result<usize> {
+    match key {
+        [_, hi, lo] => Ok(usize::from(u16::from_be_bytes([*hi, *lo]))),
+        other => Err(StoreError::Corrupted(format!(
+            "bucket_roots key of {} bytes, expected 3",
+            other.len()
+        ))),
+    }
+}
+
+/// The `cfs_core::N_BUCKETS` bucket roots of `table` (absent buckets are empty).
+pub fn read_bucket_roots<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
+    bucket_roots: &T,
+    table: Table,
+) -> Result<Vec<MerkleRoot>> {
+    let mut all = vec![MerkleRoot::empty(); cfs_core::N_BUCKETS];
+    let t = tag(table);
+    for row in bucket_roots.range::<&[u8]>(&[t][..]..&[t + 1][..])? {
+        let (k, v) = row?;
+        let bucket = bucket_of_root_key(k.value())?;
+        let root: [u8; 32] = v
+            .value()
+            .try_into()
+            .map_err(|_| corrupted("bucket root is not 32 bytes"))?;
+        *all.get_mut(bucket)
+            .ok_or_else(|| StoreError::Corrupted(format!("bucket {bucket} out of range")))? =
+            MerkleRoot(root);
+    }
+    Ok(all)
+}
+
+/// `STATE_CHAIN` key: the record's sequence (u64 BE).
+pub fn state_key(sequence: u64) -> [u8; 8] {
+    sequence.to_be_bytes()
+}
+
+/// The exclusive upper bound of all keys starting with `prefix`, or `None` for "to the end".
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// Keys of `table` starting with `prefix`.
+pub fn keys_with_prefix<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
+    table: &T,
+    prefix: &[u8],
+) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    let iter = match prefix_end(prefix) {
+        Some(end) => table.range::<&[u8]>(prefix..end.as_slice())?,
+        None => table.range::<&[u8]>(prefix..)?,
+    };
+    for row in iter {
+        out.push(row?.0.value().to_vec());
+    }
+    Ok(out)
+}
+
+/// The `STAT_CACHE` key range of everything under the folder `path`: from "path/" up to
+/// "path0" ('0' follows '/').
+pub fn under_folder(path: &str) -> (String, String) {
+    (format!("{path}/"), format!("{path}0"))
+}
+
+/// A `STAT_CACHE` row's value: size, modification time, content hash, and for a file
+/// that could not be indexed, why (so that an unchanged binary is not read again every
+/// sync).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stat {
+    /// Bytes.
+    pub size: u64,
+    /// Modification time, ns since the epoch.
+    pub mtime_ns: u64,
+    /// BLAKE3 of the content.
+    pub hash: ContentHash,
+    /// Why the file could not be indexed.
+    pub failure: Option<String>,
+}
+
+impl Stat {
+    /// size (u64 LE) || mtime ns (u64 LE) || content hash (32) || failure (UTF-8).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(48);
+        out.extend(self.size.to_le_bytes());
+        out.extend(self.mtime_ns.to_le_bytes());
+        out.extend(self.hash.0);
+        if let Some(reason) = &self.failure {
+            out.extend(reason.as_bytes());
+        }
+        out
+    }
+
+    /// `None` for a value of another shape (the row is then not trusted).
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        let failure = match bytes.get(48..)? {
+            [] => None,
+            reason => Some(std::str::from_utf8(reason).ok()?.to_owned()),
+        };
+        Some(Self {
+            size: le::read_u64(bytes, 0)?,
+            mtime_ns: le::read_u64(bytes, 8)?,
+            hash: ContentHash(bytes.get(16..48)?.try_into().ok()?),
+            failure,
+        })
+    }
+}
+
+/// The keys of the `META` table.
+pub mod meta {
+    /// The store's magic bytes (`store::MAGIC`).
+    pub const MAGIC: &str = "magic";
+    /// u32 LE.
+    pub const SCHEMA_VERSION: &str = "schema_version";
+    /// u32 LE.
+    pub const SPEC_VERSION: &str = "spec_version";
+    /// `Settings::encode`.
+    pub const SETTINGS: &str = "settings";
+    /// The five table roots in table order (160 bytes).
+    pub const TABLE_ROOTS: &str = "table_roots";
+    /// The last state record's sequence (u64 LE).
+    pub const SEQUENCE: &str = "sequence";
+    /// The git commit the last scoped sync brought the store to (UTF-8).
+    pub const GIT_HEAD: &str = "git_head";
+}
+
+/// The table roots recorded in meta.
+pub fn read_table_roots<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
+    meta_t: &T,
+) -> Result<TableRoots> {
+    let bytes = meta_t
+        .get(meta::TABLE_ROOTS.as_bytes())?
+        .ok_or_else(|| corrupted("meta table_roots missing"))?;
+    decode_roots(bytes.value())
+}
+
+/// The sequence of the last state record, recorded in meta.
+pub fn read_sequence<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
+    meta_t: &T,
+) -> Result<u64> {
+    let bytes = meta_t
+        .get(meta::SEQUENCE.as_bytes())?
+        .ok_or_else(|| corrupted("meta sequence missing"))?;
+    le::read_u64(bytes.value(), 0).ok_or_else(|| corrupted("meta sequence"))
+}
+
+/// The five roots concatenated in table order (160 bytes).
+pub fn encode_roots(roots: &TableRoots) -> Vec<u8> {
+    Table::ALL.iter().flat_map(|t| roots.get(*t).0).collect()
+}
+
+fn decode_roots(bytes: &[u8]) -> Result<TableRoots> {
+    if bytes.len() != 5 * 32 {
+        return Err(corrupted("meta table_roots is not 160 bytes"));
+    }
+    let root = |i: usize| {
+        let mut h = [0u8; 32];
+        h.copy_from_slice(&bytes[i * 32..i * 32 + 32]);
+        MerkleRoot(h)
+    };
+    Ok(TableRoots {
+        paths: root(0),
+        documents: root(1),
+        chunks: root(2),
+        embeddings: root(3),
+        edges: root(4),
+    })
+}
+
+/// Little-endian reads of fixed-width integers from stored bytes.
+pub mod le {
+    /// The u32 at `at`, if the bytes reach that far.
+    pub fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
+        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+    }
+
+    /// The u64 at `at`, if the bytes reach that far.
+    pub fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+    }
 }

@@ -16,9 +16,8 @@ use redb::ReadableTableMetadata;
 
 use crate::error::Result;
 use crate::read::{Counts, ReadTxn};
-use crate::tables;
+use crate::tables::{self, read_bucket_roots};
 use crate::vectors::{self, StoredEmbedding, VectorHash};
-use crate::write::read_bucket_roots;
 
 /// What `verify` found.
 #[derive(Clone, Debug)]
@@ -330,8 +329,7 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
         .par_iter()
         .map(|c| {
             let mut e = [0u8; 36];
-            e[..16].copy_from_slice(&c.document_id.0);
-            e[16..20].copy_from_slice(&c.sequence.to_be_bytes());
+            e[..20].copy_from_slice(&tables::chunk_index_key(&c.document_id, c.sequence));
             e[20..].copy_from_slice(&c.id.0);
             e
         })
@@ -351,12 +349,7 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     let mut expected: Vec<[u8; 32]> = paths
         .rows
         .iter()
-        .map(|p| {
-            let mut e = [0u8; 32];
-            e[..16].copy_from_slice(&p.document_id.0);
-            e[16..].copy_from_slice(&p.id().0);
-            e
-        })
+        .map(|p| tables::path_index_key(&p.document_id, &p.id()))
         .collect();
     expected.sort_unstable();
     let found: Vec<[u8; 32]> = read_ranges(read, tables::PATHS_BY_DOCUMENT, |k, _| {
@@ -368,13 +361,7 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     let mut expected: Vec<[u8; 34]> = edges
         .rows
         .par_iter()
-        .map(|e| {
-            let mut k = [0u8; 34];
-            k[..16].copy_from_slice(&e.target.0);
-            k[16..32].copy_from_slice(&e.source.0);
-            k[32..].copy_from_slice(&e.kind.0.to_be_bytes());
-            k
-        })
+        .map(tables::edge_by_target_key)
         .collect();
     expected.par_sort_unstable();
     let found: Vec<[u8; 34]> = read_ranges(read, tables::EDGES_BY_TARGET, |k, _| {
@@ -392,7 +379,7 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
         ));
     }
     for d in &documents.rows {
-        let key = [d.content_hash.0.as_slice(), d.profile.mime_type.as_bytes()].concat();
+        let key = tables::content_key(&d.content_hash, &d.profile.mime_type);
         if content.get(key.as_slice())?.map(|v| v.value().to_vec()) != Some(d.id.0.to_vec()) {
             problems.push(format!(
                 "document {} is missing from the content index",

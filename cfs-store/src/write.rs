@@ -16,8 +16,11 @@ use rayon::prelude::*;
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use crate::error::{Result, StoreError};
-use crate::store::{Store, encode_roots, meta, read_sequence, read_table_roots};
-use crate::tables;
+use crate::store::Store;
+use crate::tables::{
+    self, edge_by_target_key, edge_from_key, encode_roots, keys_with_prefix, meta,
+    read_bucket_roots, read_sequence, read_table_roots,
+};
 use crate::vectors::{self, VectorHash};
 
 /// An open write transaction.
@@ -309,50 +312,6 @@ struct Row {
     value: Vec<u8>,
 }
 
-fn by_target_key(edge: &Edge) -> [u8; 34] {
-    let mut key = [0u8; 34];
-    key[..16].copy_from_slice(&edge.target.0);
-    key[16..32].copy_from_slice(&edge.source.0);
-    key[32..].copy_from_slice(&edge.kind.0.to_be_bytes());
-    key
-}
-
-/// `a || b`.
-fn concat(a: &[u8], b: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(a.len() + b.len());
-    k.extend_from_slice(a);
-    k.extend_from_slice(b);
-    k
-}
-
-/// The exclusive upper bound of all keys starting with `prefix`, or `None` for "to the end".
-pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
-
-/// Keys of `table` starting with `prefix`.
-pub(crate) fn keys_with_prefix<T: ReadableTable<&'static [u8], &'static [u8]>>(
-    table: &T,
-    prefix: &[u8],
-) -> Result<Vec<Vec<u8>>> {
-    let mut out = Vec::new();
-    let iter = match prefix_end(prefix) {
-        Some(end) => table.range::<&[u8]>(prefix..end.as_slice())?,
-        None => table.range::<&[u8]>(prefix..)?,
-    };
-    for row in iter {
-        out.push(row?.0.value().to_vec());
-    }
-    Ok(out)
-}
-
 impl<'s> WriteTxn<'s> {
     pub(crate) fn new(store: &'s Store) -> Result<Self> {
         let mut txn = store.writable_db()?.begin_write()?;
@@ -456,14 +415,14 @@ impl<'s> WriteTxn<'s> {
     fn put_edge_row(&mut self, edge: &Edge) -> Result<()> {
         self.put_row(edge, &edge.key())?;
         let mut t = self.txn.open_table(tables::EDGES_BY_TARGET)?;
-        t.insert(&by_target_key(edge)[..], &[][..])?;
+        t.insert(&edge_by_target_key(edge)[..], &[][..])?;
         Ok(())
     }
 
     fn delete_edge_row(&mut self, edge: &Edge) -> Result<()> {
         self.delete_row(Table::Edges, &edge.key())?;
         let mut t = self.txn.open_table(tables::EDGES_BY_TARGET)?;
-        t.remove(&by_target_key(edge)[..])?;
+        t.remove(&edge_by_target_key(edge)[..])?;
         Ok(())
     }
 
@@ -480,15 +439,11 @@ impl<'s> WriteTxn<'s> {
         mime_type: &str,
     ) -> Result<Option<DocumentId>> {
         let t = self.txn.open_table(tables::CONTENT_INDEX)?;
-        let key = concat(&content.0, mime_type.as_bytes());
+        let key = tables::content_key(content, mime_type);
         let Some(v) = t.get(key.as_slice())? else {
             return Ok(None);
         };
-        let id = DocumentId(
-            v.value()
-                .try_into()
-                .map_err(|_| StoreError::Corrupted("content index value".into()))?,
-        );
+        let id = tables::content_value(v.value())?;
         drop(v);
         drop(t);
         Ok(self.has_document(&id)?.then_some(id))
@@ -575,11 +530,16 @@ impl<'s> WriteTxn<'s> {
                     chunk_index: d
                         .chunks
                         .iter()
-                        .map(|c| (concat(&doc.id.0, &c.sequence.to_be_bytes()), c.id.0))
+                        .map(|c| {
+                            (
+                                tables::chunk_index_key(&doc.id, c.sequence).to_vec(),
+                                c.id.0,
+                            )
+                        })
                         .collect(),
-                    target_index: edges.iter().map(by_target_key).collect(),
+                    target_index: edges.iter().map(edge_by_target_key).collect(),
                     content: (
-                        concat(&doc.content_hash.0, doc.profile.mime_type.as_bytes()),
+                        tables::content_key(&doc.content_hash, &doc.profile.mime_type),
                         doc.id.0,
                     ),
                 })
@@ -686,7 +646,10 @@ impl<'s> WriteTxn<'s> {
         self.put_row(entry, &id.0)?;
         {
             let mut idx = self.txn.open_table(tables::PATHS_BY_DOCUMENT)?;
-            idx.insert(concat(&entry.document_id.0, &id.0).as_slice(), &[][..])?;
+            idx.insert(
+                &tables::path_index_key(&entry.document_id, &id)[..],
+                &[][..],
+            )?;
         }
         if let Some(old) = previous
             && old.document_id != entry.document_id
@@ -721,7 +684,7 @@ impl<'s> WriteTxn<'s> {
     fn release(&mut self, document: DocumentId, path: PathId) -> Result<()> {
         let remaining = {
             let mut idx = self.txn.open_table(tables::PATHS_BY_DOCUMENT)?;
-            idx.remove(concat(&document.0, &path.0).as_slice())?;
+            idx.remove(&tables::path_index_key(&document, &path)[..])?;
             keys_with_prefix(&idx, &document.0)?.len()
         };
         if remaining == 0 {
@@ -765,9 +728,7 @@ impl<'s> WriteTxn<'s> {
                 let v = idx
                     .get(key.as_slice())?
                     .ok_or_else(|| StoreError::Corrupted("chunk index".into()))?;
-                ids.push(ChunkId(v.value().try_into().map_err(|_| {
-                    StoreError::Corrupted("chunk index value".into())
-                })?));
+                ids.push(tables::chunk_index_value(v.value())?);
             }
             ids
         };
@@ -811,11 +772,11 @@ impl<'s> WriteTxn<'s> {
             self.delete_row(Table::Chunks, &chunk.0)?;
             let mut idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
             let seq = u32::try_from(sequence).unwrap_or(u32::MAX);
-            idx.remove(concat(&document.0, &seq.to_be_bytes()).as_slice())?;
+            idx.remove(&tables::chunk_index_key(&document, seq)[..])?;
         }
         self.delete_row(Table::Documents, &document.0)?;
         let mut idx = self.txn.open_table(tables::CONTENT_INDEX)?;
-        idx.remove(concat(&doc.content_hash.0, doc.profile.mime_type.as_bytes()).as_slice())?;
+        idx.remove(tables::content_key(&doc.content_hash, &doc.profile.mime_type).as_slice())?;
         Ok(())
     }
 
@@ -886,26 +847,6 @@ impl<'s> WriteTxn<'s> {
             .open_table(tables::META)?
             .insert(meta::SETTINGS.as_bytes(), settings.encode().as_slice())?;
         Ok(ids.len())
-    }
-
-    /// Records `vector` as the embedding of text `text` by `model` in the embedding cache.
-    pub fn cache_vector(
-        &mut self,
-        model: &cfs_core::ModelHash,
-        text: &cfs_core::TextHash,
-        vector: &[i16],
-    ) -> Result<()> {
-        let encoded = cfs_core::encode_vector(vector);
-        let hash = vectors::vector_hash(&encoded);
-        let mut stored = self.txn.open_table(tables::VECTORS)?;
-        if stored.get(&hash[..])?.is_none() {
-            stored.insert(&hash[..], encoded.as_slice())?;
-        }
-        let key = [model.0.as_slice(), text.0.as_slice()].concat();
-        self.txn
-            .open_table(tables::EMBEDDING_CACHE)?
-            .insert(key.as_slice(), &hash[..])?;
-        Ok(())
     }
 
     /// Adds a user edge (kind `0x8000` and up) between present documents, chunks or
@@ -1022,7 +963,7 @@ impl<'s> WriteTxn<'s> {
             let mut bucket_roots = txn.open_table(tables::BUCKET_ROOTS)?;
             let known = known_roots.into_iter().map(|((t, b), r)| (t, b, Some(r)));
             for (table, bucket, root) in rehashed.into_iter().flatten().chain(known) {
-                let key = [tables::tag(table), (bucket >> 8) as u8, bucket as u8];
+                let key = tables::bucket_root_key(table, bucket);
                 match root {
                     Some(root) => bucket_roots.insert(&key[..], &root.0[..])?,
                     None => bucket_roots.remove(&key[..])?,
@@ -1047,7 +988,7 @@ impl<'s> WriteTxn<'s> {
         {
             let mut chain = txn.open_table(tables::STATE_CHAIN)?;
             chain.insert(
-                &record.sequence.to_be_bytes()[..],
+                &tables::state_key(record.sequence)[..],
                 record.encode().as_slice(),
             )?;
             let mut meta_t = txn.open_table(tables::META)?;
@@ -1063,55 +1004,6 @@ impl<'s> WriteTxn<'s> {
         txn.commit()?;
         Ok(root)
     }
-}
-
-/// The 1024 bucket roots of `table` (absent buckets are empty).
-pub(crate) fn read_bucket_roots<T: ReadableTable<&'static [u8], &'static [u8]>>(
-    bucket_roots: &T,
-    table: Table,
-) -> Result<Vec<MerkleRoot>> {
-    let mut all = vec![MerkleRoot::empty(); cfs_core::N_BUCKETS];
-    let t = tables::tag(table);
-    for row in bucket_roots.range::<&[u8]>(&[t][..]..&[t + 1][..])? {
-        let (k, v) = row?;
-        let bucket = match k.value() {
-            [_, hi, lo] => usize::from(u16::from_be_bytes([*hi, *lo])),
-            other => {
-                return Err(StoreError::Corrupted(format!(
-                    "bucket_roots key of {} bytes, expected 3",
-                    other.len()
-                )));
-            }
-        };
-        let root: [u8; 32] = v
-            .value()
-            .try_into()
-            .map_err(|_| StoreError::Corrupted("bucket root is not 32 bytes".into()))?;
-        *all.get_mut(bucket)
-            .ok_or_else(|| StoreError::Corrupted(format!("bucket {bucket} out of range")))? =
-            MerkleRoot(root);
-    }
-    Ok(all)
-}
-
-/// An edge from its `EDGES` key, or from its `EDGES_BY_TARGET` key when `by_target`.
-pub(crate) fn edge_from_key(key: &[u8], by_target: bool) -> Result<Edge> {
-    if key.len() != 34 {
-        return Err(StoreError::Corrupted("edge key is not 34 bytes".into()));
-    }
-    let a: [u8; 16] = key[..16]
-        .try_into()
-        .map_err(|_| StoreError::Corrupted("edge".into()))?;
-    let b: [u8; 16] = key[16..32]
-        .try_into()
-        .map_err(|_| StoreError::Corrupted("edge".into()))?;
-    let kind = EdgeKind(u16::from_be_bytes([key[32], key[33]]));
-    let (source, target) = if by_target { (b, a) } else { (a, b) };
-    Ok(Edge {
-        source: cfs_core::EntityId(source),
-        target: cfs_core::EntityId(target),
-        kind,
-    })
 }
 
 fn now_ms() -> u64 {

@@ -20,9 +20,8 @@ use rayon::prelude::*;
 use super::segment::{ChunkMeta, DocInfo, Live, NewChunk, PathInfo, Segment, chunk_terms};
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
-use crate::tables;
+use crate::tables::{self, keys_with_prefix, read_bucket_roots};
 use crate::vectors::{StoredEmbedding, VectorHash};
-use crate::write::{keys_with_prefix, read_bucket_roots};
 
 /// Default of [`crate::search::IndexOptions::merge_min_chunks`].
 pub const MERGE_MIN_CHUNKS: usize = 4096;
@@ -409,7 +408,7 @@ impl Snapshot {
                 let document = Document::decode(tables::split_row(row.value())?.1)?;
                 let mut doc_paths = Vec::new();
                 for key in keys_with_prefix(&by_doc, &id.0)? {
-                    let path_id = key16(key.get(16..).unwrap_or_default())?;
+                    let path_id = tables::path_of_index_key(&key)?.0;
                     let entry = paths.get(&path_id).ok_or_else(|| {
                         StoreError::Corrupted(format!("path index of {id} names a missing path"))
                     })?;
@@ -428,7 +427,7 @@ impl Snapshot {
                     let v = chunk_index
                         .get(key.as_slice())?
                         .ok_or_else(|| StoreError::Corrupted("chunk index".into()))?;
-                    chunks.push(ChunkId(key16(v.value())?));
+                    chunks.push(tables::chunk_index_value(v.value())?);
                 }
                 let info = DocInfo {
                     id: *id,
