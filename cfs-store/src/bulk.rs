@@ -1,0 +1,375 @@
+//! The bulk loader: rows of new documents wait in memory until their transaction
+//! commits (or something reads or removes rows of their tables), then go into each table
+//! sorted by key. A table that is empty then (a cold index) receives them as one ordered
+//! run through redb's `CursorMut`, which packs every page, and the bucket roots of a
+//! committed table are hashed from the same in-memory rows beside the cursor, so the
+//! commit does not read them back.
+
+use cfs_core::{Bucket, MerkleRoot, Table, merkle_root};
+use rayon::prelude::*;
+use redb::ReadableTableMetadata;
+
+use crate::error::Result;
+use crate::tables;
+
+/// The tables whose rows of new documents wait in memory until the transaction commits
+/// (or something reads or removes their rows), and the committed table of each.
+pub(crate) const STAGED_TABLES: [(TableDef, Option<Table>); 5] = [
+    (tables::CHUNKS, Some(Table::Chunks)),
+    (tables::EMBEDDINGS, Some(Table::Embeddings)),
+    (tables::EDGES, Some(Table::Edges)),
+    (tables::CHUNKS_BY_DOCUMENT, None),
+    (tables::EDGES_BY_TARGET, None),
+];
+
+/// Where `chunks_by_document` and `edges_by_target` rows wait in `STAGED_TABLES`.
+pub(crate) const CHUNK_INDEX_SLOT: usize = 3;
+pub(crate) const TARGET_INDEX_SLOT: usize = 4;
+
+/// Where a committed table's new rows wait in `STAGED_TABLES`, if they are staged.
+pub(crate) fn staged_slot(table: Table) -> Option<usize> {
+    STAGED_TABLES.iter().position(|(_, t)| *t == Some(table))
+}
+
+/// Staged rows beyond this many bytes are written at once.
+pub(crate) const STAGED_BYTES: usize = 768 << 20;
+
+pub(crate) type TableDef = redb::TableDefinition<'static, &'static [u8], &'static [u8]>;
+
+/// Rows of new documents held back until commit. A table that is empty when they are
+/// written (a cold index) receives them as one ordered run, which redb packs into full
+/// pages; rows inserted batch by batch at random keys leave pages about 60% full, and
+/// every page they leave is written at commit. Rows staged are counted as added and
+/// their buckets as touched when staged (fresh documents' ids are new); the write
+/// corrects the count for a key that was present after all.
+#[derive(Default)]
+pub(crate) struct Staged {
+    /// Per entry of `STAGED_TABLES`: (key, value) in the order staged.
+    pub(crate) rows: [Vec<(Vec<u8>, Vec<u8>)>; 5],
+    pub(crate) bytes: usize,
+}
+
+impl Staged {
+    pub(crate) fn push(&mut self, table: usize, key: Vec<u8>, value: Vec<u8>) {
+        self.bytes += key.len() + value.len();
+        self.rows[table].push((key, value));
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.iter().all(Vec::is_empty)
+    }
+}
+
+/// What writing one table's staged rows did.
+#[derive(Default)]
+pub(crate) struct StagedWrite {
+    /// Keys that were present already (counted as added when staged).
+    pub(crate) present: u64,
+    /// Of those, the ones whose value changed.
+    pub(crate) differed: u64,
+    /// For a committed table that was empty: the root of every bucket it now holds,
+    /// hashed from the rows while they were written.
+    pub(crate) bucket_roots: Option<Vec<(u16, MerkleRoot)>>,
+}
+
+/// The root of each bucket of key-ordered committed rows (values start with the leaf), or
+/// `None` if a value is too short to hold one (the commit's rehash then reports it).
+fn bucket_roots_of(rows: &[(Vec<u8>, Vec<u8>)], kept: &[usize]) -> Option<Vec<(u16, MerkleRoot)>> {
+    if kept.iter().any(|&i| rows[i].1.len() < tables::LEAF_LEN) {
+        return None;
+    }
+    let mut spans: Vec<(u16, usize, usize)> = Vec::new();
+    for (at, &i) in kept.iter().enumerate() {
+        let bucket = Bucket::of_key(&rows[i].0).0;
+        match spans.last_mut() {
+            Some((b, _, end)) if *b == bucket => *end = at + 1,
+            _ => spans.push((bucket, at, at + 1)),
+        }
+    }
+    let roots = spans
+        .into_par_iter()
+        .map(|(bucket, from, to)| {
+            let leaves: Vec<[u8; 32]> = kept[from..to]
+                .iter()
+                .map(|&i| {
+                    *rows[i]
+                        .1
+                        .first_chunk::<{ tables::LEAF_LEN }>()
+                        .expect("checked above")
+                })
+                .collect();
+            (bucket, merkle_root(&leaves))
+        })
+        .collect();
+    Some(roots)
+}
+
+/// Writes one table's staged rows: as one ordered run through a cursor if the table is
+/// empty, by key otherwise. For a committed table (`committed`) that was empty, its bucket
+/// roots are hashed from the rows at the same time.
+pub(crate) fn write_staged(
+    txn: &redb::WriteTransaction,
+    def: TableDef,
+    committed: bool,
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<StagedWrite> {
+    let mut out = StagedWrite::default();
+    if rows.is_empty() {
+        return Ok(out);
+    }
+    // Of two rows with one key, the later one is kept, as inserts would have it.
+    let mut kept: Vec<usize> = Vec::with_capacity(rows.len());
+    for (i, same_key) in key_order(&rows) {
+        match kept.last_mut() {
+            Some(last) if same_key => {
+                out.present += 1;
+                out.differed += u64::from(rows[*last].1 != rows[i].1);
+                *last = i;
+            }
+            _ => kept.push(i),
+        }
+    }
+    let mut t = txn.open_table(def)?;
+    if t.is_empty()? {
+        let (written, roots) = rayon::join(
+            || -> Result<()> {
+                let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
+                for &i in &kept {
+                    cursor.insert_before(rows[i].0.as_slice(), rows[i].1.as_slice())?;
+                }
+                cursor.close()?;
+                Ok(())
+            },
+            || committed.then(|| bucket_roots_of(&rows, &kept)).flatten(),
+        );
+        written?;
+        out.bucket_roots = roots;
+    } else {
+        for &i in &kept {
+            let (key, value) = &rows[i];
+            if let Some(old) = t.insert(key.as_slice(), value.as_slice())? {
+                out.present += 1;
+                out.differed += u64::from(old.value() != value.as_slice());
+            }
+        }
+    }
+    drop(t);
+    rayon::spawn(move || drop(rows));
+    Ok(out)
+}
+
+/// The indexes of `rows` in key order, equal keys in the order staged, each with whether
+/// its key equals the one before. Keys are sorted as big-endian integers made of their
+/// first 34 bytes (every staged table's keys fit), so the sort compares integers next to
+/// each other instead of chasing a pointer per comparison.
+fn key_order(rows: &[(Vec<u8>, Vec<u8>)]) -> Vec<(usize, bool)> {
+    const INLINE: usize = 34;
+    if rows.iter().any(|(key, _)| key.len() > INLINE) {
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.par_sort_by(|&a, &b| rows[a].0.cmp(&rows[b].0));
+        return (0..order.len())
+            .map(|j| (order[j], j > 0 && rows[order[j - 1]].0 == rows[order[j]].0))
+            .collect();
+    }
+    // (bytes 0..16, bytes 16..32, bytes 32..34, length, index): zero padding ties a key
+    // with its extensions by zeros, and the length breaks the tie the way byte order does.
+    let mut keys: Vec<(u128, u128, u16, u8, u32)> = rows
+        .par_iter()
+        .enumerate()
+        .map(|(i, (key, _))| {
+            let mut inline = [0u8; INLINE];
+            inline[..key.len()].copy_from_slice(key);
+            let (a, rest) = inline.split_first_chunk::<16>().expect("34 bytes");
+            let (b, c) = rest.split_first_chunk::<16>().expect("18 bytes");
+            let c: [u8; 2] = c.try_into().expect("2 bytes");
+            (
+                u128::from_be_bytes(*a),
+                u128::from_be_bytes(*b),
+                u16::from_be_bytes(c),
+                key.len() as u8,
+                i as u32,
+            )
+        })
+        .collect();
+    keys.par_sort_unstable();
+    (0..keys.len())
+        .map(|j| {
+            let (a, b, c, len, i) = keys[j];
+            let same = j > 0 && {
+                let p = keys[j - 1];
+                (p.0, p.1, p.2, p.3) == (a, b, c, len)
+            };
+            (i as usize, same)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+
+    use super::{key_order, write_staged};
+
+    const T: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("t");
+
+    type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn table_rows(db: &redb::Database) -> Rows {
+        let read = db.begin_read().unwrap();
+        let t = read.open_table(T).unwrap();
+        t.iter()
+            .unwrap()
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                (k.value().to_vec(), v.value().to_vec())
+            })
+            .collect()
+    }
+
+    /// A new database in a temporary folder (kept alive by the returned guard).
+    fn database() -> (tempfile::TempDir, redb::Database) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("t.redb")).unwrap();
+        (dir, db)
+    }
+
+    /// A pseudo-random 16-byte key (ids are uniformly spread).
+    fn key(i: u64) -> Vec<u8> {
+        let mut k = blake3::hash(&i.to_le_bytes()).as_bytes()[..16].to_vec();
+        k[15] = 0;
+        k
+    }
+
+    #[test]
+    fn an_empty_table_gets_one_packed_ordered_run_and_the_last_value_of_a_key() {
+        let (_dir, db) = database();
+        let mut rows: Rows = (0..20_000u64)
+            .map(|i| (key(i), vec![i as u8; 200]))
+            .collect();
+        rows.push((key(7), b"later".to_vec())); // a second value for one key
+        rows.push((key(8), vec![8; 200])); // the same value again
+        let txn = db.begin_write().unwrap();
+        let written = write_staged(&txn, T, false, rows).unwrap();
+        assert_eq!((written.present, written.differed), (2, 1));
+        assert!(written.bucket_roots.is_none(), "not a committed table");
+        txn.commit().unwrap();
+        let stored = table_rows(&db);
+        assert_eq!(stored.len(), 20_000);
+        assert!(stored.windows(2).all(|w| w[0].0 < w[1].0));
+        let get = |k: &[u8]| stored.iter().find(|(key, _)| key == k).unwrap().1.clone();
+        assert_eq!(get(&key(7)), b"later");
+        assert_eq!(get(&key(9)), vec![9u8; 200]);
+        // Packed: the pages hold little but rows (random inserts leave about 40% unused).
+        let read = db.begin_read().unwrap();
+        let stats = read.open_table(T).unwrap().stats().unwrap();
+        assert!(
+            stats.fragmented_bytes() * 10 < stats.stored_bytes(),
+            "{} unused for {} stored",
+            stats.fragmented_bytes(),
+            stats.stored_bytes()
+        );
+    }
+
+    #[test]
+    fn a_table_with_rows_gets_inserts_that_count_what_was_present() {
+        let (_dir, db) = database();
+        let txn = db.begin_write().unwrap();
+        let first: Rows = (0..100u64).map(|i| (key(i), vec![1])).collect();
+        let written = write_staged(&txn, T, true, first).unwrap();
+        assert_eq!((written.present, written.differed), (0, 0));
+        assert!(
+            written.bucket_roots.is_none(),
+            "values too short to hold a leaf"
+        );
+        // 50 present (25 of them with another value), 50 new.
+        let second: Rows = (50..150u64)
+            .map(|i| (key(i), vec![if i < 75 { 2 } else { 1 }]))
+            .collect();
+        let written = write_staged(&txn, T, true, second).unwrap();
+        assert_eq!((written.present, written.differed), (50, 25));
+        assert!(written.bucket_roots.is_none(), "a table with rows");
+        txn.commit().unwrap();
+        let stored = table_rows(&db);
+        assert_eq!(stored.len(), 150);
+        let read = db.begin_read().unwrap();
+        let t = read.open_table(T).unwrap();
+        assert_eq!(t.get(key(60).as_slice()).unwrap().unwrap().value(), [2]);
+        assert_eq!(t.get(key(80).as_slice()).unwrap().unwrap().value(), [1]);
+        assert_eq!(t.len().unwrap(), 150);
+    }
+
+    #[test]
+    fn bucket_roots_of_a_loaded_table_are_those_of_its_rows() {
+        let (_dir, db) = database();
+        // Committed rows: the value starts with the leaf.
+        let rows: Rows = (0..5_000u64)
+            .map(|i| {
+                let leaf = *blake3::hash(&[i.to_le_bytes(), [1; 8]].concat()).as_bytes();
+                (key(i), [leaf.as_slice(), b"payload"].concat())
+            })
+            .collect();
+        let txn = db.begin_write().unwrap();
+        let written = write_staged(&txn, T, true, rows).unwrap();
+        txn.commit().unwrap();
+        let roots = written.bucket_roots.unwrap();
+        let stored = table_rows(&db);
+        let mut expected: std::collections::BTreeMap<u16, Vec<[u8; 32]>> = Default::default();
+        for (k, v) in &stored {
+            let bucket = cfs_core::Bucket::of_key(k).0;
+            expected
+                .entry(bucket)
+                .or_default()
+                .push(v[..32].try_into().unwrap());
+        }
+        assert_eq!(roots.len(), expected.len());
+        for (bucket, root) in roots {
+            assert_eq!(root, cfs_core::merkle_root(&expected[&bucket]), "{bucket}");
+        }
+    }
+
+    #[test]
+    fn key_order_is_byte_order_whatever_the_lengths() {
+        let keys: [&[u8]; 7] = [b"b", b"ab\0", b"ab", b"", b"a", b"ab", b"\xff"];
+        let rows: Rows = keys.iter().map(|k| (k.to_vec(), Vec::new())).collect();
+        let order = key_order(&rows);
+        let sorted: Vec<(&[u8], bool)> = order
+            .iter()
+            .map(|&(i, same)| (rows[i].0.as_slice(), same))
+            .collect();
+        assert_eq!(
+            sorted,
+            [
+                (&b""[..], false),
+                (b"a", false),
+                (b"ab", false),
+                (b"ab", true),
+                (b"ab\0", false),
+                (b"b", false),
+                (b"\xff", false)
+            ]
+        );
+        // Equal keys keep the order they were staged in.
+        let pos = |i: usize| order.iter().position(|&(x, _)| x == i).unwrap();
+        assert!(pos(2) < pos(5));
+        // Keys that differ only at byte 15, 16, 31, 32 or 33 of 34.
+        let deep: Rows = [15usize, 16, 31, 32, 33]
+            .into_iter()
+            .map(|at| {
+                let mut k = vec![0u8; 34];
+                k[at] = 1;
+                (k, Vec::new())
+            })
+            .collect();
+        let order: Vec<usize> = key_order(&deep).into_iter().map(|(i, _)| i).collect();
+        assert_eq!(order, [4, 3, 2, 1, 0]);
+        // Keys longer than the inline prefix take the general sort.
+        let long: Rows = [vec![1u8; 40], vec![0u8; 41], vec![1u8; 39], vec![1u8; 40]]
+            .into_iter()
+            .map(|k| (k, Vec::new()))
+            .collect();
+        assert_eq!(
+            key_order(&long),
+            [(1, false), (2, false), (0, false), (3, true)]
+        );
+    }
+}

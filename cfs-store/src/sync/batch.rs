@@ -1,0 +1,427 @@
+//! One batch of a sync run: its files read, planned (which need parsing), parsed,
+//! embedded (the cache first), written as new documents, and bound to their paths.
+
+use std::collections::BTreeMap;
+
+use cfs_core::{ContentHash, DocumentId, Embedding, PathEntry, TextHash, encode_vector};
+use cfs_ingest::{
+    IngestConfig, IngestError, Parsed, WalkEntry, detect_file, embedding_text, parse_file,
+};
+use rayon::prelude::*;
+
+use super::{EMBED_BATCH, RACY_WINDOW_NS, SyncProgress, SyncRun};
+use crate::error::{Result, StoreError};
+use crate::tables::Stat;
+use crate::vectors::{self, VectorHash};
+use crate::write::{NewDocument, WriteTxn};
+
+/// One file read in this sync.
+pub(super) struct Read {
+    entry: WalkEntry,
+    result: std::result::Result<(Vec<u8>, ContentHash), IngestError>,
+}
+
+/// What planning decided for each file of a batch.
+pub(super) struct Plan {
+    /// The document a file is bound to without parsing, when known.
+    documents: Vec<Option<DocumentId>>,
+    /// The files to parse: each new content once.
+    to_parse: Vec<usize>,
+    /// Files whose same bytes failed before, with the reason.
+    known_failures: BTreeMap<usize, String>,
+}
+
+/// The hash of the text a chunk is embedded from, and that text when it is not the
+/// chunk's own.
+type EmbeddingText = (TextHash, Option<String>);
+
+/// A batch parsed: each parsed file's result and its chunks' embedding texts.
+pub(super) struct ParsedBatch {
+    results: BTreeMap<usize, std::result::Result<Parsed, IngestError>>,
+    /// Per parsed file, per chunk.
+    texts: Vec<(usize, Vec<EmbeddingText>)>,
+}
+
+/// A batch read, planned and parsed, waiting to be written.
+pub(super) struct Batch {
+    pub(super) reads: Vec<Read>,
+    pub(super) plan: Plan,
+    pub(super) parsed: ParsedBatch,
+}
+
+/// Vectors computed for one group of texts: (text, vector hash, encoded vector,
+/// vector), or why the embedder failed.
+type Embedded = std::result::Result<Vec<(TextHash, VectorHash, Vec<u8>, Vec<i16>)>, String>;
+
+fn read_file(
+    entry: &WalkEntry,
+    config: &IngestConfig,
+) -> std::result::Result<(Vec<u8>, ContentHash), IngestError> {
+    let bytes = cfs_ingest::read_entry(entry, config)?;
+    let hash = ContentHash::of(&bytes);
+    Ok((bytes, hash))
+}
+
+/// Parses the files a plan names and the texts their chunks are embedded from: no
+/// store access, so it runs while the batch before is written.
+pub(super) fn parse_batch(reads: &[Read], plan: &Plan, config: &IngestConfig) -> ParsedBatch {
+    let results: BTreeMap<usize, std::result::Result<Parsed, IngestError>> = plan
+        .to_parse
+        .par_iter()
+        .map(|&i| {
+            let bytes = match &reads[i].result {
+                Ok((bytes, _)) => bytes.as_slice(),
+                Err(_) => &[],
+            };
+            (i, parse_file(&reads[i].entry.rel_path, bytes, config))
+        })
+        .collect();
+    let texts = results
+        .par_iter()
+        .filter_map(|(i, parsed)| Some((*i, parsed.as_ref().ok()?)))
+        .map(|(i, parsed)| {
+            let texts = parsed
+                .chunks
+                .iter()
+                .map(|chunk| match embedding_text(chunk) {
+                    // Most chunks are embedded from their own text, hashed already.
+                    std::borrow::Cow::Borrowed(_) => (chunk.text_hash, None),
+                    std::borrow::Cow::Owned(owned) => (TextHash::of(&owned), Some(owned)),
+                })
+                .collect();
+            (i, texts)
+        })
+        .collect();
+    ParsedBatch { results, texts }
+}
+
+/// Removes a path that can no longer be indexed; its stat row records the failure
+/// when there is one to record, or goes.
+fn forget(
+    txn: &mut WriteTxn<'_>,
+    path: &str,
+    existing: &BTreeMap<String, PathEntry>,
+    failed: Option<Stat>,
+) -> Result<()> {
+    match failed {
+        Some(stat) => txn.put_stat(path, &stat)?,
+        None => txn.remove_stats([path])?,
+    }
+    if existing.contains_key(path) {
+        txn.unbind_path(path)?;
+    }
+    Ok(())
+}
+
+impl SyncRun<'_> {
+    /// Reads the files of a part (in parallel) and decides per file whether it needs
+    /// parsing: content second (the stat cache came first), then a document of the same
+    /// content already in the store.
+    pub(super) fn read_and_plan(
+        &mut self,
+        txn: &WriteTxn<'_>,
+        part: &[WalkEntry],
+    ) -> Result<(Vec<Read>, Plan)> {
+        let config = &self.options.config;
+        let reads: Vec<Read> = part
+            .par_iter()
+            .map(|entry| Read {
+                entry: entry.clone(),
+                result: read_file(entry, config),
+            })
+            .collect();
+        let mut plan = Plan {
+            documents: Vec::with_capacity(reads.len()),
+            to_parse: Vec::new(),
+            known_failures: BTreeMap::new(),
+        };
+        let mut new_content: BTreeMap<(ContentHash, &'static str), usize> = BTreeMap::new();
+        for (i, read) in reads.iter().enumerate() {
+            let path = read.entry.rel_path.as_str();
+            let mut document = None;
+            if let Ok((bytes, hash)) = &read.result {
+                self.report.hashed += 1;
+                let cached = self.stats.get(path).filter(|s| s.hash == *hash);
+                let same = cached.is_some_and(|s| s.failure.is_none());
+                if let Some(reason) = cached.and_then(|s| s.failure.clone()) {
+                    // The same bytes failed before: they would fail again.
+                    plan.known_failures.insert(i, reason);
+                } else if same && let Some(old) = self.existing.get(path) {
+                    document = Some(old.document_id);
+                } else if let Ok(detected) = detect_file(path, bytes) {
+                    if let Some(doc) = txn.document_for_content(hash, detected.mime_type)? {
+                        document = Some(doc);
+                    } else if let std::collections::btree_map::Entry::Vacant(slot) =
+                        new_content.entry((*hash, detected.mime_type))
+                    {
+                        slot.insert(i);
+                        plan.to_parse.push(i);
+                    }
+                } else {
+                    plan.to_parse.push(i);
+                }
+            }
+            plan.documents.push(document);
+        }
+        Ok((reads, plan))
+    }
+
+    /// Embeds (cache first), writes the new documents and binds every path of a batch.
+    pub(super) fn write_batch(&mut self, txn: &mut WriteTxn<'_>, batch: Batch) -> Result<()> {
+        let Batch {
+            reads,
+            plan,
+            parsed,
+        } = batch;
+        self.report.parsed += parsed.results.len();
+        let vectors = self.embed_texts(txn, &parsed)?;
+        let embedded = self.chunk_embeddings(&reads, &parsed, &vectors)?;
+        drop(vectors);
+        let ParsedBatch { results, .. } = parsed;
+        let new_documents: Vec<NewDocument<'_>> = results
+            .iter()
+            .filter_map(|(i, parsed)| {
+                let parsed = parsed.as_ref().ok()?;
+                Some(NewDocument {
+                    document: &parsed.document,
+                    chunks: &parsed.chunks,
+                    embeddings: embedded.get(i)?,
+                    window_edges: &parsed.window_edges,
+                })
+            })
+            .collect();
+        txn.put_documents(&new_documents)?;
+        drop(new_documents);
+        self.bind_batch(txn, &reads, plan, results)
+    }
+
+    /// The vector of every distinct text of the batch: from the embedding cache, the
+    /// rest computed in parallel groups (none when embeddings are deferred) and cached.
+    fn embed_texts(
+        &mut self,
+        txn: &WriteTxn<'_>,
+        parsed: &ParsedBatch,
+    ) -> Result<BTreeMap<TextHash, Vec<i16>>> {
+        let model = self.embedder.model_hash();
+        let mut wanted: BTreeMap<TextHash, &str> = BTreeMap::new();
+        for (i, texts) in &parsed.texts {
+            let Some(Ok(file)) = parsed.results.get(i) else {
+                continue;
+            };
+            for (chunk, (hash, text)) in file.chunks.iter().zip(texts) {
+                let text = text.as_deref().unwrap_or(chunk.text.as_str());
+                wanted.entry(*hash).or_insert(text);
+            }
+        }
+        let mut vectors = txn.cached_vectors(&model, wanted.keys())?;
+        if self.options.defer_embeddings {
+            return Ok(vectors);
+        }
+        let missing: Vec<(&TextHash, &&str)> = wanted
+            .iter()
+            .filter(|(h, _)| !vectors.contains_key(h))
+            .collect();
+        let embedder = self.embedder;
+        let computed: Vec<Embedded> = missing
+            .par_chunks(EMBED_BATCH)
+            .map(|group| {
+                let texts: Vec<&str> = group.iter().map(|(_, t)| **t).collect();
+                let out = embedder.embed_batch(&texts).map_err(|e| e.to_string())?;
+                if out.len() != texts.len() {
+                    return Err(format!(
+                        "embedder returned {} vectors for {} texts",
+                        out.len(),
+                        texts.len()
+                    ));
+                }
+                Ok(group
+                    .iter()
+                    .zip(out)
+                    .map(|((h, _), v)| {
+                        let encoded = encode_vector(&v);
+                        (**h, vectors::vector_hash(&encoded), encoded, v)
+                    })
+                    .collect())
+            })
+            .collect();
+        for group in computed {
+            let group = group.map_err(StoreError::InvalidInput)?;
+            txn.cache_encoded(
+                &model,
+                group.iter().map(|(h, vh, e, _)| (h, vh, e.as_slice())),
+            )?;
+            for (hash, _, _, vector) in group {
+                vectors.insert(hash, vector);
+                self.report.embedded += 1;
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// The embeddings of each parsed file's chunks. Every chunk has its vector unless
+    /// embeddings are deferred; then those without one are reported as deferred, for
+    /// `embed_pending` or `embed_chunks`.
+    fn chunk_embeddings(
+        &mut self,
+        reads: &[Read],
+        parsed: &ParsedBatch,
+        vectors: &BTreeMap<TextHash, Vec<i16>>,
+    ) -> Result<BTreeMap<usize, Vec<Embedding>>> {
+        let model = self.embedder.model_hash();
+        let defer = self.options.defer_embeddings;
+        let embedded: BTreeMap<usize, Vec<Embedding>> = parsed
+            .texts
+            .par_iter()
+            .map(|(i, texts)| {
+                let file = parsed.results[i]
+                    .as_ref()
+                    .expect("only parsed files have texts");
+                let chunk_vectors = file
+                    .chunks
+                    .iter()
+                    .zip(texts)
+                    .filter_map(|(c, (h, _))| match vectors.get(h) {
+                        Some(v) => Some(Embedding::new(c.id, model, v.clone()).map_err(Into::into)),
+                        None if defer => None,
+                        None => Some(Err(StoreError::InvalidInput(format!(
+                            "{}: no vector for a chunk",
+                            reads[*i].entry.rel_path
+                        )))),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok((*i, chunk_vectors))
+            })
+            .collect::<Result<_>>()?;
+        for (i, with_vectors) in &embedded {
+            let Some(Ok(file)) = parsed.results.get(i) else {
+                continue;
+            };
+            if with_vectors.len() == file.chunks.len() {
+                continue;
+            }
+            let have: std::collections::HashSet<_> =
+                with_vectors.iter().map(|e| e.chunk_id).collect();
+            let deferred = file
+                .chunks
+                .iter()
+                .map(|c| c.id)
+                .filter(|id| !have.contains(id));
+            let before = self.report.deferred_chunks.len();
+            self.report.deferred_chunks.extend(deferred);
+            self.report.deferred += self.report.deferred_chunks.len() - before;
+        }
+        Ok(embedded)
+    }
+
+    /// Binds every path of a batch to its document, in path order, with its stat row;
+    /// a file that failed is forgotten (its failure recorded when its bytes are known).
+    fn bind_batch(
+        &mut self,
+        txn: &mut WriteTxn<'_>,
+        reads: &[Read],
+        plan: Plan,
+        mut results: BTreeMap<usize, std::result::Result<Parsed, IngestError>>,
+    ) -> Result<()> {
+        let Plan {
+            documents,
+            mut known_failures,
+            ..
+        } = plan;
+        for (i, read) in reads.iter().enumerate() {
+            let path = read.entry.rel_path.as_str();
+            (self.progress)(SyncProgress::File(path));
+            let racy = self.started_ns.saturating_sub(read.entry.mtime_ns) < RACY_WINDOW_NS;
+            let stat_of = |hash: ContentHash, failure: Option<String>| Stat {
+                size: read.entry.size_bytes,
+                mtime_ns: if racy { 0 } else { read.entry.mtime_ns },
+                hash,
+                failure,
+            };
+            let (bytes, hash) = match &read.result {
+                Ok(ok) => ok,
+                Err(e) => {
+                    self.report.failed.push((path.to_owned(), e.to_string()));
+                    forget(txn, path, &self.existing, None)?;
+                    continue;
+                }
+            };
+            let outcome = match known_failures.remove(&i) {
+                Some(reason) => Err(reason),
+                None => {
+                    self.document_of(txn, path, bytes, hash, documents[i], results.remove(&i))?
+                }
+            };
+            match outcome {
+                Ok(document_id) => {
+                    self.bind(txn, path, document_id)?;
+                    txn.put_stat(path, &stat_of(*hash, None))?;
+                }
+                Err(reason) => {
+                    self.report.failed.push((path.to_owned(), reason.clone()));
+                    forget(
+                        txn,
+                        path,
+                        &self.existing,
+                        Some(stat_of(*hash, Some(reason))),
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The document a read file binds to: the one its plan named, the one parsing made,
+    /// or (same new content as an earlier file of this batch, parsed once) the one of
+    /// its content; or why it has none.
+    fn document_of(
+        &self,
+        txn: &WriteTxn<'_>,
+        path: &str,
+        bytes: &[u8],
+        hash: &ContentHash,
+        planned: Option<DocumentId>,
+        parsed: Option<std::result::Result<Parsed, IngestError>>,
+    ) -> Result<std::result::Result<DocumentId, String>> {
+        Ok(match (planned, parsed) {
+            (Some(doc), _) => Ok(doc),
+            (None, Some(Ok(parsed))) => Ok(parsed.document.id),
+            (None, Some(Err(e))) => Err(e.to_string()),
+            (None, None) => {
+                let detected = detect_file(path, bytes).ok();
+                match detected.and_then(|d| txn.document_for_content(hash, d.mime_type).transpose())
+                {
+                    Some(doc) => Ok(doc?),
+                    None => Err("the same content failed earlier in this batch".to_owned()),
+                }
+            }
+        })
+    }
+
+    /// Binds `path` to `document_id` and counts it: unchanged, updated, renamed (a
+    /// leaving path had its content) or added.
+    fn bind(&mut self, txn: &mut WriteTxn<'_>, path: &str, document_id: DocumentId) -> Result<()> {
+        let resolution = self.options.registry.resolve(path);
+        let entry = PathEntry {
+            path: path.to_owned(),
+            document_id,
+            collections: resolution.collections,
+            context: resolution.context,
+        };
+        let report = &mut self.report;
+        match self.existing.get(path) {
+            Some(old) if *old == entry => report.unchanged += 1,
+            Some(_) => report.updated += 1,
+            None => {
+                let doc = txn.content_of(&document_id)?;
+                match doc.and_then(|h| self.renames_left.get_mut(&h).filter(|n| **n > 0)) {
+                    Some(n) => {
+                        *n -= 1;
+                        report.renamed += 1;
+                    }
+                    None => report.added += 1,
+                }
+            }
+        }
+        txn.bind_path(&entry)
+    }
+}

@@ -1,0 +1,523 @@
+//! Incremental sync: bring the store in step with a folder, touching only what changed.
+//!
+//! Stat cache first (size and modification time), content hash second: a file whose
+//! bytes did not change is never parsed again, and a renamed or copied file is re-bound
+//! to its document without re-chunking or re-embedding. Changed files are parsed,
+//! chunked and embedded in parallel, with embeddings of already-seen text taken from the
+//! cache; writes go in batched transactions; removed files are unbound by an explicit
+//! list. The root after a sync equals the root of a clean index of the same tree.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use cfs_core::{Canonical, ContentHash, DocumentId, PathEntry, StateRoot};
+use cfs_ingest::{Embedder, IngestConfig, IngestError, Registry, Scope, WalkEntry, walk_scope};
+use redb::ReadableTable;
+
+use crate::error::Result;
+use crate::store::{Settings, Store};
+use crate::tables::{self, Stat};
+use crate::write::WriteTxn;
+
+mod batch;
+
+use batch::{Batch, parse_batch};
+
+/// Files written per transaction at most (a cold sync of up to this many files is one
+/// commit: see `sync_scope`).
+pub const DEFAULT_BATCH_FILES: usize = 50_000;
+/// Bytes of file content written per transaction at most.
+const COMMIT_BYTES: u64 = 1 << 30;
+/// Files read and parsed at once, at most, by default.
+pub const DEFAULT_PARSE_FILES: usize = 1024;
+/// Files modified this recently (ns) are not trusted to the stat cache: an edit within
+/// the same clock tick would otherwise go unseen.
+const RACY_WINDOW_NS: u64 = 2_000_000_000;
+/// Bytes of file content read and parsed at once, at most (one larger file makes a
+/// group of its own).
+const PARSE_BYTES: u64 = 64 << 20;
+/// Texts embedded per parallel task.
+const EMBED_BATCH: usize = 256;
+
+/// How to sync.
+#[derive(Clone, Debug)]
+pub struct SyncOptions {
+    /// Parsing and chunking.
+    pub config: IngestConfig,
+    /// Collections that path entries are resolved against.
+    pub registry: Registry,
+    /// Files per write transaction, at most (fewer, larger commits write less; smaller
+    /// ones lose less work to a crash).
+    pub batch_files: usize,
+    /// Files read and parsed at once, at most (the memory a sync holds); the next group
+    /// is parsed while one is written.
+    pub parse_files: usize,
+    /// Text first: commit chunks whose texts are not in the embedding cache without
+    /// their embeddings, for [`Store::embed_pending`] to add in later commits.
+    pub defer_embeddings: bool,
+}
+
+impl Default for SyncOptions {
+    fn default() -> Self {
+        Self {
+            config: IngestConfig::default(),
+            registry: Registry::default(),
+            batch_files: DEFAULT_BATCH_FILES,
+            parse_files: DEFAULT_PARSE_FILES,
+            defer_embeddings: false,
+        }
+    }
+}
+
+/// What a sync tells its `progress` callback, in this order: the files its walk found,
+/// each of them once done with (unchanged, written or failed), and each commit as it
+/// begins (removing released documents, writing staged rows, rehashing, syncing to disk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncProgress<'a> {
+    /// The walk found this many files to compare with the store.
+    Found {
+        /// Files.
+        files: usize,
+    },
+    /// One file is done with.
+    File(&'a str),
+    /// A commit begins.
+    Committing,
+}
+
+/// What a sync did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    /// New paths.
+    pub added: usize,
+    /// Paths whose content (or collections) changed.
+    pub updated: usize,
+    /// Paths gone from the folder.
+    pub removed: usize,
+    /// Paths gone whose content reappeared under a new path.
+    pub renamed: usize,
+    /// Paths that did not change.
+    pub unchanged: usize,
+    /// Files that could not be indexed, with the reason; any earlier version of them is
+    /// removed from the store.
+    pub failed: Vec<(String, String)>,
+    /// Files read and hashed (the stat cache did not vouch for them).
+    pub hashed: usize,
+    /// Files parsed and chunked (their content was new).
+    pub parsed: usize,
+    /// Chunks embedded (not found in the embedding cache).
+    pub embedded: usize,
+    /// Chunks committed without their embedding ([`SyncOptions::defer_embeddings`]).
+    pub deferred: usize,
+    /// Their ids: [`Store::embed_chunks`] embeds exactly these, without a scan of the
+    /// store (what [`Store::embed_pending`] needs after an interrupted run).
+    pub deferred_chunks: Vec<cfs_core::ChunkId>,
+    /// Committed rows removed, over all tables.
+    pub rows_removed: u64,
+    /// Transactions committed.
+    pub commits: usize,
+    /// The state root after the sync.
+    pub root: StateRoot,
+}
+
+/// Whether a stat row vouches for the file the walk found: unchanged size and time
+/// (a zero time vouches for nothing).
+fn vouches_for(stat: &Stat, entry: &WalkEntry) -> bool {
+    stat.size == entry.size_bytes && stat.mtime_ns == entry.mtime_ns && stat.mtime_ns != 0
+}
+/// The path entries and stat-cache rows of the paths in `scope`. The stat cache is
+/// keyed by path, so a folder's rows are one key range; path entries are then read by
+/// id for those paths and for the scope's own paths.
+fn scoped_state(
+    read: &crate::ReadTxn,
+    scope: &Scope,
+) -> Result<(BTreeMap<String, PathEntry>, BTreeMap<String, Stat>)> {
+    let mut stats: BTreeMap<String, Stat> = BTreeMap::new();
+    let mut candidates: BTreeSet<String> = BTreeSet::new();
+    for p in scope.paths() {
+        candidates.insert(p.to_owned());
+        for (path, stat) in read.stats_at(p)? {
+            if let Some(stat) = stat {
+                stats.insert(path.clone(), stat);
+            }
+            candidates.insert(path);
+        }
+    }
+    let mut existing = BTreeMap::new();
+    for path in candidates {
+        if let Some(entry) = read.path(&path)? {
+            existing.insert(path, entry);
+        }
+    }
+    Ok((existing, stats))
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+impl Store {
+    /// Syncs the store with the folder `root`; `progress` hears how many files the walk
+    /// found, then each file as it is done with, then each commit as it begins.
+    pub fn sync(
+        &self,
+        root: &Path,
+        options: &SyncOptions,
+        embedder: &dyn Embedder,
+        progress: &(dyn Fn(SyncProgress<'_>) + Sync),
+    ) -> Result<SyncReport> {
+        crate::error::guard(self.path(), || {
+            self.sync_scope(root, None, options, embedder, progress)
+        })
+    }
+
+    /// Syncs only the part of `root` in `scope`: the named files and everything under
+    /// the named folders, added, changed or removed (a named path that no longer exists
+    /// is removed, with everything under it). The same rules as a whole sync apply, so
+    /// syncing the paths that changed leaves the root a whole sync would.
+    pub fn sync_paths(
+        &self,
+        root: &Path,
+        scope: &Scope,
+        options: &SyncOptions,
+        embedder: &dyn Embedder,
+        progress: &(dyn Fn(SyncProgress<'_>) + Sync),
+    ) -> Result<SyncReport> {
+        if scope.is_empty() {
+            return Ok(SyncReport {
+                root: self.state_root()?,
+                ..SyncReport::default()
+            });
+        }
+        let scope = Some(scope).filter(|s| !s.is_everything());
+        crate::error::guard(self.path(), || {
+            self.sync_scope(root, scope, options, embedder, progress)
+        })
+    }
+
+    fn sync_scope(
+        &self,
+        root: &Path,
+        scope: Option<&Scope>,
+        options: &SyncOptions,
+        embedder: &dyn Embedder,
+        progress: &(dyn Fn(SyncProgress<'_>) + Sync),
+    ) -> Result<SyncReport> {
+        let requested = Settings {
+            chunk: options.config.chunk,
+            model_id: embedder.model_id().to_owned(),
+        };
+        self.settings().check(&requested, self.path())?;
+        let started_ns = now_ns();
+        let (files, walk_failures) = self.walk_files(root, scope)?;
+        progress(SyncProgress::Found { files: files.len() });
+        let mut run = SyncRun::new(self, options, embedder, progress, started_ns);
+        run.report.failed = walk_failures;
+        run.compare(scope, &files)?;
+        let triage = run.triage(&files);
+        if triage.relabel.is_empty() && triage.to_read.is_empty() && triage.gone.is_empty() {
+            // Nothing to write, not even to a cache: no transaction at all.
+            run.report.root = self.state_root()?;
+            return Ok(run.report);
+        }
+        let mut txn = self.begin_write()?;
+        for entry in &triage.relabel {
+            txn.bind_path(entry)?;
+            run.report.updated += 1;
+        }
+        let txn = run.write_files(txn, &triage.to_read)?;
+        run.finish(txn, &triage.gone)
+    }
+
+    /// The files of `root` in `scope`, less the store's own file wherever it lives (only
+    /// files with its name are resolved, to keep the walk free of per-file path
+    /// resolution), and the walk's failures.
+    fn walk_files(
+        &self,
+        root: &Path,
+        scope: Option<&Scope>,
+    ) -> Result<(Vec<WalkEntry>, Vec<(String, String)>)> {
+        let walked = walk_scope(root, scope)?;
+        let store_file = self.path().canonicalize().ok();
+        let store_name = self.path().file_name();
+        let files = walked
+            .files
+            .into_iter()
+            .filter(|f| {
+                f.abs_path.file_name() != store_name
+                    || store_file.as_deref() != f.abs_path.canonicalize().ok().as_deref()
+            })
+            .collect();
+        let failures = walked
+            .errors
+            .iter()
+            .map(|e| (error_path(e), e.to_string()))
+            .collect();
+        Ok((files, failures))
+    }
+}
+
+/// One sync run: what it compares against, what it has done so far, and how.
+struct SyncRun<'a> {
+    store: &'a Store,
+    options: &'a SyncOptions,
+    embedder: &'a dyn Embedder,
+    progress: &'a (dyn Fn(SyncProgress<'_>) + Sync),
+    /// When the run began: a file modified within `RACY_WINDOW_NS` before it gets a stat
+    /// row that vouches for nothing.
+    started_ns: u64,
+    /// The path entries in scope, by path.
+    existing: BTreeMap<String, PathEntry>,
+    /// The stat-cache rows in scope, by path.
+    stats: BTreeMap<String, Stat>,
+    /// Content hashes of documents whose paths are leaving, with how many: a new path
+    /// with such content is a rename.
+    renames_left: BTreeMap<ContentHash, usize>,
+    report: SyncReport,
+}
+
+/// What the stat cache decided for the walked files.
+struct Triage {
+    /// Files to read (the stat cache does not vouch for them).
+    to_read: Vec<WalkEntry>,
+    /// Unchanged files whose collections or context changed.
+    relabel: Vec<PathEntry>,
+    /// Paths in scope that the walk did not find.
+    gone: Vec<String>,
+}
+
+impl<'a> SyncRun<'a> {
+    fn new(
+        store: &'a Store,
+        options: &'a SyncOptions,
+        embedder: &'a dyn Embedder,
+        progress: &'a (dyn Fn(SyncProgress<'_>) + Sync),
+        started_ns: u64,
+    ) -> Self {
+        Self {
+            store,
+            options,
+            embedder,
+            progress,
+            started_ns,
+            existing: BTreeMap::new(),
+            stats: BTreeMap::new(),
+            renames_left: BTreeMap::new(),
+            report: SyncReport::default(),
+        }
+    }
+
+    /// Reads, in one read transaction, everything the run compares against: the path
+    /// entries and stat rows in scope and the contents of the paths that are leaving.
+    fn compare(&mut self, scope: Option<&Scope>, files: &[WalkEntry]) -> Result<()> {
+        let read = self.store.begin_read()?;
+        (self.existing, self.stats) = match scope {
+            None => {
+                let existing = read
+                    .all_paths()?
+                    .into_iter()
+                    .map(|p| (p.path.clone(), p))
+                    .collect();
+                (existing, read.stats()?)
+            }
+            Some(scope) => scoped_state(&read, scope)?,
+        };
+        let seen: BTreeSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+        for entry in self
+            .existing
+            .values()
+            .filter(|e| !seen.contains(e.path.as_str()))
+        {
+            if let Some(doc) = read.document(&entry.document_id)? {
+                *self.renames_left.entry(doc.content_hash).or_insert(0) += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stat cache first: unchanged size and time vouch for unchanged content, so such a
+    /// file is not read (only relabelled if its collections changed).
+    fn triage(&mut self, files: &[WalkEntry]) -> Triage {
+        let mut to_read: Vec<WalkEntry> = Vec::new();
+        let mut relabel: Vec<PathEntry> = Vec::new();
+        for f in files {
+            let cached = self.stats.get(&f.rel_path).filter(|s| vouches_for(s, f));
+            let old = self.existing.get(&f.rel_path);
+            if let Some(reason) = cached.and_then(|s| s.failure.as_ref())
+                && old.is_none()
+            {
+                self.report
+                    .failed
+                    .push((f.rel_path.clone(), reason.clone()));
+            } else if let Some(old) = old.filter(|_| cached.is_some_and(|s| s.failure.is_none())) {
+                let resolution = self.options.registry.resolve(&f.rel_path);
+                if old.collections != resolution.collections || old.context != resolution.context {
+                    relabel.push(PathEntry {
+                        collections: resolution.collections,
+                        context: resolution.context,
+                        ..old.clone()
+                    });
+                } else {
+                    self.report.unchanged += 1;
+                }
+            } else {
+                to_read.push(f.clone());
+                continue;
+            }
+            (self.progress)(SyncProgress::File(&f.rel_path));
+        }
+        let seen: BTreeSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+        let gone = self
+            .existing
+            .keys()
+            .filter(|p| !seen.contains(p.as_str()))
+            .cloned()
+            .collect();
+        Triage {
+            to_read,
+            relabel,
+            gone,
+        }
+    }
+
+    /// Files are read and parsed in groups small enough to hold in memory
+    /// (`parse_files`, `PARSE_BYTES`), each group cut into parts of at most
+    /// `batch_files` files.
+    fn parts<'f>(&self, to_read: &'f [WalkEntry]) -> Vec<&'f [WalkEntry]> {
+        let parse_files = self.options.parse_files.max(1);
+        let mut groups: Vec<&[WalkEntry]> = Vec::new();
+        let (mut start, mut bytes) = (0usize, 0u64);
+        for (i, f) in to_read.iter().enumerate() {
+            if i > start && (i - start >= parse_files || bytes + f.size_bytes > PARSE_BYTES) {
+                groups.push(&to_read[start..i]);
+                start = i;
+                bytes = 0;
+            }
+            bytes += f.size_bytes;
+        }
+        if start < to_read.len() {
+            groups.push(&to_read[start..]);
+        }
+        let per_commit = self.options.batch_files.max(1);
+        groups
+            .iter()
+            .flat_map(|group| group.chunks(per_commit))
+            .collect()
+    }
+
+    /// Reads, parses and writes the files, one part after another, into one transaction
+    /// until it holds `batch_files` files or `COMMIT_BYTES` of content: a commit
+    /// rewrites every page it touches that an earlier commit wrote, so fewer commits
+    /// write far less. The next part is parsed while one is written, unless a commit
+    /// comes between them. Returns the open transaction for `finish`.
+    fn write_files<'s>(
+        &mut self,
+        mut txn: WriteTxn<'s>,
+        to_read: &[WalkEntry],
+    ) -> Result<WriteTxn<'s>>
+    where
+        'a: 's,
+    {
+        let parts = self.parts(to_read);
+        let per_commit = self.options.batch_files.max(1);
+        let config = &self.options.config;
+        let (mut files_pending, mut bytes_pending) = (0usize, 0u64);
+        let mut ahead: Option<Batch> = None;
+        for (n, part) in parts.iter().enumerate() {
+            let batch = match ahead.take() {
+                Some(batch) => batch,
+                None => {
+                    let (reads, plan) = self.read_and_plan(&txn, part)?;
+                    let parsed = parse_batch(&reads, &plan, config);
+                    Batch {
+                        reads,
+                        plan,
+                        parsed,
+                    }
+                }
+            };
+            files_pending += part.len();
+            bytes_pending += part.iter().map(|f| f.size_bytes).sum::<u64>();
+            let commit_due = files_pending >= per_commit || bytes_pending >= COMMIT_BYTES;
+            // The next part's plan is made before this batch's writes: it may miss a
+            // document this batch adds (that content is then parsed twice, to the same
+            // document), and it may name a document this batch releases (kept, as
+            // released documents are removed only at commit).
+            let next = match parts.get(n + 1).filter(|_| !commit_due) {
+                Some(following) => Some(self.read_and_plan(&txn, following)?),
+                None => None,
+            };
+            let (written, next_parsed) = rayon::join(
+                || self.write_batch(&mut txn, batch),
+                || next.as_ref().map(|(r, p)| parse_batch(r, p, config)),
+            );
+            written?;
+            ahead = next.zip(next_parsed).map(|((reads, plan), parsed)| Batch {
+                reads,
+                plan,
+                parsed,
+            });
+            if commit_due {
+                self.commit(txn)?;
+                txn = self.store.begin_write()?;
+                (files_pending, bytes_pending) = (0, 0);
+            }
+        }
+        Ok(txn)
+    }
+
+    /// Commits the transaction of a part, counting it if it changed a committed row.
+    fn commit(&mut self, mut txn: WriteTxn<'_>) -> Result<StateRoot> {
+        (self.progress)(SyncProgress::Committing);
+        txn.remove_orphans()?;
+        self.report.rows_removed += txn.summary().n_removed();
+        if txn.summary() != &cfs_core::ChangeSummary::default() {
+            self.report.commits += 1;
+        }
+        txn.commit()
+    }
+
+    /// Unbinds the paths that are gone (an explicit list of paths, never a filter) and
+    /// commits the last transaction.
+    fn finish(mut self, mut txn: WriteTxn<'_>, gone: &[String]) -> Result<SyncReport> {
+        if !gone.is_empty() {
+            txn.remove_stats(gone.iter().map(String::as_str))?;
+            for path in gone {
+                txn.unbind_path(path)?;
+            }
+            self.report.removed += gone.len();
+        }
+        self.report.root = self.commit(txn)?;
+        let renamed = self.report.renamed;
+        self.report.removed -= renamed.min(self.report.removed);
+        Ok(self.report)
+    }
+}
+
+fn error_path(e: &IngestError) -> String {
+    match e {
+        IngestError::Skipped { path, .. }
+        | IngestError::Decode { path, .. }
+        | IngestError::Malformed { path, .. }
+        | IngestError::TooLarge { path, .. }
+        | IngestError::Path { path, .. }
+        | IngestError::Core { path, .. } => path.clone(),
+        IngestError::Io { path, .. } => path.display().to_string(),
+        _ => String::new(),
+    }
+}
+
+impl WriteTxn<'_> {
+    /// The content hash of a present document.
+    pub(crate) fn content_of(&self, id: &DocumentId) -> Result<Option<ContentHash>> {
+        let t = self.raw().open_table(tables::DOCUMENTS)?;
+        match t.get(&id.0[..])? {
+            Some(v) => Ok(Some(
+                cfs_core::Document::decode(tables::split_row(v.value())?.1)?.content_hash,
+            )),
+            None => Ok(None),
+        }
+    }
+}
