@@ -238,7 +238,7 @@ impl Store {
         &self,
         root: &Path,
         scope: Option<&Scope>,
-    ) -> Result<(Vec<WalkEntry>, Vec<(String, String)>)> {
+    ) -> Result<(Vec<WalkEntry>, Vec<Failure>)> {
         let walked = walk_scope(root, scope)?;
         let store_file = self.path().canonicalize().ok();
         let store_name = self.path().file_name();
@@ -258,6 +258,9 @@ impl Store {
         Ok((files, failures))
     }
 }
+
+/// A file that could not be indexed: its path and the reason.
+type Failure = (String, String);
 
 /// One sync run: what it compares against, what it has done so far, and how.
 struct SyncRun<'a> {
