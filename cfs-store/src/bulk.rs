@@ -131,6 +131,11 @@ pub(crate) fn write_staged(
     }
     let mut t = txn.open_table(def)?;
     if t.is_empty()? {
+        // The cursor appends: a key out of order would corrupt the table's order.
+        assert!(
+            kept.windows(2).all(|w| rows[w[0]].0 < rows[w[1]].0),
+            "a packed run is in strictly ascending key order"
+        );
         let (written, roots) = rayon::join(
             || -> Result<()> {
                 let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;

@@ -89,9 +89,133 @@ struct Written {
 struct DocumentRows {
     rows: Vec<Row>,
     vectors: Vec<(VectorHash, Vec<u8>)>,
-    chunk_index: Vec<(Vec<u8>, [u8; 16])>,
+    chunk_index: Vec<([u8; 20], [u8; 16])>,
     target_index: Vec<[u8; 34]>,
     content: (Vec<u8>, [u8; 16]),
+}
+
+/// The rows of one new document, checked, each entity encoded and hashed once: the
+/// chunks' leaves serve both the check of the hierarchical hash and the rows.
+fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
+    let doc = d.document;
+    let chunk_rows: Vec<Row> = d
+        .chunks
+        .iter()
+        .map(|c| canonical_row(c, c.id.0.to_vec()))
+        .collect();
+    let leaves: Vec<[u8; 32]> = chunk_rows
+        .iter()
+        .map(|r| {
+            *r.value
+                .first_chunk::<{ tables::LEAF_LEN }>()
+                .expect("a row value starts with its leaf")
+        })
+        .collect();
+    let edges = cfs_core::document_edges_with_leaves(
+        doc,
+        d.chunks,
+        Some(&leaves),
+        d.embeddings,
+        d.window_edges,
+    )?;
+    let mut rows = Vec::with_capacity(1 + d.chunks.len() + d.embeddings.len() + edges.len());
+    rows.push(canonical_row(doc, doc.id.0.to_vec()));
+    rows.extend(chunk_rows);
+    // Embedding rows name their vector by hash; each distinct vector is written once
+    // (vectors.rs).
+    let mut vectors = Vec::with_capacity(d.embeddings.len());
+    for e in d.embeddings {
+        let (stored, encoded) = vectors::split(e);
+        let value = tables::row_value(&stored.leaf(&encoded).0, &stored.encode());
+        rows.push(Row {
+            table: Table::Embeddings,
+            key: e.id.0.to_vec(),
+            value,
+        });
+        vectors.push((stored.vector, encoded));
+    }
+    rows.extend(edges.iter().map(|e| canonical_row(e, e.key().to_vec())));
+    Ok(DocumentRows {
+        rows,
+        vectors,
+        chunk_index: d
+            .chunks
+            .iter()
+            .map(|c| (tables::chunk_index_key(&doc.id, c.sequence), c.id.0))
+            .collect(),
+        target_index: edges.iter().map(tables::edge_by_target_key).collect(),
+        content: (
+            tables::content_key(&doc.content_hash, &doc.profile.mime_type),
+            doc.id.0,
+        ),
+    })
+}
+
+/// Rows of new documents written at once rather than staged: documents, vectors and
+/// content-index entries are read while the transaction goes on.
+#[derive(Default)]
+struct Unstaged {
+    documents: Vec<Row>,
+    vectors: Vec<(VectorHash, Vec<u8>)>,
+    content_index: Vec<(Vec<u8>, [u8; 16])>,
+}
+
+impl Unstaged {
+    /// Writes the three tables in key order, in parallel (redb lets separate tables of
+    /// one write transaction change on separate threads); returns what the documents
+    /// table counted.
+    fn write(mut self, txn: &redb::WriteTransaction) -> Result<Written> {
+        self.documents.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        self.vectors.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.vectors.dedup_by(|a, b| a.0 == b.0);
+        self.content_index.sort_unstable();
+        let (written, (vectors, content)) = rayon::join(
+            || write_documents(txn, &self.documents),
+            || {
+                rayon::join(
+                    || write_vectors(txn, &self.vectors),
+                    || {
+                        let entries = self
+                            .content_index
+                            .iter()
+                            .map(|(k, id)| (k.as_slice(), &id[..]));
+                        write_index(txn, tables::CONTENT_INDEX, entries)
+                    },
+                )
+            },
+        );
+        vectors?;
+        content?;
+        written
+    }
+}
+
+/// Inserts document rows, counting added and changed rows and the buckets touched.
+fn write_documents(txn: &redb::WriteTransaction, documents: &[Row]) -> Result<Written> {
+    let mut t = txn.open_table(tables::DOCUMENTS)?;
+    let mut out = Written::default();
+    for row in documents {
+        if t.insert(row.key.as_slice(), row.value.as_slice())?
+            .is_some()
+        {
+            out.changed += 1;
+        } else {
+            out.added += 1;
+        }
+        out.touched.push(Bucket::of_key(&row.key).0);
+    }
+    Ok(out)
+}
+
+/// Inserts the vectors not stored yet (each distinct vector once).
+fn write_vectors(txn: &redb::WriteTransaction, vectors: &[(VectorHash, Vec<u8>)]) -> Result<()> {
+    let mut t = txn.open_table(tables::VECTORS)?;
+    for (hash, encoded) in vectors {
+        if t.get(&hash[..])?.is_none() {
+            t.insert(&hash[..], encoded.as_slice())?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes index entries (no committed rows, so nothing to count or rehash).
@@ -291,144 +415,13 @@ impl<'s> WriteTxn<'s> {
                 fresh.push(d);
             }
         }
-        // Every document is checked and its rows built on its own (in parallel), each
-        // entity encoded and hashed once: the chunks' leaves serve both the check of the
-        // hierarchical hash and the rows.
+        // Every document is checked and its rows built on its own (in parallel).
         let built: Vec<DocumentRows> = fresh
             .par_iter()
-            .map(|d| -> Result<DocumentRows> {
-                let doc = d.document;
-                let chunk_rows: Vec<Row> = d
-                    .chunks
-                    .iter()
-                    .map(|c| canonical_row(c, c.id.0.to_vec()))
-                    .collect();
-                let leaves: Vec<[u8; 32]> = chunk_rows
-                    .iter()
-                    .map(|r| {
-                        *r.value
-                            .first_chunk::<{ tables::LEAF_LEN }>()
-                            .expect("a row value starts with its leaf")
-                    })
-                    .collect();
-                let edges = cfs_core::document_edges_with_leaves(
-                    doc,
-                    d.chunks,
-                    Some(&leaves),
-                    d.embeddings,
-                    d.window_edges,
-                )?;
-                let mut rows =
-                    Vec::with_capacity(1 + d.chunks.len() + d.embeddings.len() + edges.len());
-                rows.push(canonical_row(doc, doc.id.0.to_vec()));
-                rows.extend(chunk_rows);
-                // Embedding rows name their vector by hash; each distinct vector is
-                // written once (vectors.rs).
-                let mut vectors = Vec::with_capacity(d.embeddings.len());
-                for e in d.embeddings {
-                    let (stored, encoded) = vectors::split(e);
-                    let value = tables::row_value(&stored.leaf(&encoded).0, &stored.encode());
-                    rows.push(Row {
-                        table: Table::Embeddings,
-                        key: e.id.0.to_vec(),
-                        value,
-                    });
-                    vectors.push((stored.vector, encoded));
-                }
-                rows.extend(edges.iter().map(|e| canonical_row(e, e.key().to_vec())));
-                Ok(DocumentRows {
-                    rows,
-                    vectors,
-                    chunk_index: d
-                        .chunks
-                        .iter()
-                        .map(|c| {
-                            (
-                                tables::chunk_index_key(&doc.id, c.sequence).to_vec(),
-                                c.id.0,
-                            )
-                        })
-                        .collect(),
-                    target_index: edges.iter().map(edge_by_target_key).collect(),
-                    content: (
-                        tables::content_key(&doc.content_hash, &doc.profile.mime_type),
-                        doc.id.0,
-                    ),
-                })
-            })
+            .map(|d| document_rows(d))
             .collect::<Result<_>>()?;
-        let mut rows: Vec<Row> = Vec::new();
-        let mut content_index: Vec<(Vec<u8>, [u8; 16])> = Vec::new();
-        let mut new_vectors: Vec<(VectorHash, Vec<u8>)> = Vec::new();
-        for b in built {
-            rows.extend(b.rows);
-            new_vectors.extend(b.vectors);
-            for (key, id) in b.chunk_index {
-                self.staged.push(CHUNK_INDEX_SLOT, key, id.to_vec());
-            }
-            for key in b.target_index {
-                self.staged
-                    .push(TARGET_INDEX_SLOT, key.to_vec(), Vec::new());
-            }
-            content_index.push(b.content);
-        }
-        content_index.sort_unstable();
-        new_vectors.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        new_vectors.dedup_by(|a, b| a.0 == b.0);
-        // Documents, vectors and the content index are read while the transaction goes
-        // on: written now, in parallel (redb lets separate tables of one write
-        // transaction change on separate threads). Chunks, embeddings and edges wait in
-        // `staged`.
-        let mut documents = Vec::new();
-        for row in rows {
-            let Some(slot) = staged_slot(row.table) else {
-                documents.push(row);
-                continue;
-            };
-            let counts = change(&mut self.summary, row.table);
-            counts.added += 1;
-            self.touch(row.table, Bucket::of_key(&row.key).0);
-            self.staged.push(slot, row.key, row.value);
-        }
-        documents.sort_unstable_by(|a, b| a.key.cmp(&b.key));
-        let txn = &self.txn;
-        let (written, others) = rayon::join(
-            || -> Result<Written> {
-                let mut t = txn.open_table(tables::DOCUMENTS)?;
-                let mut out = Written::default();
-                for row in &documents {
-                    if t.insert(row.key.as_slice(), row.value.as_slice())?
-                        .is_some()
-                    {
-                        out.changed += 1;
-                    } else {
-                        out.added += 1;
-                    }
-                    out.touched.push(Bucket::of_key(&row.key).0);
-                }
-                Ok(out)
-            },
-            || {
-                rayon::join(
-                    || -> Result<()> {
-                        let mut vectors_t = txn.open_table(tables::VECTORS)?;
-                        for (hash, encoded) in &new_vectors {
-                            if vectors_t.get(&hash[..])?.is_none() {
-                                vectors_t.insert(&hash[..], encoded.as_slice())?;
-                            }
-                        }
-                        Ok(())
-                    },
-                    || {
-                        let entries = content_index.iter().map(|(k, id)| (k.as_slice(), &id[..]));
-                        write_index(txn, tables::CONTENT_INDEX, entries)
-                    },
-                )
-            },
-        );
-        let written = written?;
-        others.0?;
-        others.1?;
+        let unstaged = self.stage(built);
+        let written = unstaged.write(&self.txn)?;
         let counts = change(&mut self.summary, Table::Documents);
         counts.added += written.added;
         counts.changed += written.changed;
@@ -439,6 +432,36 @@ impl<'s> WriteTxn<'s> {
             self.flush_staged()?;
         }
         Ok(fresh.len())
+    }
+
+    /// Stages the chunk, embedding and edge rows and the index entries of new
+    /// documents (counted as added, their buckets touched); returns the rows written at
+    /// once: documents, vectors and content-index entries, which are read while the
+    /// transaction goes on.
+    fn stage(&mut self, built: Vec<DocumentRows>) -> Unstaged {
+        let mut unstaged = Unstaged::default();
+        for b in built {
+            for row in b.rows {
+                let Some(slot) = staged_slot(row.table) else {
+                    unstaged.documents.push(row);
+                    continue;
+                };
+                change(&mut self.summary, row.table).added += 1;
+                self.touch(row.table, Bucket::of_key(&row.key).0);
+                self.staged.push(slot, row.key, row.value);
+            }
+            unstaged.vectors.extend(b.vectors);
+            for (key, id) in b.chunk_index {
+                self.staged
+                    .push(CHUNK_INDEX_SLOT, key.to_vec(), id.to_vec());
+            }
+            for key in b.target_index {
+                self.staged
+                    .push(TARGET_INDEX_SLOT, key.to_vec(), Vec::new());
+            }
+            unstaged.content_index.push(b.content);
+        }
+        unstaged
     }
 
     /// Binds a path to a present document, replacing its previous binding; a document
@@ -737,44 +760,25 @@ impl<'s> WriteTxn<'s> {
             txn.commit()?;
             return Ok(previous.state_root());
         }
+        let unknown: BTreeSet<(Table, u16)> = touched
+            .iter()
+            .filter(|key| !known_roots.contains_key(key))
+            .copied()
+            .collect();
+        let rehashed = rehash_buckets(&txn, &unknown)?;
+        #[cfg(debug_assertions)]
+        {
+            // Roots hashed beside the bulk loader's cursor equal a rehash of the rows.
+            let known: BTreeSet<(Table, u16)> = known_roots.keys().copied().collect();
+            for (table, bucket, root) in rehash_buckets(&txn, &known)? {
+                assert_eq!(root, known_roots.get(&(table, bucket)).copied());
+            }
+        }
+        let known = known_roots.into_iter().map(|((t, b), r)| (t, b, Some(r)));
         let mut roots = previous;
         {
-            // Each touched bucket's root from the leaves at the head of its rows (unless
-            // known already); one task per table, the tables read in parallel.
-            let by_table: Vec<(Table, Vec<u16>)> = Table::ALL
-                .iter()
-                .map(|&table| {
-                    let buckets = touched
-                        .iter()
-                        .filter(|key| key.0 == table && !known_roots.contains_key(key))
-                        .map(|(_, b)| *b)
-                        .collect();
-                    (table, buckets)
-                })
-                .filter(|(_, buckets): &(Table, Vec<u16>)| !buckets.is_empty())
-                .collect();
-            let txn_ref = &txn;
-            let rehashed: Vec<Vec<(Table, u16, Option<MerkleRoot>)>> = by_table
-                .par_iter()
-                .with_max_len(1)
-                .map(|(table, buckets)| {
-                    let rows = txn_ref.open_table(tables::committed(*table))?;
-                    let mut out = Vec::with_capacity(buckets.len());
-                    let mut hashes: Vec<[u8; 32]> = Vec::new();
-                    for &bucket in buckets {
-                        hashes.clear();
-                        for row in tables::bucket_rows(&rows, bucket)? {
-                            hashes.push(*tables::split_row(row?.1.value())?.0);
-                        }
-                        let root = (!hashes.is_empty()).then(|| merkle_root(&hashes));
-                        out.push((*table, bucket, root));
-                    }
-                    Ok(out)
-                })
-                .collect::<Result<_>>()?;
             let mut bucket_roots = txn.open_table(tables::BUCKET_ROOTS)?;
-            let known = known_roots.into_iter().map(|((t, b), r)| (t, b, Some(r)));
-            for (table, bucket, root) in rehashed.into_iter().flatten().chain(known) {
+            for (table, bucket, root) in rehashed.into_iter().chain(known) {
                 let key = tables::bucket_root_key(table, bucket);
                 match root {
                     Some(root) => bucket_roots.insert(&key[..], &root.0[..])?,
@@ -787,35 +791,81 @@ impl<'s> WriteTxn<'s> {
                 roots.set(table, TopTree::from_bucket_roots(&all)?.root());
             }
         }
-        let root = roots.state_root();
         let record = StateRecord {
             sequence: sequence + 1,
             parent: previous.state_root(),
-            root,
+            root: roots.state_root(),
             table_roots: roots,
             timestamp_ms: timestamp_ms.unwrap_or_else(now_ms),
             summary,
         };
-        record.validate()?;
-        {
-            let mut chain = txn.open_table(tables::STATE_CHAIN)?;
-            chain.insert(
-                &tables::state_key(record.sequence)[..],
-                record.encode().as_slice(),
-            )?;
-            let mut meta_t = txn.open_table(tables::META)?;
-            meta_t.insert(
-                meta::TABLE_ROOTS.as_bytes(),
-                encode_roots(&roots).as_slice(),
-            )?;
-            meta_t.insert(
-                meta::SEQUENCE.as_bytes(),
-                &record.sequence.to_le_bytes()[..],
-            )?;
-        }
+        append_record(&txn, &record)?;
         txn.commit()?;
-        Ok(root)
+        Ok(record.root)
     }
+}
+
+/// The root of each of `buckets` from the leaves at the head of its rows (`None` for a
+/// bucket left empty); one task per table, the tables read in parallel.
+fn rehash_buckets(
+    txn: &redb::WriteTransaction,
+    buckets: &BTreeSet<(Table, u16)>,
+) -> Result<Vec<(Table, u16, Option<MerkleRoot>)>> {
+    let by_table: Vec<(Table, Vec<u16>)> = Table::ALL
+        .iter()
+        .map(|&table| {
+            let of_table = buckets
+                .iter()
+                .filter(|key| key.0 == table)
+                .map(|(_, b)| *b)
+                .collect();
+            (table, of_table)
+        })
+        .filter(|(_, of_table): &(Table, Vec<u16>)| !of_table.is_empty())
+        .collect();
+    let rehashed: Vec<Vec<(Table, u16, Option<MerkleRoot>)>> = by_table
+        .par_iter()
+        .with_max_len(1)
+        .map(|(table, of_table)| {
+            let rows = txn.open_table(tables::committed(*table))?;
+            let mut out = Vec::with_capacity(of_table.len());
+            let mut hashes: Vec<[u8; 32]> = Vec::new();
+            for &bucket in of_table {
+                hashes.clear();
+                for row in tables::bucket_rows(&rows, bucket)? {
+                    hashes.push(*tables::split_row(row?.1.value())?.0);
+                }
+                let root = (!hashes.is_empty()).then(|| merkle_root(&hashes));
+                out.push((*table, bucket, root));
+            }
+            Ok(out)
+        })
+        .collect::<Result<_>>()?;
+    Ok(rehashed.into_iter().flatten().collect())
+}
+
+/// Appends a validated state record to the chain and records its roots and sequence in
+/// meta.
+fn append_record(txn: &redb::WriteTransaction, record: &StateRecord) -> Result<()> {
+    record.validate()?;
+    let mut chain = txn.open_table(tables::STATE_CHAIN)?;
+    let key = tables::state_key(record.sequence);
+    assert!(
+        chain.get(&key[..])?.is_none(),
+        "state record {} is appended once",
+        record.sequence
+    );
+    chain.insert(&key[..], record.encode().as_slice())?;
+    let mut meta_t = txn.open_table(tables::META)?;
+    meta_t.insert(
+        meta::TABLE_ROOTS.as_bytes(),
+        encode_roots(&record.table_roots).as_slice(),
+    )?;
+    meta_t.insert(
+        meta::SEQUENCE.as_bytes(),
+        &record.sequence.to_le_bytes()[..],
+    )?;
+    Ok(())
 }
 
 fn now_ms() -> u64 {
