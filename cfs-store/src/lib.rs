@@ -26,6 +26,7 @@ mod gc;
 pub mod git;
 mod read;
 mod repair;
+mod scan;
 pub mod search;
 mod store;
 mod sync;

@@ -12,16 +12,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use cfs_core::{
-    Bucket, Canonical, Chunk, ChunkId, ChunkKind, Document, DocumentId, EmbeddingId, MerkleRoot,
-    ModelHash, N_BUCKETS, PathEntry, PathId, StateRoot, Table, TableRoots,
+    Bucket, Chunk, ChunkId, ChunkKind, DocumentId, MerkleRoot, ModelHash, N_BUCKETS, PathEntry,
+    PathId, StateRoot, Table, TableRoots,
 };
 use rayon::prelude::*;
 
 use super::segment::{ChunkMeta, DocInfo, Live, NewChunk, PathInfo, Segment, chunk_terms};
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
-use crate::tables::{self, keys_with_prefix, read_bucket_roots};
-use crate::vectors::{StoredEmbedding, VectorHash};
+use crate::scan::IndexedDocument;
 
 /// Default of [`crate::search::IndexOptions::merge_min_chunks`].
 pub const MERGE_MIN_CHUNKS: usize = 4096;
@@ -324,151 +323,32 @@ impl Snapshot {
                 None => {}
             }
         }
-        let raw = txn.raw();
-        // A table whose root did not move has the same bucket roots: skip reading them.
-        let (chunk_roots, path_roots) = {
-            let t = raw.open_table(tables::BUCKET_ROOTS)?;
-            let read =
-                |table: Table, mine: &Arc<Vec<MerkleRoot>>| -> Result<Arc<Vec<MerkleRoot>>> {
-                    if self.txn.is_some() && roots.get(table) == self.table_roots.get(table) {
-                        Ok(Arc::clone(mine))
-                    } else {
-                        Ok(Arc::new(read_bucket_roots(&t, table)?))
-                    }
-                };
-            (
-                read(Table::Chunks, &self.chunk_roots)?,
-                read(Table::Paths, &self.path_roots)?,
-            )
-        };
-
-        // Paths: find the documents whose set of paths changed.
-        let mut paths = self.paths.clone();
-        let mut touched_docs: BTreeSet<DocumentId> = BTreeSet::new();
-        {
-            let t = raw.open_table(tables::PATHS)?;
-            for b in changed_buckets(&path_roots, &self.path_roots) {
-                let mut rows = Vec::new();
-                for row in tables::bucket_rows(&t, b as u16)? {
-                    let (k, v) = row?;
-                    let entry = PathEntry::decode(tables::split_row(v.value())?.1)?;
-                    rows.push((key16(k.value())?, entry));
-                }
-                let old: BTreeMap<&[u8; 16], &PathEntry> =
-                    paths.bucket(b).iter().map(|(k, v)| (k, v)).collect();
-                let new: BTreeMap<&[u8; 16], &PathEntry> =
-                    rows.iter().map(|(k, v)| (k, v)).collect();
-                for (k, e) in &old {
-                    if new.get(k) != Some(e) {
-                        touched_docs.insert(e.document_id);
-                    }
-                }
-                for (k, e) in &new {
-                    if old.get(k) != Some(e) {
-                        touched_docs.insert(e.document_id);
-                    }
-                }
-                paths.set_bucket(b, rows);
-            }
-        }
-
-        // Chunks: ids added and removed, bucket by bucket.
-        let mut added: Vec<ChunkId> = Vec::new();
-        let mut removed: BTreeSet<ChunkId> = BTreeSet::new();
-        {
-            let t = raw.open_table(tables::CHUNKS)?;
-            for b in changed_buckets(&chunk_roots, &self.chunk_roots) {
-                let mut now = Vec::new();
-                for row in tables::bucket_rows(&t, b as u16)? {
-                    now.push(ChunkId(key16(row?.0.value())?));
-                }
-                let before = self.bucket_ids(b as u16);
-                let (plus, minus) = sorted_diff(&before, &now);
-                added.extend(plus);
-                removed.extend(minus);
-            }
-        }
-        let added_chunks = read_chunks(&txn, &added)?;
-        for chunk in &added_chunks {
-            touched_docs.insert(chunk.document_id);
-        }
-
-        // Documents: rebuild the info of every touched one.
-        let mut docs = self.docs.clone();
-        let mut repathed: Vec<ChunkId> = Vec::new();
-        {
-            let documents = raw.open_table(tables::DOCUMENTS)?;
-            let by_doc = raw.open_table(tables::PATHS_BY_DOCUMENT)?;
-            let chunk_index = raw.open_table(tables::CHUNKS_BY_DOCUMENT)?;
-            for id in &touched_docs {
-                let Some(row) = documents.get(&id.0[..])? else {
-                    docs.remove(&id.0);
-                    continue;
-                };
-                let document = Document::decode(tables::split_row(row.value())?.1)?;
-                let mut doc_paths = Vec::new();
-                for key in keys_with_prefix(&by_doc, &id.0)? {
-                    let path_id = tables::path_of_index_key(&key)?.0;
-                    let entry = paths.get(&path_id).ok_or_else(|| {
-                        StoreError::Corrupted(format!("path index of {id} names a missing path"))
-                    })?;
-                    doc_paths.push(PathInfo {
-                        path: entry.path.as_str().into(),
-                        collections: entry
-                            .collections
-                            .iter()
-                            .map(|c| c.as_str().into())
-                            .collect(),
-                    });
-                }
-                doc_paths.sort_by(|a, b| a.path.cmp(&b.path));
-                let mut chunks = Vec::new();
-                for key in keys_with_prefix(&chunk_index, &id.0)? {
-                    let v = chunk_index
-                        .get(key.as_slice())?
-                        .ok_or_else(|| StoreError::Corrupted("chunk index".into()))?;
-                    chunks.push(tables::chunk_index_value(v.value())?);
-                }
-                let info = DocInfo {
-                    id: *id,
-                    mime_type: document.profile.mime_type.as_str().into(),
-                    paths: doc_paths,
-                    chunks,
-                };
-                if let Some(old) = self.docs.get(&id.0)
-                    && **old != info
-                {
-                    // Same document, other paths: its live chunks are indexed again.
-                    repathed.extend(
-                        info.chunks
-                            .iter()
-                            .filter(|c| self.chunk(c).is_some() && !removed.contains(c)),
-                    );
-                }
-                docs.insert(id.0, Arc::new(info));
-            }
-        }
+        let chunk_roots = self.bucket_roots_of(&txn, &roots, Table::Chunks, &self.chunk_roots)?;
+        let path_roots = self.bucket_roots_of(&txn, &roots, Table::Paths, &self.path_roots)?;
+        let (paths, mut touched_docs) = self.diff_paths(&txn, &path_roots)?;
+        let (added, removed) = self.diff_chunks(&txn, &chunk_roots)?;
+        let added_chunks = txn.chunks_by_id(&added)?;
+        touched_docs.extend(added_chunks.iter().map(|c| c.document_id));
+        let (docs, mut repathed) = self.rebuild_docs(&txn, &touched_docs, &paths, &removed)?;
         // Embeddings committed after their chunks: those chunks are indexed again.
-        let mut embedded: Vec<ChunkId> = Vec::new();
-        if roots.embeddings != self.table_roots.embeddings {
-            let t = raw.open_table(tables::EMBEDDINGS)?;
-            let again: BTreeSet<&ChunkId> = removed.iter().chain(&repathed).collect();
-            for live in &self.segments {
-                let seg = &live.segment;
-                for (i, meta) in seg.metas.iter().enumerate() {
-                    if live.is_dead(i) || seg.vectors.has(i) || again.contains(&meta.id) {
-                        continue;
-                    }
-                    let id = EmbeddingId::derive(&meta.id, &self.model);
-                    if t.get(&id.0[..])?.is_some() {
-                        embedded.push(meta.id);
-                    }
-                }
-            }
-        }
+        let embedded = if roots.embeddings == self.table_roots.embeddings {
+            Vec::new()
+        } else {
+            self.newly_embedded(&txn, &removed, &repathed)?
+        };
         repathed.extend(embedded.iter().copied());
-        let repathed_chunks = read_chunks(&txn, &repathed)?;
-
+        let mut fresh: Vec<Chunk> = added_chunks;
+        fresh.extend(txn.chunks_by_id(&repathed)?);
+        fresh.sort_unstable_by_key(|c| c.id);
+        let vectors = txn.vectors_of(&fresh, &self.model)?;
+        let new_chunks = prepare_chunks(&fresh, vectors, &docs)?;
+        let mut diff = SnapshotDiff {
+            added: new_chunks.len() - repathed.len(),
+            removed: removed.len(),
+            repathed: repathed.len() - embedded.len(),
+            embedded: embedded.len(),
+            merged: false,
+        };
         // Segments: tombstones for removed and re-pathed chunks, one new segment.
         let mut segments = self.segments.clone();
         for id in removed.iter().chain(&repathed) {
@@ -479,68 +359,143 @@ impl Snapshot {
             }
         }
         segments.retain(|l| l.n_live() > 0);
-        let mut fresh: Vec<Chunk> = added_chunks;
-        fresh.extend(repathed_chunks);
-        fresh.sort_unstable_by_key(|c| c.id);
-        let vectors = read_vectors(&txn, &fresh, &self.model)?;
-        let prepare = |(chunk, vector): (&Chunk, Vec<i16>)| -> Result<NewChunk> {
-            let doc = docs.get(&chunk.document_id.0).cloned().ok_or_else(|| {
-                StoreError::Corrupted(format!("chunk {} has no document", chunk.id))
-            })?;
-            let meta = chunk_meta(chunk, doc);
-            let (terms, len) = chunk_terms(&chunk.text, &meta);
-            Ok(NewChunk {
-                meta: Arc::new(meta),
-                terms,
-                len,
-                vector,
-            })
-        };
-        let new_chunks: Vec<NewChunk> = if fresh.len() < PARALLEL_MIN {
-            fresh
-                .iter()
-                .zip(vectors)
-                .map(prepare)
-                .collect::<Result<_>>()?
-        } else {
-            fresh
-                .par_iter()
-                .zip(vectors)
-                .map(prepare)
-                .collect::<Result<_>>()?
-        };
-        let diff = SnapshotDiff {
-            added: new_chunks.len() - repathed.len(),
-            removed: removed.len(),
-            repathed: repathed.len() - embedded.len(),
-            embedded: embedded.len(),
-            merged: false,
-        };
         if !new_chunks.is_empty() {
             segments.push(Live::new(Arc::new(Segment::build(new_chunks, self.dim))));
         }
-        let mut diff = diff;
         if needs_merge(&segments, merge_min) {
-            let merged = Segment::merge(&segments);
-            segments = vec![Live::new(Arc::new(merged))];
+            segments = vec![Live::new(Arc::new(Segment::merge(&segments)))];
             diff.merged = true;
         }
-        Ok(Some((
-            Snapshot {
-                root,
-                sequence,
-                model: self.model,
-                dim: self.dim,
-                table_roots: roots,
-                chunk_roots,
-                path_roots,
-                paths,
-                docs,
-                segments,
-                txn: Some((Arc::new(txn), instance)),
-            },
-            diff,
-        )))
+        let next = Snapshot {
+            root,
+            sequence,
+            model: self.model,
+            dim: self.dim,
+            table_roots: roots,
+            chunk_roots,
+            path_roots,
+            paths,
+            docs,
+            segments,
+            txn: Some((Arc::new(txn), instance)),
+        };
+        Ok(Some((next, diff)))
+    }
+
+    /// The bucket roots of `table` in the state of `txn`: a table whose root did not
+    /// move has the same bucket roots, which are not read again.
+    fn bucket_roots_of(
+        &self,
+        txn: &ReadTxn,
+        roots: &TableRoots,
+        table: Table,
+        mine: &Arc<Vec<MerkleRoot>>,
+    ) -> Result<Arc<Vec<MerkleRoot>>> {
+        if self.txn.is_some() && roots.get(table) == self.table_roots.get(table) {
+            Ok(Arc::clone(mine))
+        } else {
+            Ok(Arc::new(txn.bucket_roots(table)?))
+        }
+    }
+
+    /// Paths: the new path map, and the documents whose set of paths changed.
+    fn diff_paths(
+        &self,
+        txn: &ReadTxn,
+        path_roots: &[MerkleRoot],
+    ) -> Result<(BucketMap<PathEntry>, BTreeSet<DocumentId>)> {
+        let mut paths = self.paths.clone();
+        let mut touched_docs: BTreeSet<DocumentId> = BTreeSet::new();
+        for b in changed_buckets(path_roots, &self.path_roots) {
+            let rows = txn.path_bucket(b as u16)?;
+            let old: BTreeMap<&[u8; 16], &PathEntry> =
+                paths.bucket(b).iter().map(|(k, v)| (k, v)).collect();
+            let new: BTreeMap<&[u8; 16], &PathEntry> = rows.iter().map(|(k, v)| (k, v)).collect();
+            for (k, e) in &old {
+                if new.get(k) != Some(e) {
+                    touched_docs.insert(e.document_id);
+                }
+            }
+            for (k, e) in &new {
+                if old.get(k) != Some(e) {
+                    touched_docs.insert(e.document_id);
+                }
+            }
+            paths.set_bucket(b, rows);
+        }
+        Ok((paths, touched_docs))
+    }
+
+    /// Chunks: ids added and removed, bucket by bucket.
+    fn diff_chunks(
+        &self,
+        txn: &ReadTxn,
+        chunk_roots: &[MerkleRoot],
+    ) -> Result<(Vec<ChunkId>, BTreeSet<ChunkId>)> {
+        let mut added: Vec<ChunkId> = Vec::new();
+        let mut removed: BTreeSet<ChunkId> = BTreeSet::new();
+        for b in changed_buckets(chunk_roots, &self.chunk_roots) {
+            let now = txn.chunk_bucket(b as u16)?;
+            let before = self.bucket_ids(b as u16);
+            let (plus, minus) = sorted_diff(&before, &now);
+            added.extend(plus);
+            removed.extend(minus);
+        }
+        Ok((added, removed))
+    }
+
+    /// Documents: the info of every touched one rebuilt (a gone one dropped), and the
+    /// live chunks of those that kept their id but changed their paths (re-pathed: they
+    /// are indexed again).
+    fn rebuild_docs(
+        &self,
+        txn: &ReadTxn,
+        touched_docs: &BTreeSet<DocumentId>,
+        paths: &BucketMap<PathEntry>,
+        removed: &BTreeSet<ChunkId>,
+    ) -> Result<(BucketMap<Arc<DocInfo>>, Vec<ChunkId>)> {
+        let mut docs = self.docs.clone();
+        let mut repathed: Vec<ChunkId> = Vec::new();
+        let scan = txn.document_scan()?;
+        for id in touched_docs {
+            let Some(found) = scan.get(id)? else {
+                docs.remove(&id.0);
+                continue;
+            };
+            let info = doc_info(id, found, paths)?;
+            if let Some(old) = self.docs.get(&id.0)
+                && **old != info
+            {
+                repathed.extend(
+                    info.chunks
+                        .iter()
+                        .filter(|c| self.chunk(c).is_some() && !removed.contains(c)),
+                );
+            }
+            docs.insert(id.0, Arc::new(info));
+        }
+        Ok((docs, repathed))
+    }
+
+    /// Live chunks indexed without a vector that have one in this state (and are not
+    /// indexed again anyway).
+    fn newly_embedded(
+        &self,
+        txn: &ReadTxn,
+        removed: &BTreeSet<ChunkId>,
+        repathed: &[ChunkId],
+    ) -> Result<Vec<ChunkId>> {
+        let again: BTreeSet<&ChunkId> = removed.iter().chain(repathed).collect();
+        let mut without_vector: Vec<ChunkId> = Vec::new();
+        for live in &self.segments {
+            let seg = &live.segment;
+            for (i, meta) in seg.metas.iter().enumerate() {
+                if !live.is_dead(i) && !seg.vectors.has(i) && !again.contains(&meta.id) {
+                    without_vector.push(meta.id);
+                }
+            }
+        }
+        txn.embedded_of(&without_vector, &self.model)
     }
 }
 
@@ -590,74 +545,6 @@ pub(crate) fn chunk_meta(chunk: &Chunk, doc: Arc<DocInfo>) -> ChunkMeta {
     }
 }
 
-/// Reads and decodes chunks by id (raw bytes read in order, decoded in parallel).
-fn read_chunks(txn: &ReadTxn, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
-    let t = txn.raw().open_table(tables::CHUNKS)?;
-    let mut raw = Vec::with_capacity(ids.len());
-    for id in ids {
-        let v = t
-            .get(&id.0[..])?
-            .ok_or_else(|| StoreError::Corrupted(format!("chunk {id} vanished from its state")))?;
-        raw.push(tables::split_row(v.value())?.1.to_vec());
-    }
-    let decode = |bytes: &Vec<u8>| Ok(Chunk::decode(bytes)?);
-    if raw.len() < PARALLEL_MIN {
-        raw.iter().map(decode).collect()
-    } else {
-        raw.par_iter().map(decode).collect()
-    }
-}
-
-/// The vectors of `chunks` under `model` (an empty vector where a chunk has none). Each
-/// distinct vector is read and decoded once.
-fn read_vectors(txn: &ReadTxn, chunks: &[Chunk], model: &ModelHash) -> Result<Vec<Vec<i16>>> {
-    let t = txn.raw().open_table(tables::EMBEDDINGS)?;
-    let mut named: Vec<Option<VectorHash>> = Vec::with_capacity(chunks.len());
-    for chunk in chunks {
-        let id = EmbeddingId::derive(&chunk.id, model);
-        named.push(match t.get(&id.0[..])? {
-            Some(row) => Some(StoredEmbedding::decode(tables::split_row(row.value())?.1)?.vector),
-            None => None,
-        });
-    }
-    let mut distinct: Vec<VectorHash> = named.iter().flatten().copied().collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let stored = txn.raw().open_table(tables::VECTORS)?;
-    let mut raw = Vec::with_capacity(distinct.len());
-    for hash in &distinct {
-        let v = stored.get(&hash[..])?.ok_or_else(|| {
-            StoreError::Corrupted(format!(
-                "absent vector {} named by an embedding",
-                cfs_core::hex_encode(hash)
-            ))
-        })?;
-        raw.push(v.value().to_vec());
-    }
-    let decode = |bytes: &Vec<u8>| Ok(cfs_core::decode_vector(bytes)?);
-    let decoded: Vec<Vec<i16>> = if raw.len() < PARALLEL_MIN {
-        raw.iter().map(decode).collect::<Result<_>>()?
-    } else {
-        raw.par_iter().map(decode).collect::<Result<_>>()?
-    };
-    Ok(named
-        .iter()
-        .map(|hash| match hash {
-            Some(h) => decoded[distinct
-                .binary_search(h)
-                .expect("every named hash was read")]
-            .clone(),
-            None => Vec::new(),
-        })
-        .collect())
-}
-
-fn key16(bytes: &[u8]) -> Result<[u8; 16]> {
-    bytes
-        .try_into()
-        .map_err(|_| StoreError::Corrupted(format!("{}-byte key or id, not 16", bytes.len())))
-}
-
 /// `(in b not a, in a not b)` of two sorted lists.
 fn sorted_diff(a: &[ChunkId], b: &[ChunkId]) -> (Vec<ChunkId>, Vec<ChunkId>) {
     let (mut plus, mut minus) = (Vec::new(), Vec::new());
@@ -684,4 +571,62 @@ fn sorted_diff(a: &[ChunkId], b: &[ChunkId]) -> (Vec<ChunkId>, Vec<ChunkId>) {
         }
     }
     (plus, minus)
+}
+
+/// The search-side info of a document: its MIME type, its paths (sorted, with their
+/// collections) and its chunk ids.
+fn doc_info(
+    id: &DocumentId,
+    found: IndexedDocument,
+    paths: &BucketMap<PathEntry>,
+) -> Result<DocInfo> {
+    let mut doc_paths = Vec::with_capacity(found.paths.len());
+    for path_id in &found.paths {
+        let entry = paths.get(&path_id.0).ok_or_else(|| {
+            StoreError::Corrupted(format!("path index of {id} names a missing path"))
+        })?;
+        doc_paths.push(PathInfo {
+            path: entry.path.as_str().into(),
+            collections: entry
+                .collections
+                .iter()
+                .map(|c| c.as_str().into())
+                .collect(),
+        });
+    }
+    doc_paths.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(DocInfo {
+        id: *id,
+        mime_type: found.document.profile.mime_type.as_str().into(),
+        paths: doc_paths,
+        chunks: found.chunks,
+    })
+}
+
+/// The chunks of a new segment: metadata (with their document's info), terms and
+/// vector, prepared in parallel for many.
+fn prepare_chunks(
+    fresh: &[Chunk],
+    vectors: Vec<Vec<i16>>,
+    docs: &BucketMap<Arc<DocInfo>>,
+) -> Result<Vec<NewChunk>> {
+    let prepare = |(chunk, vector): (&Chunk, Vec<i16>)| -> Result<NewChunk> {
+        let doc = docs
+            .get(&chunk.document_id.0)
+            .cloned()
+            .ok_or_else(|| StoreError::Corrupted(format!("chunk {} has no document", chunk.id)))?;
+        let meta = chunk_meta(chunk, doc);
+        let (terms, len) = chunk_terms(&chunk.text, &meta);
+        Ok(NewChunk {
+            meta: Arc::new(meta),
+            terms,
+            len,
+            vector,
+        })
+    };
+    if fresh.len() < PARALLEL_MIN {
+        fresh.iter().zip(vectors).map(prepare).collect()
+    } else {
+        fresh.par_iter().zip(vectors).map(prepare).collect()
+    }
 }

@@ -1,0 +1,192 @@
+//! The scans the runtime search index needs from a committed state, on [`ReadTxn`]:
+//! bucket by bucket over paths and chunks, documents with their index entries, chunks
+//! and vectors in bulk. Search never opens a store table itself.
+
+use std::collections::BTreeSet;
+
+use cfs_core::{
+    Canonical, Chunk, ChunkId, Document, DocumentId, EmbeddingId, MerkleRoot, ModelHash, PathEntry,
+    PathId, Table,
+};
+use rayon::prelude::*;
+use redb::ReadOnlyTable;
+
+use crate::error::{Result, StoreError};
+use crate::read::ReadTxn;
+use crate::tables::{self, keys_with_prefix};
+use crate::vectors::{StoredEmbedding, VectorHash};
+
+/// Below this many items, decoding runs on the calling thread.
+const PARALLEL_MIN: usize = 256;
+
+type Bytes = ReadOnlyTable<&'static [u8], &'static [u8]>;
+
+fn key16(bytes: &[u8]) -> Result<[u8; 16]> {
+    bytes
+        .try_into()
+        .map_err(|_| StoreError::Corrupted(format!("{}-byte key or id, not 16", bytes.len())))
+}
+
+/// A document with the ids of its paths and of its chunks (in sequence order).
+pub(crate) struct IndexedDocument {
+    pub(crate) document: Document,
+    pub(crate) paths: Vec<PathId>,
+    pub(crate) chunks: Vec<ChunkId>,
+}
+
+/// Reads documents with their index entries, the three tables opened once.
+pub(crate) struct DocumentScan {
+    documents: Bytes,
+    paths_by_document: Bytes,
+    chunks_by_document: Bytes,
+}
+
+impl DocumentScan {
+    /// The document `id` with its paths and chunks, or `None` if it is absent.
+    pub(crate) fn get(&self, id: &DocumentId) -> Result<Option<IndexedDocument>> {
+        let Some(row) = self.documents.get(&id.0[..])? else {
+            return Ok(None);
+        };
+        let document = Document::decode(tables::split_row(row.value())?.1)?;
+        let paths = keys_with_prefix(&self.paths_by_document, &id.0)?
+            .iter()
+            .map(|key| tables::path_of_index_key(key))
+            .collect::<Result<_>>()?;
+        let mut chunks = Vec::new();
+        for key in keys_with_prefix(&self.chunks_by_document, &id.0)? {
+            let v = self
+                .chunks_by_document
+                .get(key.as_slice())?
+                .ok_or_else(|| StoreError::Corrupted("chunk index".into()))?;
+            chunks.push(tables::chunk_index_value(v.value())?);
+        }
+        Ok(Some(IndexedDocument {
+            document,
+            paths,
+            chunks,
+        }))
+    }
+}
+
+impl ReadTxn {
+    /// The bucket roots of `table` (absent buckets are empty).
+    pub(crate) fn bucket_roots(&self, table: Table) -> Result<Vec<MerkleRoot>> {
+        tables::read_bucket_roots(&self.raw().open_table(tables::BUCKET_ROOTS)?, table)
+    }
+
+    /// The path entries of bucket `bucket`, with their ids, in key order.
+    pub(crate) fn path_bucket(&self, bucket: u16) -> Result<Vec<([u8; 16], PathEntry)>> {
+        let t = self.raw().open_table(tables::PATHS)?;
+        let mut rows = Vec::new();
+        for row in tables::bucket_rows(&t, bucket)? {
+            let (k, v) = row?;
+            let entry = PathEntry::decode(tables::split_row(v.value())?.1)?;
+            rows.push((key16(k.value())?, entry));
+        }
+        Ok(rows)
+    }
+
+    /// The chunk ids of bucket `bucket`, in key order.
+    pub(crate) fn chunk_bucket(&self, bucket: u16) -> Result<Vec<ChunkId>> {
+        let t = self.raw().open_table(tables::CHUNKS)?;
+        let mut ids = Vec::new();
+        for row in tables::bucket_rows(&t, bucket)? {
+            ids.push(ChunkId(key16(row?.0.value())?));
+        }
+        Ok(ids)
+    }
+
+    /// A reader of documents with their paths and chunks.
+    pub(crate) fn document_scan(&self) -> Result<DocumentScan> {
+        Ok(DocumentScan {
+            documents: self.raw().open_table(tables::DOCUMENTS)?,
+            paths_by_document: self.raw().open_table(tables::PATHS_BY_DOCUMENT)?,
+            chunks_by_document: self.raw().open_table(tables::CHUNKS_BY_DOCUMENT)?,
+        })
+    }
+
+    /// Of `chunks`, those that have an embedding by `model`.
+    pub(crate) fn embedded_of<'c>(
+        &self,
+        chunks: impl IntoIterator<Item = &'c ChunkId>,
+        model: &ModelHash,
+    ) -> Result<Vec<ChunkId>> {
+        let t = self.raw().open_table(tables::EMBEDDINGS)?;
+        let mut out = Vec::new();
+        for chunk in chunks {
+            if t.get(&EmbeddingId::derive(chunk, model).0[..])?.is_some() {
+                out.push(*chunk);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Chunks by id (rows read in order, decoded in parallel); a missing one is
+    /// corruption (the ids come from this state).
+    pub(crate) fn chunks_by_id(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
+        let t = self.raw().open_table(tables::CHUNKS)?;
+        let mut raw = Vec::with_capacity(ids.len());
+        for id in ids {
+            let v = t.get(&id.0[..])?.ok_or_else(|| {
+                StoreError::Corrupted(format!("chunk {id} vanished from its state"))
+            })?;
+            raw.push(tables::split_row(v.value())?.1.to_vec());
+        }
+        let decode = |bytes: &Vec<u8>| Ok(Chunk::decode(bytes)?);
+        if raw.len() < PARALLEL_MIN {
+            raw.iter().map(decode).collect()
+        } else {
+            raw.par_iter().map(decode).collect()
+        }
+    }
+
+    /// The vectors of `chunks` under `model` (an empty vector where a chunk has none).
+    /// Each distinct vector is read and decoded once.
+    pub(crate) fn vectors_of(&self, chunks: &[Chunk], model: &ModelHash) -> Result<Vec<Vec<i16>>> {
+        let t = self.raw().open_table(tables::EMBEDDINGS)?;
+        let mut named: Vec<Option<VectorHash>> = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            let id = EmbeddingId::derive(&chunk.id, model);
+            named.push(match t.get(&id.0[..])? {
+                Some(row) => {
+                    Some(StoredEmbedding::decode(tables::split_row(row.value())?.1)?.vector)
+                }
+                None => None,
+            });
+        }
+        let distinct: BTreeSet<VectorHash> = named.iter().flatten().copied().collect();
+        let distinct: Vec<VectorHash> = distinct.into_iter().collect();
+        let decoded = self.decode_vectors(&distinct)?;
+        Ok(named
+            .iter()
+            .map(|n| match n {
+                Some(hash) => {
+                    let at = distinct.binary_search(hash).expect("collected above");
+                    decoded[at].clone()
+                }
+                None => Vec::new(),
+            })
+            .collect())
+    }
+
+    /// The stored vectors of `hashes` (sorted, distinct), decoded.
+    fn decode_vectors(&self, hashes: &[VectorHash]) -> Result<Vec<Vec<i16>>> {
+        let stored = self.raw().open_table(tables::VECTORS)?;
+        let mut raw = Vec::with_capacity(hashes.len());
+        for hash in hashes {
+            let v = stored.get(&hash[..])?.ok_or_else(|| {
+                StoreError::Corrupted(format!(
+                    "absent vector {} named by an embedding",
+                    cfs_core::hex_encode(hash)
+                ))
+            })?;
+            raw.push(v.value().to_vec());
+        }
+        let decode = |bytes: &Vec<u8>| Ok(cfs_core::decode_vector(bytes)?);
+        if raw.len() < PARALLEL_MIN {
+            raw.iter().map(decode).collect()
+        } else {
+            raw.par_iter().map(decode).collect()
+        }
+    }
+}
