@@ -282,10 +282,10 @@ impl Store {
             .collect();
         let mut computed = embedder
             .embed_batch(&missing)
-            .map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+            .map_err(|e| StoreError::Embedder(e.to_string()))?;
         if computed.len() != missing.len() {
-            return Err(StoreError::InvalidInput(format!(
-                "embedder returned {} vectors for {} texts",
+            return Err(StoreError::Embedder(format!(
+                "returned {} vectors for {} texts",
                 computed.len(),
                 missing.len()
             )));
@@ -367,7 +367,7 @@ impl Store {
             let texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
             let vectors = embedder
                 .embed_batch(&texts)
-                .map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+                .map_err(|e| StoreError::Embedder(e.to_string()))?;
             for ((e, _), v) in rows.iter().zip(vectors) {
                 check.checked += 1;
                 if e.model_hash != embedder.model_hash() || e.vector != v {

@@ -71,9 +71,39 @@ pub enum StoreError {
     /// The path holds no store.
     #[error("{}: no cfs store here (create one with cfs index)", .0.display())]
     NotFound(PathBuf),
-    /// A request that cannot be served (unknown id, empty delete set, bad path).
+    /// A request that cannot be served (an absent document or entity, an empty delete
+    /// set, a filter value no chunk has).
     #[error("invalid request: {0}")]
     InvalidInput(String),
+    /// A store file is already at the path a new store was asked for.
+    #[error("{}: already exists", .0.display())]
+    Exists(PathBuf),
+    /// git could not answer for the tree (not a work tree, no such commit, a failed diff).
+    #[error("{}: git: {reason}", tree.display())]
+    Git {
+        /// The tree.
+        tree: PathBuf,
+        /// What git said.
+        reason: String,
+    },
+    /// The embedder failed or returned something unusable.
+    #[error("embedder: {0}")]
+    Embedder(String),
+    /// Vectors of two models would be compared: the embedder is not the store's.
+    #[error("the store's vectors are from {store:?}, the embedder is {embedder:?}")]
+    ModelMismatch {
+        /// The store's model id.
+        store: String,
+        /// The embedder's model id.
+        embedder: String,
+    },
+    /// The file-system watcher stopped delivering events.
+    #[error("the file-system watcher stopped")]
+    WatcherStopped,
+    /// A bug in cfs (an encoding that cannot fail did, a lock held by a thread that
+    /// panicked); please report it.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// A core rule was broken.
     #[error(transparent)]
     Core(#[from] cfs_core::CoreError),

@@ -44,16 +44,18 @@ pub fn changed_since(tree: &Path, reference: &str) -> Result<GitChanges> {
     if !verify.status.success() {
         let inside = git(tree, &["rev-parse", "--is-inside-work-tree"])?;
         if !inside.status.success() {
-            return Err(StoreError::InvalidInput(format!(
-                "{}: not inside a git work tree ({})",
-                tree.display(),
-                String::from_utf8_lossy(&inside.stderr).trim()
-            )));
+            return Err(StoreError::Git {
+                tree: tree.to_path_buf(),
+                reason: format!(
+                    "not inside a work tree ({})",
+                    String::from_utf8_lossy(&inside.stderr).trim()
+                ),
+            });
         }
-        return Err(StoreError::InvalidInput(format!(
-            "{reference}: no such commit in the git repository at {}",
-            tree.display()
-        )));
+        return Err(StoreError::Git {
+            tree: tree.to_path_buf(),
+            reason: format!("{reference}: no such commit"),
+        });
     }
     let commit = String::from_utf8_lossy(&verify.stdout).trim().to_owned();
     let diff = git(
@@ -69,11 +71,13 @@ pub fn changed_since(tree: &Path, reference: &str) -> Result<GitChanges> {
         ],
     )?;
     if !diff.status.success() {
-        return Err(StoreError::InvalidInput(format!(
-            "git diff {reference} in {}: {}",
-            tree.display(),
-            String::from_utf8_lossy(&diff.stderr).trim()
-        )));
+        return Err(StoreError::Git {
+            tree: tree.to_path_buf(),
+            reason: format!(
+                "diff {reference}: {}",
+                String::from_utf8_lossy(&diff.stderr).trim()
+            ),
+        });
     }
     let untracked = git(tree, &["ls-files", "--others", "--exclude-standard", "-z"])?;
     let mut paths = nul_list(&diff.stdout);

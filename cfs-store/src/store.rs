@@ -122,10 +122,7 @@ impl Store {
     /// Creates a store file at `path` (its folder is created); fails if one exists.
     pub fn create(path: &Path, settings: Settings) -> Result<Self> {
         if path.exists() {
-            return Err(StoreError::InvalidInput(format!(
-                "{} already exists",
-                path.display()
-            )));
+            return Err(StoreError::Exists(path.to_path_buf()));
         }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {

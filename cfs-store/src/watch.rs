@@ -347,9 +347,7 @@ pub fn watch(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(StoreError::InvalidInput(
-                    "the file-system watcher stopped".into(),
-                ));
+                return Err(StoreError::WatcherStopped);
             }
         }
         let now = Instant::now();

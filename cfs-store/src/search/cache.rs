@@ -159,7 +159,7 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
     body.serialize(&mut bytes)
-        .map_err(|e| StoreError::InvalidInput(format!("encoding the index cache: {e}")))?;
+        .map_err(|e| StoreError::Internal(format!("encoding the index cache: {e}")))?;
     let hash = blake3::hash(&bytes);
     bytes.extend_from_slice(hash.as_bytes());
     let io = |source| StoreError::Io {

@@ -234,7 +234,7 @@ impl SearchIndex {
         let _one_at_a_time = self
             .refresh
             .lock()
-            .map_err(|_| StoreError::InvalidInput("a refresh panicked".into()))?;
+            .map_err(|_| StoreError::Internal("an earlier refresh panicked".into()))?;
         let current = self.current.load_full();
         let Some((next, diff)) = current.next(
             store.begin_read()?,
@@ -305,11 +305,10 @@ fn check_model(store: &Store, embedder: &dyn Embedder) -> Result<()> {
     if store.settings().model_id == embedder.model_id() {
         return Ok(());
     }
-    Err(StoreError::InvalidInput(format!(
-        "the store's vectors are from {:?}, the query embedder is {:?}",
-        store.settings().model_id,
-        embedder.model_id()
-    )))
+    Err(StoreError::ModelMismatch {
+        store: store.settings().model_id.clone(),
+        embedder: embedder.model_id().to_owned(),
+    })
 }
 
 /// Runs a query on a snapshot. An empty store, an empty query or a query of operators
@@ -337,14 +336,14 @@ pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result
     let vector = match query.mode {
         Mode::Hybrid | Mode::Vector if vector_needed && !query.text.trim().is_empty() => {
             if embedder.model_hash() != snap.model {
-                return Err(StoreError::InvalidInput(format!(
-                    "query embedder {:?} is not the index's model",
-                    embedder.model_id()
-                )));
+                return Err(StoreError::ModelMismatch {
+                    store: format!("the model {}", snap.model),
+                    embedder: embedder.model_id().to_owned(),
+                });
             }
             let v = embedder
                 .embed_batch(&[query.text.as_str()])
-                .map_err(|e| StoreError::InvalidInput(format!("embedding the query: {e}")))?;
+                .map_err(|e| StoreError::Embedder(format!("embedding the query: {e}")))?;
             let v = v.into_iter().next().unwrap_or_default();
             query::vector_search(snap, &v, depth, &query.filter, query.exact)
         }

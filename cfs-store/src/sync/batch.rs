@@ -229,7 +229,7 @@ impl SyncRun<'_> {
                 let out = embedder.embed_batch(&texts).map_err(|e| e.to_string())?;
                 if out.len() != texts.len() {
                     return Err(format!(
-                        "embedder returned {} vectors for {} texts",
+                        "returned {} vectors for {} texts",
                         out.len(),
                         texts.len()
                     ));
@@ -245,7 +245,7 @@ impl SyncRun<'_> {
             })
             .collect();
         for group in computed {
-            let group = group.map_err(StoreError::InvalidInput)?;
+            let group = group.map_err(StoreError::Embedder)?;
             txn.cache_encoded(
                 &model,
                 group.iter().map(|(h, vh, e, _)| (h, vh, e.as_slice())),
@@ -283,7 +283,7 @@ impl SyncRun<'_> {
                     .filter_map(|(c, (h, _))| match vectors.get(h) {
                         Some(v) => Some(Embedding::new(c.id, model, v.clone()).map_err(Into::into)),
                         None if defer => None,
-                        None => Some(Err(StoreError::InvalidInput(format!(
+                        None => Some(Err(StoreError::Embedder(format!(
                             "{}: no vector for a chunk",
                             reads[*i].entry.rel_path
                         )))),

@@ -93,8 +93,8 @@ fn replaying_this_repository_history_matches_a_clean_index_at_every_commit() {
     // A reference that names no commit is a clear error.
     run_git(&clone, &["checkout", "--quiet", "--force", &commits[0]]);
     match git::changed_since(&clone, "no-such-ref") {
-        Err(StoreError::InvalidInput(m)) => {
-            assert!(m.contains("no-such-ref: no such commit"), "{m}")
+        Err(e @ StoreError::Git { .. }) => {
+            assert!(e.to_string().contains("no-such-ref: no such commit"), "{e}")
         }
         other => panic!("{other:?}"),
     }
