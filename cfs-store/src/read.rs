@@ -7,7 +7,7 @@ use cfs_core::{
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use crate::error::{Result, StoreError};
-use crate::tables::{self, keys_with_prefix, read_bucket_roots, read_sequence, read_table_roots};
+use crate::tables::{self, read_bucket_roots, read_sequence, read_table_roots};
 
 /// Row counts of the five committed tables.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -174,11 +174,7 @@ impl ReadTxn {
     pub fn chunks_of(&self, document: &DocumentId) -> Result<Vec<Chunk>> {
         let idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
         let mut out = Vec::new();
-        for key in keys_with_prefix(&idx, &document.0)? {
-            let v = idx
-                .get(key.as_slice())?
-                .ok_or_else(|| StoreError::Corrupted("chunk index".into()))?;
-            let id = tables::chunk_index_value(v.value())?;
+        for id in tables::chunk_ids_of(&idx, document)? {
             out.push(
                 self.chunk(&id)?
                     .ok_or_else(|| StoreError::Corrupted(format!("indexed chunk {id} missing")))?,
@@ -191,8 +187,7 @@ impl ReadTxn {
     pub fn paths_of(&self, document: &DocumentId) -> Result<Vec<PathEntry>> {
         let idx = self.txn.open_table(tables::PATHS_BY_DOCUMENT)?;
         let mut out = Vec::new();
-        for key in keys_with_prefix(&idx, &document.0)? {
-            let id = tables::path_of_index_key(&key)?;
+        for id in tables::path_ids_of(&idx, document)? {
             out.push(
                 get_row(&self.txn, Table::Paths, &id.0)?
                     .ok_or_else(|| StoreError::Corrupted("indexed path missing".into()))?,

@@ -13,7 +13,7 @@ use redb::ReadOnlyTable;
 
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
-use crate::tables::{self, keys_with_prefix};
+use crate::tables;
 use crate::vectors::{StoredEmbedding, VectorHash};
 
 /// Below this many items, decoding runs on the calling thread.
@@ -48,18 +48,8 @@ impl DocumentScan {
             return Ok(None);
         };
         let document = Document::decode(tables::split_row(row.value())?.1)?;
-        let paths = keys_with_prefix(&self.paths_by_document, &id.0)?
-            .iter()
-            .map(|key| tables::path_of_index_key(key))
-            .collect::<Result<_>>()?;
-        let mut chunks = Vec::new();
-        for key in keys_with_prefix(&self.chunks_by_document, &id.0)? {
-            let v = self
-                .chunks_by_document
-                .get(key.as_slice())?
-                .ok_or_else(|| StoreError::Corrupted("chunk index".into()))?;
-            chunks.push(tables::chunk_index_value(v.value())?);
-        }
+        let paths = tables::path_ids_of(&self.paths_by_document, id)?;
+        let chunks = tables::chunk_ids_of(&self.chunks_by_document, id)?;
         Ok(Some(IndexedDocument {
             document,
             paths,

@@ -313,6 +313,34 @@ pub fn keys_with_prefix<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
     Ok(out)
 }
 
+/// The chunk ids of `document` in `CHUNKS_BY_DOCUMENT`, in sequence order.
+pub fn chunk_ids_of<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
+    chunk_index: &T,
+    document: &DocumentId,
+) -> Result<Vec<ChunkId>> {
+    let mut ids = Vec::new();
+    let end = prefix_end(&document.0);
+    let rows = match &end {
+        Some(end) => chunk_index.range::<&[u8]>(&document.0[..]..end.as_slice())?,
+        None => chunk_index.range::<&[u8]>(&document.0[..]..)?,
+    };
+    for row in rows {
+        ids.push(chunk_index_value(row?.1.value())?);
+    }
+    Ok(ids)
+}
+
+/// The path ids of `document` in `PATHS_BY_DOCUMENT`, in key order.
+pub fn path_ids_of<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
+    path_index: &T,
+    document: &DocumentId,
+) -> Result<Vec<PathId>> {
+    keys_with_prefix(path_index, &document.0)?
+        .iter()
+        .map(|key| path_of_index_key(key))
+        .collect()
+}
+
 /// The `STAT_CACHE` key range of everything under the folder `path`: from "path/" up to
 /// "path0" ('0' follows '/').
 pub fn under_folder(path: &str) -> (String, String) {

@@ -8,9 +8,9 @@
 use std::collections::BTreeSet;
 
 use cfs_core::{
-    Bucket, Canonical, ChangeSummary, Chunk, ChunkId, Document, DocumentId, Edge, EdgeKind,
-    Embedding, EmbeddingId, Entity, MerkleRoot, PathEntry, PathId, StateRecord, StateRoot, Table,
-    TableChange, TopTree, merkle_root,
+    Bucket, Canonical, ChangeSummary, Chunk, Document, DocumentId, Edge, EdgeKind, Embedding,
+    EmbeddingId, Entity, MerkleRoot, PathEntry, PathId, StateRecord, StateRoot, Table, TableChange,
+    TopTree, merkle_root,
 };
 use rayon::prelude::*;
 use redb::ReadableTable;
@@ -556,17 +556,8 @@ impl<'s> WriteTxn<'s> {
             return Ok(());
         };
         let doc = Document::decode(tables::split_row(&doc_bytes)?.1)?;
-        let chunk_ids: Vec<ChunkId> = {
-            let idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
-            let mut ids = Vec::new();
-            for key in keys_with_prefix(&idx, &document.0)? {
-                let v = idx
-                    .get(key.as_slice())?
-                    .ok_or_else(|| StoreError::Corrupted("chunk index".into()))?;
-                ids.push(tables::chunk_index_value(v.value())?);
-            }
-            ids
-        };
+        let chunk_ids =
+            tables::chunk_ids_of(&self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?, &document)?;
         // Every edge touching the document or a chunk; embeddings are the targets of
         // the chunks' embedded_as edges.
         let mut ends: Vec<[u8; 16]> = vec![document.0];

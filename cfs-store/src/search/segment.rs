@@ -173,6 +173,22 @@ impl std::fmt::Debug for Segment {
 }
 
 impl Segment {
+    fn from_parts(
+        metas: Vec<Arc<ChunkMeta>>,
+        lens: Vec<u32>,
+        postings: HashMap<Box<str>, Vec<Posting>>,
+        vectors: Vectors,
+    ) -> Self {
+        Self {
+            total_len: lens.iter().map(|&l| u64::from(l)).sum(),
+            metas,
+            lens,
+            postings,
+            vectors: Arc::new(vectors),
+            hnsw: OnceLock::new(),
+        }
+    }
+
     /// A segment of `chunks`, which must be sorted by id and have vectors of `dim`.
     pub fn build(chunks: Vec<NewChunk>, dim: usize) -> Self {
         debug_assert!(chunks.windows(2).all(|w| w[0].meta.id < w[1].meta.id));
@@ -180,25 +196,16 @@ impl Segment {
         let mut metas = Vec::with_capacity(chunks.len());
         let mut lens = Vec::with_capacity(chunks.len());
         let mut vectors = Vectors::with_capacity(dim, chunks.len());
-        let mut total_len = 0u64;
         for (i, chunk) in chunks.into_iter().enumerate() {
             let local = u32::try_from(i).unwrap_or(u32::MAX);
             for (term, count) in chunk.terms {
                 postings.entry(term).or_default().push((local, count));
             }
             lens.push(chunk.len);
-            total_len += u64::from(chunk.len);
             vectors.push(&chunk.vector);
             metas.push(chunk.meta);
         }
-        Self {
-            metas,
-            lens,
-            total_len,
-            postings,
-            vectors: Arc::new(vectors),
-            hnsw: OnceLock::new(),
-        }
+        Self::from_parts(metas, lens, postings, vectors)
     }
 
     /// One segment of the live chunks of `parts`, without re-tokenizing.
@@ -221,13 +228,11 @@ impl Segment {
         let mut metas = Vec::with_capacity(order.len());
         let mut lens = Vec::with_capacity(order.len());
         let mut vectors = Vectors::with_capacity(dim, order.len());
-        let mut total_len = 0;
         for (new, &(_, p, i)) in order.iter().enumerate() {
             let seg = &parts[p].segment;
             remap[p][i as usize] = new as u32;
             metas.push(Arc::clone(&seg.metas[i as usize]));
             lens.push(seg.lens[i as usize]);
-            total_len += u64::from(seg.lens[i as usize]);
             vectors.push_from(&seg.vectors, i as usize);
         }
         let mut postings: HashMap<Box<str>, Vec<Posting>> = HashMap::new();
@@ -253,14 +258,7 @@ impl Segment {
                 list.sort_unstable();
             }
         }
-        Self {
-            metas,
-            lens,
-            total_len,
-            postings,
-            vectors: Arc::new(vectors),
-            hnsw: OnceLock::new(),
-        }
+        Self::from_parts(metas, lens, postings, vectors)
     }
 
     /// Local index of `id`, if the segment holds it.
