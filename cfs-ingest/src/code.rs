@@ -70,6 +70,13 @@ fn grammar(language: Language) -> Option<tree_sitter::Language> {
     })
 }
 
+/// The tree of `text` by the grammar of `language`, or `None` without one.
+pub(crate) fn parse_tree(text: &str, language: Language) -> Option<tree_sitter::Tree> {
+    let mut parser = Parser::new();
+    parser.set_language(&grammar(language)?).ok()?;
+    parser.parse(text, None)
+}
+
 /// A symbol found in the tree, before chunking.
 struct Item<'t> {
     /// Start including attached comments, attributes and decorators.
@@ -472,14 +479,7 @@ pub fn chunk_code(
     params: &ChunkParams,
 ) -> Result<Option<CodeDoc>, IngestError> {
     params.validate()?;
-    let Some(grammar) = grammar(language) else {
-        return Ok(None);
-    };
-    let mut parser = Parser::new();
-    if parser.set_language(&grammar).is_err() {
-        return Ok(None);
-    }
-    let Some(tree) = parser.parse(text, None) else {
+    let Some(tree) = parse_tree(text, language) else {
         return Ok(None);
     };
     let root = tree.root_node();

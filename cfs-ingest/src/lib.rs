@@ -14,6 +14,7 @@ pub mod fuzz;
 mod html;
 mod markdown;
 pub mod minilm;
+mod parse_only;
 mod pdf;
 mod pipeline;
 mod text;
@@ -35,6 +36,7 @@ pub use error::IngestError;
 pub use html::{HTML_WIDTH, MAX_HTML_DEPTH, html_to_text};
 pub use markdown::{MarkdownChunk, MarkdownDoc, chunk_markdown};
 pub use minilm::MiniLmInt;
+pub use parse_only::parse_only;
 pub use pdf::{
     DEFAULT_PDF_MEMORY_BYTES, DEFAULT_PDF_TIMEOUT_MS, PdfConfig, extract_pdf_pages, minimal_pdf,
     pdf_child_main,

@@ -38,7 +38,7 @@ pub struct MarkdownDoc {
 }
 
 /// The pulldown-cmark extensions cfs enables; part of the parser version.
-fn options() -> Options {
+pub(crate) fn options() -> Options {
     Options::ENABLE_TABLES
         | Options::ENABLE_FOOTNOTES
         | Options::ENABLE_STRIKETHROUGH

@@ -158,24 +158,38 @@ fn main() {
         // Searchable by vector: the edited file's new chunk is among the 10 nearest to
         // the new function's text (an older chunk of similar code may rank first).
         let hits = index
-            .search(&Query::new(function.trim()).mode(Mode::Vector).k(10), &embedder)
+            .search(
+                &Query::new(function.trim()).mode(Mode::Vector).k(10),
+                &embedder,
+            )
             .expect("vector search");
         lap(5, &mut t);
         assert!(
-            hits.iter().any(|h| h.path == f.rel_path && h.text.contains(&word)),
+            hits.iter()
+                .any(|h| h.path == f.rel_path && h.text.contains(&word)),
             "vector"
         );
         vec_lat.push(t0.elapsed());
     }
     text_lat.sort();
     vec_lat.sort();
-    let names = ["sync", "refresh", "text search", "embed", "refresh 2", "vector search"];
+    let names = [
+        "sync",
+        "refresh",
+        "text search",
+        "embed",
+        "refresh 2",
+        "vector search",
+    ];
     let phase_p50: serde_json::Map<String, serde_json::Value> = names
         .iter()
         .zip(phases.iter_mut())
         .map(|(name, v)| {
             v.sort();
-            (name.to_string(), json!((percentile(v, 0.5) * 10.0).round() / 10.0))
+            (
+                name.to_string(),
+                json!((percentile(v, 0.5) * 10.0).round() / 10.0),
+            )
         })
         .collect();
     let ms = |v: &[Duration], p| (percentile(v, p) * 10.0).round() / 10.0;

@@ -1,0 +1,210 @@
+//! Cold indexing against the parser, on the same files and cores in one run:
+//!
+//! `cargo run --release --bin index_bench -- NAME=TREE [NAME=TREE ...] [--runs N] [--vectors deferred|inline] [--only cold]`
+//!
+//! For each tree, N runs (default 3) of, in turn:
+//! 1. parse only: every file read and parsed the way ingestion parses it before
+//!    chunking (`cfs_ingest::parse_only`: tree-sitter for code, pulldown-cmark for
+//!    Markdown), in parallel, nothing else: the physical limit;
+//! 2. ingestion in memory: `cfs_ingest::index_tree` (parse, chunk, hash, embed), no store;
+//! 3. cold index: `Store::sync` of the tree into a new store, as `cfs index` does.
+//!    `--vectors deferred` (the default) commits chunks and text without vectors, what
+//!    `cfs index` with the default minilm-int embedder has done when its text is
+//!    searchable; `inline` embeds with the hash embedder in the sync.
+//!
+//! Prints one JSON object per tree (wall and CPU seconds of each run, medians, MB/s and
+//! the ratios of the medians to parse-only) and a table line; `docs/benchmarks.md` keeps
+//! the table. `--only cold` runs the cold index alone (for a profiler). The store's peak memory is the process's: run one tree per process to read
+//! it (`peak_rss_mb`).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use cfs_ingest::{Format, HashEmbedder, parse_only, walk};
+use cfs_store::{Settings, Store, SyncOptions};
+use rayon::prelude::*;
+use serde_json::json;
+
+/// CPU seconds (user + system) of this process so far.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after ") ".
+    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Peak resident memory of this process (VmHWM), MB.
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Wall and CPU seconds of `work`.
+fn timed<T>(work: impl FnOnce() -> T) -> (f64, f64, T) {
+    let (wall, cpu) = (Instant::now(), cpu_seconds());
+    let out = work();
+    (wall.elapsed().as_secs_f64(), cpu_seconds() - cpu, out)
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Reads and parses every file; returns (files parsed, of them code, bytes).
+fn parse_tree(tree: &Path) -> (usize, usize, u64) {
+    let walked = walk(tree).expect("walk TREE");
+    walked
+        .files
+        .par_iter()
+        .map(|f| {
+            let Ok(bytes) = std::fs::read(&f.abs_path) else {
+                return (0, 0, 0);
+            };
+            match parse_only(&f.rel_path, &bytes) {
+                Some(Format::Code(_)) => (1, 1, bytes.len() as u64),
+                Some(_) => (1, 0, bytes.len() as u64),
+                None => (0, 0, 0),
+            }
+        })
+        .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
+}
+
+/// A cold index of `tree` into a new store; returns the chunks committed.
+fn cold_index(tree: &Path, inline: bool) -> u64 {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let embedder = HashEmbedder::default();
+    let options = SyncOptions {
+        defer_embeddings: !inline,
+        ..SyncOptions::default()
+    };
+    let settings = Settings {
+        chunk: options.config.chunk,
+        model_id: cfs_ingest::Embedder::model_id(&embedder).into(),
+    };
+    let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
+    store
+        .sync(tree, &options, &embedder, &|_| {})
+        .expect("cold index");
+    let chunks = store
+        .begin_read()
+        .expect("read")
+        .counts()
+        .expect("counts")
+        .chunks;
+    drop(store);
+    chunks
+}
+
+fn bench_tree(
+    name: &str,
+    tree: &Path,
+    runs: usize,
+    inline: bool,
+    only_cold: bool,
+) -> serde_json::Value {
+    let options = SyncOptions::default();
+    let embedder = HashEmbedder::default();
+    let (mut parse, mut memory, mut cold) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut files, mut code_files, mut bytes, mut chunks) = (0, 0, 0, 0);
+    for _ in 0..runs {
+        if only_cold {
+            let (wall, cpu, n) = timed(|| cold_index(tree, inline));
+            eprintln!("{name}: cold index {wall:.2} s, {cpu:.2} CPU s, {n} chunks");
+            continue;
+        }
+        let (wall, cpu, (n, code, b)) = timed(|| parse_tree(tree));
+        (files, code_files, bytes) = (n, code, b);
+        parse.push((wall, cpu));
+        let (wall, cpu, _) = timed(|| {
+            cfs_ingest::index_tree(tree, &options.config, &options.registry, &embedder, &|_| {})
+                .expect("in-memory index")
+        });
+        memory.push((wall, cpu));
+        let (wall, cpu, n) = timed(|| cold_index(tree, inline));
+        chunks = n;
+        cold.push((wall, cpu));
+    }
+    if only_cold {
+        return json!({"tree": name, "peak_rss_mb": peak_rss_mb()});
+    }
+    let wall = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.0).collect());
+    let cpu = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.1).collect());
+    let mb = bytes as f64 / 1e6;
+    let (p, m, c) = (wall(&parse), wall(&memory), wall(&cold));
+    eprintln!(
+        "{name}: {files} files ({code_files} code), {mb:.1} MB, {chunks} chunks | parse {p:.2} s \
+         ({:.1} MB/s) | in-memory {m:.2} s ({:.2}x) | cold index {c:.2} s ({:.1} MB/s, {:.2}x parse)",
+        mb / p,
+        m / p,
+        mb / c,
+        c / p
+    );
+    json!({
+        "tree": name,
+        "path": tree.display().to_string(),
+        "files_parsed": files,
+        "code_files": code_files,
+        "mb": mb,
+        "chunks": chunks,
+        "vectors": if inline { "inline" } else { "deferred" },
+        "runs": {"parse_only": parse, "in_memory": memory, "cold_index": cold},
+        "median_wall_s": {"parse_only": p, "in_memory": m, "cold_index": c},
+        "median_cpu_s": {"parse_only": cpu(&parse), "in_memory": cpu(&memory), "cold_index": cpu(&cold)},
+        "mb_per_s": {"parse_only": mb / p, "in_memory": mb / m, "cold_index": mb / c},
+        "ratio_to_parse": {"in_memory": m / p, "cold_index": c / p},
+        "peak_rss_mb": peak_rss_mb(),
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let get = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let runs: usize = get("--runs").map_or(3, |v| v.parse().expect("--runs N"));
+    let inline = match get("--vectors").as_deref() {
+        None | Some("deferred") => false,
+        Some("inline") => true,
+        Some(other) => panic!("--vectors deferred|inline, not {other}"),
+    };
+    let only_cold = match get("--only").as_deref() {
+        None => false,
+        Some("cold") => true,
+        Some(other) => panic!("--only cold, not {other}"),
+    };
+    let trees: Vec<(String, PathBuf)> = args
+        .iter()
+        .filter_map(|a| a.split_once('='))
+        .map(|(name, path)| (name.to_owned(), PathBuf::from(path)))
+        .collect();
+    assert!(
+        !trees.is_empty(),
+        "usage: index_bench NAME=TREE [NAME=TREE ...] [--runs N]"
+    );
+    let results: Vec<_> = trees
+        .iter()
+        .map(|(name, tree)| bench_tree(name, tree, runs, inline, only_cold))
+        .collect();
+    println!(
+        "{}",
+        serde_json::to_string_pretty(
+            &json!({"threads": rayon::current_num_threads(), "trees": results})
+        )
+        .expect("json")
+    );
+}
