@@ -36,7 +36,10 @@ mod tests {
         assert_eq!(rust, Some(Format::Code(Language::Rust)));
         let md = parse_only("README.md", b"# Title\n\nSome *text*.\n");
         assert_eq!(md, Some(Format::Markdown));
-        assert_eq!(parse_only("notes.txt", b"plain words\n"), Some(Format::Text));
+        assert_eq!(
+            parse_only("notes.txt", b"plain words\n"),
+            Some(Format::Text)
+        );
         assert_eq!(parse_only("blob.bin", &[0, 159, 146, 150, 0, 1]), None);
         assert_eq!(parse_only("bad.rs", &[0xff, 0xfe, b'f', b'n']), None);
     }
