@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use cfs_core::{
     Canonical, ChunkId, ChunkKind, ChunkProof, DocumentId, StateRoot, hex_decode, hex_encode,
 };
-use cfs_ingest::{Embedder, HashEmbedder, MiniLmInt, Registry};
+use cfs_ingest::{Embedder, HashEmbedder, LazyMiniLmInt, MiniLmInt, Registry};
 use cfs_store::{Settings, Store, StoreError, SyncOptions};
 use serde_json::{Value, json};
 
@@ -62,19 +62,41 @@ impl EmbedderChoice {
             Self::Hash => Box::new(HashEmbedder::default()),
         })
     }
+
+    /// The embedder, its model file read only when a text is first embedded.
+    fn load_lazily(self) -> Box<dyn Embedder> {
+        match self {
+            Self::MinilmInt => Box::new(LazyMiniLmInt::default()),
+            Self::Hash => Box::new(HashEmbedder::default()),
+        }
+    }
 }
 
-/// The embedder a store was created with, loaded; an error if it is not available
-/// here or is another version of the model than the store's vectors come from.
+/// The embedder a store was created with; an error if it is another version of the
+/// model than the store's vectors come from. Its model file is read when a text is
+/// first embedded (a missing file is an error then), so that what needs no new vector
+/// (a sync with nothing to embed, a text search) never reads it.
 pub fn embedder_for(store: &Store) -> anyhow::Result<Box<dyn Embedder>> {
+    checked(store, store_choice(store)?.load_lazily())
+}
+
+/// [`embedder_for`], its model file read now: an error here if it is missing.
+pub fn loaded_embedder_for(store: &Store) -> anyhow::Result<Box<dyn Embedder>> {
+    checked(store, store_choice(store)?.load()?)
+}
+
+fn store_choice(store: &Store) -> anyhow::Result<EmbedderChoice> {
     let recorded = &store.settings().model_id;
-    let choice = EmbedderChoice::of_model_id(recorded).with_context(|| {
+    EmbedderChoice::of_model_id(recorded).with_context(|| {
         format!(
             "{}: embedder {recorded} is unknown to this cfs",
             store.path().display()
         )
-    })?;
-    let embedder = choice.load()?;
+    })
+}
+
+fn checked(store: &Store, embedder: Box<dyn Embedder>) -> anyhow::Result<Box<dyn Embedder>> {
+    let recorded = &store.settings().model_id;
     if embedder.model_id() != recorded {
         bail!(
             "{}: the store's vectors come from {recorded}, but this cfs has {}; vectors of \
@@ -347,6 +369,11 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             (report, changes.head)
         }
         None => {
+            // git's answer (a process of its own) is asked for while the tree syncs.
+            let git_root = root.clone();
+            let head = part
+                .is_none()
+                .then(|| std::thread::spawn(move || cfs_store::git::head(&git_root)));
             let bar = progress(0, args.common.json, "indexing");
             let report = match &part {
                 Some(part) => store.sync_paths(
@@ -360,10 +387,7 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             };
             bar.finish_and_clear();
             // A part of the tree synced says nothing of the rest: no git head recorded.
-            let head = part
-                .is_none()
-                .then(|| cfs_store::git::head(&root))
-                .flatten();
+            let head = head.and_then(|h| h.join().ok().flatten());
             (report, head)
         }
     };
@@ -804,7 +828,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     })?;
     // The vectors: recomputed from their texts when the store's model is here.
     let sample = (!args.full).then_some(cfs_store::DEFAULT_VECTOR_SAMPLE);
-    let vectors = match embedder_for(&store) {
+    let vectors = match loaded_embedder_for(&store) {
         Ok(embedder) => Ok(store.check_vectors(&*embedder, sample)?),
         Err(e) => Err(format!("{e:#}")),
     };

@@ -35,7 +35,7 @@ pub use embed::{
 pub use error::IngestError;
 pub use html::{HTML_WIDTH, MAX_HTML_DEPTH, html_to_text};
 pub use markdown::{MarkdownChunk, MarkdownDoc, chunk_markdown};
-pub use minilm::MiniLmInt;
+pub use minilm::{LazyMiniLmInt, MiniLmInt};
 pub use parse_only::parse_only;
 pub use pdf::{
     DEFAULT_PDF_MEMORY_BYTES, DEFAULT_PDF_TIMEOUT_MS, PdfConfig, extract_pdf_pages, minimal_pdf,

@@ -587,6 +587,19 @@ fn embedders_text_first_and_a_missing_model() {
     );
     let (code, _, _) = cfs_in(root, &["verify"]);
     assert_eq!(code, 0, "a state waiting for vectors is sound");
+    // Keyword search reads no model file: it works where the model is missing.
+    let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
+        .args(["search", "merkle", "--mode", "text", "--json"])
+        .current_dir(root)
+        .env("CFS_MODEL_DIR", empty.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(".md"));
 
     // The next index embeds them, to the root of a clean index.
     let (code, out, _) = cfs_in(root, &["index", "--json"]);

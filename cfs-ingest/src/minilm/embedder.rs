@@ -3,7 +3,7 @@
 //! its batch neighbours).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
@@ -137,5 +137,59 @@ impl Embedder for MiniLmInt {
             .par_iter()
             .map(|t| self.model.embed(t, self.simd))
             .collect())
+    }
+}
+
+/// The model id of the one model file this cfs accepts.
+pub fn minilm_model_id() -> String {
+    format!("{MODEL_ID_PREFIX}{MINILM_HASH}")
+}
+
+/// [`MiniLmInt`] from [`MiniLmInt::open_default`], loaded the first time a text is
+/// embedded: work that needs no new vector (a sync that finds nothing to embed, a text
+/// search) never reads the 23 MB model file. A missing or wrong file is the same error
+/// as an eager load's, at that first embedding.
+#[derive(Debug)]
+pub struct LazyMiniLmInt {
+    model_id: String,
+    loaded: OnceLock<Result<MiniLmInt, String>>,
+}
+
+impl Default for LazyMiniLmInt {
+    fn default() -> Self {
+        Self {
+            model_id: minilm_model_id(),
+            loaded: OnceLock::new(),
+        }
+    }
+}
+
+impl LazyMiniLmInt {
+    /// The model, loaded now if it was not.
+    pub fn model(&self) -> Result<&MiniLmInt, EmbedError> {
+        self.loaded
+            .get_or_init(|| {
+                MiniLmInt::open_default().map_err(|e| match e {
+                    EmbedError::Unavailable { reason, .. } => reason,
+                    other => other.to_string(),
+                })
+            })
+            .as_ref()
+            .map_err(|reason| unavailable(reason.clone()))
+    }
+}
+
+impl Embedder for LazyMiniLmInt {
+    fn model_id(&self) -> &str {
+        &self.model_id
+    }
+    fn dimension(&self) -> usize {
+        HIDDEN
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.model()?.embed_batch(texts)
     }
 }

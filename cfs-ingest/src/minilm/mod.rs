@@ -13,6 +13,8 @@ mod kernel;
 mod model;
 mod tokenize;
 
-pub use embedder::{MINILM_FILE_NAME, MINILM_HASH, MiniLmInt, default_model_dirs};
+pub use embedder::{
+    LazyMiniLmInt, MINILM_FILE_NAME, MINILM_HASH, MiniLmInt, default_model_dirs, minilm_model_id,
+};
 pub use kernel::Simd;
 pub use tokenize::{MAX_TOKENS, Vocab};

@@ -114,3 +114,22 @@ fn missing_and_damaged_model_files_are_clear_errors() {
     }
     assert!(MiniLmInt::from_bytes(&bytes).is_ok());
 }
+
+#[test]
+fn the_lazy_embedder_names_the_model_without_reading_it_and_embeds_the_same_bits() {
+    let lazy = cfs_ingest::LazyMiniLmInt::default();
+    let model = minilm();
+    // Known before any load: the one model file this cfs accepts.
+    assert_eq!(lazy.model_id(), model.model_id());
+    assert_eq!(lazy.model_id(), cfs_ingest::minilm::minilm_model_id());
+    assert_eq!(lazy.dimension(), model.dimension());
+    assert_eq!(lazy.fusion_weight(), model.fusion_weight());
+    assert_eq!(lazy.model_hash(), model.model_hash());
+    assert!(lazy.embed_batch(&[]).unwrap().is_empty());
+    let texts: Vec<String> = sample_texts().into_iter().take(3).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    assert_eq!(
+        lazy.embed_batch(&texts).unwrap(),
+        model.embed_batch(&texts).unwrap()
+    );
+}

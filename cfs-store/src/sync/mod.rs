@@ -211,11 +211,15 @@ impl Store {
         };
         self.settings().check(&requested, self.path())?;
         let started_ns = now_ns();
-        let (files, walk_failures) = self.walk_files(root, scope)?;
-        progress(SyncProgress::Found { files: files.len() });
         let mut run = SyncRun::new(self, options, embedder, progress, started_ns);
+        // The walk (system calls) and the read of the store's side run at once.
+        let (walked, state) =
+            rayon::join(|| self.walk_files(root, scope), || run.read_state(scope));
+        let (files, walk_failures) = walked?;
+        state?;
+        progress(SyncProgress::Found { files: files.len() });
         run.report.failed = walk_failures;
-        run.compare(scope, &files)?;
+        run.find_renames(&files)?;
         let triage = run.triage(&files);
         if triage.relabel.is_empty() && triage.to_read.is_empty() && triage.gone.is_empty() {
             // Nothing to write, not even to a cache: no transaction at all.
@@ -312,9 +316,9 @@ impl<'a> SyncRun<'a> {
         }
     }
 
-    /// Reads, in one read transaction, everything the run compares against: the path
-    /// entries and stat rows in scope and the contents of the paths that are leaving.
-    fn compare(&mut self, scope: Option<&Scope>, files: &[WalkEntry]) -> Result<()> {
+    /// Reads what the run compares against: the path entries and stat rows in scope
+    /// (one read transaction; it runs while the tree is walked).
+    fn read_state(&mut self, scope: Option<&Scope>) -> Result<()> {
         let read = self.store.begin_read()?;
         (self.existing, self.stats) = match scope {
             None => {
@@ -327,12 +331,23 @@ impl<'a> SyncRun<'a> {
             }
             Some(scope) => scoped_state(&read, scope)?,
         };
+        Ok(())
+    }
+
+    /// The contents of the paths that are leaving (not found by the walk), to tell a
+    /// rename from an addition.
+    fn find_renames(&mut self, files: &[WalkEntry]) -> Result<()> {
         let seen: BTreeSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
-        for entry in self
+        let leaving: Vec<&PathEntry> = self
             .existing
             .values()
             .filter(|e| !seen.contains(e.path.as_str()))
-        {
+            .collect();
+        if leaving.is_empty() {
+            return Ok(());
+        }
+        let read = self.store.begin_read()?;
+        for entry in leaving {
             if let Some(doc) = read.document(&entry.document_id)? {
                 *self.renames_left.entry(doc.content_hash).or_insert(0) += 1;
             }
