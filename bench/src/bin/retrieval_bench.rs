@@ -25,7 +25,7 @@ use cfs_ingest::{
     index_tree,
 };
 use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
-use cfs_store::{Settings, Store, SyncOptions};
+use cfs_store::{EmbedOptions, EmbedProgress, Settings, Store, SyncOptions};
 use serde_json::json;
 
 /// Vectors computed elsewhere, looked up by text.
@@ -158,7 +158,12 @@ fn main() {
                 .expect("hash, minilm-int or table:FILE"),
         )),
     };
-    let options = SyncOptions::default();
+    // Text first, vectors after, a commit per batch: a run stopped while embedding
+    // (a hundred thousand chunks take hours on 2 cores) resumes where it stopped.
+    let options = SyncOptions {
+        defer_embeddings: true,
+        ..SyncOptions::default()
+    };
     let settings = Settings {
         chunk: options.config.chunk,
         model_id: embedder.model_id().into(),
@@ -173,10 +178,22 @@ fn main() {
     let synced = store
         .sync(&tree, &options, &*embedder, &|_| {})
         .expect("sync");
+    let report = |event: EmbedProgress| {
+        if let EmbedProgress::Committed { chunks } = event {
+            eprintln!("embedded {chunks} chunks, {:.0} s", t.elapsed().as_secs_f64());
+        }
+    };
+    let embedded = store
+        .embed_pending(&*embedder, &EmbedOptions::default(), &report)
+        .expect("embed");
     let sync_s = t.elapsed().as_secs_f64();
     eprintln!(
         "sync: {} added, {} updated, {} unchanged, {} parsed, {} embedded in {sync_s:.1} s",
-        synced.added, synced.updated, synced.unchanged, synced.parsed, synced.embedded
+        synced.added,
+        synced.updated,
+        synced.unchanged,
+        synced.parsed,
+        embedded.chunks
     );
     let index = SearchIndex::open(&store, &*embedder, IndexOptions::exact()).expect("index");
 
