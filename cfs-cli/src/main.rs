@@ -3,6 +3,7 @@
 //! A thin front over the libraries: every command parses its arguments, calls one
 //! library function and prints the result for people, or as JSON with `--json`.
 
+mod alloc;
 mod chunks;
 mod demo;
 mod locate;
@@ -83,6 +84,7 @@ pub fn ingest_config() -> cfs_ingest::IngestConfig {
 }
 
 fn main() -> ExitCode {
+    alloc::tune();
     if std::env::args().nth(1).as_deref() == Some(PDF_CHILD_ARG) {
         return cfs_ingest::pdf_child_main(std::env::args().skip(2));
     }

@@ -123,6 +123,11 @@ pub struct IndexArgs {
     /// embedded by the next `cfs index` (`cfs status` shows how many are missing).
     #[arg(long)]
     no_wait: bool,
+    /// About the most memory the sync holds, in MiB, whatever the tree's size (rows of
+    /// new documents beyond a quarter of it wait on disk beside the store until the
+    /// commit).
+    #[arg(long, value_name = "MIB", default_value_t = cfs_store::DEFAULT_SYNC_MEMORY >> 20)]
+    memory: usize,
     #[command(flatten)]
     common: Common,
 }
@@ -357,6 +362,10 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         options,
         embedder,
     } = open_or_create(&root, &args.common, args.embedder)?;
+    let options = SyncOptions {
+        memory_bytes: args.memory.saturating_mul(1 << 20),
+        ..options
+    };
     let started = std::time::Instant::now();
     let (report, head) = match &args.changed_since {
         Some(reference) => {

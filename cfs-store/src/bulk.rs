@@ -9,7 +9,8 @@ use cfs_core::{Bucket, MerkleRoot, Table, merkle_root};
 use rayon::prelude::*;
 use redb::ReadableTableMetadata;
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
+use crate::spill::{Merge, Run};
 use crate::tables;
 
 /// The tables whose rows of new documents wait in memory until the transaction commits
@@ -31,8 +32,13 @@ pub(crate) fn staged_slot(table: Table) -> Option<usize> {
     STAGED_TABLES.iter().position(|(_, t)| *t == Some(table))
 }
 
-/// Staged rows beyond this many bytes are written at once.
-pub(crate) const STAGED_BYTES: usize = 768 << 20;
+/// Staged rows beyond this many bytes (of heap, by `ROW_HEAP`) are spilled (or, for a
+/// table that holds rows already, written), unless the write sets its own budget.
+pub(crate) const STAGED_BYTES: usize = 128 << 20;
+
+/// Heap bytes of a staged row besides its key and value bytes: the pair of `Vec`s and
+/// an allocator header for each.
+const ROW_HEAP: usize = 80;
 
 pub(crate) type TableDef = redb::TableDefinition<'static, &'static [u8], &'static [u8]>;
 
@@ -46,17 +52,21 @@ pub(crate) type TableDef = redb::TableDefinition<'static, &'static [u8], &'stati
 pub(crate) struct Staged {
     /// Per entry of `STAGED_TABLES`: (key, value) in the order staged.
     pub(crate) rows: [Vec<(Vec<u8>, Vec<u8>)>; 5],
+    /// Heap bytes of `rows`.
     pub(crate) bytes: usize,
+    /// Per entry of `STAGED_TABLES`: rows spilled earlier, in staging order; only for a
+    /// table that is empty (see `spill.rs`).
+    pub(crate) runs: [Vec<Run>; 5],
 }
 
 impl Staged {
     pub(crate) fn push(&mut self, table: usize, key: Vec<u8>, value: Vec<u8>) {
-        self.bytes += key.len() + value.len();
+        self.bytes += key.len() + value.len() + ROW_HEAP;
         self.rows[table].push((key, value));
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.rows.iter().all(Vec::is_empty)
+        self.rows.iter().all(Vec::is_empty) && self.runs.iter().all(Vec::is_empty)
     }
 }
 
@@ -78,30 +88,33 @@ fn bucket_roots_of(rows: &[(Vec<u8>, Vec<u8>)], kept: &[usize]) -> Option<Vec<(u
     if kept.iter().any(|&i| rows[i].1.len() < tables::LEAF_LEN) {
         return None;
     }
-    let mut spans: Vec<(u16, usize, usize)> = Vec::new();
-    for (at, &i) in kept.iter().enumerate() {
-        let bucket = Bucket::of_key(&rows[i].0).0;
-        match spans.last_mut() {
-            Some((b, _, end)) if *b == bucket => *end = at + 1,
-            _ => spans.push((bucket, at, at + 1)),
-        }
-    }
-    let roots = spans
-        .into_par_iter()
-        .map(|(bucket, from, to)| {
-            let leaves: Vec<[u8; 32]> = kept[from..to]
-                .iter()
-                .map(|&i| {
-                    *rows[i]
-                        .1
-                        .first_chunk::<{ tables::LEAF_LEN }>()
-                        .expect("checked above")
-                })
-                .collect();
-            (bucket, merkle_root(&leaves))
+    let leaves: Vec<(u16, [u8; 32])> = kept
+        .iter()
+        .map(|&i| {
+            let (key, value) = &rows[i];
+            let leaf = value.first_chunk::<{ tables::LEAF_LEN }>();
+            (Bucket::of_key(key).0, *leaf.expect("checked above"))
         })
         .collect();
-    Some(roots)
+    Some(roots_of_leaves(&leaves))
+}
+
+/// The root of each bucket of `leaves` (bucket, leaf), in key order.
+fn roots_of_leaves(leaves: &[(u16, [u8; 32])]) -> Vec<(u16, MerkleRoot)> {
+    let mut spans: Vec<(u16, usize, usize)> = Vec::new();
+    for (at, (bucket, _)) in leaves.iter().enumerate() {
+        match spans.last_mut() {
+            Some((b, _, end)) if b == bucket => *end = at + 1,
+            _ => spans.push((*bucket, at, at + 1)),
+        }
+    }
+    spans
+        .into_par_iter()
+        .map(|(bucket, from, to)| {
+            let leaves: Vec<[u8; 32]> = leaves[from..to].iter().map(|(_, l)| *l).collect();
+            (bucket, merkle_root(&leaves))
+        })
+        .collect()
 }
 
 /// Writes one table's staged rows: as one ordered run through a cursor if the table is
@@ -163,6 +176,98 @@ pub(crate) fn write_staged(
     Ok(out)
 }
 
+/// Where one table's staged rows go when the staged rows outgrow their budget: for an
+/// empty table, sorted into a run in `dir` (appended to `runs`), to be merged when the
+/// table is written; for a table that holds rows, inserted now.
+pub(crate) fn spill_staged(
+    txn: &redb::WriteTransaction,
+    table: (TableDef, bool),
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+    runs: &mut Vec<Run>,
+    dir: &std::path::Path,
+) -> Result<StagedWrite> {
+    if rows.is_empty() {
+        return Ok(StagedWrite::default());
+    }
+    if runs.is_empty() && !txn.open_table(table.0)?.is_empty()? {
+        return write_staged(txn, table.0, table.1, rows);
+    }
+    let order = key_order(&rows);
+    runs.push(Run::write(dir, &rows, order.into_iter().map(|(i, _)| i))?);
+    rayon::spawn(move || drop(rows));
+    Ok(StagedWrite::default())
+}
+
+/// Writes one table's staged rows, those spilled into `runs` before them included: with
+/// runs, every row goes through the merge into the table, which is still empty.
+pub(crate) fn write_staged_and_spilled(
+    txn: &redb::WriteTransaction,
+    table: (TableDef, bool),
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
+    mut runs: Vec<Run>,
+    dir: &std::path::Path,
+) -> Result<StagedWrite> {
+    if runs.is_empty() {
+        return write_staged(txn, table.0, table.1, rows);
+    }
+    spill_staged(txn, table, rows, &mut runs, dir)?;
+    let mut t = txn.open_table(table.0)?;
+    if !t.is_empty()? {
+        return Err(StoreError::Internal(
+            "rows spilled for an empty table, and the table has rows".into(),
+        ));
+    }
+    let mut merged = MergedRows {
+        merge: Merge::new(runs)?,
+        out: StagedWrite::default(),
+        leaves: table.1.then(Vec::new),
+    };
+    let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
+    let mut last: Option<Vec<u8>> = None;
+    while let Some((key, value)) = merged.next_kept()? {
+        // The cursor appends: a key out of order would corrupt the table's order.
+        assert!(
+            last.as_ref().is_none_or(|l| *l < key),
+            "a merged run is in strictly ascending key order"
+        );
+        cursor.insert_before(key.as_slice(), value.as_slice())?;
+        last = Some(key);
+    }
+    cursor.close()?;
+    let mut out = merged.out;
+    out.bucket_roots = merged.leaves.map(|leaves| roots_of_leaves(&leaves));
+    Ok(out)
+}
+
+/// The merged rows of one table, the last of each key kept, as the in-memory write
+/// does; the leaves of the kept rows of a committed table collected on the way.
+struct MergedRows {
+    merge: Merge,
+    out: StagedWrite,
+    /// `None` once a value is too short to hold a leaf (the commit's rehash reports it).
+    leaves: Option<Vec<(u16, [u8; 32])>>,
+}
+
+impl MergedRows {
+    fn next_kept(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let Some((key, mut value)) = self.merge.next_row()? else {
+            return Ok(None);
+        };
+        while let Some(later) = self.merge.next_value_of(&key)? {
+            self.out.present += 1;
+            self.out.differed += u64::from(later != value);
+            value = later;
+        }
+        if let Some(leaves) = &mut self.leaves {
+            match value.first_chunk::<{ tables::LEAF_LEN }>() {
+                Some(leaf) => leaves.push((Bucket::of_key(&key).0, *leaf)),
+                None => self.leaves = None,
+            }
+        }
+        Ok(Some((key, value)))
+    }
+}
+
 /// The indexes of `rows` in key order, equal keys in the order staged, each with whether
 /// its key equals the one before. Keys are sorted as big-endian integers made of their
 /// first 34 bytes (every staged table's keys fit), so the sort compares integers next to
@@ -213,7 +318,7 @@ fn key_order(rows: &[(Vec<u8>, Vec<u8>)]) -> Vec<(usize, bool)> {
 mod tests {
     use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 
-    use super::{key_order, write_staged};
+    use super::{StagedWrite, key_order, spill_staged, write_staged, write_staged_and_spilled};
 
     const T: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("t");
 
@@ -330,6 +435,79 @@ mod tests {
         for (bucket, root) in roots {
             assert_eq!(root, cfs_core::merkle_root(&expected[&bucket]), "{bucket}");
         }
+    }
+
+    /// Committed rows (the value starts with a leaf) for keys `range`, `tag` in values.
+    fn leaf_rows(range: std::ops::Range<u64>, tag: u8) -> Rows {
+        range
+            .map(|i| {
+                let leaf = *blake3::hash(&[i.to_le_bytes(), [tag; 8]].concat()).as_bytes();
+                (key(i), [leaf.as_slice(), &[tag; 40]].concat())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rows_spilled_in_runs_load_as_if_written_at_once() {
+        // Three spills and a rest, with keys repeated across them: key 10..20 again with
+        // the same value, 30..40 with another one, 5 three times.
+        let parts = [
+            leaf_rows(0..3_000, 1),
+            [leaf_rows(3_000..6_000, 1), leaf_rows(10..20, 1)].concat(),
+            [
+                leaf_rows(6_000..9_000, 1),
+                leaf_rows(30..40, 2),
+                leaf_rows(5..6, 3),
+            ]
+            .concat(),
+            [leaf_rows(9_000..9_500, 1), leaf_rows(5..6, 1)].concat(),
+        ];
+        let (_dir, at_once) = database();
+        let txn = at_once.begin_write().unwrap();
+        let whole = write_staged(&txn, T, true, parts.concat()).unwrap();
+        txn.commit().unwrap();
+
+        let (dir, spilled) = database();
+        let txn = spilled.begin_write().unwrap();
+        let mut runs = Vec::new();
+        for part in &parts[..3] {
+            let none = spill_staged(&txn, (T, true), part.clone(), &mut runs, dir.path()).unwrap();
+            assert_eq!(
+                (none.present, none.differed, none.bucket_roots),
+                (0, 0, None)
+            );
+        }
+        assert_eq!(runs.len(), 3);
+        let rest = parts[3].clone();
+        let merged = write_staged_and_spilled(&txn, (T, true), rest, runs, dir.path()).unwrap();
+        txn.commit().unwrap();
+
+        let counts = |w: &StagedWrite| (w.present, w.differed);
+        assert_eq!(counts(&merged), counts(&whole));
+        assert_eq!(counts(&whole), (22, 12));
+        assert_eq!(merged.bucket_roots, whole.bucket_roots);
+        assert!(whole.bucket_roots.is_some());
+        assert_eq!(table_rows(&spilled), table_rows(&at_once));
+        let read = spilled.begin_read().unwrap();
+        let stats = read.open_table(T).unwrap().stats().unwrap();
+        assert!(
+            stats.fragmented_bytes() * 10 < stats.stored_bytes(),
+            "packed"
+        );
+    }
+
+    #[test]
+    fn a_spill_into_a_table_with_rows_inserts_them() {
+        let (dir, db) = database();
+        let txn = db.begin_write().unwrap();
+        write_staged(&txn, T, true, leaf_rows(0..100, 1)).unwrap();
+        let mut runs = Vec::new();
+        let rows = leaf_rows(50..150, 2);
+        let written = spill_staged(&txn, (T, true), rows, &mut runs, dir.path()).unwrap();
+        assert!(runs.is_empty(), "no run for a table that holds rows");
+        assert_eq!((written.present, written.differed), (50, 50));
+        txn.commit().unwrap();
+        assert_eq!(table_rows(&db).len(), 150);
     }
 
     #[test]

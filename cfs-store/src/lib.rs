@@ -28,6 +28,7 @@ mod read;
 mod repair;
 mod scan;
 pub mod search;
+mod spill;
 mod store;
 mod sync;
 mod tables;
@@ -45,7 +46,10 @@ pub use gc::GcReport;
 pub use read::{Counts, ReadTxn, TableUsage};
 pub use repair::{Salvage, SalvagedVector, salvage_vectors};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
-pub use sync::{DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, SyncOptions, SyncProgress, SyncReport};
+pub use sync::{
+    DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, DEFAULT_SYNC_MEMORY, SyncOptions, SyncProgress,
+    SyncReport,
+};
 pub use verify::{VerifyReport, verify};
 pub use write::{NewDocument, WriteTxn};
 

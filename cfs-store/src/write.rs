@@ -17,7 +17,7 @@ use redb::ReadableTable;
 
 use crate::bulk::{
     CHUNK_INDEX_SLOT, STAGED_BYTES, STAGED_TABLES, Staged, StagedWrite, TARGET_INDEX_SLOT,
-    staged_slot, write_staged,
+    spill_staged, staged_slot, write_staged_and_spilled,
 };
 use crate::error::{Result, StoreError};
 use crate::store::Store;
@@ -40,6 +40,10 @@ pub struct WriteTxn<'s> {
     timestamp_ms: Option<u64>,
     /// Rows of new documents not yet in their tables (see `Staged`).
     staged: Staged,
+    /// Heap bytes of staged rows held before they are spilled (see `spill.rs`).
+    staged_limit: usize,
+    /// Where spilled rows wait: the store's folder.
+    spill_dir: std::path::PathBuf,
     /// Roots of touched buckets already known (hashed when staged rows filled an empty
     /// table); any later change to a bucket forgets its root (`touch`).
     known_roots: std::collections::BTreeMap<(Table, u16), MerkleRoot>,
@@ -261,24 +265,71 @@ impl<'s> WriteTxn<'s> {
             summary: ChangeSummary::default(),
             timestamp_ms: None,
             staged: Staged::default(),
+            staged_limit: STAGED_BYTES,
+            spill_dir: store
+                .path()
+                .parent()
+                .map_or_else(|| ".".into(), std::path::Path::to_path_buf),
             known_roots: std::collections::BTreeMap::new(),
         })
     }
 
-    /// Writes the staged rows into their tables (each table by a task of its own).
-    /// Everything that reads or removes rows of a staged table calls this first.
+    /// Holds at most `bytes` of staged rows in memory (heap bytes, about): beyond them,
+    /// the rows of a table that was empty are sorted and spilled to a file beside the
+    /// store, to be merged into one ordered run at commit, and the rows of other tables
+    /// are written. Default: 128 MiB.
+    pub fn set_staged_limit(&mut self, bytes: usize) {
+        self.staged_limit = bytes;
+    }
+
+    /// Writes the staged rows into their tables (each table by a task of its own), the
+    /// spilled ones merged in. Everything that reads or removes rows of a staged table
+    /// calls this first.
     fn flush_staged(&mut self) -> Result<()> {
         if self.staged.is_empty() {
             return Ok(());
         }
         let staged = std::mem::take(&mut self.staged);
-        let txn = &self.txn;
+        let (txn, dir) = (&self.txn, self.spill_dir.as_path());
         let results: Vec<(Option<Table>, StagedWrite)> = STAGED_TABLES
             .into_par_iter()
             .zip(staged.rows)
+            .zip(staged.runs)
             .with_max_len(1)
-            .map(|((def, table), rows)| Ok((table, write_staged(txn, def, table.is_some(), rows)?)))
+            .map(|(((def, table), rows), runs)| {
+                let target = (def, table.is_some());
+                Ok((
+                    table,
+                    write_staged_and_spilled(txn, target, rows, runs, dir)?,
+                ))
+            })
             .collect::<Result<_>>()?;
+        self.account(results);
+        Ok(())
+    }
+
+    /// Staged rows over their budget: spilled or written (`spill_staged`); the staged
+    /// rows are empty afterwards, the runs kept.
+    fn spill(&mut self) -> Result<()> {
+        let rows = std::mem::take(&mut self.staged.rows);
+        self.staged.bytes = 0;
+        let (txn, dir) = (&self.txn, self.spill_dir.as_path());
+        let results: Vec<(Option<Table>, StagedWrite)> = STAGED_TABLES
+            .into_par_iter()
+            .zip(rows)
+            .zip(self.staged.runs.par_iter_mut())
+            .with_max_len(1)
+            .map(|(((def, table), rows), runs)| {
+                let target = (def, table.is_some());
+                Ok((table, spill_staged(txn, target, rows, runs, dir)?))
+            })
+            .collect::<Result<_>>()?;
+        self.account(results);
+        Ok(())
+    }
+
+    /// Counts staged rows that went into their tables.
+    fn account(&mut self, results: Vec<(Option<Table>, StagedWrite)>) {
         for (table, written) in results {
             let Some(table) = table else { continue };
             let counts = change(&mut self.summary, table);
@@ -289,7 +340,6 @@ impl<'s> WriteTxn<'s> {
                 self.known_roots.insert((table, bucket), root);
             }
         }
-        Ok(())
     }
 
     /// Marks a bucket as changed: its root is recomputed at commit.
@@ -428,8 +478,8 @@ impl<'s> WriteTxn<'s> {
         for bucket in written.touched {
             self.touch(Table::Documents, bucket);
         }
-        if self.staged.bytes > STAGED_BYTES {
-            self.flush_staged()?;
+        if self.staged.bytes > self.staged_limit {
+            self.spill()?;
         }
         Ok(fresh.len())
     }

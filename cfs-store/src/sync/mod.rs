@@ -34,8 +34,10 @@ pub const DEFAULT_PARSE_FILES: usize = 1024;
 /// the same clock tick would otherwise go unseen.
 const RACY_WINDOW_NS: u64 = 2_000_000_000;
 /// Bytes of file content read and parsed at once, at most (one larger file makes a
-/// group of its own).
+/// group of its own); less under a smaller memory budget (`SyncOptions::memory_bytes`).
 const PARSE_BYTES: u64 = 64 << 20;
+/// The memory a sync holds by default (`SyncOptions::memory_bytes`).
+pub const DEFAULT_SYNC_MEMORY: usize = 512 << 20;
 /// Texts embedded per parallel task.
 const EMBED_BATCH: usize = 256;
 
@@ -55,6 +57,13 @@ pub struct SyncOptions {
     /// Text first: commit chunks whose texts are not in the embedding cache without
     /// their embeddings, for [`Store::embed_pending`] to add in later commits.
     pub defer_embeddings: bool,
+    /// About the most memory the sync's own structures hold, in bytes, whatever the
+    /// tree's size: a quarter for rows of new documents waiting for their commit
+    /// (beyond it they are sorted into runs on disk beside the store, and merged at
+    /// commit), a thirty-second for each of the two groups of files read and parsed at
+    /// once (up to 64 MiB), the rest for what the parsed files become. The store's page
+    /// cache (redb's, at most 1 GiB) comes on top.
+    pub memory_bytes: usize,
 }
 
 impl Default for SyncOptions {
@@ -65,6 +74,7 @@ impl Default for SyncOptions {
             batch_files: DEFAULT_BATCH_FILES,
             parse_files: DEFAULT_PARSE_FILES,
             defer_embeddings: false,
+            memory_bytes: DEFAULT_SYNC_MEMORY,
         }
     }
 }
@@ -226,7 +236,7 @@ impl Store {
             run.report.root = self.state_root()?;
             return Ok(run.report);
         }
-        let mut txn = self.begin_write()?;
+        let mut txn = run.begin_write()?;
         for entry in &triage.relabel {
             txn.bind_path(entry)?;
             run.report.updated += 1;
@@ -405,10 +415,11 @@ impl<'a> SyncRun<'a> {
     /// `batch_files` files.
     fn parts<'f>(&self, to_read: &'f [WalkEntry]) -> Vec<&'f [WalkEntry]> {
         let parse_files = self.options.parse_files.max(1);
+        let parse_bytes = (self.options.memory_bytes as u64 / 32).clamp(1 << 20, PARSE_BYTES);
         let mut groups: Vec<&[WalkEntry]> = Vec::new();
         let (mut start, mut bytes) = (0usize, 0u64);
         for (i, f) in to_read.iter().enumerate() {
-            if i > start && (i - start >= parse_files || bytes + f.size_bytes > PARSE_BYTES) {
+            if i > start && (i - start >= parse_files || bytes + f.size_bytes > parse_bytes) {
                 groups.push(&to_read[start..i]);
                 start = i;
                 bytes = 0;
@@ -479,10 +490,17 @@ impl<'a> SyncRun<'a> {
             });
             if commit_due {
                 self.commit(txn)?;
-                txn = self.store.begin_write()?;
+                txn = self.begin_write()?;
                 (files_pending, bytes_pending) = (0, 0);
             }
         }
+        Ok(txn)
+    }
+
+    /// A write transaction holding a quarter of the memory budget of staged rows.
+    fn begin_write(&self) -> Result<WriteTxn<'a>> {
+        let mut txn = self.store.begin_write()?;
+        txn.set_staged_limit(self.options.memory_bytes / 4);
         Ok(txn)
     }
 

@@ -126,9 +126,12 @@ proptest! {
         let db = tempfile::tempdir().unwrap();
         let root = tree.path();
         // Commits every 3 files; or one commit per sync, its files parsed 2 at a time,
-        // each pair while the pair before is written.
+        // each pair while the pair before is written, with no memory for staged rows
+        // (every pair's rows are spilled to a run, the runs merged at commit).
         let (batch_files, parse_files) = if one_batch { (1000, 2) } else { (3, 1024) };
-        let options = SyncOptions { batch_files, parse_files, ..SyncOptions::default() };
+        let memory_bytes = if one_batch { 0 } else { cfs_store::DEFAULT_SYNC_MEMORY };
+        let options =
+            SyncOptions { batch_files, parse_files, memory_bytes, ..SyncOptions::default() };
         let embedder = HashEmbedder::new(16);
         let path = db.path().join("store.redb");
         let mut store = Store::create(&path, settings(&options, &embedder)).unwrap();
