@@ -163,12 +163,9 @@ pub fn walk_scope(root: &Path, scope: Option<&Scope>) -> Result<Walk, IngestErro
                 {
                     return false;
                 }
-                match (
-                    &scope,
-                    entry.path().strip_prefix(&root).ok().and_then(Path::to_str),
-                ) {
-                    (None, _) => true,
-                    (Some(scope), Some(rel)) => {
+                let Some(scope) = &scope else { return true };
+                match entry.path().strip_prefix(&root).ok().and_then(Path::to_str) {
+                    Some(rel) => {
                         let rel = rel.replace(std::path::MAIN_SEPARATOR, "/");
                         if is_dir {
                             scope.enters(&rel)
@@ -177,7 +174,7 @@ pub fn walk_scope(root: &Path, scope: Option<&Scope>) -> Result<Walk, IngestErro
                         }
                     }
                     // Paths that are not UTF-8 are reported by the visit.
-                    (Some(_), None) => true,
+                    None => true,
                 }
             }
         });
