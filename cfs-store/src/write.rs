@@ -245,6 +245,15 @@ fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>) -> Row {
     }
 }
 
+/// The folder of the store file `path` (`.` for a bare file name), where rows spilled
+/// by a write wait.
+fn spill_dir(path: &std::path::Path) -> std::path::PathBuf {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => ".".into(),
+    }
+}
+
 /// One committed row ready to write: its key and its value (leaf, then payload).
 struct Row {
     table: Table,
@@ -266,10 +275,7 @@ impl<'s> WriteTxn<'s> {
             timestamp_ms: None,
             staged: Staged::default(),
             staged_limit: STAGED_BYTES,
-            spill_dir: store
-                .path()
-                .parent()
-                .map_or_else(|| ".".into(), std::path::Path::to_path_buf),
+            spill_dir: spill_dir(store.path()),
             known_roots: std::collections::BTreeMap::new(),
         })
     }
@@ -913,4 +919,19 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn rows_spill_beside_the_store_file_even_for_a_bare_file_name() {
+        assert_eq!(super::spill_dir(Path::new("store.redb")), Path::new("."));
+        assert_eq!(
+            super::spill_dir(Path::new("a/.cfs/store.redb")),
+            Path::new("a/.cfs")
+        );
+        assert_eq!(super::spill_dir(Path::new("/s.redb")), Path::new("/"));
+    }
 }

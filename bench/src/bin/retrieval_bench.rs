@@ -180,7 +180,10 @@ fn main() {
         .expect("sync");
     let report = |event: EmbedProgress| {
         if let EmbedProgress::Committed { chunks } = event {
-            eprintln!("embedded {chunks} chunks, {:.0} s", t.elapsed().as_secs_f64());
+            eprintln!(
+                "embedded {chunks} chunks, {:.0} s",
+                t.elapsed().as_secs_f64()
+            );
         }
     };
     let embedded = store
@@ -189,11 +192,7 @@ fn main() {
     let sync_s = t.elapsed().as_secs_f64();
     eprintln!(
         "sync: {} added, {} updated, {} unchanged, {} parsed, {} embedded in {sync_s:.1} s",
-        synced.added,
-        synced.updated,
-        synced.unchanged,
-        synced.parsed,
-        embedded.chunks
+        synced.added, synced.updated, synced.unchanged, synced.parsed, embedded.chunks
     );
     let index = SearchIndex::open(&store, &*embedder, IndexOptions::exact()).expect("index");
 
