@@ -279,37 +279,21 @@ pub fn watch(
         path: root.to_path_buf(),
         source,
     })?;
-    let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
     let mut coalescer = Coalescer::new(root, settings.quiet, settings.max_delay);
     if let Some(dir) = store.path().parent() {
         coalescer.ignore(dir);
     }
     // Start watching before the first sync, so that no edit falls between the two.
-    let watcher = if settings.poll_only {
-        Err(notify::Error::generic("polling was asked for"))
-    } else {
-        notify::recommended_watcher(move |event| {
-            let _ = tx.send(event);
-        })
-        .and_then(|mut w| {
-            w.watch(root, notify::RecursiveMode::Recursive)?;
-            Ok(w)
-        })
+    let (watcher, rx) = start_watcher(root, settings.poll_only);
+    let mut degraded = watcher.as_ref().err().map(ToString::to_string);
+    let run = Syncs {
+        store,
+        root,
+        options,
+        embedder,
+        stop,
     };
-    let mut degraded = match &watcher {
-        Ok(_) => None,
-        Err(e) => Some(e.to_string()),
-    };
-    let whole = |started: Instant, on_event: &mut dyn FnMut(WatchEvent)| -> Result<()> {
-        let report = store.sync(root, options, embedder, &|_| {})?;
-        on_event(WatchEvent::Synced {
-            report,
-            paths: None,
-            elapsed: started.elapsed(),
-        });
-        embed_after(store, options, embedder, None, stop, on_event)
-    };
-    whole(Instant::now(), on_event)?;
+    run.whole(Instant::now(), on_event)?;
     match &degraded {
         Some(reason) => on_event(WatchEvent::Degraded(reason.clone())),
         None => on_event(WatchEvent::Watching),
@@ -318,60 +302,135 @@ pub fn watch(
     while !stop.load(Ordering::SeqCst) {
         let now = Instant::now();
         if degraded.is_some() {
+            // No events: a whole sync at every interval.
             if now >= next_poll {
-                whole(now, on_event)?;
+                run.whole(now, on_event)?;
                 next_poll = Instant::now() + settings.poll_interval;
             }
             std::thread::sleep(Duration::from_millis(100).min(settings.poll_interval));
             continue;
         }
-        let wait = coalescer
-            .deadline()
-            .map_or(Duration::from_millis(100), |d| {
-                d.saturating_duration_since(now)
-            })
-            .min(Duration::from_millis(100));
-        match rx.recv_timeout(wait) {
-            Ok(Ok(event)) => {
-                if let Some(change) = change_of(event, root) {
-                    coalescer.push(change, Instant::now());
-                }
-            }
-            Ok(Err(e)) => {
-                if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
-                    degraded = Some(e.to_string());
-                    on_event(WatchEvent::Degraded(e.to_string()));
-                }
-                // Whatever was lost, a whole sync finds.
-                coalescer.push(Change::Rescan, Instant::now());
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(StoreError::WatcherStopped);
-            }
-        }
+        receive(&rx, &mut coalescer, &mut degraded, root, on_event)?;
         let now = Instant::now();
-        let started = coalescer.first;
+        let started = coalescer.first.unwrap_or(now);
         if let Some(batch) = coalescer.take(now) {
-            let started = started.unwrap_or(now);
-            match batch {
-                Batch::Everything => whole(started, on_event)?,
-                Batch::Paths(scope) => {
-                    let n = scope.paths().count();
-                    let mut report = store.sync_paths(root, &scope, options, embedder, &|_| {})?;
-                    let deferred = std::mem::take(&mut report.deferred_chunks);
-                    on_event(WatchEvent::Synced {
-                        report,
-                        paths: Some(n),
-                        elapsed: started.elapsed(),
-                    });
-                    embed_after(store, options, embedder, Some(&deferred), stop, on_event)?;
-                }
-            }
+            run.batch(batch, started, on_event)?;
         }
     }
     drop(watcher);
     Ok(())
+}
+
+type Events = mpsc::Receiver<notify::Result<notify::Event>>;
+
+/// The system's recursive watcher of `root` and its events, or why there is none
+/// (`poll_only`, or the system refused).
+fn start_watcher(
+    root: &Path,
+    poll_only: bool,
+) -> (notify::Result<notify::RecommendedWatcher>, Events) {
+    let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
+    if poll_only {
+        return (Err(notify::Error::generic("polling was asked for")), rx);
+    }
+    let watcher = notify::recommended_watcher(move |event| {
+        let _ = tx.send(event);
+    })
+    .and_then(|mut w| {
+        w.watch(root, notify::RecursiveMode::Recursive)?;
+        Ok(w)
+    });
+    (watcher, rx)
+}
+
+/// Waits for one event (at most 100 ms, less if the coalescer's batch is due sooner)
+/// and gives it to the coalescer; a lost event asks for a rescan, and the system's
+/// watch limit degrades the watch to polling.
+fn receive(
+    rx: &Events,
+    coalescer: &mut Coalescer,
+    degraded: &mut Option<String>,
+    root: &Path,
+    on_event: &mut dyn FnMut(WatchEvent),
+) -> Result<()> {
+    let now = Instant::now();
+    let wait = coalescer
+        .deadline()
+        .map_or(Duration::from_millis(100), |d| {
+            d.saturating_duration_since(now)
+        })
+        .min(Duration::from_millis(100));
+    match rx.recv_timeout(wait) {
+        Ok(Ok(event)) => {
+            if let Some(change) = change_of(event, root) {
+                coalescer.push(change, Instant::now());
+            }
+        }
+        Ok(Err(e)) => {
+            if matches!(e.kind, notify::ErrorKind::MaxFilesWatch) {
+                *degraded = Some(e.to_string());
+                on_event(WatchEvent::Degraded(e.to_string()));
+            }
+            // Whatever was lost, a whole sync finds.
+            coalescer.push(Change::Rescan, Instant::now());
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {}
+        Err(mpsc::RecvTimeoutError::Disconnected) => return Err(StoreError::WatcherStopped),
+    }
+    Ok(())
+}
+
+/// The syncs a watch makes, each followed by the embeddings it deferred.
+struct Syncs<'a> {
+    store: &'a Store,
+    root: &'a Path,
+    options: &'a SyncOptions,
+    embedder: &'a dyn Embedder,
+    stop: &'a AtomicBool,
+}
+
+impl Syncs<'_> {
+    /// A whole sync of the tree.
+    fn whole(&self, started: Instant, on_event: &mut dyn FnMut(WatchEvent)) -> Result<()> {
+        let (store, options, embedder) = (self.store, self.options, self.embedder);
+        let report = store.sync(self.root, options, embedder, &|_| {})?;
+        on_event(WatchEvent::Synced {
+            report,
+            paths: None,
+            elapsed: started.elapsed(),
+        });
+        embed_after(store, options, embedder, None, self.stop, on_event)
+    }
+
+    /// The sync of one coalesced batch, whose first event came at `started`.
+    fn batch(
+        &self,
+        batch: Batch,
+        started: Instant,
+        on_event: &mut dyn FnMut(WatchEvent),
+    ) -> Result<()> {
+        let scope = match batch {
+            Batch::Everything => return self.whole(started, on_event),
+            Batch::Paths(scope) => scope,
+        };
+        let (store, options, embedder) = (self.store, self.options, self.embedder);
+        let n = scope.paths().count();
+        let mut report = store.sync_paths(self.root, &scope, options, embedder, &|_| {})?;
+        let deferred = std::mem::take(&mut report.deferred_chunks);
+        on_event(WatchEvent::Synced {
+            report,
+            paths: Some(n),
+            elapsed: started.elapsed(),
+        });
+        embed_after(
+            store,
+            options,
+            embedder,
+            Some(&deferred),
+            self.stop,
+            on_event,
+        )
+    }
 }
 
 #[cfg(test)]

@@ -90,8 +90,13 @@ pub enum CacheStatus {
 /// Writes `snap` to `path` (through a temporary file, synced, then renamed).
 pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
     let merged = Segment::merge(&snap.segments);
-    let seg = &merged;
-    let body = Body {
+    let bytes = encode(&body_of(snap, &merged))?;
+    write_atomically(path, &bytes)
+}
+
+/// What the file holds of `snap`, its segments merged into `seg`.
+fn body_of(snap: &Snapshot, seg: &Segment) -> Body {
+    Body {
         model: snap.model,
         dim: snap.dim as u32,
         root: snap.root,
@@ -100,50 +105,8 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
         chunk_roots: snap.chunk_roots.to_vec(),
         path_roots: snap.path_roots.to_vec(),
         paths: snap.paths.values().cloned().collect(),
-        docs: snap
-            .docs
-            .values()
-            .map(|d| CachedDoc {
-                id: d.id,
-                mime_type: d.mime_type.to_string(),
-                paths: d
-                    .paths
-                    .iter()
-                    .map(|p| {
-                        (
-                            p.path.to_string(),
-                            p.collections.iter().map(|c| c.to_string()).collect(),
-                        )
-                    })
-                    .collect(),
-                chunks: d.chunks.clone(),
-            })
-            .collect(),
-        chunks: seg
-            .metas
-            .iter()
-            .enumerate()
-            .map(|(i, m)| CachedChunk {
-                id: m.id,
-                doc: m.doc.id,
-                sequence: m.sequence,
-                byte_offset: m.byte_offset,
-                byte_length: m.byte_length,
-                start_line: m.start_line,
-                end_line: m.end_line,
-                kind: KINDS.iter().position(|k| *k == m.kind).unwrap_or(0) as u8,
-                language: m.language.as_deref().map(str::to_owned),
-                symbol: m.symbol.as_deref().map(str::to_owned),
-                heading: m.heading.as_deref().map(str::to_owned),
-                len: seg.lens[i],
-                // A chunk without an embedding is cached with an empty vector.
-                vector: if seg.vectors.has(i) {
-                    seg.vectors.get(i).to_vec()
-                } else {
-                    Vec::new()
-                },
-            })
-            .collect(),
+        docs: snap.docs.values().map(|d| cached_doc(d)).collect(),
+        chunks: (0..seg.metas.len()).map(|i| cached_chunk(seg, i)).collect(),
         total_len: seg.total_len,
         postings: {
             let mut p: Vec<(String, Vec<(u32, u32)>)> = seg
@@ -154,7 +117,53 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
             p.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             p
         },
-    };
+    }
+}
+
+fn cached_doc(d: &DocInfo) -> CachedDoc {
+    CachedDoc {
+        id: d.id,
+        mime_type: d.mime_type.to_string(),
+        paths: d
+            .paths
+            .iter()
+            .map(|p| {
+                (
+                    p.path.to_string(),
+                    p.collections.iter().map(|c| c.to_string()).collect(),
+                )
+            })
+            .collect(),
+        chunks: d.chunks.clone(),
+    }
+}
+
+/// Chunk `i` of `seg`; a chunk without an embedding is cached with an empty vector.
+fn cached_chunk(seg: &Segment, i: usize) -> CachedChunk {
+    let m = &seg.metas[i];
+    CachedChunk {
+        id: m.id,
+        doc: m.doc.id,
+        sequence: m.sequence,
+        byte_offset: m.byte_offset,
+        byte_length: m.byte_length,
+        start_line: m.start_line,
+        end_line: m.end_line,
+        kind: KINDS.iter().position(|k| *k == m.kind).unwrap_or(0) as u8,
+        language: m.language.as_deref().map(str::to_owned),
+        symbol: m.symbol.as_deref().map(str::to_owned),
+        heading: m.heading.as_deref().map(str::to_owned),
+        len: seg.lens[i],
+        vector: if seg.vectors.has(i) {
+            seg.vectors.get(i).to_vec()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// Magic, format version, the body, and the BLAKE3 hash of everything before it.
+fn encode(body: &Body) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
@@ -162,6 +171,12 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
         .map_err(|e| StoreError::Internal(format!("encoding the index cache: {e}")))?;
     let hash = blake3::hash(&bytes);
     bytes.extend_from_slice(hash.as_bytes());
+    Ok(bytes)
+}
+
+/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over
+/// `path`, then syncs the folder.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
@@ -173,7 +188,7 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
     let tmp = path.with_extension(format!("tmp.{}.{n}", std::process::id()));
     let written = (|| {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
+        f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
