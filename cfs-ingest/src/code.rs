@@ -145,121 +145,128 @@ fn classify<'t>(
     node: Node<'t>,
     src: &str,
     parent: Option<(&str, SymbolKind)>,
-) -> Option<(SymbolKind, String, Option<Node<'t>>)> {
-    let name = |field: &str| field_text(node, field, src).unwrap_or("").to_owned();
-    let in_container = parent.is_some();
-    let function = if in_container {
+) -> Option<Classified<'t>> {
+    let function = if parent.is_some() {
         SymbolKind::Method
     } else {
         SymbolKind::Function
     };
     match language {
-        Language::Rust => match node.kind() {
-            "function_item" | "function_signature_item" => Some((function, name("name"), None)),
-            "struct_item" | "union_item" => Some((SymbolKind::Struct, name("name"), None)),
-            "enum_item" => Some((SymbolKind::Enum, name("name"), None)),
-            "type_item" => Some((SymbolKind::Type, name("name"), None)),
-            "const_item" | "static_item" => Some((SymbolKind::Const, name("name"), None)),
-            "macro_definition" => Some((SymbolKind::Macro, name("name"), None)),
-            "trait_item" => Some((
-                SymbolKind::Trait,
-                name("name"),
-                node.child_by_field_name("body"),
-            )),
-            "mod_item" => Some((
-                SymbolKind::Module,
-                name("name"),
-                node.child_by_field_name("body"),
-            )),
-            "impl_item" => {
-                let ty = name("type");
-                let label = match field_text(node, "trait", src) {
-                    Some(t) => format!("{t} for {ty}"),
-                    None => ty,
-                };
-                Some((SymbolKind::Impl, label, node.child_by_field_name("body")))
-            }
-            _ => None,
-        },
-        Language::Go => match node.kind() {
-            "function_declaration" => Some((SymbolKind::Function, name("name"), None)),
-            "method_declaration" => Some((SymbolKind::Method, name("name"), None)),
-            "type_declaration" => {
-                let spec = node.named_child(0)?;
-                let kind = match spec.child_by_field_name("type").map(|t| t.kind()) {
-                    Some("struct_type") => SymbolKind::Struct,
-                    Some("interface_type") => SymbolKind::Interface,
-                    _ => SymbolKind::Type,
-                };
-                Some((
-                    kind,
-                    field_text(spec, "name", src).unwrap_or("").to_owned(),
-                    None,
-                ))
-            }
-            "const_declaration" | "var_declaration" => {
-                let kind = if node.kind() == "const_declaration" {
-                    SymbolKind::Const
-                } else {
-                    SymbolKind::Var
-                };
-                let spec = node.named_child(0)?;
-                Some((
-                    kind,
-                    field_text(spec, "name", src).unwrap_or("").to_owned(),
-                    None,
-                ))
-            }
-            _ => None,
-        },
-        Language::Python => match node.kind() {
-            "function_definition" => Some((function, name("name"), None)),
-            "class_definition" => Some((
-                SymbolKind::Class,
-                name("name"),
-                node.child_by_field_name("body"),
-            )),
-            _ => None,
-        },
+        Language::Rust => rust_symbol(node, src, function),
+        Language::Go => go_symbol(node, src),
+        Language::Python => python_symbol(node, src, function),
         Language::TypeScript | Language::Tsx | Language::JavaScript | Language::Jsx => {
-            match node.kind() {
-                "function_declaration"
-                | "generator_function_declaration"
-                | "function_signature" => Some((SymbolKind::Function, name("name"), None)),
-                "method_definition" | "method_signature" | "abstract_method_signature" => {
-                    Some((SymbolKind::Method, name("name"), None))
-                }
-                "class_declaration" | "abstract_class_declaration" => Some((
-                    SymbolKind::Class,
-                    name("name"),
-                    node.child_by_field_name("body"),
-                )),
-                "interface_declaration" => Some((SymbolKind::Interface, name("name"), None)),
-                "type_alias_declaration" => Some((SymbolKind::Type, name("name"), None)),
-                "enum_declaration" => Some((SymbolKind::Enum, name("name"), None)),
-                "internal_module" | "module" => Some((SymbolKind::Module, name("name"), None)),
-                "lexical_declaration" | "variable_declaration" => {
-                    let declarator = node.named_child(0)?;
-                    let value = declarator.child_by_field_name("value").map(|v| v.kind());
-                    let is_const = text_of(node, src).starts_with("const");
-                    let kind = match value {
-                        Some("arrow_function" | "function_expression" | "function") => {
-                            SymbolKind::Function
-                        }
-                        _ if is_const => SymbolKind::Const,
-                        _ => SymbolKind::Var,
-                    };
-                    Some((
-                        kind,
-                        field_text(declarator, "name", src).unwrap_or("").to_owned(),
-                        None,
-                    ))
-                }
-                _ => None,
-            }
+            script_symbol(node, src)
         }
         Language::Other(_) => None,
     }
+}
+
+/// A symbol's kind, name, and the node whose children are its members.
+type Classified<'t> = (SymbolKind, String, Option<Node<'t>>);
+
+/// The text of `node`'s field `field`, empty if it has none.
+fn name_of(node: Node<'_>, field: &str, src: &str) -> String {
+    field_text(node, field, src).unwrap_or("").to_owned()
+}
+
+/// A Rust item; `function` is the kind of a function here (a method in a container).
+fn rust_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
+    let name = || name_of(node, "name", src);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        "function_item" | "function_signature_item" => Some((function, name(), None)),
+        "struct_item" | "union_item" => Some((SymbolKind::Struct, name(), None)),
+        "enum_item" => Some((SymbolKind::Enum, name(), None)),
+        "type_item" => Some((SymbolKind::Type, name(), None)),
+        "const_item" | "static_item" => Some((SymbolKind::Const, name(), None)),
+        "macro_definition" => Some((SymbolKind::Macro, name(), None)),
+        "trait_item" => Some((SymbolKind::Trait, name(), body())),
+        "mod_item" => Some((SymbolKind::Module, name(), body())),
+        "impl_item" => {
+            let ty = name_of(node, "type", src);
+            let label = match field_text(node, "trait", src) {
+                Some(t) => format!("{t} for {ty}"),
+                None => ty,
+            };
+            Some((SymbolKind::Impl, label, body()))
+        }
+        _ => None,
+    }
+}
+
+/// A Go declaration (types, constants and variables are named by their first spec).
+fn go_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
+    let kind = match node.kind() {
+        "function_declaration" => {
+            return Some((SymbolKind::Function, name_of(node, "name", src), None));
+        }
+        "method_declaration" => {
+            return Some((SymbolKind::Method, name_of(node, "name", src), None));
+        }
+        "type_declaration" => {
+            let spec = node.named_child(0)?;
+            match spec.child_by_field_name("type").map(|t| t.kind()) {
+                Some("struct_type") => SymbolKind::Struct,
+                Some("interface_type") => SymbolKind::Interface,
+                _ => SymbolKind::Type,
+            }
+        }
+        "const_declaration" => SymbolKind::Const,
+        "var_declaration" => SymbolKind::Var,
+        _ => return None,
+    };
+    let spec = node.named_child(0)?;
+    Some((kind, name_of(spec, "name", src), None))
+}
+
+/// A Python function or class.
+fn python_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
+    match node.kind() {
+        "function_definition" => Some((function, name_of(node, "name", src), None)),
+        "class_definition" => Some((
+            SymbolKind::Class,
+            name_of(node, "name", src),
+            node.child_by_field_name("body"),
+        )),
+        _ => None,
+    }
+}
+
+/// A TypeScript or JavaScript declaration.
+fn script_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
+    let name = || name_of(node, "name", src);
+    match node.kind() {
+        "function_declaration" | "generator_function_declaration" | "function_signature" => {
+            Some((SymbolKind::Function, name(), None))
+        }
+        "method_definition" | "method_signature" | "abstract_method_signature" => {
+            Some((SymbolKind::Method, name(), None))
+        }
+        "class_declaration" | "abstract_class_declaration" => {
+            Some((SymbolKind::Class, name(), node.child_by_field_name("body")))
+        }
+        "interface_declaration" => Some((SymbolKind::Interface, name(), None)),
+        "type_alias_declaration" => Some((SymbolKind::Type, name(), None)),
+        "enum_declaration" => Some((SymbolKind::Enum, name(), None)),
+        "internal_module" | "module" => Some((SymbolKind::Module, name(), None)),
+        "lexical_declaration" | "variable_declaration" => script_binding(node, src),
+        _ => None,
+    }
+}
+
+/// `const f = () => ...` is a function; other `const`, `let` and `var` bindings are
+/// constants and variables, named by their first declarator.
+fn script_binding<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
+    let declarator = node.named_child(0)?;
+    let value = declarator.child_by_field_name("value").map(|v| v.kind());
+    let is_const = text_of(node, src).starts_with("const");
+    let kind = match value {
+        Some("arrow_function" | "function_expression" | "function") => SymbolKind::Function,
+        _ if is_const => SymbolKind::Const,
+        _ => SymbolKind::Var,
+    };
+    Some((kind, name_of(declarator, "name", src), None))
 }
 
 /// The receiver type of a Go method, without `*` and type parameters: `(t *List[T])`

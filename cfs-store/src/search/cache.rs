@@ -213,6 +213,39 @@ pub(crate) fn load(
     dim: usize,
 ) -> std::result::Result<Snapshot, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
+    let body = decode(&bytes)?;
+    if body.model != model || body.dim as usize != dim {
+        return Err("built for another embedding model".into());
+    }
+    check_stamp(&body, txn)?;
+    let (docs, doc_of) = doc_maps(body.docs);
+    let mut paths: BucketMap<PathEntry> = BucketMap::new();
+    for p in body.paths {
+        paths.insert(p.id().0, p);
+    }
+    let segment = segment_of(body.chunks, body.postings, body.total_len, &doc_of, dim)?;
+    let segments = if segment.len() > 0 {
+        vec![Live::new(Arc::new(segment))]
+    } else {
+        Vec::new()
+    };
+    Ok(Snapshot {
+        root: body.root,
+        sequence: body.sequence,
+        model,
+        dim,
+        table_roots: body.table_roots,
+        chunk_roots: Arc::new(body.chunk_roots),
+        path_roots: Arc::new(body.path_roots),
+        paths,
+        docs,
+        segments,
+        txn: None,
+    })
+}
+
+/// The body of a cache file's bytes: magic, checksum and format checked.
+fn decode(bytes: &[u8]) -> std::result::Result<Body, String> {
     if bytes.len() < MAGIC.len() + 4 + 32 || &bytes[..8] != MAGIC {
         return Err("not an index cache file".into());
     }
@@ -224,11 +257,12 @@ pub(crate) fn load(
     if format != CACHE_FORMAT {
         return Err(format!("format {format}, this build reads {CACHE_FORMAT}"));
     }
-    let body = Body::try_from_slice(&content[12..]).map_err(|e| format!("does not decode: {e}"))?;
-    if body.model != model || body.dim as usize != dim {
-        return Err("built for another embedding model".into());
-    }
-    // The stamp must describe a state this store committed.
+    Body::try_from_slice(&content[12..]).map_err(|e| format!("does not decode: {e}"))
+}
+
+/// The stamp must describe a state this store committed: its bucket roots compose to
+/// its state root, which is the root of its commit in the store's chain.
+fn check_stamp(body: &Body, txn: &ReadTxn) -> std::result::Result<(), String> {
     let compose = |roots: &[MerkleRoot]| TopTree::from_bucket_roots(roots).map(|t| t.root());
     let chunks_root = compose(&body.chunk_roots).map_err(|e| e.to_string())?;
     let paths_root = compose(&body.path_roots).map_err(|e| e.to_string())?;
@@ -251,9 +285,16 @@ pub(crate) fn load(
             body.sequence
         ));
     }
+    Ok(())
+}
+
+/// The cached documents, by bucket and by id.
+fn doc_maps(
+    cached: Vec<CachedDoc>,
+) -> (BucketMap<Arc<DocInfo>>, HashMap<DocumentId, Arc<DocInfo>>) {
     let mut docs: BucketMap<Arc<DocInfo>> = BucketMap::new();
     let mut doc_of: HashMap<DocumentId, Arc<DocInfo>> = HashMap::new();
-    for d in body.docs {
+    for d in cached {
         let info = Arc::new(DocInfo {
             id: d.id,
             mime_type: d.mime_type.into(),
@@ -270,15 +311,23 @@ pub(crate) fn load(
         docs.insert(d.id.0, Arc::clone(&info));
         doc_of.insert(d.id, info);
     }
-    let mut paths: BucketMap<PathEntry> = BucketMap::new();
-    for p in body.paths {
-        paths.insert(p.id().0, p);
-    }
-    let n = body.chunks.len();
+    (docs, doc_of)
+}
+
+/// The one segment of the cached chunks and postings, checked: chunks in id order,
+/// each naming a present document, vectors of `dim`, postings within the chunks.
+fn segment_of(
+    chunks: Vec<CachedChunk>,
+    cached_postings: Vec<(String, Vec<(u32, u32)>)>,
+    total_len: u64,
+    doc_of: &HashMap<DocumentId, Arc<DocInfo>>,
+    dim: usize,
+) -> std::result::Result<Segment, String> {
+    let n = chunks.len();
     let mut metas = Vec::with_capacity(n);
     let mut lens = Vec::with_capacity(n);
     let mut vectors = Vectors::with_capacity(dim, n);
-    for (i, c) in body.chunks.into_iter().enumerate() {
+    for (i, c) in chunks.into_iter().enumerate() {
         if i > 0 && metas.last().is_some_and(|m: &Arc<ChunkMeta>| m.id >= c.id) {
             return Err("chunks out of order".into());
         }
@@ -305,37 +354,19 @@ pub(crate) fn load(
             heading: c.heading.map(Into::into),
         }));
     }
-    let mut postings = HashMap::with_capacity(body.postings.len());
-    for (term, list) in body.postings {
+    let mut postings = HashMap::with_capacity(cached_postings.len());
+    for (term, list) in cached_postings {
         if list.iter().any(|&(i, _)| i as usize >= n) {
             return Err(format!("postings of {term:?} point past the chunks"));
         }
         postings.insert(term.into_boxed_str(), list);
     }
-    let segment = Segment {
+    Ok(Segment {
         metas,
         lens,
-        total_len: body.total_len,
+        total_len,
         postings,
         vectors: Arc::new(vectors),
         hnsw: OnceLock::new(),
-    };
-    let segments = if segment.len() > 0 {
-        vec![Live::new(Arc::new(segment))]
-    } else {
-        Vec::new()
-    };
-    Ok(Snapshot {
-        root: body.root,
-        sequence: body.sequence,
-        model,
-        dim,
-        table_roots: body.table_roots,
-        chunk_roots: Arc::new(body.chunk_roots),
-        path_roots: Arc::new(body.path_roots),
-        paths,
-        docs,
-        segments,
-        txn: None,
     })
 }
