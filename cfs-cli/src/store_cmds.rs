@@ -356,6 +356,12 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             root.display()
         );
     }
+    if part.is_none()
+        && args.changed_since.is_none()
+        && let Ok(Some(code)) = unchanged_index(&root, args)
+    {
+        return Ok(code);
+    }
     let Opened {
         store,
         file,
@@ -440,6 +446,53 @@ fn embed_pending(
     let report = store.embed_pending(embedder, &options, &embed_progress(&bar))?;
     bar.finish_and_clear();
     Ok(report)
+}
+
+/// A no-op `cfs index` of the whole tree answered from a read-only open: nothing to
+/// sync, no vector missing (unless `--no-wait`), git's head recorded already. A writable
+/// open and close write and sync the store file; this writes nothing. `None` (or an
+/// error, which the writable path meets again and reports) when there is work to do.
+fn unchanged_index(root: &Path, args: &IndexArgs) -> anyhow::Result<Option<ExitCode>> {
+    let started = std::time::Instant::now();
+    let file = tree_store(root, args.common.store.as_deref());
+    if !file.is_file() {
+        return Ok(None);
+    }
+    let git_root = root.to_path_buf();
+    let head = std::thread::spawn(move || cfs_store::git::head(&git_root));
+    let store = Store::open_read_only(&file)?;
+    let recorded = EmbedderChoice::of_model_id(&store.settings().model_id);
+    if args.embedder.is_some_and(|c| Some(c) != recorded) {
+        return Ok(None);
+    }
+    let embedder = embedder_for(&store)?;
+    let options = SyncOptions {
+        memory_bytes: args.memory.saturating_mul(1 << 20),
+        ..sync_options(root)?
+    };
+    let Some(report) = store.unchanged(root, &options, &*embedder)? else {
+        return Ok(None);
+    };
+    let status = store.embed_status()?;
+    let vectors = (!args.no_wait).then(|| cfs_store::EmbedReport {
+        root: report.root,
+        ..cfs_store::EmbedReport::default()
+    });
+    let head = head.join().ok().flatten();
+    let head_recorded = match &head {
+        Some(head) => store.git_head()? == Some((head.clone(), report.root)),
+        None => true,
+    };
+    if (vectors.is_some() && status.embedded != status.chunks) || !head_recorded {
+        return Ok(None);
+    }
+    let done = Done {
+        head: head.as_deref(),
+        seconds: started.elapsed().as_secs_f64(),
+        vectors: vectors.as_ref(),
+    };
+    print_sync_report(&report, root, &file, &done, args.common.json)?;
+    Ok(Some(ExitCode::SUCCESS))
 }
 
 /// What happened after the sync: the git HEAD recorded, the time taken, and the

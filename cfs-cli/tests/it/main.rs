@@ -686,3 +686,38 @@ fn embedders_text_first_and_a_missing_model() {
     assert_eq!(code, 0);
     assert!(out.contains("src/lib.rs"), "{out}");
 }
+
+#[test]
+fn a_no_op_index_leaves_the_store_file_untouched() {
+    let dir = sample_tree();
+    let root = dir.path();
+    // A file that fails (a binary) is read again by every sync: none here.
+    std::fs::remove_file(root.join("image.png")).unwrap();
+    let (code, _, err) = cfs_in(root, &["index", "--embedder", "hash", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    // Out of the racy window (files modified within 2 s of a sync are hashed again),
+    // and a sync that records their stats as trusted.
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    for path in ["README.md", "src/lib.rs", "copy.md"] {
+        let file = std::fs::File::options().append(true).open(root.join(path));
+        file.unwrap().set_modified(past).unwrap();
+    }
+    let (code, _, err) = cfs_in(root, &["index", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let store = root.join(".cfs/store.redb");
+    let before = (
+        std::fs::read(&store).unwrap(),
+        std::fs::metadata(&store).unwrap().modified().unwrap(),
+    );
+    let (code, out, err) = cfs_in(root, &["index", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["added"], 0);
+    assert_eq!(report["commits"], 0);
+    assert!(report["unchanged"].as_u64().unwrap() >= 2, "{out}");
+    let after = (
+        std::fs::read(&store).unwrap(),
+        std::fs::metadata(&store).unwrap().modified().unwrap(),
+    );
+    assert!(before == after, "a no-op index wrote to the store file");
+}

@@ -222,16 +222,8 @@ impl Store {
         self.settings().check(&requested, self.path())?;
         let started_ns = now_ns();
         let mut run = SyncRun::new(self, options, embedder, progress, started_ns);
-        // The walk (system calls) and the read of the store's side run at once.
-        let (walked, state) =
-            rayon::join(|| self.walk_files(root, scope), || run.read_state(scope));
-        let (files, walk_failures) = walked?;
-        state?;
-        progress(SyncProgress::Found { files: files.len() });
-        run.report.failed = walk_failures;
-        run.find_renames(&files)?;
-        let triage = run.triage(&files);
-        if triage.relabel.is_empty() && triage.to_read.is_empty() && triage.gone.is_empty() {
+        let triage = run.survey(root, scope)?;
+        if triage.is_empty() {
             // Nothing to write, not even to a cache: no transaction at all.
             run.report.root = self.state_root()?;
             return Ok(run.report);
@@ -243,6 +235,32 @@ impl Store {
         }
         let txn = run.write_files(txn, &triage.to_read)?;
         run.finish(txn, &triage.gone)
+    }
+
+    /// The report of a sync of the whole tree at `root` if that sync would write nothing
+    /// (every file as the stat cache has it, none new, none gone, no collection changed),
+    /// found with read transactions only: it works on a store opened read-only, so that
+    /// a no-op index needs no writable open (whose open and close write and sync the
+    /// file). `None` if the sync has something to do.
+    pub fn unchanged(
+        &self,
+        root: &Path,
+        options: &SyncOptions,
+        embedder: &dyn Embedder,
+    ) -> Result<Option<SyncReport>> {
+        crate::error::guard(self.path(), || {
+            let requested = Settings {
+                chunk: options.config.chunk,
+                model_id: embedder.model_id().to_owned(),
+            };
+            self.settings().check(&requested, self.path())?;
+            let mut run = SyncRun::new(self, options, embedder, &|_| {}, now_ns());
+            if !run.survey(root, None)?.is_empty() {
+                return Ok(None);
+            }
+            run.report.root = self.state_root()?;
+            Ok(Some(run.report))
+        })
     }
 
     /// The files of `root` in `scope`, less the store's own file wherever it lives (only
@@ -305,6 +323,13 @@ struct Triage {
     gone: Vec<String>,
 }
 
+impl Triage {
+    /// Nothing to write.
+    fn is_empty(&self) -> bool {
+        self.relabel.is_empty() && self.to_read.is_empty() && self.gone.is_empty()
+    }
+}
+
 impl<'a> SyncRun<'a> {
     fn new(
         store: &'a Store,
@@ -324,6 +349,21 @@ impl<'a> SyncRun<'a> {
             renames_left: BTreeMap::new(),
             report: SyncReport::default(),
         }
+    }
+
+    /// Walks the tree and compares it with the store, with read transactions only:
+    /// what the sync must do with the files found.
+    fn survey(&mut self, root: &Path, scope: Option<&Scope>) -> Result<Triage> {
+        let store = self.store;
+        // The walk (system calls) and the read of the store's side run at once.
+        let (walked, state) =
+            rayon::join(|| store.walk_files(root, scope), || self.read_state(scope));
+        let (files, walk_failures) = walked?;
+        state?;
+        (self.progress)(SyncProgress::Found { files: files.len() });
+        self.report.failed = walk_failures;
+        self.find_renames(&files)?;
+        Ok(self.triage(&files))
     }
 
     /// Reads what the run compares against: the path entries and stat rows in scope

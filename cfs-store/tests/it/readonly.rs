@@ -26,6 +26,15 @@ struct ReadOnlyBackend {
 }
 
 impl ReadOnlyBackend {
+    /// The store file at `file` opened read-only on its bytes, counting into `writes`.
+    fn open(file: &Path, writes: &'static AtomicU64) -> Store {
+        let backend = Self {
+            data: std::fs::read(file).unwrap(),
+            writes,
+        };
+        Store::open_read_only_with_backend(backend, file).unwrap()
+    }
+
     fn refuse(&self, what: &str) -> io::Error {
         self.writes.fetch_add(1, Ordering::SeqCst);
         io::Error::new(
@@ -121,11 +130,7 @@ fn every_read_path_works_on_storage_that_refuses_writes() {
     let db = tempfile::tempdir().unwrap();
     let (file, embedder) = committed_store(tree.path(), db.path());
     let writable_root = Store::open(&file).unwrap().state_root().unwrap();
-    let backend = ReadOnlyBackend {
-        data: std::fs::read(&file).unwrap(),
-        writes: &WRITES,
-    };
-    let store = Store::open_read_only_with_backend(backend, &file).unwrap();
+    let store = ReadOnlyBackend::open(&file, &WRITES);
     assert!(store.is_read_only());
     assert_eq!(read_everything(&store, &embedder), writable_root);
     assert_eq!(WRITES.load(Ordering::SeqCst), 0, "a read path wrote");
@@ -269,4 +274,88 @@ fn a_cache_that_cannot_be_written_leaves_no_temporary_file() {
         .filter(|n| n.contains("tmp"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// Sets the modification time of every file under `root` a minute back (out of the
+/// racy window, in which the stat cache vouches for nothing).
+fn age_files(root: &Path) {
+    let past = std::time::SystemTime::now() - Duration::from_secs(60);
+    for entry in walkdir(root) {
+        let f = std::fs::File::options().append(true).open(&entry).unwrap();
+        f.set_modified(past).unwrap();
+    }
+}
+
+fn walkdir(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walkdir(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_read_only_store_tells_whether_a_sync_would_write_anything() {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let (file, embedder) = committed_store(tree.path(), db.path());
+    age_files(tree.path());
+    let options = SyncOptions::default();
+    let writable = Store::open(&file).unwrap();
+    let synced = writable
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    drop(writable);
+    let open = || ReadOnlyBackend::open(&file, &WRITES);
+    // Nothing changed: the report a sync would give, from reads alone.
+    let report = open()
+        .unchanged(tree.path(), &options, &embedder)
+        .unwrap()
+        .expect("nothing to sync");
+    assert_eq!(report.root, synced.root);
+    assert_eq!((report.unchanged, report.added, report.commits), (3, 0, 0));
+    assert_eq!(WRITES.load(Ordering::SeqCst), 0, "the check wrote");
+
+    // An edit, a new file, a removed file: each is work for the sync.
+    write(tree.path(), "notes.txt", "Remember the bread too.\n");
+    age_files(tree.path());
+    assert!(
+        open()
+            .unchanged(tree.path(), &options, &embedder)
+            .unwrap()
+            .is_none()
+    );
+    Store::open(&file)
+        .unwrap()
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert!(
+        open()
+            .unchanged(tree.path(), &options, &embedder)
+            .unwrap()
+            .is_some()
+    );
+    write(tree.path(), "src/new.rs", "pub fn added() {}\n");
+    age_files(tree.path());
+    assert!(
+        open()
+            .unchanged(tree.path(), &options, &embedder)
+            .unwrap()
+            .is_none()
+    );
+    std::fs::remove_file(tree.path().join("src/new.rs")).unwrap();
+    std::fs::remove_file(tree.path().join("notes.txt")).unwrap();
+    assert!(
+        open()
+            .unchanged(tree.path(), &options, &embedder)
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(WRITES.load(Ordering::SeqCst), 0);
 }
