@@ -132,6 +132,13 @@ pub struct IndexArgs {
     common: Common,
 }
 
+impl IndexArgs {
+    /// `--memory` in bytes.
+    fn memory_bytes(&self) -> usize {
+        self.memory.saturating_mul(1 << 20)
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct RefreshArgs {
     /// Files or folders to sync (deleted ones are removed from the store).
@@ -356,11 +363,26 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             root.display()
         );
     }
-    if part.is_none()
-        && args.changed_since.is_none()
-        && let Ok(Some(code)) = unchanged_index(&root, args)
+    let whole = part.is_none() && args.changed_since.is_none();
+    // git's answer (a process of its own) is asked for while the store is looked at; a
+    // part of the tree synced says nothing of the rest: no git head recorded then.
+    let asked = whole.then(|| {
+        let git_root = root.clone();
+        std::thread::spawn(move || cfs_store::git::head(&git_root))
+    });
+    // Errors of the read-only look are met again, and reported, by the writable path.
+    let no_op = whole.then(|| unchanged_index(&root, args).ok().flatten());
+    let head = asked.and_then(|h| h.join().ok().flatten());
+    if let Some(no_op) = no_op.flatten()
+        && no_op.head_recorded(head.as_deref())?
     {
-        return Ok(code);
+        let done = Done {
+            head: head.as_deref(),
+            seconds: no_op.started.elapsed().as_secs_f64(),
+            vectors: no_op.vectors.as_ref(),
+        };
+        print_sync_report(&no_op.report, &root, &no_op.file, &done, args.common.json)?;
+        return Ok(ExitCode::SUCCESS);
     }
     let Opened {
         store,
@@ -369,7 +391,7 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         embedder,
     } = open_or_create(&root, &args.common, args.embedder)?;
     let options = SyncOptions {
-        memory_bytes: args.memory.saturating_mul(1 << 20),
+        memory_bytes: args.memory_bytes(),
         ..options
     };
     let started = std::time::Instant::now();
@@ -384,11 +406,6 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             (report, changes.head)
         }
         None => {
-            // git's answer (a process of its own) is asked for while the tree syncs.
-            let git_root = root.clone();
-            let head = part
-                .is_none()
-                .then(|| std::thread::spawn(move || cfs_store::git::head(&git_root)));
             let bar = progress(0, args.common.json, "indexing");
             let report = match &part {
                 Some(part) => store.sync_paths(
@@ -401,8 +418,6 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
                 None => store.sync(&root, &options, &*embedder, &sync_progress(&bar))?,
             };
             bar.finish_and_clear();
-            // A part of the tree synced says nothing of the rest: no git head recorded.
-            let head = head.and_then(|h| h.join().ok().flatten());
             (report, head)
         }
     };
@@ -448,18 +463,36 @@ fn embed_pending(
     Ok(report)
 }
 
-/// A no-op `cfs index` of the whole tree answered from a read-only open: nothing to
-/// sync, no vector missing (unless `--no-wait`), git's head recorded already. A writable
-/// open and close write and sync the store file; this writes nothing. `None` (or an
-/// error, which the writable path meets again and reports) when there is work to do.
-fn unchanged_index(root: &Path, args: &IndexArgs) -> anyhow::Result<Option<ExitCode>> {
+/// A whole-tree `cfs index` with nothing to do, found from a read-only open (a writable
+/// open and close write and sync the store file; this writes nothing).
+struct NoOp {
+    store: Store,
+    file: PathBuf,
+    report: cfs_store::SyncReport,
+    /// What `embed_pending` reports when no vector is missing (none with `--no-wait`).
+    vectors: Option<cfs_store::EmbedReport>,
+    started: std::time::Instant,
+}
+
+impl NoOp {
+    /// Whether git's head `head` (if the tree has one) is recorded for this state
+    /// already: otherwise the writable path records it.
+    fn head_recorded(&self, head: Option<&str>) -> anyhow::Result<bool> {
+        Ok(match head {
+            Some(head) => self.store.git_head()? == Some((head.to_owned(), self.report.root)),
+            None => true,
+        })
+    }
+}
+
+/// The store of the tree at `root` opened read-only: `None` when a sync would write
+/// something or (unless `--no-wait`) a vector is missing.
+fn unchanged_index(root: &Path, args: &IndexArgs) -> anyhow::Result<Option<NoOp>> {
     let started = std::time::Instant::now();
     let file = tree_store(root, args.common.store.as_deref());
     if !file.is_file() {
         return Ok(None);
     }
-    let git_root = root.to_path_buf();
-    let head = std::thread::spawn(move || cfs_store::git::head(&git_root));
     let store = Store::open_read_only(&file)?;
     let recorded = EmbedderChoice::of_model_id(&store.settings().model_id);
     if args.embedder.is_some_and(|c| Some(c) != recorded) {
@@ -467,32 +500,27 @@ fn unchanged_index(root: &Path, args: &IndexArgs) -> anyhow::Result<Option<ExitC
     }
     let embedder = embedder_for(&store)?;
     let options = SyncOptions {
-        memory_bytes: args.memory.saturating_mul(1 << 20),
+        memory_bytes: args.memory_bytes(),
         ..sync_options(root)?
     };
     let Some(report) = store.unchanged(root, &options, &*embedder)? else {
         return Ok(None);
     };
     let status = store.embed_status()?;
+    if !args.no_wait && status.embedded != status.chunks {
+        return Ok(None);
+    }
     let vectors = (!args.no_wait).then(|| cfs_store::EmbedReport {
         root: report.root,
         ..cfs_store::EmbedReport::default()
     });
-    let head = head.join().ok().flatten();
-    let head_recorded = match &head {
-        Some(head) => store.git_head()? == Some((head.clone(), report.root)),
-        None => true,
-    };
-    if (vectors.is_some() && status.embedded != status.chunks) || !head_recorded {
-        return Ok(None);
-    }
-    let done = Done {
-        head: head.as_deref(),
-        seconds: started.elapsed().as_secs_f64(),
-        vectors: vectors.as_ref(),
-    };
-    print_sync_report(&report, root, &file, &done, args.common.json)?;
-    Ok(Some(ExitCode::SUCCESS))
+    Ok(Some(NoOp {
+        store,
+        file,
+        report,
+        vectors,
+        started,
+    }))
 }
 
 /// What happened after the sync: the git HEAD recorded, the time taken, and the

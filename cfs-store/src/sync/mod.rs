@@ -215,13 +215,7 @@ impl Store {
         embedder: &dyn Embedder,
         progress: &(dyn Fn(SyncProgress<'_>) + Sync),
     ) -> Result<SyncReport> {
-        let requested = Settings {
-            chunk: options.config.chunk,
-            model_id: embedder.model_id().to_owned(),
-        };
-        self.settings().check(&requested, self.path())?;
-        let started_ns = now_ns();
-        let mut run = SyncRun::new(self, options, embedder, progress, started_ns);
+        let mut run = SyncRun::start(self, options, embedder, progress)?;
         let triage = run.survey(root, scope)?;
         if triage.is_empty() {
             // Nothing to write, not even to a cache: no transaction at all.
@@ -249,12 +243,7 @@ impl Store {
         embedder: &dyn Embedder,
     ) -> Result<Option<SyncReport>> {
         crate::error::guard(self.path(), || {
-            let requested = Settings {
-                chunk: options.config.chunk,
-                model_id: embedder.model_id().to_owned(),
-            };
-            self.settings().check(&requested, self.path())?;
-            let mut run = SyncRun::new(self, options, embedder, &|_| {}, now_ns());
+            let mut run = SyncRun::start(self, options, embedder, &|_| {})?;
             if !run.survey(root, None)?.is_empty() {
                 return Ok(None);
             }
@@ -331,24 +320,30 @@ impl Triage {
 }
 
 impl<'a> SyncRun<'a> {
-    fn new(
+    /// A run starting now, once the store's settings are checked against the
+    /// options' chunking and the embedder's model.
+    fn start(
         store: &'a Store,
         options: &'a SyncOptions,
         embedder: &'a dyn Embedder,
         progress: &'a (dyn Fn(SyncProgress<'_>) + Sync),
-        started_ns: u64,
-    ) -> Self {
-        Self {
+    ) -> Result<Self> {
+        let requested = Settings {
+            chunk: options.config.chunk,
+            model_id: embedder.model_id().to_owned(),
+        };
+        store.settings().check(&requested, store.path())?;
+        Ok(Self {
             store,
             options,
             embedder,
             progress,
-            started_ns,
+            started_ns: now_ns(),
             existing: BTreeMap::new(),
             stats: BTreeMap::new(),
             renames_left: BTreeMap::new(),
             report: SyncReport::default(),
-        }
+        })
     }
 
     /// Walks the tree and compares it with the store, with read transactions only:
