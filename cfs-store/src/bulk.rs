@@ -192,25 +192,35 @@ pub(crate) fn spill_staged(
     if runs.is_empty() && !txn.open_table(table.0)?.is_empty()? {
         return write_staged(txn, table.0, table.1, rows);
     }
-    let order = key_order(&rows);
-    runs.push(Run::write(dir, &rows, order.into_iter().map(|(i, _)| i))?);
-    rayon::spawn(move || drop(rows));
+    runs.push(sorted_run(rows, dir)?);
     Ok(StagedWrite::default())
 }
 
-/// Writes one table's staged rows, those spilled into `runs` before them included: with
-/// runs, every row goes through the merge into the table, which is still empty.
+/// `rows` in key order (equal keys in the order staged) in a new run in `dir`.
+fn sorted_run(rows: Vec<(Vec<u8>, Vec<u8>)>, dir: &std::path::Path) -> Result<Run> {
+    let order = key_order(&rows);
+    let run = Run::write(dir, &rows, order.into_iter().map(|(i, _)| i))?;
+    rayon::spawn(move || drop(rows));
+    Ok(run)
+}
+
+/// Writes one table's staged rows, those spilled into `runs` before them included (the
+/// runs are taken): with runs, every row goes through the merge into the table, which
+/// is still empty.
 pub(crate) fn write_staged_and_spilled(
     txn: &redb::WriteTransaction,
     table: (TableDef, bool),
     rows: Vec<(Vec<u8>, Vec<u8>)>,
-    mut runs: Vec<Run>,
+    runs: &mut Vec<Run>,
     dir: &std::path::Path,
 ) -> Result<StagedWrite> {
+    let mut runs = std::mem::take(runs);
     if runs.is_empty() {
         return write_staged(txn, table.0, table.1, rows);
     }
-    spill_staged(txn, table, rows, &mut runs, dir)?;
+    if !rows.is_empty() {
+        runs.push(sorted_run(rows, dir)?);
+    }
     let mut t = txn.open_table(table.0)?;
     if !t.is_empty()? {
         return Err(StoreError::Internal(
@@ -479,7 +489,8 @@ mod tests {
         }
         assert_eq!(runs.len(), 3);
         let rest = parts[3].clone();
-        let merged = write_staged_and_spilled(&txn, (T, true), rest, runs, dir.path()).unwrap();
+        let merged =
+            write_staged_and_spilled(&txn, (T, true), rest, &mut runs, dir.path()).unwrap();
         txn.commit().unwrap();
 
         let counts = |w: &StagedWrite| (w.present, w.differed);

@@ -163,9 +163,7 @@ impl ReadTxn {
         let mut out = Vec::with_capacity(usize::try_from(t.len()?).unwrap_or(0));
         for row in t.iter()? {
             let key = row?.0;
-            out.push(ChunkId(key.value().try_into().map_err(|_| {
-                StoreError::Corrupted("chunk key is not 16 bytes".into())
-            })?));
+            out.push(ChunkId(tables::id16(key.value(), "chunk key")?));
         }
         Ok(out)
     }

@@ -21,12 +21,6 @@ const PARALLEL_MIN: usize = 256;
 
 type Bytes = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
-fn key16(bytes: &[u8]) -> Result<[u8; 16]> {
-    bytes
-        .try_into()
-        .map_err(|_| StoreError::Corrupted(format!("{}-byte key or id, not 16", bytes.len())))
-}
-
 /// A document with the ids of its paths and of its chunks (in sequence order).
 pub(crate) struct IndexedDocument {
     pub(crate) document: Document,
@@ -71,7 +65,7 @@ impl ReadTxn {
         for row in tables::bucket_rows(&t, bucket)? {
             let (k, v) = row?;
             let entry = PathEntry::decode(tables::split_row(v.value())?.1)?;
-            rows.push((key16(k.value())?, entry));
+            rows.push((tables::id16(k.value(), "path key")?, entry));
         }
         Ok(rows)
     }
@@ -81,7 +75,7 @@ impl ReadTxn {
         let t = self.raw().open_table(tables::CHUNKS)?;
         let mut ids = Vec::new();
         for row in tables::bucket_rows(&t, bucket)? {
-            ids.push(ChunkId(key16(row?.0.value())?));
+            ids.push(ChunkId(tables::id16(row?.0.value(), "chunk key")?));
         }
         Ok(ids)
     }

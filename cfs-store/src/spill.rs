@@ -96,8 +96,8 @@ impl Reader {
     }
 }
 
-/// The rows of several runs in key order; rows with equal keys in run order, then in
-/// the order of their run (the order they were staged, when runs are in staging order).
+/// The rows of several runs in key order; rows with equal keys by run, and within a
+/// run in its order (the order they were staged, when runs are in staging order).
 pub(crate) struct Merge {
     readers: Vec<Reader>,
     /// The head row of each run with rows left, by (key, run).

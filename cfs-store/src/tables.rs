@@ -145,9 +145,7 @@ pub fn embedding_ids<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
     let mut ids = Vec::new();
     for row in table.iter()? {
         let key = row?.0;
-        ids.push(cfs_core::EmbeddingId(key.value().try_into().map_err(
-            |_| StoreError::Corrupted("embedding key not 16 bytes".into()),
-        )?));
+        ids.push(cfs_core::EmbeddingId(id16(key.value(), "embedding key")?));
     }
     Ok(ids)
 }
@@ -160,6 +158,13 @@ fn corrupted(what: &str) -> StoreError {
     StoreError::Corrupted(what.into())
 }
 
+/// A stored 16-byte id (`what` names the key or value in the error).
+pub(crate) fn id16(bytes: &[u8], what: &str) -> Result<[u8; 16]> {
+    bytes
+        .try_into()
+        .map_err(|_| corrupted(&format!("{what} is not 16 bytes")))
+}
+
 /// `CHUNKS_BY_DOCUMENT` key: document id, then the chunk's sequence (u32 BE).
 pub fn chunk_index_key(document: &DocumentId, sequence: u32) -> [u8; 20] {
     let mut key = [0u8; 20];
@@ -170,9 +175,7 @@ pub fn chunk_index_key(document: &DocumentId, sequence: u32) -> [u8; 20] {
 
 /// A `CHUNKS_BY_DOCUMENT` value: the chunk id.
 pub fn chunk_index_value(value: &[u8]) -> Result<ChunkId> {
-    Ok(ChunkId(value.try_into().map_err(|_| {
-        corrupted("chunks_by_document value is not 16 bytes")
-    })?))
+    Ok(ChunkId(id16(value, "chunks_by_document value")?))
 }
 
 /// `PATHS_BY_DOCUMENT` key: document id, then path id.
@@ -186,10 +189,7 @@ pub fn path_index_key(document: &DocumentId, path: &PathId) -> [u8; 32] {
 /// The path id of a `PATHS_BY_DOCUMENT` key.
 pub fn path_of_index_key(key: &[u8]) -> Result<PathId> {
     match key.split_first_chunk::<16>() {
-        Some((_, path)) if path.len() == 16 => Ok(PathId(
-            path.try_into()
-                .map_err(|_| corrupted("paths_by_document key"))?,
-        )),
+        Some((_, path)) if path.len() == 16 => Ok(PathId(id16(path, "paths_by_document key")?)),
         _ => Err(corrupted("paths_by_document key is not 32 bytes")),
     }
 }
@@ -229,9 +229,7 @@ pub fn content_key(content: &ContentHash, mime_type: &str) -> Vec<u8> {
 
 /// A `CONTENT_INDEX` value: the document id.
 pub fn content_value(value: &[u8]) -> Result<DocumentId> {
-    Ok(DocumentId(value.try_into().map_err(|_| {
-        corrupted("content index value is not 16 bytes")
-    })?))
+    Ok(DocumentId(id16(value, "content index value")?))
 }
 
 /// `EMBEDDING_CACHE` key: model hash, then text hash.

@@ -254,6 +254,15 @@ fn spill_dir(path: &std::path::Path) -> std::path::PathBuf {
     }
 }
 
+/// `spill_staged` or `write_staged_and_spilled`: one table's staged rows and runs.
+type WriteStaged = fn(
+    &redb::WriteTransaction,
+    (crate::bulk::TableDef, bool),
+    Vec<(Vec<u8>, Vec<u8>)>,
+    &mut Vec<crate::spill::Run>,
+    &std::path::Path,
+) -> Result<StagedWrite>;
+
 /// One committed row ready to write: its key and its value (leaf, then payload).
 struct Row {
     table: Table,
@@ -295,28 +304,18 @@ impl<'s> WriteTxn<'s> {
         if self.staged.is_empty() {
             return Ok(());
         }
-        let staged = std::mem::take(&mut self.staged);
-        let (txn, dir) = (&self.txn, self.spill_dir.as_path());
-        let results: Vec<(Option<Table>, StagedWrite)> = STAGED_TABLES
-            .into_par_iter()
-            .zip(staged.rows)
-            .zip(staged.runs)
-            .with_max_len(1)
-            .map(|(((def, table), rows), runs)| {
-                let target = (def, table.is_some());
-                Ok((
-                    table,
-                    write_staged_and_spilled(txn, target, rows, runs, dir)?,
-                ))
-            })
-            .collect::<Result<_>>()?;
-        self.account(results);
-        Ok(())
+        self.each_staged_table(write_staged_and_spilled)
     }
 
     /// Staged rows over their budget: spilled or written (`spill_staged`); the staged
     /// rows are empty afterwards, the runs kept.
     fn spill(&mut self) -> Result<()> {
+        self.each_staged_table(spill_staged)
+    }
+
+    /// Takes the staged rows and gives each table's, with its runs, to `write` (each
+    /// table by a task of its own), then counts what went into the tables.
+    fn each_staged_table(&mut self, write: WriteStaged) -> Result<()> {
         let rows = std::mem::take(&mut self.staged.rows);
         self.staged.bytes = 0;
         let (txn, dir) = (&self.txn, self.spill_dir.as_path());
@@ -327,7 +326,7 @@ impl<'s> WriteTxn<'s> {
             .with_max_len(1)
             .map(|(((def, table), rows), runs)| {
                 let target = (def, table.is_some());
-                Ok((table, spill_staged(txn, target, rows, runs, dir)?))
+                Ok((table, write(txn, target, rows, runs, dir)?))
             })
             .collect::<Result<_>>()?;
         self.account(results);
