@@ -922,9 +922,10 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         Ok(embedder) => Ok(store.check_vectors(&*embedder, sample)?),
         Err(e) => Err(format!("{e:#}")),
     };
+    let index = index_file_check(&store);
     let seconds = started.elapsed().as_secs_f64();
     let vectors_ok = vectors.as_ref().map_or(true, |v| v.wrong.is_empty());
-    let ok = report.is_ok() && vectors_ok;
+    let ok = report.is_ok() && vectors_ok && index.as_ref().is_none_or(|i| i.is_ok());
     if common.json {
         let vectors_json = match &vectors {
             Ok(v) => json!({"checked": v.checked, "embeddings": v.embeddings, "wrong": v.wrong}),
@@ -936,6 +937,11 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             "computed_root": report.computed_root.to_hex(),
             "problems": report.problems,
             "vectors": vectors_json,
+            "index_file": match &index {
+                None => json!(null),
+                Some(Ok(bytes)) => json!({"ok": true, "bytes": bytes}),
+                Some(Err(reason)) => json!({"ok": false, "problem": reason}),
+            },
             "seconds": seconds,
         }))?;
     } else if report.is_ok() {
@@ -983,12 +989,32 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             }
             Err(reason) => writeln!(out, "vectors: not checked: {reason}")?,
         }
+        match &index {
+            None => {}
+            Some(Ok(bytes)) => writeln!(
+                out,
+                "index file: {bytes} bytes, every section matches its hash"
+            )?,
+            Some(Err(reason)) => writeln!(
+                out,
+                "index file: FAILED, {reason}; it is only a cache: delete {} and the next search rebuilds it",
+                crate::search_cmds::cache_path(&store).display()
+            )?,
+        }
     }
     Ok(if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The search index file beside the store, every section checked against its hash;
+/// `None` when there is none.
+fn index_file_check(store: &Store) -> Option<Result<usize, String>> {
+    let path = crate::search_cmds::cache_path(store);
+    path.exists()
+        .then(|| cfs_store::search::verify_index_file(&path))
 }
 
 pub fn log(args: &LogArgs) -> anyhow::Result<ExitCode> {

@@ -127,7 +127,7 @@ pub fn search_answer(
             .chunk(&h.chunk_id)
             .ok_or_else(|| format!("chunk {} left its snapshot", h.chunk_id))?;
         results.push(Found {
-            chunk: Cited::of(meta),
+            chunk: Cited::of(&meta),
             same_content: h.paths.iter().filter(|p| **p != h.path).cloned().collect(),
             score: h.score,
             snippet: h.snippet,
@@ -184,7 +184,7 @@ pub fn chunk_answer(snap: &Snapshot, params: &ChunkParams) -> Result<ChunkAnswer
     let neighbour = |i: Option<usize>| i.and_then(|i| order.get(i)).map(ToString::to_string);
     Ok(ChunkAnswer {
         root: root.to_hex(),
-        chunk: Cited::of(meta),
+        chunk: Cited::of(&meta),
         paths: paths_of(&meta.doc),
         heading: meta.heading.as_deref().map(str::to_owned),
         sequence: meta.sequence,

@@ -394,8 +394,15 @@ fn search_and_rebuild_index() {
     let (code, out, err) = cfs_in(root, &["search", "merkle"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("README.md:"), "{out}");
-    assert!(err.contains("rebuilt") && err.contains("checksum"), "{err}");
+    assert!(err.contains("rebuilt") && err.contains("torn"), "{err}");
     assert_eq!(std::fs::read(&cache).unwrap(), bytes);
+    // verify checks every section of it against its hash.
+    let (code, out, err) = cfs_in(root, &["verify"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("index file:") && out.contains("matches its hash"),
+        "{out}"
+    );
 
     let (code, out, err) = cfs_in(root, &["rebuild-index", "--json"]);
     assert_eq!(code, 0, "{err}");

@@ -1,37 +1,85 @@
-//! The runtime index as a cache file, so that a process need not rebuild it.
+//! The runtime index as a file beside the store, opened in place so that a process
+//! need not rebuild or load it (`docs/format.md`, "The index file").
 //!
-//! Layout: the 8 bytes `CFSINDEX`, a `u32` LE format version, the borsh body, then the
-//! 32-byte BLAKE3 hash of everything before it. The body holds one snapshot, stamped
-//! with its state root, sequence, table roots and the bucket roots of the chunks and
-//! paths tables. A file is used only when its hash checks, its format and model are
-//! this build's, its bucket roots compose to its table roots and state root, and that
-//! state is the one the store's chain records at that sequence. Anything else is torn
-//! or foreign and is rebuilt from the store, never trusted. A valid file of an earlier
-//! commit is brought forward by the diff of bucket roots, like any snapshot.
+//! Layout: a 32-byte prefix (`CFSINDEX`, format, file length, header length), the
+//! borsh header (the snapshot's stamp: model, state root, sequence, table roots, the
+//! bucket roots of the chunks and paths tables; counts; the section table with each
+//! section's place and BLAKE3 hash), the hash of prefix and header, then the sections
+//! at 64-byte boundaries: documents and paths (borsh, read at open), then the chunk
+//! columns (ids, records, token counts, norms, missing-vector bits, vectors, terms,
+//! postings, strings), which a query reads in place through [`Mapped`].
+//!
+//! A file is used only when its length and header hash check, its format and model
+//! are this build's, its sections lie where its columns need them, its bucket roots
+//! compose to its table roots and state root, and that state is the one the store's
+//! chain records at that sequence. Anything else is torn or foreign and is rebuilt from
+//! the store, never trusted. A valid file of an earlier commit is brought forward by
+//! the diff of bucket roots, like any snapshot. The chunk sections' hashes are recorded
+//! when the file is written and checked by [`verify_file`], not at every open.
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::ops::Range;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::{
     ChunkId, DocumentId, MerkleRoot, ModelHash, PathEntry, StateRoot, Table, TableRoots, TopTree,
 };
 
-use super::segment::{ChunkMeta, DocInfo, Live, PathInfo, Segment, Vectors};
+use super::mapped::{self, Columns, KINDS, Mapped, NO_STRING, RECORD_BYTES};
+use super::segment::{DocInfo, Live, Owned, PathInfo, Posting, Segment};
 use super::snapshot::{BucketMap, Snapshot};
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
 
 const MAGIC: &[u8; 8] = b"CFSINDEX";
-/// Format version of the cache file.
-pub const CACHE_FORMAT: u32 = 1;
+/// Format version of the index file.
+pub const CACHE_FORMAT: u32 = 2;
+/// Bytes before the header: magic, format, reserved, file length, header length.
+const PREFIX: usize = 32;
+/// Sections start at multiples of this.
+const ALIGN: usize = 64;
 
-const KINDS: [&str; 4] = ["text", "section", "code", "page"];
+/// The sections, in file order (`docs/format.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    Docs,
+    Paths,
+    Ids,
+    Records,
+    Lens,
+    Norms,
+    Missing,
+    Vectors,
+    TermEnds,
+    TermBytes,
+    PostingEnds,
+    Postings,
+    StringEnds,
+    StringBytes,
+}
+
+const PARTS: [Part; 14] = [
+    Part::Docs,
+    Part::Paths,
+    Part::Ids,
+    Part::Records,
+    Part::Lens,
+    Part::Norms,
+    Part::Missing,
+    Part::Vectors,
+    Part::TermEnds,
+    Part::TermBytes,
+    Part::PostingEnds,
+    Part::Postings,
+    Part::StringEnds,
+    Part::StringBytes,
+];
 
 #[derive(BorshSerialize, BorshDeserialize)]
-struct Body {
+struct Header {
     model: ModelHash,
     dim: u32,
     root: StateRoot,
@@ -39,11 +87,17 @@ struct Body {
     table_roots: TableRoots,
     chunk_roots: Vec<MerkleRoot>,
     path_roots: Vec<MerkleRoot>,
-    paths: Vec<PathEntry>,
-    docs: Vec<CachedDoc>,
-    chunks: Vec<CachedChunk>,
+    n_chunks: u64,
     total_len: u64,
-    postings: Vec<(String, Vec<(u32, u32)>)>,
+    sections: Vec<Section>,
+}
+
+/// Where a section is and the BLAKE3 hash of its bytes.
+#[derive(BorshSerialize, BorshDeserialize, Clone, Copy, Debug)]
+struct Section {
+    offset: u64,
+    len: u64,
+    hash: [u8; 32],
 }
 
 #[derive(BorshSerialize, BorshDeserialize)]
@@ -52,23 +106,6 @@ struct CachedDoc {
     mime_type: String,
     paths: Vec<(String, Vec<String>)>,
     chunks: Vec<ChunkId>,
-}
-
-#[derive(BorshSerialize, BorshDeserialize)]
-struct CachedChunk {
-    id: ChunkId,
-    doc: DocumentId,
-    sequence: u32,
-    byte_offset: u64,
-    byte_length: u32,
-    start_line: u32,
-    end_line: u32,
-    kind: u8,
-    language: Option<String>,
-    symbol: Option<String>,
-    heading: Option<String>,
-    len: u32,
-    vector: Vec<i16>,
 }
 
 /// What opening from a cache file found.
@@ -90,13 +127,162 @@ pub enum CacheStatus {
 /// Writes `snap` to `path` (through a temporary file, synced, then renamed).
 pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
     let merged = Segment::merge(&snap.segments);
-    let bytes = encode(&body_of(snap, &merged))?;
-    write_atomically(path, &bytes)
+    let sections = encode_sections(snap, &merged)?;
+    let head = encode_header(snap, &merged, &sections)?;
+    write_atomically(path, |f| {
+        f.write_all(&head)?;
+        let mut at = head.len();
+        for s in &sections {
+            let pad = at.next_multiple_of(ALIGN) - at;
+            f.write_all(&[0u8; ALIGN][..pad])?;
+            f.write_all(s)?;
+            at += pad + s.len();
+        }
+        Ok(())
+    })
 }
 
-/// What the file holds of `snap`, its segments merged into `seg`.
-fn body_of(snap: &Snapshot, seg: &Segment) -> Body {
-    Body {
+/// The bytes of every section of `snap`, its segments merged into `seg`, in file order.
+fn encode_sections(snap: &Snapshot, seg: &Segment) -> Result<Vec<Vec<u8>>> {
+    let owned = seg
+        .owned()
+        .ok_or_else(|| StoreError::Internal("a merged segment is in memory".into()))?;
+    let docs: Vec<&Arc<DocInfo>> = snap.docs.values().collect();
+    let ordinal: HashMap<DocumentId, u32> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.id, i as u32))
+        .collect();
+    let borsh = |v: &dyn Fn(&mut Vec<u8>) -> std::io::Result<()>| -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        v(&mut out).map_err(|e| StoreError::Internal(format!("encoding the index file: {e}")))?;
+        Ok(out)
+    };
+    let cached: Vec<CachedDoc> = docs.iter().map(|d| cached_doc(d)).collect();
+    let paths: Vec<&PathEntry> = snap.paths.values().collect();
+    let mut strings = StringList::default();
+    let records = records(owned, &ordinal, &mut strings)?;
+    let (term_ends, term_bytes, posting_ends, postings) = terms(owned);
+    let (string_ends, string_bytes) = strings.finish();
+    let vectors = &owned.vectors;
+    let mut missing = vec![0u64; owned.metas.len().div_ceil(64)];
+    for (i, &m) in vectors.missing.iter().enumerate() {
+        missing[i / 64] |= u64::from(m) << (i % 64);
+    }
+    Ok(vec![
+        borsh(&|out| cached.serialize(out))?,
+        borsh(&|out| paths.serialize(out))?,
+        owned.metas.iter().flat_map(|m| m.id.0).collect(),
+        records,
+        le(&owned.lens, u32::to_le_bytes),
+        le(&vectors.norms2, u64::to_le_bytes),
+        le(&missing, u64::to_le_bytes),
+        le(&vectors.data, i16::to_le_bytes),
+        term_ends,
+        term_bytes,
+        posting_ends,
+        postings,
+        string_ends,
+        string_bytes,
+    ])
+}
+
+/// Little-endian bytes of `values`.
+fn le<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
+    values.iter().flat_map(|&v| f(v)).collect()
+}
+
+/// A list of strings as u64 end offsets and their bytes; `add` keeps one copy of each.
+#[derive(Default)]
+struct StringList {
+    ends: Vec<u8>,
+    bytes: Vec<u8>,
+    index: HashMap<Box<str>, u32>,
+}
+
+impl StringList {
+    fn add(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.index.len() as u32;
+        self.push(s);
+        self.index.insert(s.into(), i);
+        i
+    }
+
+    fn push(&mut self, s: &str) {
+        self.bytes.extend_from_slice(s.as_bytes());
+        self.ends
+            .extend_from_slice(&(self.bytes.len() as u64).to_le_bytes());
+    }
+
+    fn finish(self) -> (Vec<u8>, Vec<u8>) {
+        (self.ends, self.bytes)
+    }
+}
+
+/// The fixed-size chunk records (`RECORD_BYTES` each), their strings added to `strings`.
+fn records(
+    owned: &Owned,
+    ordinal: &HashMap<DocumentId, u32>,
+    strings: &mut StringList,
+) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(owned.metas.len() * RECORD_BYTES);
+    for m in &owned.metas {
+        let doc = ordinal.get(&m.doc.id).ok_or_else(|| {
+            StoreError::Internal(format!(
+                "chunk {} names a document not in its snapshot",
+                m.id
+            ))
+        })?;
+        let mut string = |s: &Option<Box<str>>| s.as_deref().map_or(NO_STRING, |s| strings.add(s));
+        let kind = KINDS.iter().position(|k| *k == m.kind).unwrap_or(0) as u32;
+        let fields = [
+            *doc,
+            m.sequence,
+            m.byte_offset as u32,
+            (m.byte_offset >> 32) as u32,
+            m.byte_length,
+            m.start_line,
+            m.end_line,
+            kind,
+            string(&m.language),
+            string(&m.symbol),
+            string(&m.heading),
+            0,
+        ];
+        out.extend(fields.iter().flat_map(|f| f.to_le_bytes()));
+    }
+    Ok(out)
+}
+
+/// The term list (sorted), and the postings in its order: (term ends, term bytes,
+/// posting ends, postings).
+fn terms(owned: &Owned) -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
+    let mut sorted: Vec<(&str, &Vec<Posting>)> =
+        owned.postings.iter().map(|(t, l)| (&**t, l)).collect();
+    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut list = StringList::default();
+    let (mut ends, mut postings) = (Vec::new(), Vec::new());
+    let mut count = 0u64;
+    for (term, l) in sorted {
+        list.push(term);
+        postings.extend(
+            l.iter()
+                .flat_map(|p| p.iter().flat_map(|v| v.to_le_bytes())),
+        );
+        count += l.len() as u64;
+        ends.extend_from_slice(&count.to_le_bytes());
+    }
+    let (term_ends, term_bytes) = list.finish();
+    (term_ends, term_bytes, ends, postings)
+}
+
+/// The prefix, the header (the stamp and the section table, every section hashed), and
+/// the BLAKE3 hash of both.
+fn encode_header(snap: &Snapshot, seg: &Segment, sections: &[Vec<u8>]) -> Result<Vec<u8>> {
+    let mut header = Header {
         model: snap.model,
         dim: snap.dim as u32,
         root: snap.root,
@@ -104,20 +290,47 @@ fn body_of(snap: &Snapshot, seg: &Segment) -> Body {
         table_roots: snap.table_roots,
         chunk_roots: snap.chunk_roots.to_vec(),
         path_roots: snap.path_roots.to_vec(),
-        paths: snap.paths.values().cloned().collect(),
-        docs: snap.docs.values().map(|d| cached_doc(d)).collect(),
-        chunks: (0..seg.metas.len()).map(|i| cached_chunk(seg, i)).collect(),
+        n_chunks: seg.len() as u64,
         total_len: seg.total_len,
-        postings: {
-            let mut p: Vec<(String, Vec<(u32, u32)>)> = seg
-                .postings
-                .iter()
-                .map(|(t, l)| (t.to_string(), l.clone()))
-                .collect();
-            p.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            p
-        },
-    }
+        sections: Vec::new(),
+    };
+    // The header's length does not depend on the offsets (fixed-width integers), so
+    // it is measured with placeholder sections, then written with the real ones.
+    let blank = Section {
+        offset: 0,
+        len: 0,
+        hash: [0; 32],
+    };
+    header.sections = vec![blank; sections.len()];
+    let header_len = borsh::to_vec(&header).map_err(internal)?.len();
+    let mut at = PREFIX + header_len + 32;
+    header.sections = sections
+        .iter()
+        .map(|s| {
+            at = at.next_multiple_of(ALIGN);
+            let section = Section {
+                offset: at as u64,
+                len: s.len() as u64,
+                hash: *blake3::hash(s).as_bytes(),
+            };
+            at += s.len();
+            section
+        })
+        .collect();
+    let mut out = Vec::with_capacity(PREFIX + header_len + 32);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&(at as u64).to_le_bytes());
+    out.extend_from_slice(&(header_len as u64).to_le_bytes());
+    header.serialize(&mut out).map_err(internal)?;
+    let hash = blake3::hash(&out);
+    out.extend_from_slice(hash.as_bytes());
+    Ok(out)
+}
+
+fn internal(e: std::io::Error) -> StoreError {
+    StoreError::Internal(format!("encoding the index file: {e}"))
 }
 
 fn cached_doc(d: &DocInfo) -> CachedDoc {
@@ -138,45 +351,12 @@ fn cached_doc(d: &DocInfo) -> CachedDoc {
     }
 }
 
-/// Chunk `i` of `seg`; a chunk without an embedding is cached with an empty vector.
-fn cached_chunk(seg: &Segment, i: usize) -> CachedChunk {
-    let m = &seg.metas[i];
-    CachedChunk {
-        id: m.id,
-        doc: m.doc.id,
-        sequence: m.sequence,
-        byte_offset: m.byte_offset,
-        byte_length: m.byte_length,
-        start_line: m.start_line,
-        end_line: m.end_line,
-        kind: KINDS.iter().position(|k| *k == m.kind).unwrap_or(0) as u8,
-        language: m.language.as_deref().map(str::to_owned),
-        symbol: m.symbol.as_deref().map(str::to_owned),
-        heading: m.heading.as_deref().map(str::to_owned),
-        len: seg.lens[i],
-        vector: if seg.vectors.has(i) {
-            seg.vectors.get(i).to_vec()
-        } else {
-            Vec::new()
-        },
-    }
-}
-
-/// Magic, format version, the body, and the BLAKE3 hash of everything before it.
-fn encode(body: &Body) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
-    body.serialize(&mut bytes)
-        .map_err(|e| StoreError::Internal(format!("encoding the index cache: {e}")))?;
-    let hash = blake3::hash(&bytes);
-    bytes.extend_from_slice(hash.as_bytes());
-    Ok(bytes)
-}
-
-/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over
-/// `path`, then syncs the folder.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes the file through `write` into a temporary file beside `path`, syncs it and
+/// renames it over `path`, then syncs the folder.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
     let io = |source| StoreError::Io {
         path: path.to_path_buf(),
         source,
@@ -187,8 +367,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = path.with_extension(format!("tmp.{}.{n}", std::process::id()));
     let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
+        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        write(&mut f)?;
+        let f = f.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
@@ -204,96 +385,208 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Reads a cache file into a snapshot of its state, checking it against the store's
-/// chain; `Err(reason)` when it cannot be used.
+/// Opens an index file as a snapshot of its state, checking it against the store's
+/// chain; `Err(reason)` when it cannot be used. Reads the header and the documents
+/// and paths; the chunk sections stay in the file and are read where a query needs
+/// them.
 pub(crate) fn load(
     path: &Path,
     txn: &ReadTxn,
     model: ModelHash,
     dim: usize,
 ) -> std::result::Result<Snapshot, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
-    let body = decode(&bytes)?;
-    if body.model != model || body.dim as usize != dim {
+    let file = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
+    let map = Arc::new(mapped::map(&file).map_err(|e| format!("cannot be mapped: {e}"))?);
+    let header = read_header(&map)?;
+    if header.model != model || header.dim as usize != dim {
         return Err("built for another embedding model".into());
     }
-    check_stamp(&body, txn)?;
-    let (docs, doc_of) = doc_maps(body.docs);
+    check_stamp(&header, txn)?;
+    let n = usize::try_from(header.n_chunks).map_err(|_| "too many chunks".to_string())?;
+    let (cols, small) = columns(&header, map.len(), n, dim)?;
+    let checked = |part: Part| -> std::result::Result<&[u8], String> {
+        let (range, hash) = &small[part as usize];
+        let bytes = &map[range.clone()];
+        if blake3::hash(bytes).as_bytes() != hash {
+            return Err(format!("torn or altered: the {part:?} section's hash"));
+        }
+        Ok(bytes)
+    };
+    let cached = Vec::<CachedDoc>::try_from_slice(checked(Part::Docs)?)
+        .map_err(|e| format!("documents do not decode: {e}"))?;
+    let entries = Vec::<PathEntry>::try_from_slice(checked(Part::Paths)?)
+        .map_err(|e| format!("paths do not decode: {e}"))?;
+    let (docs, by_ordinal) = doc_maps(cached);
     let mut paths: BucketMap<PathEntry> = BucketMap::new();
-    for p in body.paths {
+    for p in entries {
         paths.insert(p.id().0, p);
     }
-    let segment = segment_of(body.chunks, body.postings, body.total_len, &doc_of, dim)?;
-    let segments = if segment.len() > 0 {
-        vec![Live::new(Arc::new(segment))]
-    } else {
-        Vec::new()
-    };
+    let segment = Mapped::new(map, cols, (n, dim, header.total_len), by_ordinal);
     Ok(Snapshot {
-        root: body.root,
-        sequence: body.sequence,
+        root: header.root,
+        sequence: header.sequence,
         model,
         dim,
-        table_roots: body.table_roots,
-        chunk_roots: Arc::new(body.chunk_roots),
-        path_roots: Arc::new(body.path_roots),
+        table_roots: header.table_roots,
+        chunk_roots: Arc::new(header.chunk_roots),
+        path_roots: Arc::new(header.path_roots),
         paths,
         docs,
-        segments,
+        segments: if n > 0 {
+            vec![Live::new(Arc::new(Segment::mapped(segment)))]
+        } else {
+            Vec::new()
+        },
         txn: None,
     })
 }
 
-/// The body of a cache file's bytes: magic, checksum and format checked.
-fn decode(bytes: &[u8]) -> std::result::Result<Body, String> {
-    if bytes.len() < MAGIC.len() + 4 + 32 || &bytes[..8] != MAGIC {
-        return Err("not an index cache file".into());
+/// The header of a mapped file: magic, format, length and the header's hash checked.
+fn read_header(map: &[u8]) -> std::result::Result<Header, String> {
+    if map.len() < PREFIX + 32 || &map[..8] != MAGIC {
+        return Err("not an index file".into());
     }
-    let (content, hash) = bytes.split_at(bytes.len() - 32);
-    if blake3::hash(content).as_bytes() != hash {
-        return Err("torn or altered: checksum mismatch".into());
-    }
-    let format = u32::from_le_bytes([content[8], content[9], content[10], content[11]]);
+    let word = |at: usize| u64::from_le_bytes(map[at..at + 8].try_into().unwrap_or([0; 8]));
+    let format = u32::from_le_bytes([map[8], map[9], map[10], map[11]]);
     if format != CACHE_FORMAT {
         return Err(format!("format {format}, this build reads {CACHE_FORMAT}"));
     }
-    Body::try_from_slice(&content[12..]).map_err(|e| format!("does not decode: {e}"))
+    if word(16) != map.len() as u64 {
+        return Err(format!(
+            "torn: {} bytes where its header says {}",
+            map.len(),
+            word(16)
+        ));
+    }
+    let end = usize::try_from(word(24))
+        .ok()
+        .and_then(|l| l.checked_add(PREFIX))
+        .filter(|&e| e + 32 <= map.len())
+        .ok_or("torn or altered: the header's length")?;
+    if blake3::hash(&map[..end]).as_bytes() != &map[end..end + 32] {
+        return Err("torn or altered: the header's hash".into());
+    }
+    Header::try_from_slice(&map[PREFIX..end]).map_err(|e| format!("header does not decode: {e}"))
+}
+
+/// A section's byte range and hash.
+type Placed = (Range<usize>, [u8; 32]);
+
+/// Every section checked for its place (inside the file, aligned, in order) and for the
+/// length `n` chunks of `dim` need: the chunk columns, and the places of all sections.
+fn columns(
+    header: &Header,
+    file_len: usize,
+    n: usize,
+    dim: usize,
+) -> std::result::Result<(Columns, Vec<Placed>), String> {
+    if header.sections.len() != PARTS.len() {
+        return Err(format!(
+            "{} sections, not {}",
+            header.sections.len(),
+            PARTS.len()
+        ));
+    }
+    let mut placed: Vec<Placed> = Vec::with_capacity(PARTS.len());
+    for (part, s) in PARTS.iter().zip(&header.sections) {
+        let start = usize::try_from(s.offset).map_err(|_| "offset too large")?;
+        let range = usize::try_from(s.len)
+            .ok()
+            .and_then(|l| start.checked_add(l))
+            .filter(|&e| e <= file_len && start.is_multiple_of(ALIGN))
+            .map(|e| start..e)
+            .ok_or_else(|| format!("the {part:?} section lies outside the file"))?;
+        placed.push((range, s.hash));
+    }
+    let range = |p: Part| placed[p as usize].0.clone();
+    let len = |p: Part| range(p).len();
+    let count = |p: Part, unit: usize| len(p) / unit;
+    let (terms, strings) = (count(Part::TermEnds, 8), count(Part::StringEnds, 8));
+    let expected = [
+        (Part::Ids, n * 16),
+        (Part::Records, n * RECORD_BYTES),
+        (Part::Lens, n * 4),
+        (Part::Norms, n * 8),
+        (Part::Missing, n.div_ceil(64) * 8),
+        (Part::Vectors, n * dim * 2),
+        (Part::TermEnds, terms * 8),
+        (Part::PostingEnds, terms * 8),
+        (Part::Postings, count(Part::Postings, 8) * 8),
+        (Part::StringEnds, strings * 8),
+    ];
+    for (part, bytes) in expected {
+        if len(part) != bytes {
+            return Err(format!(
+                "the {part:?} section has {} bytes, not {bytes}",
+                len(part)
+            ));
+        }
+    }
+    let cols = Columns {
+        ids: range(Part::Ids),
+        records: range(Part::Records),
+        lens: range(Part::Lens),
+        norms: range(Part::Norms),
+        missing: range(Part::Missing),
+        vectors: range(Part::Vectors),
+        term_ends: range(Part::TermEnds),
+        term_bytes: range(Part::TermBytes),
+        posting_ends: range(Part::PostingEnds),
+        postings: range(Part::Postings),
+        string_ends: range(Part::StringEnds),
+        string_bytes: range(Part::StringBytes),
+    };
+    Ok((cols, placed))
+}
+
+/// Checks every section of the index file at `path` against its hash (what opening
+/// leaves to the reads): `Err` names the first that differs.
+pub(crate) fn verify_file(path: &Path) -> std::result::Result<usize, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
+    let map = mapped::map(&file).map_err(|e| format!("cannot be mapped: {e}"))?;
+    let header = read_header(&map)?;
+    let n = usize::try_from(header.n_chunks).map_err(|_| "too many chunks".to_string())?;
+    let (_, placed) = columns(&header, map.len(), n, header.dim as usize)?;
+    for (part, (range, hash)) in PARTS.iter().zip(&placed) {
+        if blake3::hash(&map[range.clone()]).as_bytes() != hash {
+            return Err(format!("the {part:?} section does not match its hash"));
+        }
+    }
+    Ok(map.len())
 }
 
 /// The stamp must describe a state this store committed: its bucket roots compose to
 /// its state root, which is the root of its commit in the store's chain.
-fn check_stamp(body: &Body, txn: &ReadTxn) -> std::result::Result<(), String> {
+fn check_stamp(header: &Header, txn: &ReadTxn) -> std::result::Result<(), String> {
     let compose = |roots: &[MerkleRoot]| TopTree::from_bucket_roots(roots).map(|t| t.root());
-    let chunks_root = compose(&body.chunk_roots).map_err(|e| e.to_string())?;
-    let paths_root = compose(&body.path_roots).map_err(|e| e.to_string())?;
-    if chunks_root != body.table_roots.get(Table::Chunks)
-        || paths_root != body.table_roots.get(Table::Paths)
-        || body.table_roots.state_root() != body.root
+    let chunks_root = compose(&header.chunk_roots).map_err(|e| e.to_string())?;
+    let paths_root = compose(&header.path_roots).map_err(|e| e.to_string())?;
+    if chunks_root != header.table_roots.get(Table::Chunks)
+        || paths_root != header.table_roots.get(Table::Paths)
+        || header.table_roots.state_root() != header.root
     {
         return Err("bucket roots do not compose to its state root".into());
     }
-    let committed = if body.sequence == 0 {
+    let committed = if header.sequence == 0 {
         Some(StateRoot::default())
     } else {
-        txn.state_record(body.sequence)
+        txn.state_record(header.sequence)
             .map_err(|e| e.to_string())?
             .map(|r| r.root)
     };
-    if committed != Some(body.root) {
+    if committed != Some(header.root) {
         return Err(format!(
             "its state (commit {}) is not in this store's chain",
-            body.sequence
+            header.sequence
         ));
     }
     Ok(())
 }
 
-/// The cached documents, by bucket and by id.
-fn doc_maps(
-    cached: Vec<CachedDoc>,
-) -> (BucketMap<Arc<DocInfo>>, HashMap<DocumentId, Arc<DocInfo>>) {
+/// The cached documents, by bucket and by ordinal (their order in the file).
+fn doc_maps(cached: Vec<CachedDoc>) -> (BucketMap<Arc<DocInfo>>, Vec<Arc<DocInfo>>) {
     let mut docs: BucketMap<Arc<DocInfo>> = BucketMap::new();
-    let mut doc_of: HashMap<DocumentId, Arc<DocInfo>> = HashMap::new();
+    let mut by_ordinal = Vec::with_capacity(cached.len());
     for d in cached {
         let info = Arc::new(DocInfo {
             id: d.id,
@@ -309,64 +602,7 @@ fn doc_maps(
             chunks: d.chunks,
         });
         docs.insert(d.id.0, Arc::clone(&info));
-        doc_of.insert(d.id, info);
+        by_ordinal.push(info);
     }
-    (docs, doc_of)
-}
-
-/// The one segment of the cached chunks and postings, checked: chunks in id order,
-/// each naming a present document, vectors of `dim`, postings within the chunks.
-fn segment_of(
-    chunks: Vec<CachedChunk>,
-    cached_postings: Vec<(String, Vec<(u32, u32)>)>,
-    total_len: u64,
-    doc_of: &HashMap<DocumentId, Arc<DocInfo>>,
-    dim: usize,
-) -> std::result::Result<Segment, String> {
-    let n = chunks.len();
-    let mut metas = Vec::with_capacity(n);
-    let mut lens = Vec::with_capacity(n);
-    let mut vectors = Vectors::with_capacity(dim, n);
-    for (i, c) in chunks.into_iter().enumerate() {
-        if i > 0 && metas.last().is_some_and(|m: &Arc<ChunkMeta>| m.id >= c.id) {
-            return Err("chunks out of order".into());
-        }
-        let doc = doc_of
-            .get(&c.doc)
-            .cloned()
-            .ok_or_else(|| format!("chunk {} names a missing document", c.id))?;
-        if !c.vector.is_empty() && c.vector.len() != dim {
-            return Err(format!("chunk {} has a vector of another dimension", c.id));
-        }
-        vectors.push(&c.vector);
-        lens.push(c.len);
-        metas.push(Arc::new(ChunkMeta {
-            id: c.id,
-            doc,
-            sequence: c.sequence,
-            byte_offset: c.byte_offset,
-            byte_length: c.byte_length,
-            start_line: c.start_line,
-            end_line: c.end_line,
-            kind: KINDS.get(usize::from(c.kind)).copied().unwrap_or("text"),
-            language: c.language.map(Into::into),
-            symbol: c.symbol.map(Into::into),
-            heading: c.heading.map(Into::into),
-        }));
-    }
-    let mut postings = HashMap::with_capacity(cached_postings.len());
-    for (term, list) in cached_postings {
-        if list.iter().any(|&(i, _)| i as usize >= n) {
-            return Err(format!("postings of {term:?} point past the chunks"));
-        }
-        postings.insert(term.into_boxed_str(), list);
-    }
-    Ok(Segment {
-        metas,
-        lens,
-        total_len,
-        postings,
-        vectors: Arc::new(vectors),
-        hnsw: OnceLock::new(),
-    })
+    (docs, by_ordinal)
 }

@@ -23,6 +23,7 @@
 
 mod bm25;
 mod cache;
+mod mapped;
 mod query;
 mod segment;
 mod snapshot;
@@ -265,11 +266,15 @@ impl SearchIndex {
             return;
         };
         let segment = Arc::clone(&base.segment);
+        // A base read in place from its file has no graph yet (searched exactly).
+        let Some(vectors) = segment.owned_vectors().cloned() else {
+            return;
+        };
         if segment.len() < min || segment.hnsw.get().is_some() {
             return;
         }
         let build = move || {
-            let graph = vector::Hnsw::build(&segment);
+            let graph = vector::Hnsw::build(&vectors);
             let _ = segment.hnsw.set(Arc::new(graph));
         };
         if self.options.hnsw_background {
@@ -298,6 +303,14 @@ impl SearchIndex {
     pub fn search(&self, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
         search(&self.snapshot(), query, embedder)
     }
+}
+
+/// Checks every section of the index file at `path` against the hash its header
+/// records (opening checks the header, places and stamp only): its size in bytes, or
+/// what is wrong. A damaged file is only a cache: deleting it makes the next
+/// [`SearchIndex::open_cached`] rebuild it.
+pub fn verify_index_file(path: &std::path::Path) -> std::result::Result<usize, String> {
+    cache::verify_file(path)
 }
 
 /// Vectors of two models are never compared: the embedder must be the store's.

@@ -142,12 +142,12 @@ pub(crate) fn check_filter_values(snap: &Snapshot, filter: &Filter) -> Result<()
     }
     if let Some(l) = &filter.language {
         let ids: Vec<_> = docs.iter().flat_map(|d| d.chunks.iter()).collect();
-        let known: BTreeSet<&str> = ids
+        let known: BTreeSet<Box<str>> = ids
             .into_iter()
-            .filter_map(|id| snap.chunk(id)?.language.as_deref())
+            .filter_map(|id| snap.chunk(id)?.language.clone())
             .collect();
         if !known.contains(l.as_str()) {
-            return unknown("language", l, known);
+            return unknown("language", l, known.iter().map(|s| &**s).collect());
         }
     }
     Ok(())
@@ -257,12 +257,12 @@ pub(crate) fn text_search(
         let df: u64 = snap
             .segments
             .iter()
-            .filter_map(|l| l.segment.postings.get(term.as_str()).map(|p| (l, p)))
+            .filter_map(|l| l.segment.postings(term).map(|p| (l, p)))
             .map(|(l, p)| {
                 if l.n_dead == 0 {
                     p.len() as u64
                 } else {
-                    p.iter().filter(|(i, _)| !l.is_dead(*i as usize)).count() as u64
+                    p.iter().filter(|[i, _]| !l.is_dead(*i as usize)).count() as u64
                 }
             })
             .sum();
@@ -271,18 +271,19 @@ pub(crate) fn text_search(
         }
         let idf = bm25::idf(n, df);
         for (s, live) in snap.segments.iter().enumerate() {
-            let Some(postings) = live.segment.postings.get(term.as_str()) else {
+            let Some(postings) = live.segment.postings(term) else {
                 continue;
             };
             if acc[s].is_empty() {
                 acc[s] = vec![0; live.segment.len()];
             }
-            for &(i, tf) in postings {
+            for &[i, tf] in postings {
                 let i = i as usize;
-                if live.is_dead(i) {
+                // (An index past the segment can only come from a damaged file.)
+                if i >= acc[s].len() || live.is_dead(i) {
                     continue;
                 }
-                let dl = u64::from(live.segment.lens[i]);
+                let dl = u64::from(live.segment.token_len(i));
                 if acc[s][i] == 0 {
                     touched[s].push(i as u32);
                 }
@@ -294,10 +295,11 @@ pub(crate) fn text_search(
     let any = filter.is_empty();
     let mut all: Vec<(Reverse<u64>, ChunkId, u32, u32)> = Vec::new();
     for (s, live) in snap.segments.iter().enumerate() {
+        let seg = &live.segment;
         for &i in &touched[s] {
-            let meta = &live.segment.metas[i as usize];
-            if any || filter.matches(meta) {
-                all.push((Reverse(acc[s][i as usize]), meta.id, s as u32, i));
+            let passes = || seg.meta(i as usize).is_some_and(|m| filter.matches(&m));
+            if any || passes() {
+                all.push((Reverse(acc[s][i as usize]), seg.id(i as usize), s as u32, i));
             }
         }
     }
@@ -307,9 +309,12 @@ pub(crate) fn text_search(
     }
     all.sort_unstable();
     all.into_iter()
+        .filter_map(|(Reverse(score), _, s, i)| {
+            Some((score, snap.segments[s as usize].segment.meta(i as usize)?))
+        })
         .enumerate()
-        .map(|(r, (Reverse(score), _, s, i))| Scored {
-            meta: Arc::clone(&snap.segments[s as usize].segment.metas[i as usize]),
+        .map(|(r, (score, meta))| Scored {
+            meta,
             score,
             rank: r + 1,
         })
@@ -332,9 +337,13 @@ pub(crate) fn vector_search(
     let mut all: Vec<(i64, Arc<ChunkMeta>)> = Vec::new();
     for live in &snap.segments {
         let seg = &live.segment;
-        let score = |i: usize| dot(query, seg.vectors.get(i), qn, seg.vectors.norms2[i]);
-        let keep =
-            |i: usize| !live.is_dead(i) && seg.vectors.has(i) && filter.matches(&seg.metas[i]);
+        let score = |i: usize| dot(query, seg.vector(i), qn, seg.norm2(i));
+        let any = filter.is_empty();
+        let keep = |i: usize| {
+            !live.is_dead(i)
+                && seg.has_vector(i)
+                && (any || seg.meta(i).is_some_and(|m| filter.matches(&m)))
+        };
         if let (false, Some(hnsw)) = (exact, seg.hnsw.get()) {
             let found: Vec<usize> = hnsw
                 .candidates(query)
@@ -346,7 +355,7 @@ pub(crate) fn vector_search(
                 all.extend(
                     found
                         .into_iter()
-                        .map(|i| (score(i), Arc::clone(&seg.metas[i]))),
+                        .filter_map(|i| Some((score(i), seg.meta(i)?))),
                 );
                 continue;
             }
@@ -386,7 +395,7 @@ fn exact_scan(
     };
     found
         .into_iter()
-        .map(|(s, i)| (s, Arc::clone(&seg.metas[i])))
+        .filter_map(|(s, i)| Some((s, seg.meta(i)?)))
         .collect()
 }
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use cfs_core::{ChunkId, DocumentId};
 
+use super::mapped::Mapped;
 use super::tokenize::for_each_token;
 
 /// What a snapshot knows about one document.
@@ -100,7 +101,7 @@ pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> (Vec<(Box<str>, u32)>
 }
 
 /// A postings entry: local chunk index and term count.
-pub(crate) type Posting = (u32, u32);
+pub(crate) type Posting = [u32; 2];
 
 /// The vectors of a segment, in local index order.
 #[derive(Debug, Default)]
@@ -143,30 +144,42 @@ impl Vectors {
         self.norms2.push(super::vector::norm2(&vector[..n]));
     }
 
-    /// Appends vector `i` of `other` (same dimension).
-    pub fn push_from(&mut self, other: &Vectors, i: usize) {
-        self.data.extend_from_slice(other.get(i));
-        self.norms2.push(other.norms2[i]);
-        self.missing.push(other.missing[i]);
+    /// Appends vector `i` of `seg` (same dimension).
+    pub fn push_from(&mut self, seg: &Segment, i: usize) {
+        self.data.extend_from_slice(seg.vector(i));
+        self.norms2.push(seg.norm2(i));
+        self.missing.push(!seg.has_vector(i));
     }
 }
 
-/// An immutable segment.
-pub(crate) struct Segment {
+/// A segment built in memory.
+pub(crate) struct Owned {
     pub metas: Vec<Arc<ChunkMeta>>,
     pub lens: Vec<u32>,
-    pub total_len: u64,
     pub postings: HashMap<Box<str>, Vec<Posting>>,
     pub vectors: Arc<Vectors>,
-    /// The HNSW graph over `vectors`, once built.
+}
+
+/// Where a segment's columns are: in memory, or in a mapped index file.
+enum Data {
+    Owned(Owned),
+    Mapped(Mapped),
+}
+
+/// An immutable segment. Local index `i` names the `i`-th chunk in id order; every
+/// accessor takes an `i < len()`.
+pub(crate) struct Segment {
+    data: Data,
+    pub total_len: u64,
+    /// The HNSW graph over the vectors, once built (segments in memory only).
     pub hnsw: OnceLock<Arc<super::vector::Hnsw>>,
 }
 
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Segment")
-            .field("chunks", &self.metas.len())
-            .field("terms", &self.postings.len())
+            .field("chunks", &self.len())
+            .field("mapped", &matches!(self.data, Data::Mapped(_)))
             .field("hnsw", &self.hnsw.get().is_some())
             .finish()
     }
@@ -181,10 +194,21 @@ impl Segment {
     ) -> Self {
         Self {
             total_len: lens.iter().map(|&l| u64::from(l)).sum(),
-            metas,
-            lens,
-            postings,
-            vectors: Arc::new(vectors),
+            data: Data::Owned(Owned {
+                metas,
+                lens,
+                postings,
+                vectors: Arc::new(vectors),
+            }),
+            hnsw: OnceLock::new(),
+        }
+    }
+
+    /// A segment read in place from a mapped index file.
+    pub fn mapped(mapped: Mapped) -> Self {
+        Self {
+            total_len: mapped.total_len(),
+            data: Data::Mapped(mapped),
             hnsw: OnceLock::new(),
         }
     }
@@ -199,7 +223,7 @@ impl Segment {
         for (i, chunk) in chunks.into_iter().enumerate() {
             let local = u32::try_from(i).unwrap_or(u32::MAX);
             for (term, count) in chunk.terms {
-                postings.entry(term).or_default().push((local, count));
+                postings.entry(term).or_default().push([local, count]);
             }
             lens.push(chunk.len);
             vectors.push(&chunk.vector);
@@ -208,50 +232,53 @@ impl Segment {
         Self::from_parts(metas, lens, postings, vectors)
     }
 
-    /// One segment of the live chunks of `parts`, without re-tokenizing.
+    /// One segment in memory of the live chunks of `parts`, without re-tokenizing.
     pub fn merge(parts: &[Live]) -> Self {
-        let dim = parts.first().map_or(0, |p| p.segment.vectors.dim);
-        // (id, part, local) of every live chunk, in id order.
-        let mut order: Vec<(ChunkId, usize, u32)> = Vec::new();
+        let dim = parts.first().map_or(0, |p| p.segment.dim());
+        // (id, part, local, metadata) of every live chunk, in id order; a chunk whose
+        // metadata a damaged file cannot give is left out.
+        let mut order: Vec<(ChunkId, usize, u32, Arc<ChunkMeta>)> = Vec::new();
         for (p, live) in parts.iter().enumerate() {
-            for (i, meta) in live.segment.metas.iter().enumerate() {
-                if !live.is_dead(i) {
-                    order.push((meta.id, p, i as u32));
+            for i in 0..live.segment.len() {
+                if !live.is_dead(i)
+                    && let Some(meta) = live.segment.meta(i)
+                {
+                    order.push((meta.id, p, i as u32, meta));
                 }
             }
         }
         order.sort_unstable_by_key(|e| e.0);
         let mut remap: Vec<Vec<u32>> = parts
             .iter()
-            .map(|l| vec![u32::MAX; l.segment.metas.len()])
+            .map(|l| vec![u32::MAX; l.segment.len()])
             .collect();
         let mut metas = Vec::with_capacity(order.len());
         let mut lens = Vec::with_capacity(order.len());
         let mut vectors = Vectors::with_capacity(dim, order.len());
-        for (new, &(_, p, i)) in order.iter().enumerate() {
+        for (new, (_, p, i, meta)) in order.into_iter().enumerate() {
             let seg = &parts[p].segment;
             remap[p][i as usize] = new as u32;
-            metas.push(Arc::clone(&seg.metas[i as usize]));
-            lens.push(seg.lens[i as usize]);
-            vectors.push_from(&seg.vectors, i as usize);
+            metas.push(meta);
+            lens.push(seg.token_len(i as usize));
+            vectors.push_from(seg, i as usize);
         }
         let mut postings: HashMap<Box<str>, Vec<Posting>> = HashMap::new();
         for (p, live) in parts.iter().enumerate() {
-            for (term, list) in &live.segment.postings {
-                let mapped = list.iter().filter_map(|&(i, tf)| {
-                    let new = remap[p][i as usize];
-                    (new != u32::MAX).then_some((new, tf))
+            live.segment.for_each_term(|term, list| {
+                let mapped = list.iter().filter_map(|&[i, tf]| {
+                    let new = *remap[p].get(i as usize)?;
+                    (new != u32::MAX).then_some([new, tf])
                 });
                 match postings.get_mut(term) {
                     Some(out) => out.extend(mapped),
                     None => {
                         let out: Vec<Posting> = mapped.collect();
                         if !out.is_empty() {
-                            postings.insert(term.clone(), out);
+                            postings.insert(term.into(), out);
                         }
                     }
                 }
-            }
+            });
         }
         if parts.len() > 1 {
             for list in postings.values_mut() {
@@ -261,21 +288,140 @@ impl Segment {
         Self::from_parts(metas, lens, postings, vectors)
     }
 
+    /// Number of chunks (live and dead).
+    pub fn len(&self) -> usize {
+        match &self.data {
+            Data::Owned(o) => o.metas.len(),
+            Data::Mapped(m) => m.len(),
+        }
+    }
+
+    /// Dimension of the vectors.
+    pub fn dim(&self) -> usize {
+        match &self.data {
+            Data::Owned(o) => o.vectors.dim,
+            Data::Mapped(m) => m.dim(),
+        }
+    }
+
+    /// Id of chunk `i`.
+    pub fn id(&self, i: usize) -> ChunkId {
+        match &self.data {
+            Data::Owned(o) => o.metas[i].id,
+            Data::Mapped(m) => m.id(i),
+        }
+    }
+
+    /// Metadata of chunk `i` (`None` only where a damaged file cannot give it).
+    pub fn meta(&self, i: usize) -> Option<Arc<ChunkMeta>> {
+        match &self.data {
+            Data::Owned(o) => Some(Arc::clone(&o.metas[i])),
+            Data::Mapped(m) => m.meta(i).map(Arc::new),
+        }
+    }
+
+    /// Number of tokens of chunk `i`.
+    pub fn token_len(&self, i: usize) -> u32 {
+        match &self.data {
+            Data::Owned(o) => o.lens[i],
+            Data::Mapped(m) => m.token_len(i),
+        }
+    }
+
+    /// The postings of `term`, in local index order.
+    pub fn postings(&self, term: &str) -> Option<&[Posting]> {
+        match &self.data {
+            Data::Owned(o) => o.postings.get(term).map(Vec::as_slice),
+            Data::Mapped(m) => m.postings(term),
+        }
+    }
+
+    /// Calls `f` with every term and its postings.
+    pub fn for_each_term(&self, mut f: impl FnMut(&str, &[Posting])) {
+        match &self.data {
+            Data::Owned(o) => o.postings.iter().for_each(|(t, l)| f(t, l)),
+            Data::Mapped(m) => m.for_each_term(f),
+        }
+    }
+
+    /// Vector of chunk `i` (zeros where it has none).
+    pub fn vector(&self, i: usize) -> &[i16] {
+        match &self.data {
+            Data::Owned(o) => o.vectors.get(i),
+            Data::Mapped(m) => m.vector(i),
+        }
+    }
+
+    /// Squared norm of vector `i`.
+    pub fn norm2(&self, i: usize) -> u64 {
+        match &self.data {
+            Data::Owned(o) => o.vectors.norms2[i],
+            Data::Mapped(m) => m.norm2(i),
+        }
+    }
+
+    /// Whether chunk `i` has its embedding.
+    pub fn has_vector(&self, i: usize) -> bool {
+        match &self.data {
+            Data::Owned(o) => o.vectors.has(i),
+            Data::Mapped(m) => m.has_vector(i),
+        }
+    }
+
+    /// The vectors of a segment in memory (what an HNSW graph is built over).
+    pub fn owned_vectors(&self) -> Option<&Arc<Vectors>> {
+        match &self.data {
+            Data::Owned(o) => Some(&o.vectors),
+            Data::Mapped(_) => None,
+        }
+    }
+
+    /// The parts of a segment in memory.
+    pub fn owned(&self) -> Option<&Owned> {
+        match &self.data {
+            Data::Owned(o) => Some(o),
+            Data::Mapped(_) => None,
+        }
+    }
+
+    /// The mapped file of a segment read in place.
+    pub fn as_mapped(&self) -> Option<&Mapped> {
+        match &self.data {
+            Data::Owned(_) => None,
+            Data::Mapped(m) => Some(m),
+        }
+    }
+
     /// Local index of `id`, if the segment holds it.
     pub fn position(&self, id: &ChunkId) -> Option<usize> {
-        self.metas.binary_search_by(|m| m.id.cmp(id)).ok()
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.id(mid).cmp(id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
     }
 
     /// The local range of chunks whose ids start with the 10-bit bucket `b`.
     pub fn bucket_range(&self, b: u16) -> std::ops::Range<usize> {
-        let of = |m: &Arc<ChunkMeta>| cfs_core::Bucket::of_key(m.id.as_bytes()).0;
-        let lo = self.metas.partition_point(|m| of(m) < b);
-        let hi = self.metas.partition_point(|m| of(m) <= b);
-        lo..hi
-    }
-
-    pub fn len(&self) -> usize {
-        self.metas.len()
+        let of = |i: usize| cfs_core::Bucket::of_key(self.id(i).as_bytes()).0;
+        let first = |pred: &dyn Fn(u16) -> bool| {
+            let (mut lo, mut hi) = (0, self.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if pred(of(mid)) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        first(&|x| x < b)..first(&|x| x <= b)
     }
 }
 
@@ -311,7 +457,7 @@ impl Live {
         }
         Arc::make_mut(&mut self.dead)[i / 64] |= 1 << (i % 64);
         self.n_dead += 1;
-        self.dead_len += u64::from(self.segment.lens[i]);
+        self.dead_len += u64::from(self.segment.token_len(i));
         true
     }
 

@@ -124,6 +124,9 @@ pub struct MemoryEstimate {
     pub vectors: usize,
     /// Chunk and document metadata.
     pub chunks: usize,
+    /// Bytes of mapped index files (in the page cache, shared between processes; not
+    /// heap).
+    pub mapped: usize,
 }
 
 /// What a new snapshot changed.
@@ -196,11 +199,15 @@ impl Snapshot {
     pub fn memory_estimate(&self) -> MemoryEstimate {
         let mut m = MemoryEstimate::default();
         for live in &self.segments {
-            let seg = &live.segment;
-            m.text += seg.lens.capacity() * 4 + live.dead.len() * 8;
+            m.text += live.dead.len() * 8;
+            let Some(seg) = live.segment.owned() else {
+                m.mapped += live.segment.as_mapped().map_or(0, |f| f.file_bytes());
+                continue;
+            };
+            m.text += seg.lens.capacity() * 4;
             for (term, list) in &seg.postings {
                 m.text += term.len()
-                    + std::mem::size_of::<(Box<str>, Vec<(u32, u32)>)>()
+                    + std::mem::size_of::<(Box<str>, Vec<[u32; 2]>)>()
                     + list.capacity() * 8;
             }
             m.vectors += seg.vectors.data.capacity() * 2 + seg.vectors.norms2.capacity() * 8;
@@ -228,10 +235,14 @@ impl Snapshot {
     }
 
     /// A chunk's metadata.
-    pub fn chunk(&self, id: &ChunkId) -> Option<&Arc<ChunkMeta>> {
+    pub fn chunk(&self, id: &ChunkId) -> Option<Arc<ChunkMeta>> {
         self.segments.iter().find_map(|l| {
             let i = l.segment.position(id)?;
-            (!l.is_dead(i)).then(|| &l.segment.metas[i])
+            if l.is_dead(i) {
+                None
+            } else {
+                l.segment.meta(i)
+            }
         })
     }
 
@@ -247,7 +258,7 @@ impl Snapshot {
     }
 
     /// The chunks of the document at `path`, in sequence order.
-    pub fn chunks_at_path(&self, path: &str) -> Vec<&Arc<ChunkMeta>> {
+    pub fn chunks_at_path(&self, path: &str) -> Vec<Arc<ChunkMeta>> {
         let Some(entry) = self.paths.get(&PathId::derive(path).0) else {
             return Vec::new();
         };
@@ -271,12 +282,9 @@ impl Snapshot {
             .segments
             .iter()
             .flat_map(|l| {
-                l.segment
-                    .metas
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| !l.is_dead(*i))
-                    .map(|(_, m)| m.id)
+                (0..l.segment.len())
+                    .filter(|&i| !l.is_dead(i))
+                    .map(|i| l.segment.id(i))
             })
             .collect();
         ids.sort_unstable();
@@ -289,7 +297,7 @@ impl Snapshot {
         for l in &self.segments {
             for i in l.segment.bucket_range(b) {
                 if !l.is_dead(i) {
-                    ids.push(l.segment.metas[i].id);
+                    ids.push(l.segment.id(i));
                 }
             }
         }
@@ -489,9 +497,9 @@ impl Snapshot {
         let mut without_vector: Vec<ChunkId> = Vec::new();
         for live in &self.segments {
             let seg = &live.segment;
-            for (i, meta) in seg.metas.iter().enumerate() {
-                if !live.is_dead(i) && !seg.vectors.has(i) && !again.contains(&meta.id) {
-                    without_vector.push(meta.id);
+            for i in 0..seg.len() {
+                if !live.is_dead(i) && !seg.has_vector(i) && !again.contains(&seg.id(i)) {
+                    without_vector.push(seg.id(i));
                 }
             }
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use instant_distance::{Builder, Point, Search};
 
-use super::segment::{Segment, Vectors};
+use super::segment::Vectors;
 
 /// Seed of every HNSW build, so that a build is reproducible (on one thread).
 pub const HNSW_SEED: u64 = 0x6366_7320_686e_7377;
@@ -80,9 +80,8 @@ impl std::fmt::Debug for Hnsw {
 
 impl Hnsw {
     /// Builds the graph of a segment's vectors on one thread with [`HNSW_SEED`].
-    pub fn build(segment: &Segment) -> Self {
-        let vectors = &segment.vectors;
-        let points: Vec<VPoint> = (0..segment.len())
+    pub fn build(vectors: &Arc<Vectors>) -> Self {
+        let points: Vec<VPoint> = (0..vectors.norms2.len())
             .map(|i| VPoint {
                 vectors: Arc::clone(vectors),
                 index: i as u32,

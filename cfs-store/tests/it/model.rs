@@ -61,6 +61,20 @@ fn check_search(
         store.begin_read().unwrap().chunk_ids().unwrap()
     );
     let fresh = SearchIndex::open(store, embedder, IndexOptions::exact()).unwrap();
+    // Opened from index files: the one an earlier step saved (its mapped base brought
+    // forward by the diff), and one saved now.
+    let cache = store.path().with_file_name("index.cache");
+    let open_file = || {
+        SearchIndex::open_cached(store, embedder, IndexOptions::exact(), &cache)
+            .unwrap()
+            .0
+    };
+    let mut reopened = Vec::new();
+    if cache.exists() {
+        reopened.push(open_file());
+    }
+    index.save_cache(&cache).unwrap();
+    reopened.push(open_file());
     for q in ["word3 word7", "title doc", "f12 text more", "src docs"] {
         for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
             let mut query = Query::new(q).mode(mode).k(8);
@@ -68,6 +82,9 @@ fn check_search(
             let a = index.search(&query, embedder).unwrap();
             let b = fresh.search(&query, embedder).unwrap();
             prop_assert_eq!(&a, &b);
+            for other in &reopened {
+                prop_assert_eq!(&other.search(&query, embedder).unwrap(), &b);
+            }
         }
     }
     for (path, text) in files {

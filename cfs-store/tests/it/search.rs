@@ -367,15 +367,22 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
             other => panic!("{other:?}"),
         }
     };
-    assert!(rebuilt(&good[..good.len() / 2]).contains("checksum"));
+    assert!(rebuilt(&good[..good.len() / 2]).contains("torn"));
+    assert!(rebuilt(&good[..70]).contains("torn"));
     let mut flipped = good.clone();
-    flipped[good.len() / 3] ^= 1;
-    assert!(rebuilt(&flipped).contains("checksum"));
-    assert!(rebuilt(b"").contains("not an index cache"));
+    flipped[100] ^= 1;
+    assert!(rebuilt(&flipped).contains("header"));
+    assert!(rebuilt(b"").contains("not an index file"));
     assert!(
         rebuilt(b"garbage that is long enough to have a checksum field at the end")
-            .contains("not an index cache")
+            .contains("not an index file")
     );
+    assert_eq!(
+        cfs_store::search::verify_index_file(&cache).map_err(|_| ()),
+        Err(())
+    );
+    std::fs::write(&cache, &good).unwrap();
+    assert_eq!(cfs_store::search::verify_index_file(&cache), Ok(good.len()));
 
     // A sound file of another store's state is not this store's.
     let other_tree = tempfile::tempdir().unwrap();
@@ -392,6 +399,59 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
         "{status:?}"
     );
     same_as_fresh(&index);
+}
+
+/// A byte flipped anywhere in an index file: opening it never panics; either the file
+/// is refused (and the index rebuilt), or searching it never panics and
+/// `verify_index_file` names the damaged section.
+#[test]
+fn a_flipped_byte_in_an_index_file_is_refused_or_found_by_verify() {
+    use cfs_store::search::{CacheStatus, verify_index_file};
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    corpus(tree.path());
+    let (store, embedder, _) = setup(tree.path(), db.path());
+    let cache = db.path().join("index.cache");
+    SearchIndex::open(&store, &embedder, IndexOptions::exact())
+        .unwrap()
+        .save_cache(&cache)
+        .unwrap();
+    let good = std::fs::read(&cache).unwrap();
+    let fresh = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
+    let queries: Vec<Query> = ["parse config", "walrus", "http client daemon"]
+        .into_iter()
+        .flat_map(|q| [Mode::Text, Mode::Vector, Mode::Hybrid].map(|m| Query::new(q).mode(m)))
+        .collect();
+    let (mut refused, mut found_by_verify) = (0, 0);
+    for at in (0..good.len()).step_by(good.len() / 300 + 1) {
+        for bit in [0, 7] {
+            let mut bytes = good.clone();
+            bytes[at] ^= 1 << bit;
+            std::fs::write(&cache, &bytes).unwrap();
+            let (index, status) =
+                SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
+            let answers: Vec<_> = queries
+                .iter()
+                .map(|q| index.search(q, &embedder).ok())
+                .collect();
+            if matches!(status, CacheStatus::Rebuilt(_)) {
+                refused += 1;
+                continue;
+            }
+            let same = queries
+                .iter()
+                .zip(&answers)
+                .all(|(q, a)| a.as_ref() == fresh.search(q, &embedder).ok().as_ref());
+            let verified = verify_index_file(&cache);
+            // Padding between sections is covered by no hash and changes nothing.
+            assert!(verified.is_err() || same, "byte {at} bit {bit}: {status:?}");
+            found_by_verify += usize::from(verified.is_err());
+        }
+    }
+    assert!(
+        refused > 0 && found_by_verify > 0,
+        "{refused} {found_by_verify}"
+    );
 }
 
 #[test]

@@ -1,0 +1,264 @@
+//! A segment read in place: the columns of an index file mapped into memory
+//! (`docs/format.md`, "The index file"). Opening costs the header and the documents;
+//! a query reads the pages of the postings, vectors and records it touches, from the
+//! page cache every process shares.
+//!
+//! Every section's place and length were checked when the file was opened
+//! (`cache::open`), so a column is a plain cast of its bytes. What lies inside a
+//! section (an offset, an ordinal, a string) is checked where it is read: a damaged
+//! byte gives a missing answer, never a panic or a read outside the file. The BLAKE3
+//! hash of each section is recorded when the file is written and checked by
+//! `verify_file`.
+
+#![allow(unsafe_code)]
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use cfs_core::ChunkId;
+use memmap2::Mmap;
+
+use super::segment::{ChunkMeta, DocInfo, Posting};
+
+/// Maps an index file read-only.
+///
+/// The store's index files are never written in place (a new file is written beside
+/// the old one and renamed over it), so the mapped bytes do not change while mapped.
+pub(crate) fn map(file: &std::fs::File) -> std::io::Result<Mmap> {
+    // SAFETY: see above: no writer of cfs changes a file after its rename; another
+    // program truncating it under a running search is outside what cfs can prevent
+    // (tantivy's and LMDB's maps make the same assumption).
+    unsafe { Mmap::map(file) }
+}
+
+/// Bytes of one chunk record (`docs/format.md`).
+pub(crate) const RECORD_BYTES: usize = 48;
+/// A record's string reference meaning "none".
+pub(crate) const NO_STRING: u32 = u32::MAX;
+/// The chunk kinds, by the number a record stores.
+pub(crate) const KINDS: [&str; 4] = ["text", "section", "code", "page"];
+
+/// Types whose every bit pattern is a value and whose bytes in the file are their
+/// little-endian in-memory form.
+///
+/// # Safety
+/// Implementors must have no padding and no invalid bit patterns.
+pub(crate) unsafe trait Plain: Copy {}
+// SAFETY: integers and arrays of integers have no padding and no invalid values.
+unsafe impl Plain for u32 {}
+// SAFETY: as above.
+unsafe impl Plain for u64 {}
+// SAFETY: as above.
+unsafe impl Plain for i16 {}
+// SAFETY: as above.
+unsafe impl Plain for [u32; 2] {}
+// SAFETY: as above.
+unsafe impl Plain for [u8; 16] {}
+
+/// `bytes` as a slice of `T`; `None` when misaligned or not a whole number of `T`.
+pub(crate) fn cast<T: Plain>(bytes: &[u8]) -> Option<&[T]> {
+    if cfg!(target_endian = "big") {
+        return None;
+    }
+    // SAFETY: `T: Plain` has no invalid bit patterns, so any aligned bytes are values.
+    let (head, body, tail) = unsafe { bytes.align_to::<T>() };
+    (head.is_empty() && tail.is_empty()).then_some(body)
+}
+
+/// The sections a mapped segment reads, as byte ranges of the map.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Columns {
+    pub ids: Range<usize>,
+    pub records: Range<usize>,
+    pub lens: Range<usize>,
+    pub norms: Range<usize>,
+    pub missing: Range<usize>,
+    pub vectors: Range<usize>,
+    pub term_ends: Range<usize>,
+    pub term_bytes: Range<usize>,
+    pub posting_ends: Range<usize>,
+    pub postings: Range<usize>,
+    pub string_ends: Range<usize>,
+    pub string_bytes: Range<usize>,
+}
+
+/// One segment over a mapped index file.
+pub(crate) struct Mapped {
+    map: Arc<Mmap>,
+    cols: Columns,
+    n: usize,
+    dim: usize,
+    total_len: u64,
+    /// The documents, by the ordinal the records name.
+    docs: Vec<Arc<DocInfo>>,
+}
+
+impl Mapped {
+    /// A segment over `map` whose columns `cols` the caller has checked: each inside
+    /// the map, aligned, and of the length `n` chunks of `dim` need.
+    pub fn new(
+        map: Arc<Mmap>,
+        cols: Columns,
+        (n, dim, total_len): (usize, usize, u64),
+        docs: Vec<Arc<DocInfo>>,
+    ) -> Self {
+        Self {
+            map,
+            cols,
+            n,
+            dim,
+            total_len,
+            docs,
+        }
+    }
+
+    fn bytes(&self, r: &Range<usize>) -> &[u8] {
+        self.map.get(r.clone()).unwrap_or_default()
+    }
+
+    fn col<T: Plain>(&self, r: &Range<usize>) -> &[T] {
+        cast(self.bytes(r)).unwrap_or_default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    pub fn total_len(&self) -> u64 {
+        self.total_len
+    }
+
+    /// Bytes of the mapped file.
+    pub fn file_bytes(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn id(&self, i: usize) -> ChunkId {
+        ChunkId(
+            self.col::<[u8; 16]>(&self.cols.ids)
+                .get(i)
+                .copied()
+                .unwrap_or_default(),
+        )
+    }
+
+    pub fn token_len(&self, i: usize) -> u32 {
+        self.col::<u32>(&self.cols.lens)
+            .get(i)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn norm2(&self, i: usize) -> u64 {
+        self.col::<u64>(&self.cols.norms)
+            .get(i)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn has_vector(&self, i: usize) -> bool {
+        let words = self.col::<u64>(&self.cols.missing);
+        words.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 0)
+    }
+
+    pub fn vector(&self, i: usize) -> &[i16] {
+        let data = self.col::<i16>(&self.cols.vectors);
+        data.get(i * self.dim..(i + 1) * self.dim)
+            .unwrap_or_default()
+    }
+
+    /// Entry `i` of a string list (`ends` of u64 end offsets into `bytes`).
+    fn string(&self, ends: &Range<usize>, bytes: &Range<usize>, i: usize) -> Option<&str> {
+        let ends = self.col::<u64>(ends);
+        let start = if i == 0 { 0 } else { *ends.get(i - 1)? };
+        let end = *ends.get(i)?;
+        let b = self
+            .bytes(bytes)
+            .get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)?;
+        std::str::from_utf8(b).ok()
+    }
+
+    fn term(&self, t: usize) -> Option<&str> {
+        self.string(&self.cols.term_ends, &self.cols.term_bytes, t)
+    }
+
+    fn n_terms(&self) -> usize {
+        self.col::<u64>(&self.cols.term_ends).len()
+    }
+
+    fn postings_of(&self, t: usize) -> &[Posting] {
+        let ends = self.col::<u64>(&self.cols.posting_ends);
+        let start = if t == 0 {
+            Some(0)
+        } else {
+            ends.get(t - 1).copied()
+        };
+        let range = start
+            .zip(ends.get(t).copied())
+            .and_then(|(s, e)| Some(usize::try_from(s).ok()?..usize::try_from(e).ok()?));
+        range
+            .and_then(|r| self.col::<Posting>(&self.cols.postings).get(r))
+            .unwrap_or_default()
+    }
+
+    /// The postings of `term` (binary search of the sorted term list).
+    pub fn postings(&self, term: &str) -> Option<&[Posting]> {
+        let (mut lo, mut hi) = (0, self.n_terms());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.term(mid).unwrap_or("").cmp(term) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(self.postings_of(mid)),
+            }
+        }
+        None
+    }
+
+    pub fn for_each_term(&self, mut f: impl FnMut(&str, &[Posting])) {
+        for t in 0..self.n_terms() {
+            if let Some(term) = self.term(t) {
+                f(term, self.postings_of(t));
+            }
+        }
+    }
+
+    fn u32_at(rec: &[u8], at: usize) -> u32 {
+        rec.get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_le_bytes)
+    }
+
+    fn owned_string(&self, r: u32) -> Option<Box<str>> {
+        if r == NO_STRING {
+            return None;
+        }
+        let s = self.string(&self.cols.string_ends, &self.cols.string_bytes, r as usize)?;
+        Some(s.into())
+    }
+
+    /// The metadata of chunk `i`, from its record.
+    pub fn meta(&self, i: usize) -> Option<ChunkMeta> {
+        let records = self.bytes(&self.cols.records);
+        let rec = records.get(i * RECORD_BYTES..(i + 1) * RECORD_BYTES)?;
+        let at = |o| Self::u32_at(rec, o);
+        let doc = self.docs.get(at(0) as usize)?;
+        Some(ChunkMeta {
+            id: self.id(i),
+            doc: Arc::clone(doc),
+            sequence: at(4),
+            byte_offset: u64::from(at(8)) | u64::from(at(12)) << 32,
+            byte_length: at(16),
+            start_line: at(20),
+            end_line: at(24),
+            kind: KINDS.get(at(28) as usize).copied().unwrap_or("text"),
+            language: self.owned_string(at(32)),
+            symbol: self.owned_string(at(36)),
+            heading: self.owned_string(at(40)),
+        })
+    }
+}
