@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use cfs_ingest::Embedder;
-use cfs_store::search::{CacheStatus, Filter, Hit, IndexOptions, Mode, Query, SearchIndex};
+use cfs_store::search::{
+    CacheStatus, Explanation, Filter, Hit, IndexOptions, Mode, Query, SearchIndex,
+};
 use cfs_store::{Store, StoreError};
 use serde_json::json;
 
@@ -37,6 +39,10 @@ pub struct SearchArgs {
     /// Only documents of this MIME type.
     #[arg(long, value_name = "TYPE")]
     mime: Option<String>,
+    /// Also say how the query ran: segments, terms with their weights, candidates of
+    /// each retriever, fusion, and each result's score parts.
+    #[arg(long)]
+    explain: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -114,11 +120,19 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let hits = index.search(&query, &*embedder)?;
     let ms = started.elapsed().as_secs_f64() * 1e3;
+    let explained = args.explain.then(|| index.explain(&query, &*embedder));
     if args.common.json {
-        print_json(&json!(hits.iter().map(hit_json).collect::<Vec<_>>()))?;
+        let hits = json!(hits.iter().map(hit_json).collect::<Vec<_>>());
+        match &explained {
+            Some(e) => print_json(&json!({"hits": hits, "explain": explain_json(e)}))?,
+            None => print_json(&hits)?,
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::stdout().lock();
+    if let Some(e) = &explained {
+        write_explanation(&mut out, e)?;
+    }
     if hits.is_empty() {
         writeln!(out, "no results")?;
     }
@@ -136,7 +150,11 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
             hit.start_line,
             hit.end_line,
             hit.score,
-            parts(hit)
+            if args.explain {
+                score_parts(hit)
+            } else {
+                parts(hit)
+            }
         )?;
         for line in hit.snippet.lines() {
             writeln!(out, "      {line}")?;
@@ -157,6 +175,88 @@ fn parts(hit: &Hit) -> String {
         s += &format!(" vector #{rank}");
     }
     s
+}
+
+/// Ranks with the scores behind them: BM25 and the dot product (scaled as in JSON).
+fn score_parts(hit: &Hit) -> String {
+    let mut s = String::new();
+    if let Some((score, rank)) = hit.text_score {
+        s += &format!(
+            " text #{rank} (bm25 {:.3})",
+            score as f64 / (1u64 << 32) as f64
+        );
+    }
+    if let Some((dot, rank)) = hit.vector_score {
+        s += &format!(
+            " vector #{rank} (dot {:.4})",
+            dot as f64 / (1u64 << 30) as f64
+        );
+    }
+    s
+}
+
+fn write_explanation(out: &mut impl Write, e: &Explanation) -> std::io::Result<()> {
+    writeln!(out, "state root {}", e.root)?;
+    for (i, s) in e.segments.iter().enumerate() {
+        writeln!(
+            out,
+            "segment {i}: {} chunks, {} live, {}{}",
+            s.chunks,
+            s.live,
+            if s.mapped {
+                "mapped from the index file"
+            } else {
+                "in memory"
+            },
+            if s.graph { ", HNSW graph" } else { "" }
+        )?;
+    }
+    for t in &e.terms {
+        let idf = t.idf as f64 / (1u64 << 32) as f64;
+        writeln!(out, "term {:?}: in {} chunks, idf {idf:.3}", t.term, t.df)?;
+    }
+    writeln!(
+        out,
+        "text: {} chunks scored, top {} kept",
+        e.text_candidates, e.depth
+    )?;
+    if e.vector_runs {
+        let how = if e.vector_exact {
+            "exact scan of"
+        } else {
+            "graph over"
+        };
+        writeln!(
+            out,
+            "vectors: {how} {} vectors, top {} kept",
+            e.vectors, e.depth
+        )?;
+    } else {
+        writeln!(out, "vectors: not searched")?;
+    }
+    writeln!(
+        out,
+        "fusion: reciprocal rank, vector weight {}% of text\n",
+        e.vector_weight
+    )
+}
+
+fn explain_json(e: &Explanation) -> serde_json::Value {
+    json!({
+        "root": e.root.to_hex(),
+        "segments": e.segments.iter().map(|s| json!({
+            "chunks": s.chunks, "live": s.live, "mapped": s.mapped, "graph": s.graph,
+        })).collect::<Vec<_>>(),
+        "terms": e.terms.iter().map(|t| json!({
+            "term": t.term, "df": t.df, "idf": t.idf as f64 / (1u64 << 32) as f64,
+        })).collect::<Vec<_>>(),
+        "depth": e.depth,
+        "text_candidates": e.text_candidates,
+        "vector_runs": e.vector_runs,
+        "vectors": e.vectors,
+        "vector_exact": e.vector_exact,
+        "vector_weight": e.vector_weight,
+    })
 }
 
 fn hit_json(hit: &Hit) -> serde_json::Value {

@@ -385,6 +385,29 @@ fn search_and_rebuild_index() {
     let (code, out, _) = cfs_in(root, &["search", "merkle"]);
     assert_eq!(code, 0);
     assert!(out.contains("README.md:"), "{out}");
+    // --explain: segments, terms, candidates, fusion, and the score behind each rank.
+    let (code, out, err) = cfs_in(root, &["search", "merkle", "--explain"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("segment 0:") && out.contains("term \"merkle\": in 1 chunks"),
+        "{out}"
+    );
+    assert!(
+        out.contains("text: 1 chunks scored") && out.contains("(bm25 "),
+        "{out}"
+    );
+    let (code, out, err) = cfs_in(root, &["search", "merkle", "--explain", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["explain"]["terms"][0]["df"], 1, "{v}");
+    assert_eq!(v["explain"]["text_candidates"], 1, "{v}");
+    assert!(
+        v["hits"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("README.md"),
+        "{v}"
+    );
 
     // The index cache is written beside the store, and a torn one is rebuilt.
     let cache = root.join(".cfs/index.cache");

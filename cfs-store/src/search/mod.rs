@@ -23,6 +23,7 @@
 
 mod bm25;
 mod cache;
+mod explain;
 mod mapped;
 mod query;
 mod segment;
@@ -38,6 +39,7 @@ use cfs_ingest::Embedder;
 
 pub use bm25::{idf, log2_fixed, tf_part};
 pub use cache::{CACHE_FORMAT, CacheStatus};
+pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
 pub use query::{Filter, KINDS, Mode, Query, RRF_K, rrf};
 pub use segment::{ChunkMeta, DocInfo, PathInfo};
 pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff};
@@ -303,6 +305,14 @@ impl SearchIndex {
     pub fn search(&self, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
         search(&self.snapshot(), query, embedder)
     }
+
+    /// How `query` runs on the current snapshot (see [`explain`]).
+    pub fn explain(&self, query: &Query, embedder: &dyn Embedder) -> Explanation {
+        let weight = query
+            .vector_weight
+            .unwrap_or_else(|| embedder.fusion_weight());
+        explain(&self.snapshot(), query, weight)
+    }
 }
 
 /// Checks every section of the index file at `path` against the hash its header
@@ -328,10 +338,7 @@ fn check_model(store: &Store, embedder: &dyn Embedder) -> Result<()> {
 /// gives an empty list, never an error.
 pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
     let k = query.k;
-    let depth = match query.mode {
-        Mode::Hybrid => k.saturating_mul(4).max(50),
-        _ => k,
-    };
+    let depth = explain::depth(query.mode, k);
     let text = match query.mode {
         Mode::Hybrid | Mode::Text => query::text_search(snap, &query.text, depth, &query.filter),
         Mode::Vector => Vec::new(),
@@ -341,11 +348,7 @@ pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result
         .unwrap_or_else(|| embedder.fusion_weight());
     // With weight 0, vector results only follow the text results: when the text
     // retriever filled all k places they cannot appear, so they are not computed.
-    let vector_needed = match query.mode {
-        Mode::Hybrid => weight > 0 || text.len() < k,
-        Mode::Vector => true,
-        Mode::Text => false,
-    };
+    let vector_needed = explain::vector_needed(query.mode, weight, text.len(), k);
     let vector = match query.mode {
         Mode::Hybrid | Mode::Vector if vector_needed && !query.text.trim().is_empty() => {
             if embedder.model_hash() != snap.model {

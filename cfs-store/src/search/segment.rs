@@ -446,8 +446,12 @@ impl Live {
         }
     }
 
+    /// Whether local `i` is gone (an `i` past the segment, which only a damaged file
+    /// can name, is not: its reader skips it).
     pub fn is_dead(&self, i: usize) -> bool {
-        self.dead[i / 64] >> (i % 64) & 1 == 1
+        self.dead
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
     }
 
     /// Marks local `i` dead; false when it already was.

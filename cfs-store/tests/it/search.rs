@@ -505,3 +505,34 @@ fn a_filter_value_no_chunk_has_is_an_error_listing_what_exists() {
         .unwrap();
     assert!(hits.is_empty());
 }
+
+/// `explain` agrees with the search it describes: each term's document frequency is
+/// the number of chunks a text search for that term alone finds, the candidates are
+/// the chunks holding any term, and the vector side runs as the mode says.
+#[test]
+fn explain_agrees_with_the_search() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    corpus(tree.path());
+    let (store, embedder, _) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
+    let found = |q: &str| {
+        let q = Query::new(q).mode(Mode::Text).k(100);
+        index.search(&q, &embedder).unwrap().len() as u64
+    };
+    let query = Query::new("configuration file walrus").mode(Mode::Text);
+    let e = index.explain(&query, &embedder);
+    let words: Vec<&str> = e.terms.iter().map(|t| t.term.as_str()).collect();
+    assert_eq!(words, ["configuration", "file", "walrus"]);
+    for t in &e.terms {
+        assert_eq!(t.df, found(&t.term), "{}", t.term);
+        assert_eq!(t.idf == 0, t.df == 0);
+    }
+    assert_eq!(e.text_candidates as u64, found("configuration file walrus"));
+    assert!(!e.vector_runs && e.vector_exact);
+    assert_eq!(e.segments.len(), 1);
+    assert_eq!(e.segments[0].live, index.snapshot().n_chunks());
+    let e = index.explain(&query.clone().mode(Mode::Vector), &embedder);
+    assert!(e.vector_runs && e.terms.is_empty() && e.text_candidates == 0);
+    assert_eq!(e.vectors, index.snapshot().n_chunks());
+}

@@ -1,0 +1,147 @@
+//! What a query does over a snapshot, for `cfs search --explain`: the segments it
+//! reads, the terms it looks up with their document frequencies and weights, how many
+//! chunks each retriever considers, and how the two are fused. The score parts of each
+//! result are on the [`super::Hit`] itself.
+
+use cfs_core::StateRoot;
+
+use super::bm25;
+use super::query::{Mode, Query};
+use super::snapshot::Snapshot;
+use super::tokenize::tokens;
+
+/// One segment of the snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentExplained {
+    /// Chunks it holds, live and tombstoned.
+    pub chunks: usize,
+    /// Live chunks.
+    pub live: usize,
+    /// Read in place from the mapped index file (else built in memory).
+    pub mapped: bool,
+    /// Has an HNSW graph (vector search over it is approximate unless exact).
+    pub graph: bool,
+}
+
+/// One distinct query term.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TermExplained {
+    /// The token.
+    pub term: String,
+    /// Live chunks holding it.
+    pub df: u64,
+    /// Its BM25 weight (32 fractional bits; 0 when no chunk holds it).
+    pub idf: u64,
+}
+
+/// How a query runs over a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Explanation {
+    /// The state searched.
+    pub root: StateRoot,
+    /// Its segments, base first.
+    pub segments: Vec<SegmentExplained>,
+    /// Results taken from each retriever before fusion.
+    pub depth: usize,
+    /// The distinct query terms.
+    pub terms: Vec<TermExplained>,
+    /// Live chunks holding at least one term (each is scored).
+    pub text_candidates: usize,
+    /// Whether the vector retriever runs (hybrid skips it when its weight is 0 and the
+    /// text results fill every place).
+    pub vector_runs: bool,
+    /// Live chunks with a vector, which an exact vector search scores one by one.
+    pub vectors: usize,
+    /// Whether vector search is exact for this query (no graph, or `Query::exact`).
+    pub vector_exact: bool,
+    /// Weight of the vector ranks in the fusion, in percent of the text ranks'.
+    pub vector_weight: u32,
+}
+
+/// Results each retriever gives before fusion, for `k` results.
+pub(crate) fn depth(mode: Mode, k: usize) -> usize {
+    match mode {
+        Mode::Hybrid => k.saturating_mul(4).max(50),
+        _ => k,
+    }
+}
+
+/// Whether the vector retriever is needed, given the text results found.
+pub(crate) fn vector_needed(mode: Mode, weight: u32, text_found: usize, k: usize) -> bool {
+    match mode {
+        Mode::Hybrid => weight > 0 || text_found < k,
+        Mode::Vector => true,
+        Mode::Text => false,
+    }
+}
+
+/// How `query` runs over `snap` with the vector weight `weight`.
+pub fn explain(snap: &Snapshot, query: &Query, weight: u32) -> Explanation {
+    let segments = snap
+        .segments
+        .iter()
+        .map(|l| SegmentExplained {
+            chunks: l.segment.len(),
+            live: l.n_live(),
+            mapped: l.segment.as_mapped().is_some(),
+            graph: l.segment.hnsw.get().is_some(),
+        })
+        .collect();
+    let mut words = tokens(&query.text);
+    words.sort_unstable();
+    words.dedup();
+    let n = snap.n_chunks() as u64;
+    let mut candidates = 0;
+    let mut terms = Vec::with_capacity(words.len());
+    let text_runs = query.mode != Mode::Vector;
+    for live in snap.segments.iter().filter(|_| text_runs) {
+        let mut hit = vec![false; live.segment.len()];
+        for w in &words {
+            for &[i, _] in live.segment.postings(w).unwrap_or_default() {
+                if let Some(h) = hit.get_mut(i as usize) {
+                    *h |= !live.is_dead(i as usize);
+                }
+            }
+        }
+        candidates += hit.iter().filter(|&&h| h).count();
+    }
+    for w in words.iter().filter(|_| text_runs) {
+        let df: u64 = snap
+            .segments
+            .iter()
+            .map(|l| {
+                let list = l.segment.postings(w).unwrap_or_default();
+                list.iter().filter(|[i, _]| !l.is_dead(*i as usize)).count() as u64
+            })
+            .sum();
+        let idf = if df == 0 { 0 } else { bm25::idf(n, df) };
+        terms.push(TermExplained {
+            term: w.clone(),
+            df,
+            idf,
+        });
+    }
+    let depth = depth(query.mode, query.k);
+    let vectors = snap
+        .segments
+        .iter()
+        .map(|l| {
+            (0..l.segment.len())
+                .filter(|&i| !l.is_dead(i) && l.segment.has_vector(i))
+                .count()
+        })
+        .sum();
+    let has_graph = snap.segments.iter().any(|l| l.segment.hnsw.get().is_some());
+    Explanation {
+        root: snap.state_root(),
+        segments,
+        depth,
+        terms,
+        text_candidates: candidates,
+        vector_runs: !query.text.trim().is_empty()
+            && vector_needed(query.mode, weight, candidates.min(depth), query.k),
+        vectors,
+        vector_exact: query.exact || !has_graph,
+        vector_weight: weight,
+    }
+}
