@@ -163,6 +163,9 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     if std::io::stderr().is_terminal() {
         eprintln!("{} results in {ms:.1} ms", hits.len());
     }
+    // The process ends here: its index (documents, paths, maps) is left to the exit
+    // instead of freed piece by piece.
+    std::mem::forget(index);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -46,7 +46,11 @@ const ALIGN: usize = 64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Part {
     Docs,
+    DocIds,
+    DocChunkEnds,
+    DocChunks,
     Paths,
+    PathIds,
     Ids,
     Records,
     Lens,
@@ -61,9 +65,13 @@ enum Part {
     StringBytes,
 }
 
-const PARTS: [Part; 14] = [
+const PARTS: [Part; 18] = [
     Part::Docs,
+    Part::DocIds,
+    Part::DocChunkEnds,
+    Part::DocChunks,
     Part::Paths,
+    Part::PathIds,
     Part::Ids,
     Part::Records,
     Part::Lens,
@@ -100,12 +108,12 @@ struct Section {
     hash: [u8; 32],
 }
 
+/// A document's MIME type and its paths with their collections (its id and chunk ids
+/// are in sections of their own, read without decoding).
 #[derive(BorshSerialize, BorshDeserialize)]
 struct CachedDoc {
-    id: DocumentId,
     mime_type: String,
     paths: Vec<(String, Vec<String>)>,
-    chunks: Vec<ChunkId>,
 }
 
 /// What opening from a cache file found.
@@ -159,6 +167,12 @@ fn encode_sections(snap: &Snapshot, seg: &Segment) -> Result<Vec<Vec<u8>>> {
         Ok(out)
     };
     let cached: Vec<CachedDoc> = docs.iter().map(|d| cached_doc(d)).collect();
+    let mut doc_chunk_ends = Vec::with_capacity(docs.len() * 8);
+    let mut doc_chunks = Vec::new();
+    for d in &docs {
+        doc_chunks.extend(d.chunks.iter().flat_map(|c| c.0));
+        doc_chunk_ends.extend_from_slice(&(doc_chunks.len() as u64 / 16).to_le_bytes());
+    }
     let paths: Vec<&PathEntry> = snap.paths.values().collect();
     let mut strings = StringList::default();
     let records = records(owned, &ordinal, &mut strings)?;
@@ -171,7 +185,11 @@ fn encode_sections(snap: &Snapshot, seg: &Segment) -> Result<Vec<Vec<u8>>> {
     }
     Ok(vec![
         borsh(&|out| cached.serialize(out))?,
+        docs.iter().flat_map(|d| d.id.0).collect(),
+        doc_chunk_ends,
+        doc_chunks,
         borsh(&|out| paths.serialize(out))?,
+        snap.paths.keys().flat_map(|k| *k).collect(),
         owned.metas.iter().flat_map(|m| m.id.0).collect(),
         records,
         le(&owned.lens, u32::to_le_bytes),
@@ -335,7 +353,6 @@ fn internal(e: std::io::Error) -> StoreError {
 
 fn cached_doc(d: &DocInfo) -> CachedDoc {
     CachedDoc {
-        id: d.id,
         mime_type: d.mime_type.to_string(),
         paths: d
             .paths
@@ -347,7 +364,6 @@ fn cached_doc(d: &DocInfo) -> CachedDoc {
                 )
             })
             .collect(),
-        chunks: d.chunks.clone(),
     }
 }
 
@@ -416,11 +432,18 @@ pub(crate) fn load(
         .map_err(|e| format!("documents do not decode: {e}"))?;
     let entries = Vec::<PathEntry>::try_from_slice(checked(Part::Paths)?)
         .map_err(|e| format!("paths do not decode: {e}"))?;
-    let (docs, by_ordinal) = doc_maps(cached);
-    let mut paths: BucketMap<PathEntry> = BucketMap::new();
-    for p in entries {
-        paths.insert(p.id().0, p);
+    let section = |p: Part| &map[small[p as usize].0.clone()];
+    let (docs, by_ordinal) = doc_maps(
+        cached,
+        section(Part::DocIds),
+        section(Part::DocChunkEnds),
+        section(Part::DocChunks),
+    )?;
+    let path_ids = mapped::cast::<[u8; 16]>(section(Part::PathIds)).unwrap_or_default();
+    if path_ids.len() != entries.len() {
+        return Err(format!("{} path ids for {} paths", path_ids.len(), entries.len()));
     }
+    let paths = BucketMap::from_sorted(path_ids.iter().copied().zip(entries));
     let segment = Mapped::new(map, cols, (n, dim, header.total_len), by_ordinal);
     Ok(Snapshot {
         root: header.root,
@@ -583,13 +606,32 @@ fn check_stamp(header: &Header, txn: &ReadTxn) -> std::result::Result<(), String
     Ok(())
 }
 
-/// The cached documents, by bucket and by ordinal (their order in the file).
-fn doc_maps(cached: Vec<CachedDoc>) -> (BucketMap<Arc<DocInfo>>, Vec<Arc<DocInfo>>) {
-    let mut docs: BucketMap<Arc<DocInfo>> = BucketMap::new();
+/// The cached documents, by bucket and by ordinal (their order in the file), with
+/// their ids and chunk lists from the id sections; `Err` when those do not fit.
+fn doc_maps(
+    cached: Vec<CachedDoc>,
+    ids: &[u8],
+    chunk_ends: &[u8],
+    chunks: &[u8],
+) -> std::result::Result<(BucketMap<Arc<DocInfo>>, Vec<Arc<DocInfo>>), String> {
+    let ids = mapped::cast::<[u8; 16]>(ids).unwrap_or_default();
+    let ends = mapped::cast::<u64>(chunk_ends).unwrap_or_default();
+    let chunks = mapped::cast::<[u8; 16]>(chunks).unwrap_or_default();
+    if ids.len() != cached.len() || ends.len() != cached.len() {
+        return Err(format!("{} document ids for {} documents", ids.len(), cached.len()));
+    }
     let mut by_ordinal = Vec::with_capacity(cached.len());
-    for d in cached {
-        let info = Arc::new(DocInfo {
-            id: d.id,
+    let mut start = 0;
+    for ((d, id), &end) in cached.into_iter().zip(ids).zip(ends) {
+        let list = usize::try_from(end)
+            .ok()
+            .and_then(|end| chunks.get(start..end).map(|l| (l, end)));
+        let Some((list, end)) = list else {
+            return Err("document chunk lists out of place".into());
+        };
+        start = end;
+        by_ordinal.push(Arc::new(DocInfo {
+            id: DocumentId(*id),
             mime_type: d.mime_type.into(),
             paths: d
                 .paths
@@ -599,10 +641,9 @@ fn doc_maps(cached: Vec<CachedDoc>) -> (BucketMap<Arc<DocInfo>>, Vec<Arc<DocInfo
                     collections: c.into_iter().map(Into::into).collect(),
                 })
                 .collect(),
-            chunks: d.chunks,
-        });
-        docs.insert(d.id.0, Arc::clone(&info));
-        by_ordinal.push(info);
+            chunks: list.iter().map(|c| ChunkId(*c)).collect(),
+        }));
     }
-    (docs, by_ordinal)
+    let docs = BucketMap::from_sorted(by_ordinal.iter().map(|d| (d.id.0, Arc::clone(d))));
+    Ok((docs, by_ordinal))
 }

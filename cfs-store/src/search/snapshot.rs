@@ -46,6 +46,25 @@ impl<V: Clone> BucketMap<V> {
         }
     }
 
+    /// A map of `rows`, which come in key order (a row out of order, which only a
+    /// damaged file gives, is inserted in its place; a repeated key keeps the last).
+    pub(crate) fn from_sorted(rows: impl IntoIterator<Item = ([u8; 16], V)>) -> Self {
+        let mut map = Self::new();
+        for (key, value) in rows {
+            let b = Arc::make_mut(&mut map.buckets[usize::from(Bucket::of_key(&key).0)]);
+            match b.last() {
+                Some((last, _)) if *last >= key => map.insert(key, value),
+                _ => b.push((key, value)),
+            }
+        }
+        map
+    }
+
+    /// Every key, in key order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &[u8; 16]> {
+        self.buckets.iter().flat_map(|b| b.iter().map(|(k, _)| k))
+    }
+
     pub fn get(&self, key: &[u8; 16]) -> Option<&V> {
         let b = &self.buckets[usize::from(Bucket::of_key(key).0)];
         b.binary_search_by(|(k, _)| k.cmp(key))
