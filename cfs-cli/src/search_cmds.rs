@@ -215,7 +215,7 @@ fn write_explanation(out: &mut impl Write, e: &Explanation) -> std::io::Result<(
         )?;
     }
     for t in &e.terms {
-        let idf = t.idf as f64 / (1u64 << 32) as f64;
+        let idf = t.idf as f64 / f64::from(1u32 << 16);
         writeln!(out, "term {:?}: in {} chunks, idf {idf:.3}", t.term, t.df)?;
     }
     writeln!(
@@ -251,7 +251,7 @@ fn explain_json(e: &Explanation) -> serde_json::Value {
             "chunks": s.chunks, "live": s.live, "mapped": s.mapped, "graph": s.graph,
         })).collect::<Vec<_>>(),
         "terms": e.terms.iter().map(|t| json!({
-            "term": t.term, "df": t.df, "idf": t.idf as f64 / (1u64 << 32) as f64,
+            "term": t.term, "df": t.df, "idf": t.idf as f64 / f64::from(1u32 << 16),
         })).collect::<Vec<_>>(),
         "depth": e.depth,
         "text_candidates": e.text_candidates,

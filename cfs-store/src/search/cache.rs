@@ -24,13 +24,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use borsh::{BorshDeserialize, BorshSerialize};
-use cfs_core::{
-    ChunkId, DocumentId, MerkleRoot, ModelHash, PathEntry, StateRoot, Table, TableRoots, TopTree,
-};
+use cfs_core::{DocumentId, MerkleRoot, ModelHash, StateRoot, Table, TableRoots, TopTree};
 
+use super::buckets::BucketMap;
 use super::mapped::{self, Columns, KINDS, Mapped, NO_STRING, RECORD_BYTES};
-use super::segment::{DocInfo, Live, Owned, PathInfo, Posting, Segment};
-use super::snapshot::{BucketMap, Snapshot};
+use super::mapped_docs::{BlobList, CachedDoc, MappedDocs, MappedPaths};
+use super::segment::{DocInfo, Live, Owned, Posting, Segment};
+use super::snapshot::Snapshot;
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
 
@@ -46,10 +46,12 @@ const ALIGN: usize = 64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Part {
     Docs,
+    DocEnds,
     DocIds,
     DocChunkEnds,
     DocChunks,
     Paths,
+    PathEnds,
     PathIds,
     Ids,
     Records,
@@ -65,12 +67,14 @@ enum Part {
     StringBytes,
 }
 
-const PARTS: [Part; 18] = [
+const PARTS: [Part; 20] = [
     Part::Docs,
+    Part::DocEnds,
     Part::DocIds,
     Part::DocChunkEnds,
     Part::DocChunks,
     Part::Paths,
+    Part::PathEnds,
     Part::PathIds,
     Part::Ids,
     Part::Records,
@@ -106,14 +110,6 @@ struct Section {
     offset: u64,
     len: u64,
     hash: [u8; 32],
-}
-
-/// A document's MIME type and its paths with their collections (its id and chunk ids
-/// are in sections of their own, read without decoding).
-#[derive(BorshSerialize, BorshDeserialize)]
-struct CachedDoc {
-    mime_type: String,
-    paths: Vec<(String, Vec<String>)>,
 }
 
 /// What opening from a cache file found.
@@ -161,19 +157,14 @@ fn encode_sections(snap: &Snapshot, seg: &Segment) -> Result<Vec<Vec<u8>>> {
         .enumerate()
         .map(|(i, d)| (d.id, i as u32))
         .collect();
-    let borsh = |v: &dyn Fn(&mut Vec<u8>) -> std::io::Result<()>| -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        v(&mut out).map_err(|e| StoreError::Internal(format!("encoding the index file: {e}")))?;
-        Ok(out)
-    };
-    let cached: Vec<CachedDoc> = docs.iter().map(|d| cached_doc(d)).collect();
+    let (doc_blobs, doc_ends) = blobs(docs.iter().map(|d| cached_doc(d)))?;
     let mut doc_chunk_ends = Vec::with_capacity(docs.len() * 8);
     let mut doc_chunks = Vec::new();
     for d in &docs {
         doc_chunks.extend(d.chunks.iter().flat_map(|c| c.0));
         doc_chunk_ends.extend_from_slice(&(doc_chunks.len() as u64 / 16).to_le_bytes());
     }
-    let paths: Vec<&PathEntry> = snap.paths.values().collect();
+    let (path_blobs, path_ends) = blobs(snap.paths.values())?;
     let mut strings = StringList::default();
     let records = records(owned, &ordinal, &mut strings)?;
     let (term_ends, term_bytes, posting_ends, postings) = terms(owned);
@@ -184,11 +175,13 @@ fn encode_sections(snap: &Snapshot, seg: &Segment) -> Result<Vec<Vec<u8>>> {
         missing[i / 64] |= u64::from(m) << (i % 64);
     }
     Ok(vec![
-        borsh(&|out| cached.serialize(out))?,
+        doc_blobs,
+        doc_ends,
         docs.iter().flat_map(|d| d.id.0).collect(),
         doc_chunk_ends,
         doc_chunks,
-        borsh(&|out| paths.serialize(out))?,
+        path_blobs,
+        path_ends,
         snap.paths.keys().flat_map(|k| *k).collect(),
         owned.metas.iter().flat_map(|m| m.id.0).collect(),
         records,
@@ -203,6 +196,16 @@ fn encode_sections(snap: &Snapshot, seg: &Segment) -> Result<Vec<Vec<u8>>> {
         string_ends,
         string_bytes,
     ])
+}
+
+/// The borsh encodings of `items` one after another, and their u64 end offsets.
+fn blobs<T: BorshSerialize>(items: impl Iterator<Item = T>) -> Result<(Vec<u8>, Vec<u8>)> {
+    let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+    for item in items {
+        item.serialize(&mut bytes).map_err(internal)?;
+        ends.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    }
+    Ok((bytes, ends))
 }
 
 /// Little-endian bytes of `values`.
@@ -419,32 +422,26 @@ pub(crate) fn load(
     }
     check_stamp(&header, txn)?;
     let n = usize::try_from(header.n_chunks).map_err(|_| "too many chunks".to_string())?;
-    let (cols, small) = columns(&header, map.len(), n, dim)?;
-    let checked = |part: Part| -> std::result::Result<&[u8], String> {
-        let (range, hash) = &small[part as usize];
-        let bytes = &map[range.clone()];
-        if blake3::hash(bytes).as_bytes() != hash {
-            return Err(format!("torn or altered: the {part:?} section's hash"));
-        }
-        Ok(bytes)
+    let (cols, placed) = columns(&header, map.len(), n, dim)?;
+    let range = |p: Part| placed[p as usize].0.clone();
+    let list = |blobs: Part, ends: Part, ids: Part| BlobList {
+        map: Arc::clone(&map),
+        ids: range(ids),
+        ends: range(ends),
+        bytes: range(blobs),
     };
-    let cached = Vec::<CachedDoc>::try_from_slice(checked(Part::Docs)?)
-        .map_err(|e| format!("documents do not decode: {e}"))?;
-    let entries = Vec::<PathEntry>::try_from_slice(checked(Part::Paths)?)
-        .map_err(|e| format!("paths do not decode: {e}"))?;
-    let section = |p: Part| &map[small[p as usize].0.clone()];
-    let (docs, by_ordinal) = doc_maps(
-        cached,
-        section(Part::DocIds),
-        section(Part::DocChunkEnds),
-        section(Part::DocChunks),
-    )?;
-    let path_ids = mapped::cast::<[u8; 16]>(section(Part::PathIds)).unwrap_or_default();
-    if path_ids.len() != entries.len() {
-        return Err(format!("{} path ids for {} paths", path_ids.len(), entries.len()));
-    }
-    let paths = BucketMap::from_sorted(path_ids.iter().copied().zip(entries));
-    let segment = Mapped::new(map, cols, (n, dim, header.total_len), by_ordinal);
+    let docs = Arc::new(MappedDocs::new(
+        list(Part::Docs, Part::DocEnds, Part::DocIds),
+        range(Part::DocChunkEnds),
+        range(Part::DocChunks),
+    ));
+    let paths = MappedPaths(list(Part::Paths, Part::PathEnds, Part::PathIds));
+    let segment = Mapped::new(
+        Arc::clone(&map),
+        cols,
+        (n, dim, header.total_len),
+        Arc::clone(&docs),
+    );
     Ok(Snapshot {
         root: header.root,
         sequence: header.sequence,
@@ -453,8 +450,8 @@ pub(crate) fn load(
         table_roots: header.table_roots,
         chunk_roots: Arc::new(header.chunk_roots),
         path_roots: Arc::new(header.path_roots),
-        paths,
-        docs,
+        paths: BucketMap::lazy(Arc::new(paths)),
+        docs: BucketMap::lazy(docs),
         segments: if n > 0 {
             vec![Live::new(Arc::new(Segment::mapped(segment)))]
         } else {
@@ -604,46 +601,4 @@ fn check_stamp(header: &Header, txn: &ReadTxn) -> std::result::Result<(), String
         ));
     }
     Ok(())
-}
-
-/// The cached documents, by bucket and by ordinal (their order in the file), with
-/// their ids and chunk lists from the id sections; `Err` when those do not fit.
-fn doc_maps(
-    cached: Vec<CachedDoc>,
-    ids: &[u8],
-    chunk_ends: &[u8],
-    chunks: &[u8],
-) -> std::result::Result<(BucketMap<Arc<DocInfo>>, Vec<Arc<DocInfo>>), String> {
-    let ids = mapped::cast::<[u8; 16]>(ids).unwrap_or_default();
-    let ends = mapped::cast::<u64>(chunk_ends).unwrap_or_default();
-    let chunks = mapped::cast::<[u8; 16]>(chunks).unwrap_or_default();
-    if ids.len() != cached.len() || ends.len() != cached.len() {
-        return Err(format!("{} document ids for {} documents", ids.len(), cached.len()));
-    }
-    let mut by_ordinal = Vec::with_capacity(cached.len());
-    let mut start = 0;
-    for ((d, id), &end) in cached.into_iter().zip(ids).zip(ends) {
-        let list = usize::try_from(end)
-            .ok()
-            .and_then(|end| chunks.get(start..end).map(|l| (l, end)));
-        let Some((list, end)) = list else {
-            return Err("document chunk lists out of place".into());
-        };
-        start = end;
-        by_ordinal.push(Arc::new(DocInfo {
-            id: DocumentId(*id),
-            mime_type: d.mime_type.into(),
-            paths: d
-                .paths
-                .into_iter()
-                .map(|(p, c)| PathInfo {
-                    path: p.into(),
-                    collections: c.into_iter().map(Into::into).collect(),
-                })
-                .collect(),
-            chunks: list.iter().map(|c| ChunkId(*c)).collect(),
-        }));
-    }
-    let docs = BucketMap::from_sorted(by_ordinal.iter().map(|d| (d.id.0, Arc::clone(d))));
-    Ok((docs, by_ordinal))
 }

@@ -30,7 +30,8 @@ pub struct TermExplained {
     pub term: String,
     /// Live chunks holding it.
     pub df: u64,
-    /// Its BM25 weight (32 fractional bits; 0 when no chunk holds it).
+    /// Its BM25 weight, `log2((N + 1) / (df + 0.5))` with 16 fractional bits (0 when no
+    /// chunk holds it).
     pub idf: u64,
 }
 

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use cfs_core::ChunkId;
 use memmap2::Mmap;
 
-use super::segment::{ChunkMeta, DocInfo, Posting};
+use super::mapped_docs::MappedDocs;
+use super::segment::{ChunkMeta, Posting};
 
 /// Maps an index file read-only.
 ///
@@ -90,7 +91,7 @@ pub(crate) struct Mapped {
     dim: usize,
     total_len: u64,
     /// The documents, by the ordinal the records name.
-    docs: Vec<Arc<DocInfo>>,
+    docs: Arc<MappedDocs>,
 }
 
 impl Mapped {
@@ -100,7 +101,7 @@ impl Mapped {
         map: Arc<Mmap>,
         cols: Columns,
         (n, dim, total_len): (usize, usize, u64),
-        docs: Vec<Arc<DocInfo>>,
+        docs: Arc<MappedDocs>,
     ) -> Self {
         Self {
             map,
@@ -246,10 +247,10 @@ impl Mapped {
         let records = self.bytes(&self.cols.records);
         let rec = records.get(i * RECORD_BYTES..(i + 1) * RECORD_BYTES)?;
         let at = |o| Self::u32_at(rec, o);
-        let doc = self.docs.get(at(0) as usize)?;
+        let doc = self.docs.doc(at(0) as usize)?;
         Some(ChunkMeta {
             id: self.id(i),
-            doc: Arc::clone(doc),
+            doc,
             sequence: at(4),
             byte_offset: u64::from(at(8)) | u64::from(at(12)) << 32,
             byte_length: at(16),

@@ -22,9 +22,11 @@
 //! ```
 
 mod bm25;
+mod buckets;
 mod cache;
 mod explain;
 mod mapped;
+mod mapped_docs;
 mod query;
 mod segment;
 mod snapshot;

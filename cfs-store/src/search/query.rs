@@ -104,6 +104,9 @@ pub const KINDS: [&str; 4] = ["text", "section", "code", "page"];
 /// only when there were no results.
 pub(crate) fn check_filter_values(snap: &Snapshot, filter: &Filter) -> Result<()> {
     use std::collections::BTreeSet;
+    if filter.is_empty() {
+        return Ok(());
+    }
     let unknown = |what: &str, value: &str, known: BTreeSet<&str>| {
         let list: Vec<&str> = known.into_iter().collect();
         Err(StoreError::InvalidInput(format!(

@@ -12,11 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use cfs_core::{
-    Bucket, Chunk, ChunkId, ChunkKind, DocumentId, MerkleRoot, ModelHash, N_BUCKETS, PathEntry,
-    PathId, StateRoot, Table, TableRoots,
+    Chunk, ChunkId, ChunkKind, DocumentId, MerkleRoot, ModelHash, N_BUCKETS, PathEntry, PathId,
+    StateRoot, Table, TableRoots,
 };
 use rayon::prelude::*;
 
+use super::buckets::BucketMap;
 use super::segment::{ChunkMeta, DocInfo, Live, NewChunk, PathInfo, Segment, chunk_terms};
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
@@ -28,82 +29,6 @@ pub const MERGE_MIN_CHUNKS: usize = 4096;
 const PARALLEL_MIN: usize = 256;
 /// Most segments a snapshot keeps before merging.
 pub const MAX_SEGMENTS: usize = 16;
-
-/// A map split in the 1024 buckets of the first 10 key bits, each bucket a sorted
-/// vector behind an `Arc`.
-#[derive(Clone, Debug)]
-pub(crate) struct BucketMap<V> {
-    buckets: Vec<Arc<Rows<V>>>,
-}
-
-/// The rows of one bucket: (key, value), sorted by key.
-type Rows<V> = Vec<([u8; 16], V)>;
-
-impl<V: Clone> BucketMap<V> {
-    pub(crate) fn new() -> Self {
-        Self {
-            buckets: (0..N_BUCKETS).map(|_| Arc::new(Vec::new())).collect(),
-        }
-    }
-
-    /// A map of `rows`, which come in key order (a row out of order, which only a
-    /// damaged file gives, is inserted in its place; a repeated key keeps the last).
-    pub(crate) fn from_sorted(rows: impl IntoIterator<Item = ([u8; 16], V)>) -> Self {
-        let mut map = Self::new();
-        for (key, value) in rows {
-            let b = Arc::make_mut(&mut map.buckets[usize::from(Bucket::of_key(&key).0)]);
-            match b.last() {
-                Some((last, _)) if *last >= key => map.insert(key, value),
-                _ => b.push((key, value)),
-            }
-        }
-        map
-    }
-
-    /// Every key, in key order.
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &[u8; 16]> {
-        self.buckets.iter().flat_map(|b| b.iter().map(|(k, _)| k))
-    }
-
-    pub fn get(&self, key: &[u8; 16]) -> Option<&V> {
-        let b = &self.buckets[usize::from(Bucket::of_key(key).0)];
-        b.binary_search_by(|(k, _)| k.cmp(key))
-            .ok()
-            .map(|i| &b[i].1)
-    }
-
-    fn bucket(&self, b: usize) -> &[([u8; 16], V)] {
-        &self.buckets[b]
-    }
-
-    fn set_bucket(&mut self, b: usize, rows: Vec<([u8; 16], V)>) {
-        self.buckets[b] = Arc::new(rows);
-    }
-
-    pub(crate) fn insert(&mut self, key: [u8; 16], value: V) {
-        let b = Arc::make_mut(&mut self.buckets[usize::from(Bucket::of_key(&key).0)]);
-        match b.binary_search_by(|(k, _)| k.cmp(&key)) {
-            Ok(i) => b[i].1 = value,
-            Err(i) => b.insert(i, (key, value)),
-        }
-    }
-
-    fn remove(&mut self, key: &[u8; 16]) {
-        let b = Arc::make_mut(&mut self.buckets[usize::from(Bucket::of_key(key).0)]);
-        if let Ok(i) = b.binary_search_by(|(k, _)| k.cmp(key)) {
-            b.remove(i);
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.buckets.iter().map(|b| b.len()).sum()
-    }
-
-    /// Every value, in key order.
-    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
-        self.buckets.iter().flat_map(|b| b.iter().map(|(_, v)| v))
-    }
-}
 
 /// An immutable view of one committed state, for searching. Cloning shares every part.
 #[derive(Clone)]

@@ -1,0 +1,160 @@
+//! The documents and paths of an index file, read in place: a document or a path is
+//! decoded the first time a query, a filter or a diff asks for it (its bucket, or its
+//! ordinal from a chunk record), so opening costs nothing per document.
+//!
+//! Both are lists in id order: an id column (16 bytes each), a column of u64 end
+//! offsets, and the borsh blobs those offsets cut (`docs/format.md`). A blob that
+//! does not decode (only a damaged file has one) is a missing row, never a panic.
+
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use borsh::{BorshDeserialize, BorshSerialize};
+use cfs_core::{Bucket, ChunkId, DocumentId, PathEntry};
+use memmap2::Mmap;
+
+use super::buckets::{Rows, Source};
+use super::mapped::cast;
+use super::segment::{DocInfo, PathInfo};
+
+/// A document's MIME type and its paths with their collections (its id and chunk ids
+/// are in columns of their own).
+#[derive(BorshSerialize, BorshDeserialize)]
+pub(crate) struct CachedDoc {
+    pub mime_type: String,
+    pub paths: Vec<(String, Vec<String>)>,
+}
+
+/// A list of borsh blobs in id order, in a mapped file.
+#[derive(Debug, Clone)]
+pub(crate) struct BlobList {
+    pub map: Arc<Mmap>,
+    pub ids: Range<usize>,
+    pub ends: Range<usize>,
+    pub bytes: Range<usize>,
+}
+
+impl BlobList {
+    fn ids(&self) -> &[[u8; 16]] {
+        self.map
+            .get(self.ids.clone())
+            .and_then(cast)
+            .unwrap_or_default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids().len()
+    }
+
+    fn id(&self, i: usize) -> Option<[u8; 16]> {
+        self.ids().get(i).copied()
+    }
+
+    /// Entries `i` of `ends` cut from `bytes`: `[end(i-1), end(i))`.
+    fn cut<'a>(&self, ends: &[u64], bytes: &'a [u8], i: usize) -> Option<&'a [u8]> {
+        let start = if i == 0 { 0 } else { *ends.get(i - 1)? };
+        let end = *ends.get(i)?;
+        bytes.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
+    }
+
+    fn blob(&self, i: usize) -> Option<&[u8]> {
+        let ends = self.map.get(self.ends.clone()).and_then(cast::<u64>)?;
+        self.cut(ends, self.map.get(self.bytes.clone())?, i)
+    }
+
+    fn decode<T: BorshDeserialize>(&self, i: usize) -> Option<T> {
+        T::try_from_slice(self.blob(i)?).ok()
+    }
+
+    /// The entries whose ids fall in bucket `b`.
+    fn bucket(&self, b: usize) -> Range<usize> {
+        let ids = self.ids();
+        let of = |id: &[u8; 16]| usize::from(Bucket::of_key(id).0);
+        ids.partition_point(|id| of(id) < b)..ids.partition_point(|id| of(id) <= b)
+    }
+}
+
+/// The paths: one [`PathEntry`] blob per path id.
+#[derive(Debug)]
+pub(crate) struct MappedPaths(pub BlobList);
+
+impl Source<PathEntry> for MappedPaths {
+    fn rows(&self, b: usize) -> Rows<PathEntry> {
+        let list = &self.0;
+        list.bucket(b)
+            .filter_map(|i| Some((list.id(i)?, list.decode::<PathEntry>(i)?)))
+            .collect()
+    }
+
+    fn count(&self, b: usize) -> usize {
+        self.0.bucket(b).len()
+    }
+}
+
+/// The documents: a [`CachedDoc`] blob per document id, and each one's chunk ids.
+#[derive(Debug)]
+pub(crate) struct MappedDocs {
+    pub list: BlobList,
+    pub chunk_ends: Range<usize>,
+    pub chunks: Range<usize>,
+    /// Each document once decoded, by ordinal (its place in id order).
+    decoded: Vec<OnceLock<Option<Arc<DocInfo>>>>,
+}
+
+impl MappedDocs {
+    pub fn new(list: BlobList, chunk_ends: Range<usize>, chunks: Range<usize>) -> Self {
+        let decoded = (0..list.len()).map(|_| OnceLock::new()).collect();
+        Self {
+            list,
+            chunk_ends,
+            chunks,
+            decoded,
+        }
+    }
+
+    /// The document at `ordinal`, decoded once.
+    pub fn doc(&self, ordinal: usize) -> Option<Arc<DocInfo>> {
+        self.decoded
+            .get(ordinal)?
+            .get_or_init(|| self.decode(ordinal).map(Arc::new))
+            .clone()
+    }
+
+    fn decode(&self, i: usize) -> Option<DocInfo> {
+        let list = &self.list;
+        let meta: CachedDoc = list.decode(i)?;
+        let ends = list
+            .map
+            .get(self.chunk_ends.clone())
+            .and_then(cast::<u64>)?;
+        let ids: &[[u8; 16]] = list.map.get(self.chunks.clone()).and_then(cast)?;
+        let (start, end) = (if i == 0 { 0 } else { *ends.get(i - 1)? }, *ends.get(i)?);
+        let chunks = ids.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)?;
+        Some(DocInfo {
+            id: DocumentId(list.id(i)?),
+            mime_type: meta.mime_type.into(),
+            paths: meta
+                .paths
+                .into_iter()
+                .map(|(p, c)| PathInfo {
+                    path: p.into(),
+                    collections: c.into_iter().map(Into::into).collect(),
+                })
+                .collect(),
+            chunks: chunks.iter().map(|c| ChunkId(*c)).collect(),
+        })
+    }
+}
+
+impl Source<Arc<DocInfo>> for MappedDocs {
+    fn rows(&self, b: usize) -> Rows<Arc<DocInfo>> {
+        self.list
+            .bucket(b)
+            .filter_map(|i| Some((self.list.id(i)?, self.doc(i)?)))
+            .collect()
+    }
+
+    fn count(&self, b: usize) -> usize {
+        self.list.bucket(b).len()
+    }
+}
