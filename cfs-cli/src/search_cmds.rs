@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use cfs_ingest::Embedder;
 use cfs_store::search::{
-    CacheStatus, Explanation, Filter, Hit, IndexOptions, Mode, Query, SearchIndex,
+    CODE_CANDIDATES, CacheStatus, Explanation, Filter, Hit, IndexOptions, Mode, Query, SearchIndex,
 };
 use cfs_store::{Store, StoreError};
 use serde_json::json;
@@ -39,6 +39,10 @@ pub struct SearchArgs {
     /// Only documents of this MIME type.
     #[arg(long, value_name = "TYPE")]
     mime: Option<String>,
+    /// Score every vector (the reference) instead of scanning sign codes and
+    /// re-scoring the best candidates.
+    #[arg(long)]
+    exact: bool,
     /// Also say how the query ran: segments, terms with their weights, candidates of
     /// each retriever, fusion, and each result's score parts.
     #[arg(long)]
@@ -110,6 +114,7 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let query = Query::new(args.query.clone())
         .k(args.k)
         .mode(args.mode)
+        .exact(args.exact)
         .filter(Filter {
             path_prefix: args.path.clone(),
             collection: args.collection.clone(),
@@ -225,9 +230,13 @@ fn write_explanation(out: &mut impl Write, e: &Explanation) -> std::io::Result<(
     )?;
     if e.vector_runs {
         let how = if e.vector_exact {
-            "exact scan of"
+            "exact scan of".to_owned()
+        } else if e.vector_codes {
+            format!(
+                "sign codes (the best {CODE_CANDIDATES} of each mapped segment re-scored exactly) of"
+            )
         } else {
-            "graph over"
+            "graph over".to_owned()
         };
         writeln!(
             out,
@@ -258,6 +267,7 @@ fn explain_json(e: &Explanation) -> serde_json::Value {
         "vector_runs": e.vector_runs,
         "vectors": e.vectors,
         "vector_exact": e.vector_exact,
+        "vector_codes": e.vector_codes,
         "vector_weight": e.vector_weight,
     })
 }

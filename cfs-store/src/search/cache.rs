@@ -29,7 +29,7 @@ use cfs_core::{DocumentId, MerkleRoot, ModelHash, StateRoot, Table, TableRoots, 
 use super::buckets::BucketMap;
 use super::mapped::{self, Columns, KINDS, Mapped, NO_STRING, RECORD_BYTES};
 use super::mapped_docs::{BlobList, CachedDoc, MappedDocs, MappedPaths};
-use super::segment::{DocInfo, Live, Owned, Posting, Segment};
+use super::segment::{DocInfo, Live, Owned, Posting, Segment, Vectors};
 use super::snapshot::Snapshot;
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
@@ -59,6 +59,7 @@ enum Part {
     Norms,
     Missing,
     Vectors,
+    Codes,
     TermEnds,
     TermBytes,
     PostingEnds,
@@ -67,7 +68,7 @@ enum Part {
     StringBytes,
 }
 
-const PARTS: [Part; 20] = [
+const PARTS: [Part; 21] = [
     Part::Docs,
     Part::DocEnds,
     Part::DocIds,
@@ -82,6 +83,7 @@ const PARTS: [Part; 20] = [
     Part::Norms,
     Part::Missing,
     Part::Vectors,
+    Part::Codes,
     Part::TermEnds,
     Part::TermBytes,
     Part::PostingEnds,
@@ -189,6 +191,7 @@ fn encode_sections(snap: &Snapshot, seg: &Segment) -> Result<Vec<Vec<u8>>> {
         le(&vectors.norms2, u64::to_le_bytes),
         le(&missing, u64::to_le_bytes),
         le(&vectors.data, i16::to_le_bytes),
+        le(&sign_codes(vectors), u64::to_le_bytes),
         term_ends,
         term_bytes,
         posting_ends,
@@ -206,6 +209,17 @@ fn blobs<T: BorshSerialize>(items: impl Iterator<Item = T>) -> Result<(Vec<u8>, 
         ends.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
     }
     Ok((bytes, ends))
+}
+
+/// The sign code of every vector: [`mapped::code_words`] u64 words each, bit `j % 64`
+/// of word `j / 64` set when component `j` is above 0.
+fn sign_codes(vectors: &Vectors) -> Vec<u64> {
+    let words = mapped::code_words(vectors.dim);
+    let mut out = Vec::with_capacity(vectors.norms2.len() * words);
+    for i in 0..vectors.norms2.len() {
+        out.extend(mapped::sign_code(vectors.get(i)));
+    }
+    out
 }
 
 /// Little-endian bytes of `values`.
@@ -529,6 +543,7 @@ fn columns(
         (Part::Norms, n * 8),
         (Part::Missing, n.div_ceil(64) * 8),
         (Part::Vectors, n * dim * 2),
+        (Part::Codes, n * mapped::code_words(dim) * 8),
         (Part::TermEnds, terms * 8),
         (Part::PostingEnds, terms * 8),
         (Part::Postings, count(Part::Postings, 8) * 8),
@@ -549,6 +564,7 @@ fn columns(
         norms: range(Part::Norms),
         missing: range(Part::Missing),
         vectors: range(Part::Vectors),
+        codes: range(Part::Codes),
         term_ends: range(Part::TermEnds),
         term_bytes: range(Part::TermBytes),
         posting_ends: range(Part::PostingEnds),

@@ -53,8 +53,12 @@ pub struct Explanation {
     pub vector_runs: bool,
     /// Live chunks with a vector, which an exact vector search scores one by one.
     pub vectors: usize,
-    /// Whether vector search is exact for this query (no graph, or `Query::exact`).
+    /// Whether vector search is exact for this query (`Query::exact`, or no graph and
+    /// no sign codes to scan).
     pub vector_exact: bool,
+    /// Whether the mapped segments are searched by their sign codes, the best
+    /// [`super::CODE_CANDIDATES`] of each re-scored exactly.
+    pub vector_codes: bool,
     /// Weight of the vector ranks in the fusion, in percent of the text ranks'.
     pub vector_weight: u32,
 }
@@ -76,8 +80,9 @@ pub(crate) fn vector_needed(mode: Mode, weight: u32, text_found: usize, k: usize
     }
 }
 
-/// How `query` runs over `snap` with the vector weight `weight`.
-pub fn explain(snap: &Snapshot, query: &Query, weight: u32) -> Explanation {
+/// How `query` runs over `snap` with the vector weight `weight`, for an embedder whose
+/// vectors may (`sign_codes`) or may not be searched by their sign codes.
+pub fn explain(snap: &Snapshot, query: &Query, weight: u32, sign_codes: bool) -> Explanation {
     let segments = snap
         .segments
         .iter()
@@ -133,6 +138,12 @@ pub fn explain(snap: &Snapshot, query: &Query, weight: u32) -> Explanation {
         })
         .sum();
     let has_graph = snap.segments.iter().any(|l| l.segment.hnsw.get().is_some());
+    let codes = !query.exact
+        && sign_codes
+        && snap
+            .segments
+            .iter()
+            .any(|l| l.segment.as_mapped().is_some());
     Explanation {
         root: snap.state_root(),
         segments,
@@ -142,7 +153,8 @@ pub fn explain(snap: &Snapshot, query: &Query, weight: u32) -> Explanation {
         vector_runs: !query.text.trim().is_empty()
             && vector_needed(query.mode, weight, candidates.min(depth), query.k),
         vectors,
-        vector_exact: query.exact || !has_graph,
+        vector_exact: query.exact || !has_graph && !codes,
+        vector_codes: codes,
         vector_weight: weight,
     }
 }

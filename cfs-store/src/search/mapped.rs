@@ -66,6 +66,20 @@ pub(crate) fn cast<T: Plain>(bytes: &[u8]) -> Option<&[T]> {
     (head.is_empty() && tail.is_empty()).then_some(body)
 }
 
+/// u64 words of the sign code of a vector of `dim` components.
+pub(crate) fn code_words(dim: usize) -> usize {
+    dim.div_ceil(64)
+}
+
+/// The sign code of `v`: bit `j % 64` of word `j / 64` set when `v[j] > 0`.
+pub(crate) fn sign_code(v: &[i16]) -> Vec<u64> {
+    let mut code = vec![0u64; code_words(v.len())];
+    for (j, &x) in v.iter().enumerate() {
+        code[j / 64] |= u64::from(x > 0) << (j % 64);
+    }
+    code
+}
+
 /// The sections a mapped segment reads, as byte ranges of the map.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Columns {
@@ -75,6 +89,7 @@ pub(crate) struct Columns {
     pub norms: Range<usize>,
     pub missing: Range<usize>,
     pub vectors: Range<usize>,
+    pub codes: Range<usize>,
     pub term_ends: Range<usize>,
     pub term_bytes: Range<usize>,
     pub posting_ends: Range<usize>,
@@ -136,6 +151,13 @@ impl Mapped {
     /// Bytes of the mapped file.
     pub fn file_bytes(&self) -> usize {
         self.map.len()
+    }
+
+    /// The sign code of vector `i` (empty where a damaged file lacks it).
+    pub fn code(&self, i: usize) -> &[u64] {
+        let w = code_words(self.dim);
+        let codes = self.col::<u64>(&self.cols.codes);
+        codes.get(i * w..(i + 1) * w).unwrap_or_default()
     }
 
     pub fn id(&self, i: usize) -> ChunkId {

@@ -42,7 +42,7 @@ use cfs_ingest::Embedder;
 pub use bm25::{idf, log2_fixed, tf_part};
 pub use cache::{CACHE_FORMAT, CacheStatus};
 pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
-pub use query::{Filter, KINDS, Mode, Query, RRF_K, rrf};
+pub use query::{CODE_CANDIDATES, Filter, KINDS, Mode, Query, RRF_K, rrf};
 pub use segment::{ChunkMeta, DocInfo, PathInfo};
 pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff};
 pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens};
@@ -313,7 +313,7 @@ impl SearchIndex {
         let weight = query
             .vector_weight
             .unwrap_or_else(|| embedder.fusion_weight());
-        explain(&self.snapshot(), query, weight)
+        explain(&self.snapshot(), query, weight, embedder.sign_codes())
     }
 }
 
@@ -363,7 +363,11 @@ pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result
                 .embed_batch(&[query.text.as_str()])
                 .map_err(|e| StoreError::Embedder(format!("embedding the query: {e}")))?;
             let v = v.into_iter().next().unwrap_or_default();
-            query::vector_search(snap, &v, depth, &query.filter, query.exact)
+            let approx = query::Approx {
+                graph: !query.exact,
+                codes: !query.exact && embedder.sign_codes(),
+            };
+            query::vector_search(snap, &v, depth, &query.filter, approx)
         }
         _ => Vec::new(),
     };

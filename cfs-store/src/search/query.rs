@@ -9,6 +9,7 @@ use cfs_core::ChunkId;
 use rayon::prelude::*;
 
 use super::bm25;
+use super::mapped::{Mapped, sign_code};
 use super::segment::{ChunkMeta, Live};
 use super::snapshot::Snapshot;
 use super::tokenize::tokens;
@@ -324,14 +325,28 @@ pub(crate) fn text_search(
         .collect()
 }
 
+/// Which approximations a vector search may use; with neither it is exact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Approx {
+    /// A segment's HNSW graph, where it has one.
+    pub graph: bool,
+    /// A mapped segment's sign codes ([`CODE_CANDIDATES`] re-scored exactly).
+    pub codes: bool,
+}
+
+/// Candidates a sign-code scan keeps from a segment (at least `k`) for exact scoring:
+/// recall@10 0.995 on semantic vectors at this count (docs/benchmarks.md).
+pub const CODE_CANDIDATES: usize = 500;
+
 /// Vector search over the snapshot's live chunks: the top `k` passing `filter`, exact,
-/// or from each segment's HNSW candidates re-scored exactly where a graph exists.
+/// or from each segment's candidates (its HNSW graph's, or its sign codes' nearest)
+/// re-scored exactly, as `approx` allows.
 pub(crate) fn vector_search(
     snap: &Snapshot,
     query: &[i16],
     k: usize,
     filter: &Filter,
-    exact: bool,
+    approx: Approx,
 ) -> Vec<Scored<i64>> {
     let qn = norm2(query);
     if qn == 0 || k == 0 || query.len() != snap.dim {
@@ -347,7 +362,11 @@ pub(crate) fn vector_search(
                 && seg.has_vector(i)
                 && (any || seg.meta(i).is_some_and(|m| filter.matches(&m)))
         };
-        if let (false, Some(hnsw)) = (exact, seg.hnsw.get()) {
+        if let (true, Some(mapped)) = (approx.codes, seg.as_mapped()) {
+            all.extend(code_scan(live, mapped, query, k, (&score, &keep)));
+            continue;
+        }
+        if let (true, Some(hnsw)) = (approx.graph, seg.hnsw.get()) {
             let found: Vec<usize> = hnsw
                 .candidates(query)
                 .into_iter()
@@ -368,6 +387,58 @@ pub(crate) fn vector_search(
     top(all, k)
 }
 
+/// The candidates of a mapped segment from its sign codes: the [`CODE_CANDIDATES`] (at
+/// least `k`) that `keep` passes nearest to the query's code in Hamming distance, ties
+/// by local index (so by chunk id), each scored exactly.
+fn code_scan(
+    live: &Live,
+    mapped: &Mapped,
+    query: &[i16],
+    k: usize,
+    (score, keep): (
+        &(dyn Fn(usize) -> i64 + Sync),
+        &(dyn Fn(usize) -> bool + Sync),
+    ),
+) -> Vec<(i64, Arc<ChunkMeta>)> {
+    let code = sign_code(query);
+    let c = CODE_CANDIDATES.max(k);
+    let nearest = |range: std::ops::Range<usize>| -> Vec<(u32, usize)> {
+        let mut v: Vec<(u32, usize)> = range
+            .filter(|&i| keep(i))
+            .map(|i| {
+                let d = mapped.code(i).iter().zip(&code);
+                (d.map(|(a, b)| (a ^ b).count_ones()).sum(), i)
+            })
+            .collect();
+        if v.len() > c {
+            v.select_nth_unstable(c - 1);
+            v.truncate(c);
+        }
+        v
+    };
+    let mut found: Vec<(u32, usize)> = blocks(live.segment.len())
+        .into_par_iter()
+        .flat_map(nearest)
+        .collect();
+    if found.len() > c {
+        found.select_nth_unstable(c - 1);
+        found.truncate(c);
+    }
+    found
+        .into_iter()
+        .filter_map(|(_, i)| Some((score(i), live.segment.meta(i)?)))
+        .collect()
+}
+
+/// Local index ranges of a segment of `n` chunks, scanned one per task.
+fn blocks(n: usize) -> Vec<std::ops::Range<usize>> {
+    const BLOCK: usize = 8192;
+    (0..n)
+        .step_by(BLOCK)
+        .map(|s| s..(s + BLOCK).min(n))
+        .collect()
+}
+
 /// The top `k` of one segment by exhaustive scan, in parallel blocks.
 fn exact_scan(
     live: &Live,
@@ -375,12 +446,8 @@ fn exact_scan(
     score: &(dyn Fn(usize) -> i64 + Sync),
     keep: &(dyn Fn(usize) -> bool + Sync),
 ) -> Vec<(i64, Arc<ChunkMeta>)> {
-    const BLOCK: usize = 8192;
     let seg = &live.segment;
-    let blocks: Vec<std::ops::Range<usize>> = (0..seg.len())
-        .step_by(BLOCK)
-        .map(|s| s..(s + BLOCK).min(seg.len()))
-        .collect();
+    let blocks = blocks(seg.len());
     let best = |range: std::ops::Range<usize>| -> Vec<(i64, usize)> {
         let mut v: Vec<(i64, usize)> = range.filter(|&i| keep(i)).map(|i| (score(i), i)).collect();
         // Local indexes follow chunk ids, so (score desc, index asc) is (score, id).

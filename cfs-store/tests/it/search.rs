@@ -542,3 +542,61 @@ fn explain_agrees_with_the_search() {
     assert!(e.vector_runs && e.terms.is_empty() && e.text_candidates == 0);
     assert_eq!(e.vectors, index.snapshot().n_chunks());
 }
+
+/// The hash embedder's vectors, declared dense: its searches may scan sign codes.
+struct Dense(HashEmbedder);
+
+impl cfs_ingest::Embedder for Dense {
+    fn model_id(&self) -> &str {
+        self.0.model_id()
+    }
+    fn dimension(&self) -> usize {
+        self.0.dimension()
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, cfs_ingest::EmbedError> {
+        self.0.embed_batch(texts)
+    }
+}
+
+/// A mapped segment is searched by its sign codes when the embedder allows it: with
+/// fewer chunks than the candidates kept, every live chunk is re-scored, so the answer
+/// is the exact one; `Query::exact` and the hash embedder scan every vector; `explain`
+/// says which.
+#[test]
+fn sign_code_scans_keep_the_exact_answer_when_candidates_cover_the_segment() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    corpus(tree.path());
+    let (store, hash, _) = setup(tree.path(), db.path());
+    let dense = Dense(hash.clone());
+    let cache = db.path().join("index.cache");
+    SearchIndex::open(&store, &hash, IndexOptions::exact())
+        .unwrap()
+        .save_cache(&cache)
+        .unwrap();
+    let (mapped, _) =
+        SearchIndex::open_cached(&store, &dense, IndexOptions::exact(), &cache).unwrap();
+    let fresh = SearchIndex::open(&store, &hash, IndexOptions::exact()).unwrap();
+    for q in [
+        "parse config",
+        "http client request",
+        "daemon restart",
+        "milk eggs",
+    ] {
+        let q = Query::new(q).mode(Mode::Vector).k(5);
+        let exact = fresh.search(&q.clone().exact(true), &hash).unwrap();
+        assert!(!exact.is_empty());
+        assert_eq!(mapped.search(&q, &dense).unwrap(), exact);
+        assert_eq!(
+            mapped.search(&q.clone().exact(true), &dense).unwrap(),
+            exact
+        );
+    }
+    let q = Query::new("parse config").mode(Mode::Vector);
+    let e = mapped.explain(&q, &dense);
+    assert!(e.vector_codes && !e.vector_exact, "{e:?}");
+    let e = mapped.explain(&q.clone().exact(true), &dense);
+    assert!(!e.vector_codes && e.vector_exact, "{e:?}");
+    let e = mapped.explain(&q, &hash);
+    assert!(!e.vector_codes && e.vector_exact, "{e:?}");
+}
