@@ -9,7 +9,7 @@ use cfs_core::ChunkId;
 use rayon::prelude::*;
 
 use super::bm25;
-use super::mapped::{Mapped, sign_code};
+use super::mapped::{Mapped, hamming_into, sign_code};
 use super::segment::{ChunkMeta, Live};
 use super::snapshot::Snapshot;
 use super::tokenize::tokens;
@@ -402,17 +402,24 @@ fn code_scan(
 ) -> Vec<(i64, Arc<ChunkMeta>)> {
     let code = sign_code(query);
     let c = CODE_CANDIDATES.max(k);
+    // The columns are taken once: per chunk, only the distance is computed.
+    let (codes, words) = (mapped.codes(), code.len());
     let nearest = |range: std::ops::Range<usize>| -> Vec<(u32, usize)> {
-        let mut v: Vec<(u32, usize)> = range
-            .filter(|&i| keep(i))
-            .map(|i| {
-                let d = mapped.code(i).iter().zip(&code);
-                (d.map(|(a, b)| (a ^ b).count_ones()).sum(), i)
-            })
-            .collect();
+        let mut v: Vec<(u32, usize)> = Vec::with_capacity(range.len());
+        let block = codes.get(range.start * words..range.end * words);
+        hamming_into(block.unwrap_or_default(), &code, range.start, &mut v);
+        // Only the nearest are checked against tombstones, vectors and filters: the
+        // first c of (distance, index) order, and further ones in order if those fail.
         if v.len() > c {
             v.select_nth_unstable(c - 1);
-            v.truncate(c);
+        }
+        let tail = v.split_off(c.min(v.len()));
+        v.retain(|&(_, i)| keep(i));
+        if v.len() < c && !tail.is_empty() {
+            let mut tail = tail;
+            tail.sort_unstable();
+            let need = c - v.len();
+            v.extend(tail.into_iter().filter(|&(_, i)| keep(i)).take(need));
         }
         v
     };
