@@ -4,6 +4,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod concurrent;
 mod first_hour;
 mod idle;
 mod readonly;
