@@ -29,6 +29,13 @@ pub fn rss_bytes() -> u64 {
     pages * 4096
 }
 
+/// The value after `--name` on a command line, if the flag is there.
+pub fn flag(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
 /// The `p` quantile of sorted durations, in milliseconds.
 pub fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {

@@ -14,23 +14,17 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cfs_bench::rss_bytes;
+use cfs_bench::{flag, rss_bytes};
 use cfs_ingest::minilm::Simd;
 use cfs_ingest::{
     Embedder, HashEmbedder, IngestConfig, MiniLmInt, Registry, embedding_text, index_tree,
 };
 use serde_json::json;
 
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let src = PathBuf::from(args.get(1).expect("SRC"));
-    let n: usize = arg(&args, "--chunks").map_or(2000, |v| v.parse().expect("--chunks N"));
+    let n: usize = flag(&args, "--chunks").map_or(2000, |v| v.parse().expect("--chunks N"));
     let index = index_tree(
         &src,
         &IngestConfig::default(),
@@ -69,7 +63,7 @@ fn main() {
     };
     let (s2, v2) = run(2, Simd::Auto);
     let (s1, v1) = run(1, Simd::Auto);
-    let scalar_n = arg(&args, "--scalar")
+    let scalar_n = flag(&args, "--scalar")
         .map_or(50, |v| v.parse().expect("--scalar N"))
         .min(refs.len());
     let m = model.with_simd(Simd::Off);
@@ -79,7 +73,7 @@ fn main() {
     assert_eq!(v1, v2, "1 and 2 threads differ");
     assert_eq!(&vs[..], &v1[..scalar_n], "SIMD and scalar differ");
 
-    if let Some(out) = arg(&args, "--out") {
+    if let Some(out) = flag(&args, "--out") {
         let mut f = std::io::BufWriter::new(std::fs::File::create(out).expect("--out"));
         for (text, v) in refs.iter().zip(&v2) {
             let line = json!({"text": text, "ids": model.tokenize(text), "vector": v});

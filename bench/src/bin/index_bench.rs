@@ -20,6 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use cfs_bench::flag;
 use cfs_ingest::{Format, HashEmbedder, parse_only, walk};
 use cfs_store::{Settings, Store, SyncOptions};
 use rayon::prelude::*;
@@ -171,11 +172,7 @@ fn bench_tree(
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let get = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
+    let get = |name: &str| flag(&args, name);
     let runs: usize = get("--runs").map_or(3, |v| v.parse().expect("--runs N"));
     let inline = match get("--vectors").as_deref() {
         None | Some("deferred") => false,

@@ -19,7 +19,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cfs_bench::{Label, is_target, make_corpus, make_python_corpus};
+use cfs_bench::{Label, flag, is_target, make_corpus, make_python_corpus};
 use cfs_ingest::{
     EmbedError, Embedder, HashEmbedder, IngestConfig, MiniLmInt, Registry, embedding_text,
     index_tree,
@@ -100,11 +100,7 @@ fn quality(
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let get = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
+    let get = |name: &str| flag(&args, name);
     let src = PathBuf::from(args.get(1).expect("SRC"));
     let budget: u64 = get("--bytes").map_or(4 << 20, |v| v.parse().expect("--bytes N"));
     // `--store DIR` keeps the tree and the store in DIR: a later run on the same corpus

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use cfs_bench::percentile;
+use cfs_bench::{flag, percentile};
 use cfs_ingest::{EmbedError, Embedder, HashEmbedder, MiniLmInt};
 use cfs_store::Store;
 use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
@@ -51,11 +51,7 @@ impl Embedder for Fixed {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let get = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
+    let get = |name: &str| flag(&args, name);
     let store = Store::open_read_only(&PathBuf::from(&args[1])).expect("store");
     let cache = PathBuf::from(&args[2]);
     let n: usize = get("--queries").map_or(200, |v| v.parse().expect("--queries N"));

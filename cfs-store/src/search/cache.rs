@@ -5,9 +5,11 @@
 //! borsh header (the snapshot's stamp: model, state root, sequence, table roots, the
 //! bucket roots of the chunks and paths tables; counts; the section table with each
 //! section's place and BLAKE3 hash), the hash of prefix and header, then the sections
-//! at 64-byte boundaries: documents and paths (borsh, read at open), then the chunk
-//! columns (ids, records, token counts, norms, missing-vector bits, vectors, terms,
-//! postings, strings), which a query reads in place through [`Mapped`].
+//! at 64-byte boundaries: documents and paths (id columns, end offsets and borsh
+//! blobs, decoded on first use through [`MappedDocs`] and [`MappedPaths`]), then the
+//! chunk columns (ids, records, token counts, norms, missing-vector bits, vectors,
+//! sign codes, terms, postings, strings), which a query reads in place through
+//! [`Mapped`].
 //!
 //! A file is used only when its length and header hash check, its format and model
 //! are this build's, its sections lie where its columns need them, its bucket roots
@@ -27,8 +29,9 @@ use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::{DocumentId, MerkleRoot, ModelHash, StateRoot, Table, TableRoots, TopTree};
 
 use super::buckets::BucketMap;
-use super::mapped::{self, Columns, KINDS, Mapped, NO_STRING, RECORD_BYTES};
+use super::mapped::{self, Columns, Mapped, NO_STRING, RECORD_BYTES};
 use super::mapped_docs::{BlobList, CachedDoc, MappedDocs, MappedPaths};
+use super::query::KINDS;
 use super::segment::{DocInfo, Live, Owned, Posting, Segment, Vectors};
 use super::snapshot::Snapshot;
 use crate::error::{Result, StoreError};
@@ -418,25 +421,50 @@ fn write_atomically(
     Ok(())
 }
 
+/// An index file mapped, its header and the places of its sections checked.
+struct Opened {
+    map: Arc<memmap2::Mmap>,
+    header: Header,
+    n: usize,
+    cols: Columns,
+    placed: Vec<Placed>,
+}
+
+fn open(path: &Path) -> std::result::Result<Opened, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
+    let map = Arc::new(mapped::map(&file).map_err(|e| format!("cannot be mapped: {e}"))?);
+    let header = read_header(&map)?;
+    let n = usize::try_from(header.n_chunks).map_err(|_| "too many chunks".to_string())?;
+    let (cols, placed) = columns(&header, map.len(), n, header.dim as usize)?;
+    Ok(Opened {
+        map,
+        header,
+        n,
+        cols,
+        placed,
+    })
+}
+
 /// Opens an index file as a snapshot of its state, checking it against the store's
-/// chain; `Err(reason)` when it cannot be used. Reads the header and the documents
-/// and paths; the chunk sections stay in the file and are read where a query needs
-/// them.
+/// chain; `Err(reason)` when it cannot be used. Reads the header; documents, paths and
+/// the chunk sections stay in the file and are read where something needs them.
 pub(crate) fn load(
     path: &Path,
     txn: &ReadTxn,
     model: ModelHash,
     dim: usize,
 ) -> std::result::Result<Snapshot, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
-    let map = Arc::new(mapped::map(&file).map_err(|e| format!("cannot be mapped: {e}"))?);
-    let header = read_header(&map)?;
+    let Opened {
+        map,
+        header,
+        n,
+        cols,
+        placed,
+    } = open(path)?;
     if header.model != model || header.dim as usize != dim {
         return Err("built for another embedding model".into());
     }
     check_stamp(&header, txn)?;
-    let n = usize::try_from(header.n_chunks).map_err(|_| "too many chunks".to_string())?;
-    let (cols, placed) = columns(&header, map.len(), n, dim)?;
     let range = |p: Part| placed[p as usize].0.clone();
     let list = |blobs: Part, ends: Part, ids: Part| BlobList {
         map: Arc::clone(&map),
@@ -578,11 +606,7 @@ fn columns(
 /// Checks every section of the index file at `path` against its hash (what opening
 /// leaves to the reads): `Err` names the first that differs.
 pub(crate) fn verify_file(path: &Path) -> std::result::Result<usize, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
-    let map = mapped::map(&file).map_err(|e| format!("cannot be mapped: {e}"))?;
-    let header = read_header(&map)?;
-    let n = usize::try_from(header.n_chunks).map_err(|_| "too many chunks".to_string())?;
-    let (_, placed) = columns(&header, map.len(), n, header.dim as usize)?;
+    let Opened { map, placed, .. } = open(path)?;
     for (part, (range, hash)) in PARTS.iter().zip(&placed) {
         if blake3::hash(&map[range.clone()]).as_bytes() != hash {
             return Err(format!("the {part:?} section does not match its hash"));

@@ -6,7 +6,7 @@
 use cfs_core::StateRoot;
 
 use super::bm25;
-use super::query::{Mode, Query};
+use super::query::{Mode, Query, depth, live_df, vector_needed};
 use super::snapshot::Snapshot;
 use super::tokenize::tokens;
 
@@ -63,23 +63,6 @@ pub struct Explanation {
     pub vector_weight: u32,
 }
 
-/// Results each retriever gives before fusion, for `k` results.
-pub(crate) fn depth(mode: Mode, k: usize) -> usize {
-    match mode {
-        Mode::Hybrid => k.saturating_mul(4).max(50),
-        _ => k,
-    }
-}
-
-/// Whether the vector retriever is needed, given the text results found.
-pub(crate) fn vector_needed(mode: Mode, weight: u32, text_found: usize, k: usize) -> bool {
-    match mode {
-        Mode::Hybrid => weight > 0 || text_found < k,
-        Mode::Vector => true,
-        Mode::Text => false,
-    }
-}
-
 /// How `query` runs over `snap` with the vector weight `weight`, for an embedder whose
 /// vectors may (`sign_codes`) or may not be searched by their sign codes.
 pub fn explain(snap: &Snapshot, query: &Query, weight: u32, sign_codes: bool) -> Explanation {
@@ -112,14 +95,7 @@ pub fn explain(snap: &Snapshot, query: &Query, weight: u32, sign_codes: bool) ->
         candidates += hit.iter().filter(|&&h| h).count();
     }
     for w in words.iter().filter(|_| text_runs) {
-        let df: u64 = snap
-            .segments
-            .iter()
-            .map(|l| {
-                let list = l.segment.postings(w).unwrap_or_default();
-                list.iter().filter(|[i, _]| !l.is_dead(*i as usize)).count() as u64
-            })
-            .sum();
+        let df = live_df(snap, w);
         let idf = if df == 0 { 0 } else { bm25::idf(n, df) };
         terms.push(TermExplained {
             term: w.clone(),

@@ -1,10 +1,9 @@
 //! A segment read in place: the columns of an index file mapped into memory
-//! (`docs/format.md`, "The index file"). Opening costs the header and the documents;
-//! a query reads the pages of the postings, vectors and records it touches, from the
-//! page cache every process shares.
+//! (`docs/format.md`, "The index file"). A query reads the pages of the postings,
+//! vectors and records it touches, from the page cache every process shares.
 //!
 //! Every section's place and length were checked when the file was opened
-//! (`cache::open`), so a column is a plain cast of its bytes. What lies inside a
+//! (`cache::load`), so a column is a plain cast of its bytes. What lies inside a
 //! section (an offset, an ordinal, a string) is checked where it is read: a damaged
 //! byte gives a missing answer, never a panic or a read outside the file. The BLAKE3
 //! hash of each section is recorded when the file is written and checked by
@@ -19,6 +18,7 @@ use cfs_core::ChunkId;
 use memmap2::Mmap;
 
 use super::mapped_docs::MappedDocs;
+use super::query::KINDS;
 use super::segment::{ChunkMeta, Posting};
 
 /// Maps an index file read-only.
@@ -36,8 +36,6 @@ pub(crate) fn map(file: &std::fs::File) -> std::io::Result<Mmap> {
 pub(crate) const RECORD_BYTES: usize = 48;
 /// A record's string reference meaning "none".
 pub(crate) const NO_STRING: u32 = u32::MAX;
-/// The chunk kinds, by the number a record stores.
-pub(crate) const KINDS: [&str; 4] = ["text", "section", "code", "page"];
 
 /// Types whose every bit pattern is a value and whose bytes in the file are their
 /// little-endian in-memory form.
@@ -64,6 +62,13 @@ pub(crate) fn cast<T: Plain>(bytes: &[u8]) -> Option<&[T]> {
     // SAFETY: `T: Plain` has no invalid bit patterns, so any aligned bytes are values.
     let (head, body, tail) = unsafe { bytes.align_to::<T>() };
     (head.is_empty() && tail.is_empty()).then_some(body)
+}
+
+/// Entry `i` of a list cut by u64 end offsets: `[ends[i - 1], ends[i])`, from 0 for
+/// the first; `None` when `ends` has no entry `i` or an offset does not fit.
+pub(crate) fn span(ends: &[u64], i: usize) -> Option<Range<usize>> {
+    let start = if i == 0 { 0 } else { *ends.get(i - 1)? };
+    Some(usize::try_from(start).ok()?..usize::try_from(*ends.get(i)?).ok()?)
 }
 
 /// u64 words of the sign code of a vector of `dim` components.
@@ -114,7 +119,7 @@ fn hamming_popcnt(codes: &[u64], query: &[u64], first: usize, out: &mut Vec<(u32
 }
 
 /// The sections a mapped segment reads, as byte ranges of the map.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct Columns {
     pub ids: Range<usize>,
     pub records: Range<usize>,
@@ -232,12 +237,7 @@ impl Mapped {
 
     /// Entry `i` of a string list (`ends` of u64 end offsets into `bytes`).
     fn string(&self, ends: &Range<usize>, bytes: &Range<usize>, i: usize) -> Option<&str> {
-        let ends = self.col::<u64>(ends);
-        let start = if i == 0 { 0 } else { *ends.get(i - 1)? };
-        let end = *ends.get(i)?;
-        let b = self
-            .bytes(bytes)
-            .get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)?;
+        let b = self.bytes(bytes).get(span(self.col::<u64>(ends), i)?)?;
         std::str::from_utf8(b).ok()
     }
 
@@ -250,16 +250,7 @@ impl Mapped {
     }
 
     fn postings_of(&self, t: usize) -> &[Posting] {
-        let ends = self.col::<u64>(&self.cols.posting_ends);
-        let start = if t == 0 {
-            Some(0)
-        } else {
-            ends.get(t - 1).copied()
-        };
-        let range = start
-            .zip(ends.get(t).copied())
-            .and_then(|(s, e)| Some(usize::try_from(s).ok()?..usize::try_from(e).ok()?));
-        range
+        span(self.col::<u64>(&self.cols.posting_ends), t)
             .and_then(|r| self.col::<Posting>(&self.cols.postings).get(r))
             .unwrap_or_default()
     }

@@ -14,7 +14,7 @@ use cfs_core::{Bucket, ChunkId, DocumentId, PathEntry};
 use memmap2::Mmap;
 
 use super::buckets::{Rows, Source};
-use super::mapped::cast;
+use super::mapped::{cast, span};
 use super::segment::{DocInfo, PathInfo};
 
 /// A document's MIME type and its paths with their collections (its id and chunk ids
@@ -50,16 +50,9 @@ impl BlobList {
         self.ids().get(i).copied()
     }
 
-    /// Entries `i` of `ends` cut from `bytes`: `[end(i-1), end(i))`.
-    fn cut<'a>(&self, ends: &[u64], bytes: &'a [u8], i: usize) -> Option<&'a [u8]> {
-        let start = if i == 0 { 0 } else { *ends.get(i - 1)? };
-        let end = *ends.get(i)?;
-        bytes.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
-    }
-
     fn blob(&self, i: usize) -> Option<&[u8]> {
         let ends = self.map.get(self.ends.clone()).and_then(cast::<u64>)?;
-        self.cut(ends, self.map.get(self.bytes.clone())?, i)
+        self.map.get(self.bytes.clone())?.get(span(ends, i)?)
     }
 
     fn decode<T: BorshDeserialize>(&self, i: usize) -> Option<T> {
@@ -128,8 +121,7 @@ impl MappedDocs {
             .get(self.chunk_ends.clone())
             .and_then(cast::<u64>)?;
         let ids: &[[u8; 16]] = list.map.get(self.chunks.clone()).and_then(cast)?;
-        let (start, end) = (if i == 0 { 0 } else { *ends.get(i - 1)? }, *ends.get(i)?);
-        let chunks = ids.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)?;
+        let chunks = ids.get(span(ends, i)?)?;
         Some(DocInfo {
             id: DocumentId(list.id(i)?),
             mime_type: meta.mime_type.into(),

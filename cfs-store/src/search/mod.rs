@@ -271,7 +271,7 @@ impl SearchIndex {
         };
         let segment = Arc::clone(&base.segment);
         // A base read in place from its file has no graph yet (searched exactly).
-        let Some(vectors) = segment.owned_vectors().cloned() else {
+        let Some(vectors) = segment.owned().map(|o| Arc::clone(&o.vectors)) else {
             return;
         };
         if segment.len() < min || segment.hnsw.get().is_some() {
@@ -340,7 +340,7 @@ fn check_model(store: &Store, embedder: &dyn Embedder) -> Result<()> {
 /// gives an empty list, never an error.
 pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
     let k = query.k;
-    let depth = explain::depth(query.mode, k);
+    let depth = query::depth(query.mode, k);
     let text = match query.mode {
         Mode::Hybrid | Mode::Text => query::text_search(snap, &query.text, depth, &query.filter),
         Mode::Vector => Vec::new(),
@@ -350,7 +350,7 @@ pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result
         .unwrap_or_else(|| embedder.fusion_weight());
     // With weight 0, vector results only follow the text results: when the text
     // retriever filled all k places they cannot appear, so they are not computed.
-    let vector_needed = explain::vector_needed(query.mode, weight, text.len(), k);
+    let vector_needed = query::vector_needed(query.mode, weight, text.len(), k);
     let vector = match query.mode {
         Mode::Hybrid | Mode::Vector if vector_needed && !query.text.trim().is_empty() => {
             if embedder.model_hash() != snap.model {

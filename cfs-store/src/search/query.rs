@@ -240,6 +240,38 @@ fn top<S: Ord + Copy>(mut all: Vec<(S, Arc<ChunkMeta>)>, k: usize) -> Vec<Scored
         .collect()
 }
 
+/// Results each retriever gives before fusion, for `k` results.
+pub(crate) fn depth(mode: Mode, k: usize) -> usize {
+    match mode {
+        Mode::Hybrid => k.saturating_mul(4).max(50),
+        _ => k,
+    }
+}
+
+/// Whether the vector retriever is needed, given the text results found.
+pub(crate) fn vector_needed(mode: Mode, weight: u32, text_found: usize, k: usize) -> bool {
+    match mode {
+        Mode::Hybrid => weight > 0 || text_found < k,
+        Mode::Vector => true,
+        Mode::Text => false,
+    }
+}
+
+/// The number of live chunks holding `term` (BM25's `df`).
+pub(crate) fn live_df(snap: &Snapshot, term: &str) -> u64 {
+    snap.segments
+        .iter()
+        .filter_map(|l| l.segment.postings(term).map(|p| (l, p)))
+        .map(|(l, p)| {
+            if l.n_dead == 0 {
+                p.len() as u64
+            } else {
+                p.iter().filter(|[i, _]| !l.is_dead(*i as usize)).count() as u64
+            }
+        })
+        .sum()
+}
+
 /// BM25 over the snapshot's live chunks: the top `k` passing `filter`.
 pub(crate) fn text_search(
     snap: &Snapshot,
@@ -258,18 +290,7 @@ pub(crate) fn text_search(
     let mut acc: Vec<Vec<u64>> = snap.segments.iter().map(|_| Vec::new()).collect();
     let mut touched: Vec<Vec<u32>> = snap.segments.iter().map(|_| Vec::new()).collect();
     for term in &terms {
-        let df: u64 = snap
-            .segments
-            .iter()
-            .filter_map(|l| l.segment.postings(term).map(|p| (l, p)))
-            .map(|(l, p)| {
-                if l.n_dead == 0 {
-                    p.len() as u64
-                } else {
-                    p.iter().filter(|[i, _]| !l.is_dead(*i as usize)).count() as u64
-                }
-            })
-            .sum();
+        let df = live_df(snap, term);
         if df == 0 {
             continue;
         }

@@ -368,14 +368,6 @@ impl Segment {
         }
     }
 
-    /// The vectors of a segment in memory (what an HNSW graph is built over).
-    pub fn owned_vectors(&self) -> Option<&Arc<Vectors>> {
-        match &self.data {
-            Data::Owned(o) => Some(&o.vectors),
-            Data::Mapped(_) => None,
-        }
-    }
-
     /// The parts of a segment in memory.
     pub fn owned(&self) -> Option<&Owned> {
         match &self.data {
