@@ -29,6 +29,7 @@ use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::{DocumentId, MerkleRoot, ModelHash, StateRoot, Table, TableRoots, TopTree};
 
 use super::buckets::BucketMap;
+use super::codes;
 use super::mapped::{self, Columns, Mapped, NO_STRING, RECORD_BYTES};
 use super::mapped_docs::{BlobList, CachedDoc, MappedDocs, MappedPaths};
 use super::query::KINDS;
@@ -214,13 +215,13 @@ fn blobs<T: BorshSerialize>(items: impl Iterator<Item = T>) -> Result<(Vec<u8>, 
     Ok((bytes, ends))
 }
 
-/// The sign code of every vector: [`mapped::code_words`] u64 words each, bit `j % 64`
+/// The sign code of every vector: [`codes::code_words`] u64 words each, bit `j % 64`
 /// of word `j / 64` set when component `j` is above 0.
 fn sign_codes(vectors: &Vectors) -> Vec<u64> {
-    let words = mapped::code_words(vectors.dim);
+    let words = codes::code_words(vectors.dim);
     let mut out = Vec::with_capacity(vectors.norms2.len() * words);
     for i in 0..vectors.norms2.len() {
-        out.extend(mapped::sign_code(vectors.get(i)));
+        out.extend(codes::sign_code(vectors.get(i)));
     }
     out
 }
@@ -571,7 +572,7 @@ fn columns(
         (Part::Norms, n * 8),
         (Part::Missing, n.div_ceil(64) * 8),
         (Part::Vectors, n * dim * 2),
-        (Part::Codes, n * mapped::code_words(dim) * 8),
+        (Part::Codes, n * codes::code_words(dim) * 8),
         (Part::TermEnds, terms * 8),
         (Part::PostingEnds, terms * 8),
         (Part::Postings, count(Part::Postings, 8) * 8),

@@ -71,53 +71,6 @@ pub(crate) fn span(ends: &[u64], i: usize) -> Option<Range<usize>> {
     Some(usize::try_from(start).ok()?..usize::try_from(*ends.get(i)?).ok()?)
 }
 
-/// u64 words of the sign code of a vector of `dim` components.
-pub(crate) fn code_words(dim: usize) -> usize {
-    dim.div_ceil(64)
-}
-
-/// The sign code of `v`: bit `j % 64` of word `j / 64` set when `v[j] > 0`.
-pub(crate) fn sign_code(v: &[i16]) -> Vec<u64> {
-    let mut code = vec![0u64; code_words(v.len())];
-    for (j, &x) in v.iter().enumerate() {
-        code[j / 64] |= u64::from(x > 0) << (j % 64);
-    }
-    code
-}
-
-/// `out[t] = (Hamming distance of code t of `codes` to `query`, first + t)` for every
-/// whole code of `codes` (`query.len()` words each). Uses the CPU's `popcnt` where it
-/// has one (the portable count gives the same numbers).
-pub(crate) fn hamming_into(
-    codes: &[u64],
-    query: &[u64],
-    first: usize,
-    out: &mut Vec<(u32, usize)>,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("popcnt") {
-        // SAFETY: the CPU has `popcnt` (checked on the line above); the function only
-        // reads the slices it is given.
-        unsafe { hamming_popcnt(codes, query, first, out) };
-        return;
-    }
-    hamming_portable(codes, query, first, out);
-}
-
-#[inline(always)]
-fn hamming_portable(codes: &[u64], query: &[u64], first: usize, out: &mut Vec<(u32, usize)>) {
-    for (t, c) in codes.chunks_exact(query.len().max(1)).enumerate() {
-        let d: u32 = c.iter().zip(query).map(|(a, b)| (a ^ b).count_ones()).sum();
-        out.push((d, first + t));
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt")]
-fn hamming_popcnt(codes: &[u64], query: &[u64], first: usize, out: &mut Vec<(u32, usize)>) {
-    hamming_portable(codes, query, first, out);
-}
-
 /// The sections a mapped segment reads, as byte ranges of the map.
 #[derive(Clone, Debug)]
 pub(crate) struct Columns {
@@ -191,7 +144,7 @@ impl Mapped {
         self.map.len()
     }
 
-    /// The sign codes of all vectors, [`code_words`] words each, in local order.
+    /// The sign codes of all vectors, [`super::codes::code_words`] words each, in local order.
     pub fn codes(&self) -> &[u64] {
         self.col::<u64>(&self.cols.codes)
     }
@@ -310,34 +263,5 @@ impl Mapped {
             symbol: self.owned_string(at(36)),
             heading: self.owned_string(at(40)),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_popcnt_path_counts_as_the_portable_one() {
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
-        let query: Vec<u64> = (0..6).map(|_| next()).collect();
-        let codes: Vec<u64> = (0..6 * 300).map(|_| next()).collect();
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        hamming_into(&codes, &query, 7, &mut a);
-        hamming_portable(&codes, &query, 7, &mut b);
-        assert_eq!(a, b);
-        assert_eq!(a.len(), 300);
-        assert_eq!(a[0].1, 7);
-        let v: Vec<i16> = (0..130).map(|j| if j % 3 == 0 { 5 } else { -1 }).collect();
-        let code = sign_code(&v);
-        assert_eq!(code.len(), 3);
-        assert_eq!(code[0] & 0b1001, 0b1001);
-        assert_eq!(code[2], 0b10); // component 129 (129 % 3 == 0) only
     }
 }

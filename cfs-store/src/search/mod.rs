@@ -24,6 +24,7 @@
 mod bm25;
 mod buckets;
 mod cache;
+mod codes;
 mod explain;
 mod mapped;
 mod mapped_docs;

@@ -9,7 +9,8 @@ use cfs_core::ChunkId;
 use rayon::prelude::*;
 
 use super::bm25;
-use super::mapped::{Mapped, hamming_into, sign_code};
+use super::codes::{nearest, sign_code};
+use super::mapped::Mapped;
 use super::segment::{ChunkMeta, Live};
 use super::snapshot::Snapshot;
 use super::tokenize::tokens;
@@ -422,39 +423,35 @@ fn code_scan(
     ),
 ) -> Vec<(i64, Arc<ChunkMeta>)> {
     let code = sign_code(query);
-    let c = CODE_CANDIDATES.max(k);
-    // The columns are taken once: per chunk, only the distance is computed.
-    let (codes, words) = (mapped.codes(), code.len());
-    let nearest = |range: std::ops::Range<usize>| -> Vec<(u32, usize)> {
-        let mut v: Vec<(u32, usize)> = Vec::with_capacity(range.len());
-        let block = codes.get(range.start * words..range.end * words);
-        hamming_into(block.unwrap_or_default(), &code, range.start, &mut v);
-        // Only the nearest are checked against tombstones, vectors and filters: the
-        // first c of (distance, index) order, and further ones in order if those fail.
-        if v.len() > c {
-            v.select_nth_unstable(c - 1);
-        }
-        let tail = v.split_off(c.min(v.len()));
-        v.retain(|&(_, i)| keep(i));
-        if v.len() < c && !tail.is_empty() {
-            let mut tail = tail;
-            tail.sort_unstable();
-            let need = c - v.len();
-            v.extend(tail.into_iter().filter(|&(_, i)| keep(i)).take(need));
-        }
-        v
-    };
-    let mut found: Vec<(u32, usize)> = blocks(live.segment.len())
-        .into_par_iter()
-        .flat_map(nearest)
-        .collect();
-    if found.len() > c {
-        found.select_nth_unstable(c - 1);
-        found.truncate(c);
+    let seg = &live.segment;
+    // A codes column shorter than the segment (a damaged file) gives no candidates.
+    let codes = mapped.codes().get(..seg.len() * code.len());
+    let found = nearest(
+        codes.unwrap_or_default(),
+        &code,
+        CODE_CANDIDATES.max(k),
+        keep,
+    );
+    let scored = found.into_iter().map(|i| (score(i), i)).collect();
+    with_meta(live, best(scored, k))
+}
+
+/// The `k` best of `(score, local index)` pairs: score descending, then index (local
+/// indexes follow chunk ids, so this is (score, id) order).
+fn best(mut v: Vec<(i64, usize)>, k: usize) -> Vec<(i64, usize)> {
+    let key = |e: &(i64, usize)| (Reverse(e.0), e.1);
+    if v.len() > k {
+        v.select_nth_unstable_by_key(k - 1, key);
+        v.truncate(k);
     }
+    v
+}
+
+/// Scored local indexes of a segment with their chunks' metadata.
+fn with_meta(live: &Live, found: Vec<(i64, usize)>) -> Vec<(i64, Arc<ChunkMeta>)> {
     found
         .into_iter()
-        .filter_map(|(_, i)| Some((score(i), live.segment.meta(i)?)))
+        .filter_map(|(s, i)| Some((s, live.segment.meta(i)?)))
         .collect()
 }
 
@@ -476,25 +473,18 @@ fn exact_scan(
 ) -> Vec<(i64, Arc<ChunkMeta>)> {
     let seg = &live.segment;
     let blocks = blocks(seg.len());
-    let best = |range: std::ops::Range<usize>| -> Vec<(i64, usize)> {
-        let mut v: Vec<(i64, usize)> = range.filter(|&i| keep(i)).map(|i| (score(i), i)).collect();
-        // Local indexes follow chunk ids, so (score desc, index asc) is (score, id).
-        let key = |e: &(i64, usize)| (Reverse(e.0), e.1);
-        if v.len() > k {
-            v.select_nth_unstable_by_key(k - 1, key);
-            v.truncate(k);
-        }
-        v
+    let block = |range: std::ops::Range<usize>| -> Vec<(i64, usize)> {
+        best(
+            range.filter(|&i| keep(i)).map(|i| (score(i), i)).collect(),
+            k,
+        )
     };
     let found: Vec<(i64, usize)> = if blocks.len() > 1 {
-        blocks.into_par_iter().flat_map(best).collect()
+        blocks.into_par_iter().flat_map(block).collect()
     } else {
-        blocks.into_iter().flat_map(best).collect()
+        blocks.into_iter().flat_map(block).collect()
     };
-    found
-        .into_iter()
-        .filter_map(|(s, i)| Some((s, seg.meta(i)?)))
-        .collect()
+    with_meta(live, best(found, k))
 }
 
 /// Reciprocal rank fusion constant.
