@@ -105,23 +105,30 @@ impl ReadTxn {
         Ok(out)
     }
 
-    /// Chunks by id (rows read in order, decoded in parallel); a missing one is
-    /// corruption (the ids come from this state).
+    /// Chunks by id (rows read in order, decoded in parallel a batch at a time, so the
+    /// raw rows of only one batch are held); a missing one is corruption (the ids come
+    /// from this state).
     pub(crate) fn chunks_by_id(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
+        const BATCH: usize = 16_384;
         let t = self.raw().open_table(tables::CHUNKS)?;
-        let mut raw = Vec::with_capacity(ids.len());
-        for id in ids {
-            let v = t.get(&id.0[..])?.ok_or_else(|| {
-                StoreError::Corrupted(format!("chunk {id} vanished from its state"))
-            })?;
-            raw.push(tables::split_row(v.value())?.1.to_vec());
-        }
         let decode = |bytes: &Vec<u8>| Ok(Chunk::decode(bytes)?);
-        if raw.len() < PARALLEL_MIN {
-            raw.iter().map(decode).collect()
-        } else {
-            raw.par_iter().map(decode).collect()
+        let mut out = Vec::with_capacity(ids.len());
+        for batch in ids.chunks(BATCH) {
+            let mut raw = Vec::with_capacity(batch.len());
+            for id in batch {
+                let v = t.get(&id.0[..])?.ok_or_else(|| {
+                    StoreError::Corrupted(format!("chunk {id} vanished from its state"))
+                })?;
+                raw.push(tables::split_row(v.value())?.1.to_vec());
+            }
+            let decoded: Result<Vec<Chunk>> = if raw.len() < PARALLEL_MIN {
+                raw.iter().map(decode).collect()
+            } else {
+                raw.par_iter().map(decode).collect()
+            };
+            out.extend(decoded?);
         }
+        Ok(out)
     }
 
     /// The vectors of `chunks` under `model` (an empty vector where a chunk has none).

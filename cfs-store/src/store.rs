@@ -218,6 +218,7 @@ impl Store {
         }
         crate::error::guard(path, || {
             let db = shared_builder()
+                .set_cache_size(READ_ONLY_CACHE)
                 .open_read_only(path)
                 .map_err(|e| read_only_error(e, path))?;
             Self::from_database(Db::ReadOnly(db), path)
@@ -375,6 +376,13 @@ fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
         reason: e.into(),
     }
 }
+
+/// redb's page cache of a store opened read-only. A reader (search, status, the MCP
+/// server) reads a query's few pages, or every chunk once when it builds the index
+/// file; the operating system's page cache, which every process shares, holds the file
+/// anyway, so a private copy of a gigabyte (redb's default) only adds to the resident
+/// size: 1.0 GB of the 3.3 GB peak of a first search at 1.12 M chunks.
+const READ_ONLY_CACHE: usize = 64 << 20;
 
 /// The redb builder of store files: any number of processes may have a store open at
 /// once (a watcher writing, searches and status reading), write transactions taking

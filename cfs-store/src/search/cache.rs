@@ -20,7 +20,7 @@
 //! when the file is written and checked by [`verify_file`], not at every open.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
@@ -136,73 +136,93 @@ pub enum CacheStatus {
 
 /// Writes `snap` to `path` (through a temporary file, synced, then renamed).
 pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
-    let merged = Segment::merge(&snap.segments);
-    let sections = encode_sections(snap, &merged)?;
-    let head = encode_header(snap, &merged, &sections)?;
-    write_atomically(path, |f| {
-        f.write_all(&head)?;
-        let mut at = head.len();
-        for s in &sections {
-            let pad = at.next_multiple_of(ALIGN) - at;
-            f.write_all(&[0u8; ALIGN][..pad])?;
-            f.write_all(s)?;
-            at += pad + s.len();
+    // One segment in memory without tombstones (a first build) is written as it is;
+    // otherwise the segments are merged into one first.
+    let merged;
+    let seg: &Segment = match &snap.segments[..] {
+        [only] if only.n_dead == 0 && only.segment.owned().is_some() => &only.segment,
+        parts => {
+            merged = Segment::merge(parts);
+            &merged
         }
-        Ok(())
+    };
+    let io = io_error(path);
+    let header_len = encode_header(snap, seg, &[], 0)?.len();
+    write_atomically(path, |f| {
+        // The sections after the header's place, each encoded, written and dropped in
+        // turn; then the header, which names their places and hashes.
+        let mut at = header_len;
+        f.seek(SeekFrom::Start(at as u64)).map_err(&io)?;
+        let mut table = Vec::with_capacity(PARTS.len());
+        encode_sections(snap, seg, &mut |bytes| {
+            let pad = at.next_multiple_of(ALIGN) - at;
+            f.write_all(&[0u8; ALIGN][..pad]).map_err(&io)?;
+            f.write_all(&bytes).map_err(&io)?;
+            table.push(Section {
+                offset: (at + pad) as u64,
+                len: bytes.len() as u64,
+                hash: *blake3::hash(&bytes).as_bytes(),
+            });
+            at += pad + bytes.len();
+            Ok(())
+        })?;
+        assert_eq!(table.len(), PARTS.len(), "index file sections missing");
+        let head = encode_header(snap, seg, &table, at as u64)?;
+        assert_eq!(head.len(), header_len, "index file header length moved");
+        f.seek(SeekFrom::Start(0)).map_err(&io)?;
+        f.write_all(&head).map_err(&io)
     })
 }
 
-/// The bytes of every section of `snap`, its segments merged into `seg`, in file order.
-fn encode_sections(snap: &Snapshot, seg: &Segment) -> Result<Vec<Vec<u8>>> {
+/// The bytes of every section of `snap`, its segments merged into `seg`, in file
+/// order, each given to `emit` as soon as it is encoded.
+fn encode_sections(
+    snap: &Snapshot,
+    seg: &Segment,
+    emit: &mut dyn FnMut(Vec<u8>) -> Result<()>,
+) -> Result<()> {
     let owned = seg
         .owned()
         .ok_or_else(|| StoreError::Internal("a merged segment is in memory".into()))?;
     let docs: Vec<&Arc<DocInfo>> = snap.docs.values().collect();
-    let ordinal: HashMap<DocumentId, u32> = docs
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.id, i as u32))
-        .collect();
     let (doc_blobs, doc_ends) = blobs(docs.iter().map(|d| cached_doc(d)))?;
+    emit(doc_blobs)?;
+    emit(doc_ends)?;
+    emit(docs.iter().flat_map(|d| d.id.0).collect())?;
     let mut doc_chunk_ends = Vec::with_capacity(docs.len() * 8);
     let mut doc_chunks = Vec::new();
     for d in &docs {
         doc_chunks.extend(d.chunks.iter().flat_map(|c| c.0));
         doc_chunk_ends.extend_from_slice(&(doc_chunks.len() as u64 / 16).to_le_bytes());
     }
+    emit(doc_chunk_ends)?;
+    emit(doc_chunks)?;
     let (path_blobs, path_ends) = blobs(snap.paths.values())?;
+    emit(path_blobs)?;
+    emit(path_ends)?;
+    emit(snap.paths.keys().flat_map(|k| *k).collect())?;
+    emit(owned.metas.iter().flat_map(|m| m.id.0).collect())?;
+    let ordinal: HashMap<DocumentId, u32> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.id, i as u32))
+        .collect();
     let mut strings = StringList::default();
-    let records = records(owned, &ordinal, &mut strings)?;
-    let (term_ends, term_bytes, posting_ends, postings) = terms(owned);
-    let (string_ends, string_bytes) = strings.finish();
+    emit(records(owned, &ordinal, &mut strings)?)?;
+    emit(le(&owned.lens, u32::to_le_bytes))?;
     let vectors = &owned.vectors;
+    emit(le(&vectors.norms2, u64::to_le_bytes))?;
     let mut missing = vec![0u64; owned.metas.len().div_ceil(64)];
     for (i, &m) in vectors.missing.iter().enumerate() {
         missing[i / 64] |= u64::from(m) << (i % 64);
     }
-    Ok(vec![
-        doc_blobs,
-        doc_ends,
-        docs.iter().flat_map(|d| d.id.0).collect(),
-        doc_chunk_ends,
-        doc_chunks,
-        path_blobs,
-        path_ends,
-        snap.paths.keys().flat_map(|k| *k).collect(),
-        owned.metas.iter().flat_map(|m| m.id.0).collect(),
-        records,
-        le(&owned.lens, u32::to_le_bytes),
-        le(&vectors.norms2, u64::to_le_bytes),
-        le(&missing, u64::to_le_bytes),
-        le(&vectors.data, i16::to_le_bytes),
-        le(&sign_codes(vectors), u64::to_le_bytes),
-        term_ends,
-        term_bytes,
-        posting_ends,
-        postings,
-        string_ends,
-        string_bytes,
-    ])
+    emit(le(&missing, u64::to_le_bytes))?;
+    emit(le(&vectors.data, i16::to_le_bytes))?;
+    emit(le(&sign_codes(vectors), u64::to_le_bytes))?;
+    terms(owned, emit)?;
+    let (string_ends, string_bytes) = strings.finish();
+    emit(string_ends)?;
+    emit(string_bytes)
 }
 
 /// The borsh encodings of `items` one after another, and their u64 end offsets.
@@ -296,32 +316,51 @@ fn records(
     Ok(out)
 }
 
-/// The term list (sorted), and the postings in its order: (term ends, term bytes,
-/// posting ends, postings).
-fn terms(owned: &Owned) -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>) {
+/// The term list (sorted) and the postings in its order, given to `emit` as term ends,
+/// term bytes, posting ends, postings.
+fn terms(owned: &Owned, emit: &mut dyn FnMut(Vec<u8>) -> Result<()>) -> Result<()> {
     let mut sorted: Vec<(&str, &Vec<Posting>)> =
         owned.postings.iter().map(|(t, l)| (&**t, l)).collect();
     sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let mut list = StringList::default();
-    let (mut ends, mut postings) = (Vec::new(), Vec::new());
+    let mut ends = Vec::with_capacity(sorted.len() * 8);
     let mut count = 0u64;
-    for (term, l) in sorted {
+    for (term, l) in &sorted {
         list.push(term);
-        postings.extend(
-            l.iter()
-                .flat_map(|p| p.iter().flat_map(|v| v.to_le_bytes())),
-        );
         count += l.len() as u64;
         ends.extend_from_slice(&count.to_le_bytes());
     }
     let (term_ends, term_bytes) = list.finish();
-    (term_ends, term_bytes, ends, postings)
+    emit(term_ends)?;
+    emit(term_bytes)?;
+    emit(ends)?;
+    let mut postings = Vec::with_capacity(count as usize * 8);
+    for (_, l) in sorted {
+        postings.extend(
+            l.iter()
+                .flat_map(|p| p.iter().flat_map(|v| v.to_le_bytes())),
+        );
+    }
+    emit(postings)
 }
 
-/// The prefix, the header (the stamp and the section table, every section hashed), and
-/// the BLAKE3 hash of both.
-fn encode_header(snap: &Snapshot, seg: &Segment, sections: &[Vec<u8>]) -> Result<Vec<u8>> {
-    let mut header = Header {
+/// The prefix, the header (the stamp and the section table) and the BLAKE3 hash of
+/// both, for a file of `file_len` bytes. Its length does not depend on the sections'
+/// places, lengths or hashes (fixed-width fields), so an empty table measures it.
+fn encode_header(
+    snap: &Snapshot,
+    seg: &Segment,
+    sections: &[Section],
+    file_len: u64,
+) -> Result<Vec<u8>> {
+    let blank = Section {
+        offset: 0,
+        len: 0,
+        hash: [0; 32],
+    };
+    let mut table = sections.to_vec();
+    table.resize(PARTS.len(), blank);
+    let header = Header {
         model: snap.model,
         dim: snap.dim as u32,
         root: snap.root,
@@ -331,38 +370,16 @@ fn encode_header(snap: &Snapshot, seg: &Segment, sections: &[Vec<u8>]) -> Result
         path_roots: snap.path_roots.to_vec(),
         n_chunks: seg.len() as u64,
         total_len: seg.total_len,
-        sections: Vec::new(),
+        sections: table,
     };
-    // The header's length does not depend on the offsets (fixed-width integers), so
-    // it is measured with placeholder sections, then written with the real ones.
-    let blank = Section {
-        offset: 0,
-        len: 0,
-        hash: [0; 32],
-    };
-    header.sections = vec![blank; sections.len()];
-    let header_len = borsh::to_vec(&header).map_err(internal)?.len();
-    let mut at = PREFIX + header_len + 32;
-    header.sections = sections
-        .iter()
-        .map(|s| {
-            at = at.next_multiple_of(ALIGN);
-            let section = Section {
-                offset: at as u64,
-                len: s.len() as u64,
-                hash: *blake3::hash(s).as_bytes(),
-            };
-            at += s.len();
-            section
-        })
-        .collect();
-    let mut out = Vec::with_capacity(PREFIX + header_len + 32);
+    let body = borsh::to_vec(&header).map_err(internal)?;
+    let mut out = Vec::with_capacity(PREFIX + body.len() + 32);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&(at as u64).to_le_bytes());
-    out.extend_from_slice(&(header_len as u64).to_le_bytes());
-    header.serialize(&mut out).map_err(internal)?;
+    out.extend_from_slice(&file_len.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&body);
     let hash = blake3::hash(&out);
     out.extend_from_slice(hash.as_bytes());
     Ok(out)
@@ -388,31 +405,37 @@ fn cached_doc(d: &DocInfo) -> CachedDoc {
     }
 }
 
+/// The error of an I/O failure on the index file at `path`.
+fn io_error(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// Writes the file through `write` into a temporary file beside `path`, syncs it and
 /// renames it over `path`, then syncs the folder.
 fn write_atomically(
     path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<()>,
 ) -> Result<()> {
-    let io = |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = io_error(path);
     // A name of this process's own: processes saving at once never write one file, and
     // a failed write (a full disk) leaves nothing behind.
     static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = path.with_extension(format!("tmp.{}.{n}", std::process::id()));
     let written = (|| {
-        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        let file = std::fs::File::create(&tmp).map_err(&io)?;
+        let mut f = std::io::BufWriter::with_capacity(1 << 20, file);
         write(&mut f)?;
-        let f = f.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        let f = f.into_inner().map_err(|e| io(e.into_error()))?;
+        f.sync_all().map_err(&io)?;
+        std::fs::rename(&tmp, path).map_err(&io)
     })();
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
-        return Err(io(e));
+        return Err(e);
     }
     if let Some(dir) = path.parent()
         && let Ok(d) = std::fs::File::open(dir)

@@ -68,17 +68,45 @@ pub struct ChunkMeta {
 pub(crate) struct NewChunk {
     pub meta: Arc<ChunkMeta>,
     /// Distinct tokens with their counts, sorted by token.
-    pub terms: Vec<(Box<str>, u32)>,
+    pub terms: Terms,
     /// Number of tokens.
     pub len: u32,
     pub vector: Vec<i16>,
 }
 
+/// A chunk's distinct tokens with their counts, in one buffer (two allocations a
+/// chunk, not one per token: a segment of a million chunks is built on one thread,
+/// which frees what the preparing threads allocated).
+#[derive(Debug, Default)]
+pub(crate) struct Terms {
+    bytes: String,
+    /// (end of the token in `bytes`, count), in token order.
+    ends: Vec<(u32, u32)>,
+}
+
+impl Terms {
+    fn push(&mut self, term: &str, count: u32) {
+        self.bytes.push_str(term);
+        self.ends.push((self.bytes.len() as u32, count));
+    }
+
+    /// The tokens and their counts, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
+        let mut start = 0;
+        self.ends.iter().map(move |&(end, count)| {
+            let term = &self.bytes[start..end as usize];
+            start = end as usize;
+            (term, count)
+        })
+    }
+}
+
 /// Token counts of the indexed fields of a chunk: its text, symbol, heading and paths.
-pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> (Vec<(Box<str>, u32)>, u32) {
-    // Counted as they come: a token is copied once, when first seen.
-    let mut counts: HashMap<Box<str>, u32> = HashMap::new();
-    let mut len = 0u32;
+pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> (Terms, u32) {
+    // Every token appended to one buffer, then their spans sorted by token and counted:
+    // no allocation per token.
+    let mut all = String::new();
+    let mut spans: Vec<(u32, u32)> = Vec::new();
     for field in [meta.symbol.as_deref(), meta.heading.as_deref()]
         .into_iter()
         .flatten()
@@ -86,18 +114,18 @@ pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> (Vec<(Box<str>, u32)>
         .chain(std::iter::once(text))
     {
         for_each_token(field, |t| {
-            len += 1;
-            match counts.get_mut(t) {
-                Some(c) => *c += 1,
-                None => {
-                    counts.insert(t.into(), 1);
-                }
-            }
+            let start = all.len() as u32;
+            all.push_str(t);
+            spans.push((start, all.len() as u32));
         });
     }
-    let mut terms: Vec<(Box<str>, u32)> = counts.into_iter().collect();
-    terms.sort_unstable();
-    (terms, len)
+    let token = |&(a, b): &(u32, u32)| &all[a as usize..b as usize];
+    spans.sort_unstable_by(|x, y| token(x).cmp(token(y)));
+    let mut terms = Terms::default();
+    for same in spans.chunk_by(|x, y| token(x) == token(y)) {
+        terms.push(token(&same[0]), same.len() as u32);
+    }
+    (terms, spans.len() as u32)
 }
 
 /// A postings entry: local chunk index and term count.
@@ -185,6 +213,54 @@ impl std::fmt::Debug for Segment {
     }
 }
 
+/// A segment in memory under construction: chunks added in id order, each chunk's
+/// terms moved into the postings as it comes (so a caller can prepare chunks in
+/// batches and never hold all their term lists at once).
+pub(crate) struct SegmentBuilder {
+    postings: HashMap<Box<str>, Vec<Posting>>,
+    metas: Vec<Arc<ChunkMeta>>,
+    lens: Vec<u32>,
+    vectors: Vectors,
+}
+
+impl SegmentBuilder {
+    /// An empty segment of vectors of `dim`, with room for `n` chunks.
+    pub fn new(dim: usize, n: usize) -> Self {
+        Self {
+            postings: HashMap::new(),
+            metas: Vec::with_capacity(n),
+            lens: Vec::with_capacity(n),
+            vectors: Vectors::with_capacity(dim, n),
+        }
+    }
+
+    /// Adds `chunk`, whose id must follow every chunk added before and whose vector
+    /// must be of the segment's dimension (or empty: no embedding yet).
+    pub fn push(&mut self, chunk: NewChunk) {
+        assert!(
+            self.metas.last().is_none_or(|m| m.id < chunk.meta.id),
+            "segment chunks out of id order"
+        );
+        let local = u32::try_from(self.metas.len()).unwrap_or(u32::MAX);
+        for (term, count) in chunk.terms.iter() {
+            match self.postings.get_mut(term) {
+                Some(list) => list.push([local, count]),
+                None => {
+                    self.postings.insert(term.into(), vec![[local, count]]);
+                }
+            }
+        }
+        self.lens.push(chunk.len);
+        self.vectors.push(&chunk.vector);
+        self.metas.push(chunk.meta);
+    }
+
+    /// The segment.
+    pub fn finish(self) -> Segment {
+        Segment::from_parts(self.metas, self.lens, self.postings, self.vectors)
+    }
+}
+
 impl Segment {
     fn from_parts(
         metas: Vec<Arc<ChunkMeta>>,
@@ -211,25 +287,6 @@ impl Segment {
             data: Data::Mapped(mapped),
             hnsw: OnceLock::new(),
         }
-    }
-
-    /// A segment of `chunks`, which must be sorted by id and have vectors of `dim`.
-    pub fn build(chunks: Vec<NewChunk>, dim: usize) -> Self {
-        debug_assert!(chunks.windows(2).all(|w| w[0].meta.id < w[1].meta.id));
-        let mut postings: HashMap<Box<str>, Vec<Posting>> = HashMap::new();
-        let mut metas = Vec::with_capacity(chunks.len());
-        let mut lens = Vec::with_capacity(chunks.len());
-        let mut vectors = Vectors::with_capacity(dim, chunks.len());
-        for (i, chunk) in chunks.into_iter().enumerate() {
-            let local = u32::try_from(i).unwrap_or(u32::MAX);
-            for (term, count) in chunk.terms {
-                postings.entry(term).or_default().push([local, count]);
-            }
-            lens.push(chunk.len);
-            vectors.push(&chunk.vector);
-            metas.push(chunk.meta);
-        }
-        Self::from_parts(metas, lens, postings, vectors)
     }
 
     /// One segment in memory of the live chunks of `parts`, without re-tokenizing.
@@ -463,5 +520,83 @@ impl Live {
 
     pub fn live_len(&self) -> u64 {
         self.segment.total_len - self.dead_len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(symbol: Option<&str>, path: &str) -> ChunkMeta {
+        ChunkMeta {
+            id: ChunkId([7; 16]),
+            doc: Arc::new(DocInfo {
+                id: DocumentId([1; 16]),
+                mime_type: "text/x-rust".into(),
+                paths: vec![PathInfo {
+                    path: path.into(),
+                    collections: Vec::new(),
+                }],
+                chunks: Vec::new(),
+            }),
+            sequence: 0,
+            byte_offset: 0,
+            byte_length: 0,
+            start_line: 1,
+            end_line: 1,
+            kind: "code",
+            language: None,
+            symbol: symbol.map(Into::into),
+            heading: None,
+        }
+    }
+
+    /// Every token of the symbol, the paths and the text counted once per place, the
+    /// distinct ones in byte order; a segment built of two chunks posts each term once
+    /// per chunk with its count.
+    #[test]
+    fn chunk_terms_count_every_field_and_the_builder_posts_them() {
+        let m = meta(Some("parse_config"), "src/cfg.rs");
+        let (terms, len) = chunk_terms("fn parse_config() { parse(cfg) }", &m);
+        let got: Vec<(&str, u32)> = terms.iter().collect();
+        assert_eq!(
+            got,
+            [
+                ("cfg", 2),
+                ("config", 2),
+                ("fn", 1),
+                ("parse", 3),
+                ("parse_config", 2),
+                ("rs", 1),
+                ("src", 1),
+            ]
+        );
+        assert_eq!(len, got.iter().map(|t| t.1).sum::<u32>());
+        let mut b = SegmentBuilder::new(2, 2);
+        for (id, text) in [([1u8; 16], "parse parse"), ([2; 16], "config")] {
+            let mut m = meta(None, "a");
+            m.id = ChunkId(id);
+            let (terms, len) = chunk_terms(text, &m);
+            let meta = Arc::new(m);
+            b.push(NewChunk {
+                meta,
+                terms,
+                len,
+                vector: vec![1, 2],
+            });
+        }
+        let seg = b.finish();
+        let mut posted: Vec<(String, Vec<Posting>)> = Vec::new();
+        seg.for_each_term(|t, l| posted.push((t.to_owned(), l.to_vec())));
+        posted.sort();
+        assert_eq!(
+            posted,
+            [
+                ("a".to_owned(), vec![[0, 1], [1, 1]]),
+                ("config".to_owned(), vec![[1, 1]]),
+                ("parse".to_owned(), vec![[0, 2]]),
+            ]
+        );
+        assert_eq!(seg.token_len(0), 3);
     }
 }

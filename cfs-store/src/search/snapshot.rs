@@ -18,7 +18,9 @@ use cfs_core::{
 use rayon::prelude::*;
 
 use super::buckets::BucketMap;
-use super::segment::{ChunkMeta, DocInfo, Live, NewChunk, PathInfo, Segment, chunk_terms};
+use super::segment::{
+    ChunkMeta, DocInfo, Live, NewChunk, PathInfo, Segment, SegmentBuilder, chunk_terms,
+};
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
 use crate::scan::IndexedDocument;
@@ -27,6 +29,8 @@ use crate::scan::IndexedDocument;
 pub const MERGE_MIN_CHUNKS: usize = 4096;
 /// Fewer items than this are decoded on the calling thread.
 const PARALLEL_MIN: usize = 256;
+/// Chunks prepared at once when a segment is built.
+const BUILD_BATCH: usize = 16_384;
 /// Most segments a snapshot keeps before merging.
 pub const MAX_SEGMENTS: usize = 16;
 
@@ -292,10 +296,8 @@ impl Snapshot {
         let mut fresh: Vec<Chunk> = added_chunks;
         fresh.extend(txn.chunks_by_id(&repathed)?);
         fresh.sort_unstable_by_key(|c| c.id);
-        let vectors = txn.vectors_of(&fresh, &self.model)?;
-        let new_chunks = prepare_chunks(&fresh, vectors, &docs)?;
         let mut diff = SnapshotDiff {
-            added: new_chunks.len() - repathed.len(),
+            added: fresh.len() - repathed.len(),
             removed: removed.len(),
             repathed: repathed.len() - embedded.len(),
             embedded: embedded.len(),
@@ -311,8 +313,8 @@ impl Snapshot {
             }
         }
         segments.retain(|l| l.n_live() > 0);
-        if !new_chunks.is_empty() {
-            segments.push(Live::new(Arc::new(Segment::build(new_chunks, self.dim))));
+        if let Some(segment) = build_segment(&txn, fresh, &docs, (&self.model, self.dim))? {
+            segments.push(Live::new(Arc::new(segment)));
         }
         if needs_merge(&segments, merge_min) {
             segments = vec![Live::new(Arc::new(Segment::merge(&segments)))];
@@ -553,6 +555,30 @@ fn doc_info(
         paths: doc_paths,
         chunks: found.chunks,
     })
+}
+
+/// The segment of `fresh` (sorted by id; `None` when empty), built in batches: a
+/// batch's vectors are read, its chunks prepared and moved into the segment, and its
+/// texts dropped before the next, so the chunks' term lists and vectors are never all
+/// held at once (the first index of a large store).
+fn build_segment(
+    txn: &ReadTxn,
+    mut fresh: Vec<Chunk>,
+    docs: &BucketMap<Arc<DocInfo>>,
+    (model, dim): (&ModelHash, usize),
+) -> Result<Option<Segment>> {
+    if fresh.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = SegmentBuilder::new(dim, fresh.len());
+    for batch in fresh.chunks_mut(BUILD_BATCH) {
+        let vectors = txn.vectors_of(batch, model)?;
+        for chunk in prepare_chunks(batch, vectors, docs)? {
+            builder.push(chunk);
+        }
+        batch.iter_mut().for_each(|c| c.text = String::new());
+    }
+    Ok(Some(builder.finish()))
 }
 
 /// The chunks of a new segment: metadata (with their document's info), terms and
