@@ -4,8 +4,9 @@
 //! text that comes back (a file restored, a branch checked out again) is not embedded a
 //! second time. Nothing else ever removes them: a tree that changes a lot leaves vectors
 //! that no embedding names. [`Store::gc`] removes those, by explicit keys found by a sweep
-//! of one write transaction, and can then compact the file. The committed state, its
-//! roots and the state chain do not change.
+//! of one write transaction, and can then compact the file. [`Store::shrink`] compacts
+//! only when much of the file is free pages (a cold index leaves about 40% of it so). The
+//! committed state, its roots and the state chain do not change.
 
 use std::collections::HashSet;
 
@@ -15,6 +16,26 @@ use crate::error::{Result, StoreError};
 use crate::store::Store;
 use crate::tables;
 use crate::vectors::{self, VectorHash};
+
+/// When [`Store::shrink`] compacts: when the file's free pages are at least
+/// `min_free_bytes` and at least `min_free_percent` of the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShrinkPolicy {
+    /// Least free bytes worth a compaction.
+    pub min_free_bytes: u64,
+    /// Least share of the file free, in percent.
+    pub min_free_percent: u64,
+}
+
+impl Default for ShrinkPolicy {
+    /// 64 MiB and a quarter of the file.
+    fn default() -> Self {
+        Self {
+            min_free_bytes: 64 << 20,
+            min_free_percent: 25,
+        }
+    }
+}
 
 /// What [`Store::gc`] removed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,6 +64,31 @@ impl Store {
     pub fn gc(&mut self, compact: bool) -> Result<GcReport> {
         let path = self.path().to_path_buf();
         crate::error::guard(&path, || self.gc_unguarded(compact))
+    }
+
+    /// Compacts the file when enough of it is free pages (`policy`; by default a quarter
+    /// and 64 MiB, as a cold index leaves it); returns the file's sizes before and after,
+    /// or `None` when there was too little to gain or a transaction of another process
+    /// was in progress (the file is then left as it is: shrinking is never needed for
+    /// correctness).
+    pub fn shrink(&mut self, policy: ShrinkPolicy) -> Result<Option<(u64, u64)>> {
+        let path = self.path().to_path_buf();
+        crate::error::guard(&path, || {
+            let before = self.file_size();
+            let txn = self.writable_db()?.begin_write()?;
+            let stats = txn.stats()?;
+            txn.abort()?;
+            let used = stats.allocated_pages() * stats.page_size() as u64;
+            let free = before.saturating_sub(used);
+            if free < policy.min_free_bytes || free * 100 < before * policy.min_free_percent {
+                return Ok(None);
+            }
+            match self.writable_db_mut()?.compact() {
+                Ok(_) => Ok(Some((before, self.file_size()))),
+                Err(redb::CompactionError::TransactionInProgress) => Ok(None),
+                Err(e) => Err(StoreError::Storage(redb::Error::from(e))),
+            }
+        })
     }
 
     fn gc_unguarded(&mut self, compact: bool) -> Result<GcReport> {

@@ -42,7 +42,7 @@ pub use embed::{
     EmbedStatus, VectorCheck,
 };
 pub use error::{Result, StoreError, panic_message};
-pub use gc::GcReport;
+pub use gc::{GcReport, ShrinkPolicy};
 pub use read::{Counts, ReadTxn, TableUsage};
 pub use repair::{Salvage, SalvagedVector, salvage_vectors};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};

@@ -576,6 +576,47 @@ fn gc_removes_the_vectors_no_embedding_names_and_nothing_else() {
     assert!(verified.is_ok(), "{:?}", verified.problems);
 }
 
+/// `shrink` leaves a file with little free space alone, and compacts one whose free
+/// share passes the policy: smaller, the same root, still verified.
+#[test]
+fn shrink_compacts_only_past_its_policy_and_keeps_the_state() {
+    let (tree, db, mut store, options, embedder) = setup();
+    for i in 0..60 {
+        let body: String = (0..40).map(|j| format!("line {i} {j} of text\n")).collect();
+        write(
+            tree.path(),
+            &format!("f{i}.md"),
+            &format!("# F{i}\n\n{body}"),
+        );
+    }
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!(
+        store.shrink(cfs_store::ShrinkPolicy::default()).unwrap(),
+        None,
+        "a small store has under 64 MiB free"
+    );
+    for i in 0..55 {
+        std::fs::remove_file(tree.path().join(format!("f{i}.md"))).unwrap();
+    }
+    let root = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap()
+        .root;
+    let any = cfs_store::ShrinkPolicy {
+        min_free_bytes: 0,
+        min_free_percent: 1,
+    };
+    let (before, after) = store.shrink(any).unwrap().expect("compacted");
+    assert!(after < before, "{before} -> {after}");
+    drop(store);
+    let store = Store::open(&db.path().join("store.redb")).unwrap();
+    assert_eq!(store.state_root().unwrap(), root);
+    let verified = store.verify().unwrap();
+    assert!(verified.is_ok(), "{:?}", verified.problems);
+}
+
 #[test]
 fn a_sync_reports_what_it_found_each_file_and_its_commit() {
     let (tree, _db, store, options, embedder) = setup();
