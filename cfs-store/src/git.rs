@@ -91,9 +91,59 @@ pub fn changed_since(tree: &Path, reference: &str) -> Result<GitChanges> {
 }
 
 /// The `HEAD` commit of the work tree at `tree`, when it is one and has commits.
+/// Read from the repository's files when `tree` is its top and `HEAD` is plain (a
+/// detached commit, or a branch whose ref is loose or packed), else asked of git: a
+/// process of git's own costs a no-op `cfs index` more than the rest of its start.
 pub fn head(tree: &Path) -> Option<String> {
+    match head_from_files(&tree.join(".git")) {
+        Some(found) => found,
+        None => head_from_git(tree),
+    }
+}
+
+fn head_from_git(tree: &Path) -> Option<String> {
     let out = git(tree, &["rev-parse", "--verify", "--quiet", "HEAD"]).ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// `HEAD` read from the repository folder `dir`: `Some(Some(commit))`, `Some(None)`
+/// for a branch without commits (its ref is nowhere and the repository has no other
+/// ref store), or `None` when the files do not settle it (no such folder, a linked work
+/// tree, a symbolic ref to a symbolic ref, the reftable format): git then answers.
+fn head_from_files(dir: &Path) -> Option<Option<String>> {
+    let commit = |s: &str| {
+        let s = s.trim();
+        (matches!(s.len(), 40 | 64) && s.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| s.to_ascii_lowercase())
+    };
+    if !dir.is_dir() || dir.join("reftable").exists() {
+        return None;
+    }
+    let head = std::fs::read_to_string(dir.join("HEAD")).ok()?;
+    let Some(name) = head.strip_prefix("ref: ").map(str::trim) else {
+        return commit(&head).map(Some);
+    };
+    if !name.starts_with("refs/") || name.split('/').any(|part| part == "..") {
+        return None;
+    }
+    match std::fs::read_to_string(dir.join(name)) {
+        Ok(loose) => return commit(&loose).map(Some),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return None,
+        Err(_) => {}
+    }
+    let packed = match std::fs::read_to_string(dir.join("packed-refs")) {
+        Ok(packed) => packed,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(_) => return None,
+    };
+    for line in packed.lines() {
+        if let Some((hash, refname)) = line.split_once(' ')
+            && refname == name
+        {
+            return commit(hash).map(Some);
+        }
+    }
+    Some(None)
 }

@@ -29,6 +29,60 @@ fn run_git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `git::head` reads HEAD from the repository's files where it can and agrees with
+/// `git rev-parse` in every state: no commits, a loose branch ref, packed refs, a
+/// detached HEAD, an orphan branch, and a folder inside the work tree (asked of git).
+#[test]
+fn head_agrees_with_git_rev_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rev = |at: &Path| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(at)
+            .args(["rev-parse", "--verify", "--quiet", "HEAD"])
+            .output()
+            .unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    run_git(d, &["init", "-q"]);
+    assert_eq!(git::head(d), None);
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::fs::write(d.join("sub/a.txt"), "a\n").unwrap();
+    let commit = |m: &str| {
+        run_git(d, &["add", "-A"]);
+        run_git(
+            d,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                m,
+            ],
+        );
+    };
+    commit("one");
+    let first = rev(d);
+    assert!(first.is_some());
+    assert_eq!(git::head(d), first, "loose ref");
+    assert_eq!(git::head(&d.join("sub")), first, "inside the tree");
+    std::fs::write(d.join("sub/a.txt"), "b\n").unwrap();
+    commit("two");
+    run_git(d, &["pack-refs", "--all"]);
+    assert_eq!(git::head(d), rev(d), "packed ref");
+    assert_ne!(git::head(d), first);
+    run_git(d, &["checkout", "-q", "--detach", "HEAD~1"]);
+    assert_eq!(git::head(d), first, "detached");
+    run_git(d, &["checkout", "-q", "--orphan", "fresh"]);
+    assert_eq!(git::head(d), None, "orphan branch");
+    assert_eq!(rev(d), None);
+}
+
 #[test]
 fn replaying_this_repository_history_matches_a_clean_index_at_every_commit() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");

@@ -1,0 +1,9 @@
+//! Links the `cfs` binary as a position-dependent executable on Linux: its start then
+//! applies none of the 51,000 dynamic relocations a position-independent one needs
+//! (docs/benchmarks.md, "No-op index").
+fn main() {
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    if os == "linux" {
+        println!("cargo:rustc-link-arg-bins=-no-pie");
+    }
+}
