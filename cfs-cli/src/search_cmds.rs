@@ -132,6 +132,7 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
             Some(e) => print_json(&json!({"hits": hits, "explain": explain_json(e)}))?,
             None => print_json(&hits)?,
         }
+        std::mem::forget((index, embedder));
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::stdout().lock();
@@ -168,9 +169,10 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     if std::io::stderr().is_terminal() {
         eprintln!("{} results in {ms:.1} ms", hits.len());
     }
-    // The process ends here: its index (documents, paths, maps) is left to the exit
-    // instead of freed piece by piece.
-    std::mem::forget(index);
+    // The process ends here: its index (documents, paths, maps) and the embedder (a
+    // model's 50 MB of weights) are left to the exit instead of freed piece by piece
+    // (as in the JSON branch above).
+    std::mem::forget((index, embedder));
     Ok(ExitCode::SUCCESS)
 }
 

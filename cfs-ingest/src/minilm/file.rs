@@ -185,7 +185,7 @@ impl<'a> ModelFile<'a> {
         name: &str,
         dtype: DType,
         dims: &[usize],
-        from_le: fn([u8; N]) -> T,
+        from_le: impl Fn([u8; N]) -> T,
     ) -> Result<Vec<T>, String> {
         let t = self.get(name, dtype, dims)?;
         Ok(t.bytes
@@ -197,6 +197,12 @@ impl<'a> ModelFile<'a> {
     /// `name` as `i8` values.
     pub fn i8s(&self, name: &str, dims: &[usize]) -> Result<Vec<i8>, String> {
         self.values(name, DType::I8, dims, i8::from_le_bytes)
+    }
+
+    /// `name`, an `i8` tensor, as `i16` values (one pass: the matrix products take
+    /// their weights widened).
+    pub fn i8s_as_i16(&self, name: &str, dims: &[usize]) -> Result<Vec<i16>, String> {
+        self.values(name, DType::I8, dims, |b: [u8; 1]| i16::from(b[0] as i8))
     }
 
     /// `name` as `i16` values.

@@ -102,7 +102,7 @@ struct Linear {
 
 impl Linear {
     fn load(f: &ModelFile<'_>, name: &str, n: usize, k: usize) -> Result<Self, String> {
-        let w = f.i8s(&format!("{name}.w"), &[n, k])?;
+        let w = f.i8s_as_i16(&format!("{name}.w"), &[n, k])?;
         let b = f.i64s(&format!("{name}.b"), &[n])?;
         let m = f.i64s(&format!("{name}.m"), &[n])?;
         let sh = f.i32s(&format!("{name}.sh"), &[1])?[0];
@@ -113,7 +113,7 @@ impl Linear {
             return Err(format!("{name}: bias out of range"));
         }
         Ok(Self {
-            w: w.into_iter().map(i16::from).collect(),
+            w,
             out: Channels {
                 b,
                 m,
@@ -145,11 +145,11 @@ impl BlockedLinear {
     fn new(lin: Linear) -> Self {
         let blocks = (0..lin.k / FFN_BLOCK)
             .map(|q| {
-                lin.w
-                    .chunks_exact(lin.k)
-                    .flat_map(|row| &row[q * FFN_BLOCK..(q + 1) * FFN_BLOCK])
-                    .copied()
-                    .collect()
+                let mut block = Vec::with_capacity(lin.w.len() / (lin.k / FFN_BLOCK));
+                for row in lin.w.chunks_exact(lin.k) {
+                    block.extend_from_slice(&row[q * FFN_BLOCK..(q + 1) * FFN_BLOCK]);
+                }
+                block
             })
             .collect();
         Self {

@@ -27,7 +27,7 @@ impl Vocab {
     /// The vocabulary of newline-separated tokens (the id of a token is its line number).
     /// `None` if a token is repeated or a special token is missing.
     pub fn parse(text: &str) -> Option<Self> {
-        let mut ids = HashMap::new();
+        let mut ids = HashMap::with_capacity(text.bytes().filter(|&b| b == b'\n').count() + 1);
         for (i, token) in text.split('\n').enumerate() {
             if ids
                 .insert(token.to_owned(), u32::try_from(i).ok()?)
