@@ -29,6 +29,35 @@ pub fn rss_bytes() -> u64 {
     pages * 4096
 }
 
+/// The exact top `k` of `all` for the query `q` by cfs's score (the integer dot product
+/// over the norms), ties by index; scored on every core.
+pub fn exact_top(all: &[Vec<i16>], q: &[i16], k: usize) -> Vec<usize> {
+    use rayon::prelude::*;
+    let qn = cfs_store::search::norm2(q);
+    let mut s: Vec<(i64, usize)> = all
+        .par_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            (
+                -cfs_store::search::dot(q, v, qn, cfs_store::search::norm2(v)),
+                i,
+            )
+        })
+        .collect();
+    s.par_sort_unstable();
+    s.into_iter().take(k).map(|(_, i)| i).collect()
+}
+
+/// The share of the `exact` answers' items that the `found` answers hold.
+pub fn recall(exact: &[Vec<usize>], found: &[Vec<usize>]) -> f64 {
+    let (mut hit, mut total) = (0, 0);
+    for (e, f) in exact.iter().zip(found) {
+        total += e.len();
+        hit += e.iter().filter(|i| f.contains(i)).count();
+    }
+    hit as f64 / total.max(1) as f64
+}
+
 /// The value after `--name` on a command line, if the flag is there.
 pub fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter()

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cfs_bench::{IndexedCorpus, indexed_corpus, percentile};
+use cfs_bench::{IndexedCorpus, exact_top, indexed_corpus, percentile, recall};
 use cfs_ingest::Embedder;
 use cfs_store::search::{IndexOptions, SearchIndex, dot, norm2};
 use serde_json::json;
@@ -46,26 +46,6 @@ impl anndists::dist::Distance<i16> for DotDistance {
     fn eval(&self, a: &[i16], b: &[i16]) -> f32 {
         ((1i64 << 31) - dot(a, b, norm2(a), norm2(b))) as f32
     }
-}
-
-fn exact_top(all: &[Vec<i16>], q: &[i16], k: usize) -> Vec<usize> {
-    let qn = norm2(q);
-    let mut s: Vec<(i64, usize)> = all
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (-dot(q, v, qn, norm2(v)), i))
-        .collect();
-    s.sort_unstable();
-    s.into_iter().take(k).map(|(_, i)| i).collect()
-}
-
-fn recall(exact: &[Vec<usize>], found: &[Vec<usize>]) -> f64 {
-    let (mut hit, mut total) = (0, 0);
-    for (e, f) in exact.iter().zip(found) {
-        total += e.len();
-        hit += e.iter().filter(|i| f.contains(i)).count();
-    }
-    hit as f64 / total.max(1) as f64
 }
 
 fn main() {
