@@ -70,7 +70,8 @@ impl Store {
     /// and 64 MiB, as a cold index leaves it); returns the file's sizes before and after,
     /// or `None` when there was too little to gain or a transaction of another process
     /// was in progress (the file is then left as it is: shrinking is never needed for
-    /// correctness).
+    /// correctness). Readers of other processes that begin during a compaction wait for
+    /// its end (about a second per 600 MB of tables).
     pub fn shrink(&mut self, policy: ShrinkPolicy) -> Result<Option<(u64, u64)>> {
         let path = self.path().to_path_buf();
         crate::error::guard(&path, || {

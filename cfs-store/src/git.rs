@@ -111,14 +111,19 @@ fn head_from_git(tree: &Path) -> Option<String> {
 /// `HEAD` read from the repository folder `dir`: `Some(Some(commit))`, `Some(None)`
 /// for a branch without commits (its ref is nowhere and the repository has no other
 /// ref store), or `None` when the files do not settle it (no such folder, a linked work
-/// tree, a symbolic ref to a symbolic ref, the reftable format): git then answers.
+/// tree, a symbolic ref to a symbolic ref, the reftable format, git's environment set):
+/// git then answers.
 fn head_from_files(dir: &Path) -> Option<Option<String>> {
     let commit = |s: &str| {
         let s = s.trim();
         (matches!(s.len(), 40 | 64) && s.bytes().all(|b| b.is_ascii_hexdigit()))
             .then(|| s.to_ascii_lowercase())
     };
-    if !dir.is_dir() || dir.join("reftable").exists() {
+    // git's own environment can point it elsewhere: then only git knows.
+    let redirected = ["GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+    if redirected || !dir.is_dir() || dir.join("reftable").exists() {
         return None;
     }
     let head = std::fs::read_to_string(dir.join("HEAD")).ok()?;
