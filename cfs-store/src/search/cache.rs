@@ -150,22 +150,18 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
     let header_len = encode_header(snap, seg, &[], 0)?.len();
     write_atomically(path, |f| {
         // The sections after the header's place, each encoded, written and dropped in
-        // turn; then the header, which names their places and hashes.
-        let mut at = header_len;
-        f.seek(SeekFrom::Start(at as u64)).map_err(&io)?;
-        let mut table = Vec::with_capacity(PARTS.len());
-        encode_sections(snap, seg, &mut |bytes| {
-            let pad = at.next_multiple_of(ALIGN) - at;
-            f.write_all(&[0u8; ALIGN][..pad]).map_err(&io)?;
-            f.write_all(&bytes).map_err(&io)?;
-            table.push(Section {
-                offset: (at + pad) as u64,
-                len: bytes.len() as u64,
-                hash: *blake3::hash(&bytes).as_bytes(),
-            });
-            at += pad + bytes.len();
-            Ok(())
-        })?;
+        // turn (the large ones in parts); then the header, which names their places and
+        // hashes.
+        f.seek(SeekFrom::Start(header_len as u64)).map_err(&io)?;
+        let mut out = FileSections {
+            f: &mut *f,
+            io: &io,
+            at: header_len,
+            open: None,
+            table: Vec::with_capacity(PARTS.len()),
+        };
+        encode_sections(snap, seg, &mut out)?;
+        let (table, at) = (out.table, out.at);
         assert_eq!(table.len(), PARTS.len(), "index file sections missing");
         let head = encode_header(snap, seg, &table, at as u64)?;
         assert_eq!(head.len(), header_len, "index file header length moved");
@@ -174,55 +170,119 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
     })
 }
 
+/// Where the sections go: each written in parts, hashed as it goes, then ended.
+trait SectionSink {
+    /// Appends `bytes` to the section being written (starting one if none is).
+    fn part(&mut self, bytes: &[u8]) -> Result<()>;
+    /// Ends the section being written (an empty one if none is).
+    fn end(&mut self) -> Result<()>;
+    /// One whole section.
+    fn whole(&mut self, bytes: &[u8]) -> Result<()> {
+        self.part(bytes)?;
+        self.end()
+    }
+}
+
+/// The sections written into the index file after the header's place: each starts at
+/// a multiple of [`ALIGN`], and its place, length and BLAKE3 hash go into `table`.
+struct FileSections<'a, W, E> {
+    f: &'a mut W,
+    io: &'a E,
+    /// Bytes of the file so far.
+    at: usize,
+    /// The section being written: its offset and its hash so far.
+    open: Option<(usize, blake3::Hasher)>,
+    table: Vec<Section>,
+}
+
+impl<W: Write, E: Fn(std::io::Error) -> StoreError> FileSections<'_, W, E> {
+    fn start(&mut self) -> Result<(usize, blake3::Hasher)> {
+        let pad = self.at.next_multiple_of(ALIGN) - self.at;
+        self.f.write_all(&[0u8; ALIGN][..pad]).map_err(self.io)?;
+        self.at += pad;
+        Ok((self.at, blake3::Hasher::new()))
+    }
+}
+
+impl<W: Write, E: Fn(std::io::Error) -> StoreError> SectionSink for FileSections<'_, W, E> {
+    fn part(&mut self, bytes: &[u8]) -> Result<()> {
+        let (start, mut hasher) = match self.open.take() {
+            Some(open) => open,
+            None => self.start()?,
+        };
+        self.f.write_all(bytes).map_err(self.io)?;
+        hasher.update(bytes);
+        self.at += bytes.len();
+        self.open = Some((start, hasher));
+        Ok(())
+    }
+
+    fn end(&mut self) -> Result<()> {
+        let (start, hasher) = match self.open.take() {
+            Some(open) => open,
+            None => self.start()?,
+        };
+        self.table.push(Section {
+            offset: start as u64,
+            len: (self.at - start) as u64,
+            hash: *hasher.finalize().as_bytes(),
+        });
+        Ok(())
+    }
+}
+
+/// Bytes a large section is written in at once.
+const PART_BYTES: usize = 1 << 20;
+
 /// The bytes of every section of `snap`, its segments merged into `seg`, in file
-/// order, each given to `emit` as soon as it is encoded.
-fn encode_sections(
-    snap: &Snapshot,
-    seg: &Segment,
-    emit: &mut dyn FnMut(Vec<u8>) -> Result<()>,
-) -> Result<()> {
+/// order, each given to `out` as soon as it is encoded (the vectors, their codes and
+/// the postings in parts).
+fn encode_sections(snap: &Snapshot, seg: &Segment, out: &mut dyn SectionSink) -> Result<()> {
     let owned = seg
         .owned()
         .ok_or_else(|| StoreError::Internal("a merged segment is in memory".into()))?;
     let docs: Vec<&Arc<DocInfo>> = snap.docs.values().collect();
     let (doc_blobs, doc_ends) = blobs(docs.iter().map(|d| cached_doc(d)))?;
-    emit(doc_blobs)?;
-    emit(doc_ends)?;
-    emit(docs.iter().flat_map(|d| d.id.0).collect())?;
+    out.whole(&doc_blobs)?;
+    out.whole(&doc_ends)?;
+    out.whole(&docs.iter().flat_map(|d| d.id.0).collect::<Vec<u8>>())?;
     let mut doc_chunk_ends = Vec::with_capacity(docs.len() * 8);
     let mut doc_chunks = Vec::new();
     for d in &docs {
         doc_chunks.extend(d.chunks.iter().flat_map(|c| c.0));
         doc_chunk_ends.extend_from_slice(&(doc_chunks.len() as u64 / 16).to_le_bytes());
     }
-    emit(doc_chunk_ends)?;
-    emit(doc_chunks)?;
+    out.whole(&doc_chunk_ends)?;
+    out.whole(&doc_chunks)?;
     let (path_blobs, path_ends) = blobs(snap.paths.values())?;
-    emit(path_blobs)?;
-    emit(path_ends)?;
-    emit(snap.paths.keys().flat_map(|k| *k).collect())?;
-    emit(owned.metas.iter().flat_map(|m| m.id.0).collect())?;
+    out.whole(&path_blobs)?;
+    out.whole(&path_ends)?;
+    out.whole(&snap.paths.keys().flat_map(|k| *k).collect::<Vec<u8>>())?;
+    out.whole(&owned.metas.iter().flat_map(|m| m.id.0).collect::<Vec<u8>>())?;
     let ordinal: HashMap<DocumentId, u32> = docs
         .iter()
         .enumerate()
         .map(|(i, d)| (d.id, i as u32))
         .collect();
     let mut strings = StringList::default();
-    emit(records(owned, &ordinal, &mut strings)?)?;
-    emit(le(&owned.lens, u32::to_le_bytes))?;
+    out.whole(&records(owned, &ordinal, &mut strings)?)?;
+    out.whole(&le(&owned.lens, u32::to_le_bytes))?;
     let vectors = &owned.vectors;
-    emit(le(&vectors.norms2, u64::to_le_bytes))?;
+    out.whole(&le(&vectors.norms2, u64::to_le_bytes))?;
     let mut missing = vec![0u64; owned.metas.len().div_ceil(64)];
     for (i, &m) in vectors.missing.iter().enumerate() {
         missing[i / 64] |= u64::from(m) << (i % 64);
     }
-    emit(le(&missing, u64::to_le_bytes))?;
-    emit(le(&vectors.data, i16::to_le_bytes))?;
-    emit(le(&sign_codes(vectors), u64::to_le_bytes))?;
-    terms(owned, emit)?;
+    out.whole(&le(&missing, u64::to_le_bytes))?;
+    for part in vectors.data.chunks(PART_BYTES / 2) {
+        out.part(&le(part, i16::to_le_bytes))?;
+    }
+    out.end()?;
+    sign_codes(vectors, out)?;
+    terms(owned, out)?;
     let (string_ends, string_bytes) = strings.finish();
-    emit(string_ends)?;
-    emit(string_bytes)
+    out.whole(&string_ends)?;
+    out.whole(&string_bytes)
 }
 
 /// The borsh encodings of `items` one after another, and their u64 end offsets.
@@ -235,20 +295,29 @@ fn blobs<T: BorshSerialize>(items: impl Iterator<Item = T>) -> Result<(Vec<u8>, 
     Ok((bytes, ends))
 }
 
-/// The sign code of every vector: [`codes::code_words`] u64 words each, bit `j % 64`
-/// of word `j / 64` set when component `j` is above 0.
-fn sign_codes(vectors: &Vectors) -> Vec<u64> {
+/// The sign code of every vector, as one section in parts: [`codes::code_words`] u64
+/// words each, bit `j % 64` of word `j / 64` set when component `j` is above 0.
+fn sign_codes(vectors: &Vectors, out: &mut dyn SectionSink) -> Result<()> {
     let words = codes::code_words(vectors.dim);
-    let mut out = Vec::with_capacity(vectors.norms2.len() * words);
-    for i in 0..vectors.norms2.len() {
-        out.extend(codes::sign_code(vectors.get(i)));
+    let per_part = (PART_BYTES / (words * 8).max(1)).max(1);
+    let n = vectors.norms2.len();
+    for first in (0..n).step_by(per_part) {
+        let mut part = Vec::with_capacity(per_part * words);
+        for i in first..(first + per_part).min(n) {
+            part.extend(codes::sign_code(vectors.get(i)));
+        }
+        out.part(&le(&part, u64::to_le_bytes))?;
     }
-    out
+    out.end()
 }
 
 /// Little-endian bytes of `values`.
 fn le<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
-    values.iter().flat_map(|&v| f(v)).collect()
+    let mut out = Vec::with_capacity(values.len() * N);
+    for &v in values {
+        out.extend_from_slice(&f(v));
+    }
+    out
 }
 
 /// A list of strings as u64 end offsets and their bytes; `add` keeps one copy of each.
@@ -316,9 +385,9 @@ fn records(
     Ok(out)
 }
 
-/// The term list (sorted) and the postings in its order, given to `emit` as term ends,
-/// term bytes, posting ends, postings.
-fn terms(owned: &Owned, emit: &mut dyn FnMut(Vec<u8>) -> Result<()>) -> Result<()> {
+/// The term list (sorted) and the postings in its order, given to `out` as term ends,
+/// term bytes, posting ends, and postings (in parts).
+fn terms(owned: &Owned, out: &mut dyn SectionSink) -> Result<()> {
     let mut sorted: Vec<(&str, &Vec<Posting>)> =
         owned.postings.iter().map(|(t, l)| (&**t, l)).collect();
     sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -331,17 +400,22 @@ fn terms(owned: &Owned, emit: &mut dyn FnMut(Vec<u8>) -> Result<()>) -> Result<(
         ends.extend_from_slice(&count.to_le_bytes());
     }
     let (term_ends, term_bytes) = list.finish();
-    emit(term_ends)?;
-    emit(term_bytes)?;
-    emit(ends)?;
-    let mut postings = Vec::with_capacity(count as usize * 8);
+    out.whole(&term_ends)?;
+    out.whole(&term_bytes)?;
+    out.whole(&ends)?;
+    let mut part: Vec<u8> = Vec::with_capacity(PART_BYTES);
     for (_, l) in sorted {
-        postings.extend(
+        part.extend(
             l.iter()
                 .flat_map(|p| p.iter().flat_map(|v| v.to_le_bytes())),
         );
+        if part.len() >= PART_BYTES {
+            out.part(&part)?;
+            part.clear();
+        }
     }
-    emit(postings)
+    out.part(&part)?;
+    out.end()
 }
 
 /// The prefix, the header (the stamp and the section table) and the BLAKE3 hash of
