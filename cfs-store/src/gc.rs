@@ -17,6 +17,9 @@ use crate::store::Store;
 use crate::tables;
 use crate::vectors::{self, VectorHash};
 
+/// redb's page cache while [`Store::shrink_file`] compacts.
+const SHRINK_CACHE: usize = 64 << 20;
+
 /// When [`Store::shrink`] compacts: when the file's free pages are at least
 /// `min_free_bytes` and at least `min_free_percent` of the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +93,13 @@ impl Store {
                 Err(e) => Err(StoreError::Storage(redb::Error::from(e))),
             }
         })
+    }
+
+    /// [`Store::shrink`] of the store file at `path`, opened for it alone with a small
+    /// page cache: a compaction reads every page once, and through redb's default cache
+    /// (a gigabyte) it would add that much to the peak of a cold `cfs index`.
+    pub fn shrink_file(path: &std::path::Path, policy: ShrinkPolicy) -> Result<Option<(u64, u64)>> {
+        Store::open_with_cache(path, Some(SHRINK_CACHE))?.shrink(policy)
     }
 
     fn gc_unguarded(&mut self, compact: bool) -> Result<GcReport> {

@@ -197,13 +197,20 @@ impl Store {
 
     /// Opens an existing store, checking its magic and versions.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with_cache(path, None)
+    }
+
+    /// [`Store::open`] with redb's page cache at `cache` bytes instead of its default.
+    pub(crate) fn open_with_cache(path: &Path, cache: Option<usize>) -> Result<Self> {
         if !path.is_file() {
             return Err(StoreError::NotFound(path.to_path_buf()));
         }
         crate::error::guard(path, || {
-            let db = shared_builder()
-                .open(path)
-                .map_err(|e| open_error(e, path))?;
+            let mut builder = shared_builder();
+            if let Some(bytes) = cache {
+                builder.set_cache_size(bytes);
+            }
+            let db = builder.open(path).map_err(|e| open_error(e, path))?;
             Self::from_database(Db::Writable(db), path)
         })
     }
