@@ -69,8 +69,6 @@ pub(crate) struct NewChunk {
     pub meta: Arc<ChunkMeta>,
     /// Distinct tokens with their counts, sorted by token.
     pub terms: Terms,
-    /// Number of tokens.
-    pub len: u32,
     pub vector: Vec<i16>,
 }
 
@@ -90,6 +88,11 @@ impl Terms {
         self.ends.push((self.bytes.len() as u32, count));
     }
 
+    /// Number of tokens (each distinct one as often as it occurs).
+    pub fn total(&self) -> u32 {
+        self.ends.iter().map(|&(_, count)| count).sum()
+    }
+
     /// The tokens and their counts, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
         let mut start = 0;
@@ -102,7 +105,7 @@ impl Terms {
 }
 
 /// Token counts of the indexed fields of a chunk: its text, symbol, heading and paths.
-pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> (Terms, u32) {
+pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> Terms {
     // Every token appended to one buffer, then their spans sorted by token and counted:
     // no allocation per token.
     let mut all = String::new();
@@ -125,7 +128,7 @@ pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> (Terms, u32) {
     for same in spans.chunk_by(|x, y| token(x) == token(y)) {
         terms.push(token(&same[0]), same.len() as u32);
     }
-    (terms, spans.len() as u32)
+    terms
 }
 
 /// A postings entry: local chunk index and term count.
@@ -250,7 +253,7 @@ impl SegmentBuilder {
                 }
             }
         }
-        self.lens.push(chunk.len);
+        self.lens.push(chunk.terms.total());
         self.vectors.push(&chunk.vector);
         self.metas.push(chunk.meta);
     }
@@ -557,7 +560,7 @@ mod tests {
     #[test]
     fn chunk_terms_count_every_field_and_the_builder_posts_them() {
         let m = meta(Some("parse_config"), "src/cfg.rs");
-        let (terms, len) = chunk_terms("fn parse_config() { parse(cfg) }", &m);
+        let terms = chunk_terms("fn parse_config() { parse(cfg) }", &m);
         let got: Vec<(&str, u32)> = terms.iter().collect();
         assert_eq!(
             got,
@@ -571,17 +574,16 @@ mod tests {
                 ("src", 1),
             ]
         );
-        assert_eq!(len, got.iter().map(|t| t.1).sum::<u32>());
+        assert_eq!(terms.total(), 12, "every token, each time it occurs");
         let mut b = SegmentBuilder::new(2, 2);
         for (id, text) in [([1u8; 16], "parse parse"), ([2; 16], "config")] {
             let mut m = meta(None, "a");
             m.id = ChunkId(id);
-            let (terms, len) = chunk_terms(text, &m);
+            let terms = chunk_terms(text, &m);
             let meta = Arc::new(m);
             b.push(NewChunk {
                 meta,
                 terms,
-                len,
                 vector: vec![1, 2],
             });
         }

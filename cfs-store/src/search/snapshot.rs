@@ -594,11 +594,10 @@ fn prepare_chunks(
             .cloned()
             .ok_or_else(|| StoreError::Corrupted(format!("chunk {} has no document", chunk.id)))?;
         let meta = chunk_meta(chunk, doc);
-        let (terms, len) = chunk_terms(&chunk.text, &meta);
+        let terms = chunk_terms(&chunk.text, &meta);
         Ok(NewChunk {
             meta: Arc::new(meta),
             terms,
-            len,
             vector,
         })
     };
