@@ -134,9 +134,7 @@ fn set_aside(file: &Path, fresh: &Path) -> anyhow::Result<PathBuf> {
     std::fs::rename(fresh, file)
         .with_context(|| format!("cannot move {} into place", fresh.display()))?;
     let cache = file.with_file_name("index.cache");
-    if cache.exists() {
-        std::fs::remove_file(&cache)
-            .with_context(|| format!("cannot remove {}", cache.display()))?;
-    }
+    cfs_store::search::remove_cache(&cache)
+        .with_context(|| format!("cannot remove {}", cache.display()))?;
     Ok(aside)
 }

@@ -68,8 +68,9 @@ fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, Box<dyn Em
 }
 
 /// Opens the runtime index from its cache file (built or brought forward as needed),
-/// and rewrites the file when it was missing, unusable, or far behind. `quiet` keeps
-/// the note of a rebuilt cache off stderr.
+/// and writes it when that pays ([`CacheStatus::worth_saving`]): a whole file after a
+/// build or a merge, else a delta file beside it. `quiet` keeps the note of a rebuilt
+/// cache off stderr.
 pub fn open_index(
     store: &Store,
     embedder: &dyn Embedder,
@@ -78,21 +79,14 @@ pub fn open_index(
 ) -> anyhow::Result<SearchIndex> {
     let cache = cache_path(store);
     let (index, status) = SearchIndex::open_cached(store, embedder, options, &cache)?;
-    let n = index.snapshot().n_chunks();
-    let rewrite = match &status {
-        CacheStatus::Current => false,
-        CacheStatus::CaughtUp { changed } => *changed > (n / 20).max(1000),
-        CacheStatus::Missing => true,
-        CacheStatus::Rebuilt(reason) => {
-            if !quiet {
-                eprintln!("cfs: index cache {} rebuilt: {reason}", cache.display());
-            }
-            true
-        }
-    };
+    if let CacheStatus::Rebuilt(reason) = &status
+        && !quiet
+    {
+        eprintln!("cfs: index cache {} rebuilt: {reason}", cache.display());
+    }
     // The cache only saves time: a store folder that cannot be written (a read-only
     // mount) searches from the index built in memory, without a word.
-    if rewrite
+    if status.worth_saving()
         && let Err(e) = index.save_cache(&cache)
         && !unwritable(&e)
     {

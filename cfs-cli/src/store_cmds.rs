@@ -836,8 +836,8 @@ pub fn reembed(args: &ReembedArgs) -> anyhow::Result<ExitCode> {
     store.switch_embedder(&*embedder)?;
     // The search index cache holds the old model's vectors: it goes.
     let cache = crate::search_cmds::cache_path(&store);
-    if before != embedder.model_id() && cache.exists() {
-        std::fs::remove_file(&cache)
+    if before != embedder.model_id() {
+        cfs_store::search::remove_cache(&cache)
             .with_context(|| format!("cannot remove {}", cache.display()))?;
     }
     let report = embed_pending(&store, &*embedder, args.common.json)?;

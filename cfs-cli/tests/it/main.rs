@@ -433,6 +433,31 @@ fn search_and_rebuild_index() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["agrees_with_state"], true);
     assert_eq!(v["chunks"], 2);
+
+    // After a change, the next search writes a delta file beside the index file, which
+    // stays as it was; later searches map both; a rebuild replaces both by one file.
+    let bytes = std::fs::read(&cache).unwrap();
+    std::fs::write(
+        root.join("notes.md"),
+        "# Notes\n\nThe walrus of merkle trees.\n",
+    )
+    .unwrap();
+    let (code, _, err) = cfs_in(root, &["index"]);
+    assert_eq!(code, 0, "{err}");
+    let delta = root.join(".cfs/index.delta");
+    for _ in 0..2 {
+        let (code, out, err) = cfs_in(root, &["search", "walrus"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("notes.md:"), "{out}");
+        assert!(delta.is_file());
+        assert_eq!(std::fs::read(&cache).unwrap(), bytes);
+    }
+    let (code, out, err) = cfs_in(root, &["verify"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("index file:"), "{out}");
+    let (code, _, err) = cfs_in(root, &["rebuild-index"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!delta.exists());
 }
 
 fn git(dir: &std::path::Path, args: &[&str]) {

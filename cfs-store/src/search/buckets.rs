@@ -114,9 +114,9 @@ impl<V: Clone> BucketMap<V> {
             .sum()
     }
 
-    /// Every key, in key order.
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &[u8; 16]> {
-        (0..N_BUCKETS).flat_map(|b| self.rows(b).iter().map(|(k, _)| k))
+    /// Every (key, value), in key order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&[u8; 16], &V)> {
+        (0..N_BUCKETS).flat_map(|b| self.rows(b).iter().map(|(k, v)| (k, v)))
     }
 
     /// Every value, in key order.

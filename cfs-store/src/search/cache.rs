@@ -26,10 +26,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use borsh::{BorshDeserialize, BorshSerialize};
-use cfs_core::{DocumentId, MerkleRoot, ModelHash, StateRoot, Table, TableRoots, TopTree};
+use cfs_core::{
+    DocumentId, MerkleRoot, ModelHash, N_BUCKETS, PathEntry, StateRoot, Table, TableRoots, TopTree,
+};
 
 use super::buckets::BucketMap;
 use super::codes;
+use super::delta::{self, BucketBits, FileBase, Overlay, delta_path};
 use super::mapped::{self, Columns, Mapped, NO_STRING, RECORD_BYTES};
 use super::mapped_docs::{BlobList, CachedDoc, MappedDocs, MappedPaths};
 use super::query::KINDS;
@@ -40,7 +43,7 @@ use crate::read::ReadTxn;
 
 const MAGIC: &[u8; 8] = b"CFSINDEX";
 /// Format version of the index file.
-pub const CACHE_FORMAT: u32 = 2;
+pub const CACHE_FORMAT: u32 = 3;
 /// Bytes before the header: magic, format, reserved, file length, header length.
 const PREFIX: usize = 32;
 /// Sections start at multiples of this.
@@ -70,9 +73,12 @@ enum Part {
     Postings,
     StringEnds,
     StringBytes,
+    Dead,
+    DocBuckets,
+    PathBuckets,
 }
 
-const PARTS: [Part; 21] = [
+const PARTS: [Part; 24] = [
     Part::Docs,
     Part::DocEnds,
     Part::DocIds,
@@ -94,6 +100,9 @@ const PARTS: [Part; 21] = [
     Part::Postings,
     Part::StringEnds,
     Part::StringBytes,
+    Part::Dead,
+    Part::DocBuckets,
+    Part::PathBuckets,
 ];
 
 #[derive(BorshSerialize, BorshDeserialize)]
@@ -107,6 +116,9 @@ struct Header {
     path_roots: Vec<MerkleRoot>,
     n_chunks: u64,
     total_len: u64,
+    /// Zero for an index file; for a delta file, the hash that ends its base file's
+    /// header.
+    base: [u8; 32],
     sections: Vec<Section>,
 }
 
@@ -121,12 +133,18 @@ struct Section {
 /// What opening from a cache file found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CacheStatus {
-    /// The file holds the store's current state.
+    /// The files hold the store's current state.
     Current,
-    /// The file held an earlier committed state; it was brought forward by the diff.
+    /// The files held an earlier committed state; it was brought forward by the diff.
     CaughtUp {
-        /// Chunks added, removed or re-pathed since the file's state.
+        /// Chunks added, removed, re-pathed or given their embedding since the files'
+        /// state.
         changed: usize,
+        /// Chunks and tombstones the delta file held (0 without one).
+        delta: usize,
+        /// Whether bringing it forward merged the segments (the index file's segment
+        /// with them).
+        merged: bool,
     },
     /// There was no file; the index was built from the store.
     Missing,
@@ -134,8 +152,86 @@ pub enum CacheStatus {
     Rebuilt(String),
 }
 
-/// Writes `snap` to `path` (through a temporary file, synced, then renamed).
-pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
+/// Changes since the files' state fewer than this are brought forward by each process
+/// rather than written, while they are also under a sixteenth of the delta file.
+pub const DELTA_MIN_CHANGED: usize = 1024;
+
+impl CacheStatus {
+    /// Whether writing the index ([`crate::search::SearchIndex::save_cache`]) pays:
+    /// always after a build or a merge; after a catch-up, when the change since the
+    /// files is at least [`DELTA_MIN_CHANGED`] chunks or a sixteenth of the delta file
+    /// it would rewrite (so that small commits after a large one do not rewrite it each
+    /// time, and no process brings forward more than about a thousand chunks).
+    pub fn worth_saving(&self) -> bool {
+        match self {
+            CacheStatus::Current => false,
+            CacheStatus::CaughtUp {
+                changed,
+                delta,
+                merged,
+            } => *merged || *changed >= DELTA_MIN_CHANGED || *changed * 16 >= *delta,
+            CacheStatus::Missing | CacheStatus::Rebuilt(_) => true,
+        }
+    }
+}
+
+/// How [`save`] wrote a snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SavedAs {
+    /// A whole index file (the delta file beside it removed).
+    Whole,
+    /// Nothing: the snapshot holds the state of the index file it was opened from (the
+    /// delta file beside it removed).
+    IndexFileAlone,
+    /// A delta file over the index file the snapshot was opened from.
+    Delta {
+        /// Chunks in the delta's segment.
+        chunks: usize,
+        /// Base chunks it marks gone.
+        dead: usize,
+    },
+}
+
+/// What one file holds: a segment, the documents and paths it carries, and for a
+/// delta the base's tombstones, the moved buckets and the base's hash.
+struct Content<'a> {
+    seg: &'a Segment,
+    docs: Vec<&'a Arc<DocInfo>>,
+    paths: Vec<(&'a [u8; 16], &'a PathEntry)>,
+    dead: Vec<u32>,
+    doc_buckets: BucketBits,
+    path_buckets: BucketBits,
+    base: [u8; 32],
+}
+
+/// Writes `snap` to disk: as a delta file beside `path` when it was opened from the
+/// index file there (a merge forgets the file, so a delta stays under a quarter of
+/// its base), else as a whole index file at `path`. Each file is written through a
+/// temporary file, synced, then renamed.
+pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<SavedAs> {
+    if let Some(base) = &snap.file {
+        if base.root == snap.root {
+            // Back at the index file's own state (a branch switched back): no delta.
+            remove_delta(path)?;
+            return Ok(SavedAs::IndexFileAlone);
+        }
+        let parts = delta::delta_parts(snap, base);
+        let saved = SavedAs::Delta {
+            chunks: parts.segment.len(),
+            dead: parts.dead.len(),
+        };
+        let content = Content {
+            seg: &parts.segment,
+            docs: parts.docs.iter().collect(),
+            paths: parts.paths,
+            dead: parts.dead,
+            doc_buckets: base.doc_buckets,
+            path_buckets: base.path_buckets,
+            base: base.hash,
+        };
+        write_file(snap, &content, &delta_path(path))?;
+        return Ok(saved);
+    }
     // One segment in memory without tombstones (a first build) is written as it is;
     // otherwise the segments are merged into one first.
     let merged;
@@ -146,8 +242,35 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
             &merged
         }
     };
+    let content = Content {
+        seg,
+        docs: snap.docs.values().collect(),
+        paths: snap.paths.entries().collect(),
+        dead: Vec::new(),
+        doc_buckets: [0; N_BUCKETS / 64],
+        path_buckets: [0; N_BUCKETS / 64],
+        base: [0; 32],
+    };
+    write_file(snap, &content, path)?;
+    // A delta of the replaced file names its hash and would be ignored; it goes (and
+    // is harmless where it cannot).
+    let _ = remove_delta(path);
+    Ok(SavedAs::Whole)
+}
+
+/// Removes the delta file beside the index file at `path`, if there is one.
+fn remove_delta(path: &Path) -> Result<()> {
+    let delta = delta_path(path);
+    match std::fs::remove_file(&delta) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(&delta)(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Writes one file of `snap`'s stamp and `content` at `path`.
+fn write_file(snap: &Snapshot, content: &Content<'_>, path: &Path) -> Result<()> {
     let io = io_error(path);
-    let header_len = encode_header(snap, seg, &[], 0)?.len();
+    let header_len = encode_header(snap, content, &[], 0)?.len();
     write_atomically(path, |f| {
         // The sections after the header's place, each encoded, written and dropped in
         // turn (the large ones in parts); then the header, which names their places and
@@ -160,10 +283,10 @@ pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<()> {
             open: None,
             table: Vec::with_capacity(PARTS.len()),
         };
-        encode_sections(snap, seg, &mut out)?;
+        encode_sections(content, &mut out)?;
         let (table, at) = (out.table, out.at);
         assert_eq!(table.len(), PARTS.len(), "index file sections missing");
-        let head = encode_header(snap, seg, &table, at as u64)?;
+        let head = encode_header(snap, content, &table, at as u64)?;
         assert_eq!(head.len(), header_len, "index file header length moved");
         f.seek(SeekFrom::Start(0)).map_err(&io)?;
         f.write_all(&head).map_err(&io)
@@ -234,30 +357,36 @@ impl<W: Write, E: Fn(std::io::Error) -> StoreError> SectionSink for FileSections
 /// Bytes a large section is written in at once.
 const PART_BYTES: usize = 1 << 20;
 
-/// The bytes of every section of `snap`, its segments merged into `seg`, in file
-/// order, each given to `out` as soon as it is encoded (the vectors, their codes and
-/// the postings in parts).
-fn encode_sections(snap: &Snapshot, seg: &Segment, out: &mut dyn SectionSink) -> Result<()> {
-    let owned = seg
+/// The bytes of every section of `content`, in file order, each given to `out` as
+/// soon as it is encoded (the vectors, their codes and the postings in parts).
+fn encode_sections(content: &Content<'_>, out: &mut dyn SectionSink) -> Result<()> {
+    let owned = content
+        .seg
         .owned()
         .ok_or_else(|| StoreError::Internal("a merged segment is in memory".into()))?;
-    let docs: Vec<&Arc<DocInfo>> = snap.docs.values().collect();
+    let docs = &content.docs;
     let (doc_blobs, doc_ends) = blobs(docs.iter().map(|d| cached_doc(d)))?;
     out.whole(&doc_blobs)?;
     out.whole(&doc_ends)?;
     out.whole(&docs.iter().flat_map(|d| d.id.0).collect::<Vec<u8>>())?;
     let mut doc_chunk_ends = Vec::with_capacity(docs.len() * 8);
     let mut doc_chunks = Vec::new();
-    for d in &docs {
+    for d in docs {
         doc_chunks.extend(d.chunks.iter().flat_map(|c| c.0));
         doc_chunk_ends.extend_from_slice(&(doc_chunks.len() as u64 / 16).to_le_bytes());
     }
     out.whole(&doc_chunk_ends)?;
     out.whole(&doc_chunks)?;
-    let (path_blobs, path_ends) = blobs(snap.paths.values())?;
+    let (path_blobs, path_ends) = blobs(content.paths.iter().map(|(_, p)| *p))?;
     out.whole(&path_blobs)?;
     out.whole(&path_ends)?;
-    out.whole(&snap.paths.keys().flat_map(|k| *k).collect::<Vec<u8>>())?;
+    out.whole(
+        &content
+            .paths
+            .iter()
+            .flat_map(|(k, _)| **k)
+            .collect::<Vec<u8>>(),
+    )?;
     out.whole(&owned.metas.iter().flat_map(|m| m.id.0).collect::<Vec<u8>>())?;
     let ordinal: HashMap<DocumentId, u32> = docs
         .iter()
@@ -282,7 +411,10 @@ fn encode_sections(snap: &Snapshot, seg: &Segment, out: &mut dyn SectionSink) ->
     terms(owned, out)?;
     let (string_ends, string_bytes) = strings.finish();
     out.whole(&string_ends)?;
-    out.whole(&string_bytes)
+    out.whole(&string_bytes)?;
+    out.whole(&le(&content.dead, u32::to_le_bytes))?;
+    out.whole(&le(&content.doc_buckets, u64::to_le_bytes))?;
+    out.whole(&le(&content.path_buckets, u64::to_le_bytes))
 }
 
 /// The borsh encodings of `items` one after another, and their u64 end offsets.
@@ -423,7 +555,7 @@ fn terms(owned: &Owned, out: &mut dyn SectionSink) -> Result<()> {
 /// places, lengths or hashes (fixed-width fields), so an empty table measures it.
 fn encode_header(
     snap: &Snapshot,
-    seg: &Segment,
+    content: &Content<'_>,
     sections: &[Section],
     file_len: u64,
 ) -> Result<Vec<u8>> {
@@ -442,8 +574,9 @@ fn encode_header(
         table_roots: snap.table_roots,
         chunk_roots: snap.chunk_roots.to_vec(),
         path_roots: snap.path_roots.to_vec(),
-        n_chunks: seg.len() as u64,
-        total_len: seg.total_len,
+        n_chunks: content.seg.len() as u64,
+        total_len: content.seg.total_len,
+        base: content.base,
         sections: table,
     };
     let body = borsh::to_vec(&header).map_err(internal)?;
@@ -523,6 +656,8 @@ fn write_atomically(
 struct Opened {
     map: Arc<memmap2::Mmap>,
     header: Header,
+    /// The hash that ends the header.
+    hash: [u8; 32],
     n: usize,
     cols: Columns,
     placed: Vec<Placed>,
@@ -531,41 +666,68 @@ struct Opened {
 fn open(path: &Path) -> std::result::Result<Opened, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
     let map = Arc::new(mapped::map(&file).map_err(|e| format!("cannot be mapped: {e}"))?);
-    let header = read_header(&map)?;
+    let (header, hash) = read_header(&map)?;
     let n = usize::try_from(header.n_chunks).map_err(|_| "too many chunks".to_string())?;
     let (cols, placed) = columns(&header, map.len(), n, header.dim as usize)?;
     Ok(Opened {
         map,
         header,
+        hash,
         n,
         cols,
         placed,
     })
 }
 
-/// Opens an index file as a snapshot of its state, checking it against the store's
-/// chain; `Err(reason)` when it cannot be used. Reads the header; documents, paths and
-/// the chunk sections stay in the file and are read where something needs them.
-pub(crate) fn load(
+/// A file opened and checked against the store: its documents, paths and chunks read
+/// in place, its tombstones and moved buckets (a delta's).
+struct Checked {
+    opened: Opened,
+    docs: Arc<MappedDocs>,
+    paths: Arc<MappedPaths>,
+    doc_buckets: BucketBits,
+    path_buckets: BucketBits,
+}
+
+impl Checked {
+    fn range(&self, p: Part) -> Range<usize> {
+        self.opened.placed[p as usize].0.clone()
+    }
+
+    /// The base positions a delta marks gone.
+    fn dead(&self) -> &[u32] {
+        mapped::cast(&self.opened.map[self.range(Part::Dead)]).unwrap_or_default()
+    }
+
+    /// The file's chunks as a segment read in place (`None` without any).
+    fn segment(&self, dim: usize) -> Option<Arc<Segment>> {
+        let o = &self.opened;
+        (o.n > 0).then(|| {
+            Arc::new(Segment::mapped(Mapped::new(
+                Arc::clone(&o.map),
+                o.cols.clone(),
+                (o.n, dim, o.header.total_len),
+                Arc::clone(&self.docs),
+            )))
+        })
+    }
+}
+
+/// Opens the file at `path` and checks it: model, stamp against the store's chain.
+fn open_checked(
     path: &Path,
     txn: &ReadTxn,
-    model: ModelHash,
-    dim: usize,
-) -> std::result::Result<Snapshot, String> {
-    let Opened {
-        map,
-        header,
-        n,
-        cols,
-        placed,
-    } = open(path)?;
+    (model, dim): (ModelHash, usize),
+) -> std::result::Result<Checked, String> {
+    let opened = open(path)?;
+    let header = &opened.header;
     if header.model != model || header.dim as usize != dim {
         return Err("built for another embedding model".into());
     }
-    check_stamp(&header, txn)?;
-    let range = |p: Part| placed[p as usize].0.clone();
+    check_stamp(header, txn)?;
+    let range = |p: Part| opened.placed[p as usize].0.clone();
     let list = |blobs: Part, ends: Part, ids: Part| BlobList {
-        map: Arc::clone(&map),
+        map: Arc::clone(&opened.map),
         ids: range(ids),
         ends: range(ends),
         bytes: range(blobs),
@@ -575,34 +737,104 @@ pub(crate) fn load(
         range(Part::DocChunkEnds),
         range(Part::DocChunks),
     ));
-    let paths = MappedPaths(list(Part::Paths, Part::PathEnds, Part::PathIds));
-    let segment = Mapped::new(
-        Arc::clone(&map),
-        cols,
-        (n, dim, header.total_len),
-        Arc::clone(&docs),
-    );
-    Ok(Snapshot {
-        root: header.root,
-        sequence: header.sequence,
-        model,
-        dim,
-        table_roots: header.table_roots,
-        chunk_roots: Arc::new(header.chunk_roots),
-        path_roots: Arc::new(header.path_roots),
-        paths: BucketMap::lazy(Arc::new(paths)),
-        docs: BucketMap::lazy(docs),
-        segments: if n > 0 {
-            vec![Live::new(Arc::new(Segment::mapped(segment)))]
-        } else {
-            Vec::new()
-        },
-        txn: None,
+    let paths = Arc::new(MappedPaths(list(
+        Part::Paths,
+        Part::PathEnds,
+        Part::PathIds,
+    )));
+    let bits = |p: Part| -> BucketBits {
+        let words: &[u64] = mapped::cast(&opened.map[range(p)]).unwrap_or_default();
+        words.try_into().unwrap_or([0; N_BUCKETS / 64])
+    };
+    let (doc_buckets, path_buckets) = (bits(Part::DocBuckets), bits(Part::PathBuckets));
+    Ok(Checked {
+        opened,
+        docs,
+        paths,
+        doc_buckets,
+        path_buckets,
     })
 }
 
-/// The header of a mapped file: magic, format, length and the header's hash checked.
-fn read_header(map: &[u8]) -> std::result::Result<Header, String> {
+/// Opens an index file, and the delta file beside it when that is sound and of this
+/// file, as a snapshot of their state, checking both against the store's chain;
+/// `Err(reason)` when the index file cannot be used (a delta that cannot is ignored:
+/// the snapshot is then the index file's, brought forward by the caller). Reads the
+/// headers; documents, paths and chunks stay in the files and are read where
+/// something needs them.
+pub(crate) fn load(
+    path: &Path,
+    txn: &ReadTxn,
+    model: ModelHash,
+    dim: usize,
+) -> std::result::Result<Snapshot, String> {
+    let base = open_checked(path, txn, (model, dim))?;
+    if base.opened.header.base != [0; 32] {
+        return Err("a delta file in the index file's place".into());
+    }
+    let delta = open_checked(&delta_path(path), txn, (model, dim))
+        .ok()
+        .filter(|d| {
+            d.opened.header.base == base.opened.hash
+                && d.dead().iter().all(|&i| (i as usize) < base.opened.n)
+        });
+    Ok(compose(&base, delta.as_ref(), (model, dim)))
+}
+
+/// The snapshot of an index file with its delta laid over it.
+fn compose(base: &Checked, delta: Option<&Checked>, (model, dim): (ModelHash, usize)) -> Snapshot {
+    let base_segment = base.segment(dim);
+    let mut segments: Vec<Live> = base_segment.iter().cloned().map(Live::new).collect();
+    let mut docs: BucketMap<Arc<DocInfo>> = BucketMap::lazy(base.docs.clone());
+    let mut paths: BucketMap<PathEntry> = BucketMap::lazy(base.paths.clone());
+    let mut stamp = &base.opened.header;
+    let mut moved = ([0; N_BUCKETS / 64], [0; N_BUCKETS / 64]);
+    if let Some(d) = delta {
+        if let Some(live) = segments.first_mut() {
+            for &i in d.dead() {
+                live.kill(i as usize);
+            }
+        }
+        segments.retain(|l| l.n_live() > 0);
+        segments.extend(d.segment(dim).map(Live::new));
+        docs = BucketMap::lazy(Arc::new(Overlay::<Arc<DocInfo>> {
+            base: base.docs.clone(),
+            delta: d.docs.clone(),
+            moved: d.doc_buckets,
+        }));
+        paths = BucketMap::lazy(Arc::new(Overlay::<PathEntry> {
+            base: base.paths.clone(),
+            delta: d.paths.clone(),
+            moved: d.path_buckets,
+        }));
+        stamp = &d.opened.header;
+        moved = (d.doc_buckets, d.path_buckets);
+    }
+    Snapshot {
+        root: stamp.root,
+        sequence: stamp.sequence,
+        model,
+        dim,
+        table_roots: stamp.table_roots,
+        chunk_roots: Arc::new(stamp.chunk_roots.clone()),
+        path_roots: Arc::new(stamp.path_roots.clone()),
+        paths,
+        docs,
+        segments,
+        txn: None,
+        file: Some(FileBase {
+            hash: base.opened.hash,
+            root: base.opened.header.root,
+            segment: base_segment,
+            doc_buckets: moved.0,
+            path_buckets: moved.1,
+        }),
+    }
+}
+
+/// The header of a mapped file and the hash that ends it: magic, format, length and
+/// the header's hash checked.
+fn read_header(map: &[u8]) -> std::result::Result<(Header, [u8; 32]), String> {
     if map.len() < PREFIX + 32 || &map[..8] != MAGIC {
         return Err("not an index file".into());
     }
@@ -623,10 +855,13 @@ fn read_header(map: &[u8]) -> std::result::Result<Header, String> {
         .and_then(|l| l.checked_add(PREFIX))
         .filter(|&e| e + 32 <= map.len())
         .ok_or("torn or altered: the header's length")?;
-    if blake3::hash(&map[..end]).as_bytes() != &map[end..end + 32] {
+    let hash: [u8; 32] = map[end..end + 32].try_into().unwrap_or([0; 32]);
+    if blake3::hash(&map[..end]).as_bytes() != &hash {
         return Err("torn or altered: the header's hash".into());
     }
-    Header::try_from_slice(&map[PREFIX..end]).map_err(|e| format!("header does not decode: {e}"))
+    let header = Header::try_from_slice(&map[PREFIX..end])
+        .map_err(|e| format!("header does not decode: {e}"))?;
+    Ok((header, hash))
 }
 
 /// A section's byte range and hash.
@@ -674,6 +909,9 @@ fn columns(
         (Part::PostingEnds, terms * 8),
         (Part::Postings, count(Part::Postings, 8) * 8),
         (Part::StringEnds, strings * 8),
+        (Part::Dead, count(Part::Dead, 4) * 4),
+        (Part::DocBuckets, N_BUCKETS / 8),
+        (Part::PathBuckets, N_BUCKETS / 8),
     ];
     for (part, bytes) in expected {
         if len(part) != bytes {
@@ -701,16 +939,36 @@ fn columns(
     Ok((cols, placed))
 }
 
-/// Checks every section of the index file at `path` against its hash (what opening
-/// leaves to the reads): `Err` names the first that differs.
+/// Checks every section of the index file at `path`, and of the delta file beside it
+/// when that is of this file, against its hash (what opening leaves to the reads):
+/// their bytes, or `Err` naming the first section that differs.
 pub(crate) fn verify_file(path: &Path) -> std::result::Result<usize, String> {
-    let Opened { map, placed, .. } = open(path)?;
-    for (part, (range, hash)) in PARTS.iter().zip(&placed) {
-        if blake3::hash(&map[range.clone()]).as_bytes() != hash {
+    let (bytes, hash) = verify_one(path)?;
+    let delta = delta_path(path);
+    if !delta.exists() {
+        return Ok(bytes);
+    }
+    let file = delta.display();
+    let header = open(&delta).map_err(|e| format!("{file}: {e}"))?.header;
+    if header.base != hash {
+        // Of another index file: never used, and replaced by the next delta.
+        return Ok(bytes);
+    }
+    let (delta_bytes, _) = verify_one(&delta).map_err(|e| format!("{file}: {e}"))?;
+    Ok(bytes + delta_bytes)
+}
+
+/// One file's sections checked: its bytes and its header's hash.
+fn verify_one(path: &Path) -> std::result::Result<(usize, [u8; 32]), String> {
+    let Opened {
+        map, placed, hash, ..
+    } = open(path)?;
+    for (part, (range, expected)) in PARTS.iter().zip(&placed) {
+        if blake3::hash(&map[range.clone()]).as_bytes() != expected {
             return Err(format!("the {part:?} section does not match its hash"));
         }
     }
-    Ok(map.len())
+    Ok((map.len(), hash))
 }
 
 /// The stamp must describe a state this store committed: its bucket roots compose to

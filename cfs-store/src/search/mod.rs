@@ -25,6 +25,7 @@ mod bm25;
 mod buckets;
 mod cache;
 mod codes;
+mod delta;
 mod explain;
 mod mapped;
 mod mapped_docs;
@@ -41,7 +42,7 @@ use cfs_core::{ChunkId, StateRoot};
 use cfs_ingest::Embedder;
 
 pub use bm25::{idf, log2_fixed, tf_part};
-pub use cache::{CACHE_FORMAT, CacheStatus};
+pub use cache::{CACHE_FORMAT, CacheStatus, DELTA_MIN_CHANGED, SavedAs};
 pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
 pub use query::{CODE_CANDIDATES, Filter, KINDS, Mode, Query, RRF_K, rrf};
 pub use segment::{ChunkMeta, DocInfo, PathInfo};
@@ -202,7 +203,7 @@ impl SearchIndex {
                 return Ok((index, CacheStatus::Rebuilt(reason)));
             }
         };
-        let cached_root = snap.root;
+        let (cached_root, delta) = (snap.root, snap.pending_over_file());
         let index = Self {
             current: ArcSwap::from_pointee(snap),
             refresh: Mutex::new(()),
@@ -212,16 +213,22 @@ impl SearchIndex {
         let report = index.refresh(store)?;
         let status = match report.diff {
             Some(d) if report.root != cached_root => CacheStatus::CaughtUp {
-                changed: d.added + d.removed + d.repathed,
+                changed: d.added + d.removed + d.repathed + d.embedded,
+                delta,
+                merged: d.merged,
             },
             _ => CacheStatus::Current,
         };
         Ok((index, status))
     }
 
-    /// Writes the current snapshot to a cache file (atomically: a temporary file,
-    /// synced, then renamed).
-    pub fn save_cache(&self, cache: &std::path::Path) -> Result<()> {
+    /// Writes the current snapshot to disk: when it was opened from the index file at
+    /// `cache`, as a delta file beside it (`index.cache` -> `index.delta`: the base's
+    /// tombstones and every later chunk, costing in proportion to the change since that
+    /// file); otherwise (built from the store, or merged since) as a whole index file at
+    /// `cache`, the delta beside it removed. Each file is written atomically: a
+    /// temporary file, synced, then renamed.
+    pub fn save_cache(&self, cache: &std::path::Path) -> Result<SavedAs> {
         cache::save(&self.snapshot(), cache)
     }
 
@@ -324,6 +331,19 @@ impl SearchIndex {
 /// [`SearchIndex::open_cached`] rebuild it.
 pub fn verify_index_file(path: &std::path::Path) -> std::result::Result<usize, String> {
     cache::verify_file(path)
+}
+
+/// Removes the index file at `cache` and the delta file beside it (what is not there is
+/// not an error): for a store whose files no longer describe it, e.g. after a change of
+/// embedder.
+pub fn remove_cache(cache: &std::path::Path) -> std::io::Result<()> {
+    for path in [cache.to_path_buf(), delta::delta_path(cache)] {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Vectors of two models are never compared: the embedder must be the store's.

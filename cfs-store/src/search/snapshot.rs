@@ -18,6 +18,7 @@ use cfs_core::{
 use rayon::prelude::*;
 
 use super::buckets::BucketMap;
+use super::delta::{FileBase, set_bit};
 use super::segment::{
     ChunkMeta, DocInfo, Live, NewChunk, PathInfo, Segment, SegmentBuilder, chunk_terms,
 };
@@ -50,6 +51,9 @@ pub struct Snapshot {
     /// The read transaction of this state, for chunk text, and the store instance it
     /// belongs to.
     pub(crate) txn: Option<(Arc<ReadTxn>, u64)>,
+    /// The index file this snapshot was opened from and what moved since (its delta);
+    /// `None` when it was built from the store or merged since.
+    pub(crate) file: Option<FileBase>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -107,6 +111,7 @@ impl Snapshot {
             docs: BucketMap::new(),
             segments: Vec::new(),
             txn: None,
+            file: None,
         }
     }
 
@@ -175,6 +180,27 @@ impl Snapshot {
                 + doc.paths.iter().map(|p| p.path.len() + 40).sum::<usize>();
         }
         m
+    }
+
+    /// Chunks and tombstones a delta over this snapshot's index file holds: the chunks
+    /// of every other segment and the base's dead ones (0 when it has no index file).
+    pub(crate) fn pending_over_file(&self) -> usize {
+        let Some(file) = &self.file else {
+            return 0;
+        };
+        let base_len = file.segment.as_ref().map_or(0, |s| s.len());
+        let base_live = self
+            .segments
+            .iter()
+            .find(|l| file.is_base(l))
+            .map_or(0, Live::n_live);
+        let others: usize = self
+            .segments
+            .iter()
+            .filter(|l| !file.is_base(l))
+            .map(|l| l.segment.len())
+            .sum();
+        base_len - base_live + others
     }
 
     /// Total tokens of the live chunks.
@@ -316,9 +342,18 @@ impl Snapshot {
         if let Some(segment) = build_segment(&txn, fresh, &docs, (&self.model, self.dim))? {
             segments.push(Live::new(Arc::new(segment)));
         }
+        let mut file = self.file.clone();
+        if let Some(f) = &mut file {
+            changed_buckets(&path_roots, &self.path_roots)
+                .into_iter()
+                .for_each(|b| set_bit(&mut f.path_buckets, b));
+            touched_docs.iter().for_each(|d| f.touch_doc(d));
+        }
         if needs_merge(&segments, merge_min) {
             segments = vec![Live::new(Arc::new(Segment::merge(&segments)))];
             diff.merged = true;
+            // The index file's segment is merged away: the next save writes a whole file.
+            file = None;
         }
         let next = Snapshot {
             root,
@@ -332,6 +367,7 @@ impl Snapshot {
             docs,
             segments,
             txn: Some((Arc::new(txn), instance)),
+            file,
         };
         Ok(Some((next, diff)))
     }

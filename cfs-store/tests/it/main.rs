@@ -3,6 +3,7 @@
 
 mod crash;
 mod deferred;
+mod delta;
 mod git;
 mod model;
 mod readonly;

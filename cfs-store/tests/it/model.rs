@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use cfs_ingest::HashEmbedder;
-use cfs_store::search::{Filter, IndexOptions, Mode, Query, SearchIndex};
+use cfs_store::search::{CacheStatus, Filter, IndexOptions, Mode, Query, SavedAs, SearchIndex};
 use cfs_store::{Store, SyncOptions};
 use proptest::prelude::*;
 
@@ -61,20 +61,38 @@ fn check_search(
         store.begin_read().unwrap().chunk_ids().unwrap()
     );
     let fresh = SearchIndex::open(store, embedder, IndexOptions::exact()).unwrap();
-    // Opened from index files: the one an earlier step saved (its mapped base brought
-    // forward by the diff), and one saved now.
+    // Opened from index files: the ones an earlier step saved (the mapped base and its
+    // delta brought forward by the diff), and the ones saved now: on odd commits a
+    // delta written by the index opened from the files, else a whole file.
     let cache = store.path().with_file_name("index.cache");
-    let open_file = || {
-        SearchIndex::open_cached(store, embedder, IndexOptions::exact(), &cache)
-            .unwrap()
-            .0
-    };
+    let open_file = || SearchIndex::open_cached(store, embedder, IndexOptions::exact(), &cache);
     let mut reopened = Vec::new();
+    let mut saved = None;
     if cache.exists() {
-        reopened.push(open_file());
+        let from_files = open_file().unwrap().0;
+        if snap.sequence() % 2 == 1 {
+            saved = Some(from_files.save_cache(&cache).unwrap());
+        }
+        reopened.push(from_files);
     }
-    index.save_cache(&cache).unwrap();
-    reopened.push(open_file());
+    if saved.is_none() {
+        prop_assert_eq!(index.save_cache(&cache).unwrap(), SavedAs::Whole);
+    }
+    let (now, status) = open_file().unwrap();
+    prop_assert_eq!(status, CacheStatus::Current);
+    reopened.push(now);
+    for path in files.keys() {
+        let ids = |i: &SearchIndex| -> Vec<_> {
+            i.snapshot()
+                .chunks_at_path(path)
+                .iter()
+                .map(|c| (c.id, c.doc.paths.clone()))
+                .collect()
+        };
+        for other in &reopened {
+            prop_assert_eq!(ids(other), ids(&fresh));
+        }
+    }
     for q in ["word3 word7", "title doc", "f12 text more", "src docs"] {
         for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
             let mut query = Query::new(q).mode(mode).k(8);

@@ -9,7 +9,7 @@ use cfs_store::{Store, SyncOptions};
 
 use crate::store::{settings, write};
 
-fn corpus(root: &Path) {
+pub(crate) fn corpus(root: &Path) {
     write(
         root,
         "src/parser.rs",
@@ -32,7 +32,7 @@ fn corpus(root: &Path) {
     );
 }
 
-fn setup(root: &Path, db: &Path) -> (Store, HashEmbedder, SyncOptions) {
+pub(crate) fn setup(root: &Path, db: &Path) -> (Store, HashEmbedder, SyncOptions) {
     let options = SyncOptions::default();
     let embedder = HashEmbedder::default();
     let store = Store::create(&db.join("store.redb"), settings(&options, &embedder)).unwrap();
@@ -349,11 +349,15 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
     let (index, status) =
         SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
     assert!(
-        matches!(status, CacheStatus::CaughtUp { changed } if changed >= 2),
+        matches!(status, CacheStatus::CaughtUp { changed, delta: 0, merged: false } if changed >= 2),
         "{status:?}"
     );
     same_as_fresh(&index);
-    index.save_cache(&cache).unwrap();
+    // Written whole (the delta file is the subject of `delta.rs`).
+    SearchIndex::open(&store, &embedder, IndexOptions::exact())
+        .unwrap()
+        .save_cache(&cache)
+        .unwrap();
 
     // Torn, altered or foreign files are rebuilt from the store.
     let good = std::fs::read(&cache).unwrap();
@@ -406,7 +410,7 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
 /// `verify_index_file` names the damaged section.
 #[test]
 fn a_flipped_byte_in_an_index_file_is_refused_or_found_by_verify() {
-    use cfs_store::search::{CacheStatus, verify_index_file};
+    use cfs_store::search::CacheStatus;
     let tree = tempfile::tempdir().unwrap();
     let db = tempfile::tempdir().unwrap();
     corpus(tree.path());
@@ -416,42 +420,61 @@ fn a_flipped_byte_in_an_index_file_is_refused_or_found_by_verify() {
         .unwrap()
         .save_cache(&cache)
         .unwrap();
-    let good = std::fs::read(&cache).unwrap();
-    let fresh = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
-    let queries: Vec<Query> = ["parse config", "walrus", "http client daemon"]
+    let (refused, found_by_verify) = flip_each_byte(&store, &embedder, &cache, &cache, |s| {
+        matches!(s, CacheStatus::Rebuilt(_))
+    });
+    assert!(
+        refused > 0 && found_by_verify > 0,
+        "{refused} {found_by_verify}"
+    );
+}
+
+/// Flips a bit of about 300 bytes of `damaged` (the index file at `cache` or its
+/// delta), one at a time, and opens the index each time: a status that `refused`
+/// accepts counts as refused; otherwise searching must never panic and must answer as
+/// a fresh index does unless `verify_index_file` finds the damage. Returns (refused,
+/// found by verify).
+pub(crate) fn flip_each_byte(
+    store: &Store,
+    embedder: &HashEmbedder,
+    cache: &Path,
+    damaged: &Path,
+    refused: impl Fn(&cfs_store::search::CacheStatus) -> bool,
+) -> (usize, usize) {
+    let good = std::fs::read(damaged).unwrap();
+    let fresh = SearchIndex::open(store, embedder, IndexOptions::exact()).unwrap();
+    let queries: Vec<Query> = ["parse config", "walrus", "http client daemon", "manual"]
         .into_iter()
         .flat_map(|q| [Mode::Text, Mode::Vector, Mode::Hybrid].map(|m| Query::new(q).mode(m)))
         .collect();
-    let (mut refused, mut found_by_verify) = (0, 0);
+    let (mut n_refused, mut found_by_verify) = (0, 0);
     for at in (0..good.len()).step_by(good.len() / 300 + 1) {
         for bit in [0, 7] {
             let mut bytes = good.clone();
             bytes[at] ^= 1 << bit;
-            std::fs::write(&cache, &bytes).unwrap();
+            std::fs::write(damaged, &bytes).unwrap();
             let (index, status) =
-                SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
+                SearchIndex::open_cached(store, embedder, IndexOptions::exact(), cache).unwrap();
             let answers: Vec<_> = queries
                 .iter()
-                .map(|q| index.search(q, &embedder).ok())
+                .map(|q| index.search(q, embedder).ok())
                 .collect();
-            if matches!(status, CacheStatus::Rebuilt(_)) {
-                refused += 1;
+            if refused(&status) {
+                n_refused += 1;
                 continue;
             }
             let same = queries
                 .iter()
                 .zip(&answers)
-                .all(|(q, a)| a.as_ref() == fresh.search(q, &embedder).ok().as_ref());
-            let verified = verify_index_file(&cache);
+                .all(|(q, a)| a.as_ref() == fresh.search(q, embedder).ok().as_ref());
+            let verified = cfs_store::search::verify_index_file(cache);
             // Padding between sections is covered by no hash and changes nothing.
             assert!(verified.is_err() || same, "byte {at} bit {bit}: {status:?}");
             found_by_verify += usize::from(verified.is_err());
         }
     }
-    assert!(
-        refused > 0 && found_by_verify > 0,
-        "{refused} {found_by_verify}"
-    );
+    std::fs::write(damaged, &good).unwrap();
+    (n_refused, found_by_verify)
 }
 
 #[test]
