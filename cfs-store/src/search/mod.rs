@@ -401,36 +401,32 @@ pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result
         query::check_filter_values(snap, &query.filter)?;
     }
     let words = tokens(&query.text);
+    // Metadata of the final results only (a damaged index file may not give it).
     fused
         .into_iter()
-        .map(|f| {
-            let text = snap.chunk_text(&f.meta.id)?.ok_or_else(|| {
-                StoreError::Corrupted(format!("chunk {} missing from its snapshot", f.meta.id))
+        .filter_map(|f| Some((f.at.meta(snap)?, f)))
+        .map(|(meta, f)| {
+            let text = snap.chunk_text(&meta.id)?.ok_or_else(|| {
+                StoreError::Corrupted(format!("chunk {} missing from its snapshot", meta.id))
             })?;
             let score = match query.mode {
                 Mode::Hybrid => f.fused as f64 / (1u64 << 32) as f64,
                 Mode::Text => f.text.map_or(0.0, |t| t.0 as f64 / (1u64 << 32) as f64),
                 Mode::Vector => f.vector.map_or(0.0, |v| v.0 as f64 / (1u64 << 30) as f64),
             };
-            let paths: Vec<String> = f
-                .meta
-                .doc
-                .paths
-                .iter()
-                .map(|p| p.path.to_string())
-                .collect();
+            let paths: Vec<String> = meta.doc.paths.iter().map(|p| p.path.to_string()).collect();
             Ok(Hit {
                 root: snap.state_root(),
-                chunk_id: f.meta.id,
+                chunk_id: meta.id,
                 path: paths.first().cloned().unwrap_or_default(),
                 paths,
-                start_line: f.meta.start_line,
-                end_line: f.meta.end_line,
-                byte_offset: f.meta.byte_offset,
-                byte_length: f.meta.byte_length,
-                kind: f.meta.kind.to_owned(),
-                language: f.meta.language.as_deref().map(str::to_owned),
-                symbol: f.meta.symbol.as_deref().map(str::to_owned),
+                start_line: meta.start_line,
+                end_line: meta.end_line,
+                byte_offset: meta.byte_offset,
+                byte_length: meta.byte_length,
+                kind: meta.kind.to_owned(),
+                language: meta.language.as_deref().map(str::to_owned),
+                symbol: meta.symbol.as_deref().map(str::to_owned),
                 score,
                 text_score: f.text,
                 vector_score: f.vector,

@@ -214,31 +214,82 @@ impl Query {
     }
 }
 
+/// A chunk of a snapshot by its place: its segment and local index (a live chunk is
+/// in one segment only, so within one snapshot the place names the chunk). Results are
+/// kept by place, and their metadata read for the final ones only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct At {
+    pub seg: u32,
+    pub i: u32,
+}
+
+impl At {
+    fn new(seg: usize, i: usize) -> Self {
+        Self {
+            seg: seg as u32,
+            i: i as u32,
+        }
+    }
+
+    fn id(self, snap: &Snapshot) -> ChunkId {
+        snap.segments[self.seg as usize].segment.id(self.i as usize)
+    }
+
+    /// The chunk's metadata (`None` only where a damaged file cannot give it).
+    pub fn meta(self, snap: &Snapshot) -> Option<Arc<ChunkMeta>> {
+        snap.segments[self.seg as usize]
+            .segment
+            .meta(self.i as usize)
+    }
+}
+
 /// One retriever's result: a chunk, its score and its 1-based rank.
 #[derive(Clone, Debug)]
 pub(crate) struct Scored<S> {
-    pub meta: Arc<ChunkMeta>,
+    pub at: At,
     pub score: S,
     pub rank: usize,
 }
 
-/// Sorts by score descending, then chunk id, and keeps the first `k`, ranked.
-fn top<S: Ord + Copy>(mut all: Vec<(S, Arc<ChunkMeta>)>, k: usize) -> Vec<Scored<S>> {
-    let key = |e: &(S, Arc<ChunkMeta>)| (Reverse(e.0), e.1.id);
-    if all.len() > k && k > 0 {
-        all.select_nth_unstable_by_key(k - 1, key);
-        all.truncate(k);
+/// Sorts by score descending, then chunk id, and keeps the first `k`, ranked. Local
+/// indexes follow chunk ids within a segment, so ids are read only where equal scores
+/// fall in different segments.
+fn top<S: Ord + Copy>(snap: &Snapshot, mut all: Vec<(S, At)>, k: usize) -> Vec<Scored<S>> {
+    if k == 0 {
+        return Vec::new();
     }
-    all.sort_unstable_by_key(key);
+    if all.len() > k {
+        all.select_nth_unstable_by_key(k - 1, |e| Reverse(e.0));
+        // Chunks scoring as the k-th may lie on both sides of it: all of them stay.
+        let cut = all[k - 1].0;
+        all.retain(|e| e.0 >= cut);
+    }
+    all.sort_unstable_by_key(|e| (Reverse(e.0), e.1));
+    order_ties_by_id(snap, &mut all);
     all.truncate(k);
     all.into_iter()
         .enumerate()
-        .map(|(i, (score, meta))| Scored {
-            meta,
+        .map(|(r, (score, at))| Scored {
+            at,
             score,
-            rank: i + 1,
+            rank: r + 1,
         })
         .collect()
+}
+
+/// Orders each run of equal scores that spans segments by chunk id (`all` is sorted
+/// by score, then place).
+fn order_ties_by_id<S: Eq + Copy>(snap: &Snapshot, all: &mut [(S, At)]) {
+    let mut start = 0;
+    while start < all.len() {
+        let score = all[start].0;
+        let len = all[start..].iter().take_while(|e| e.0 == score).count();
+        let run = &mut all[start..start + len];
+        if run.iter().any(|e| e.1.seg != run[0].1.seg) {
+            run.sort_by_cached_key(|e| e.1.id(snap));
+        }
+        start += len;
+    }
 }
 
 /// Results each retriever gives before fusion, for `k` results.
@@ -317,34 +368,19 @@ pub(crate) fn text_search(
             }
         }
     }
-    // Rank (score, id, place) triples; take chunk metadata for the top k only.
+    // Rank (score, place) pairs; only a filter reads chunk metadata here.
     let any = filter.is_empty();
-    let mut all: Vec<(Reverse<u64>, ChunkId, u32, u32)> = Vec::new();
+    let mut all: Vec<(u64, At)> = Vec::new();
     for (s, live) in snap.segments.iter().enumerate() {
         let seg = &live.segment;
         for &i in &touched[s] {
             let passes = || seg.meta(i as usize).is_some_and(|m| filter.matches(&m));
             if any || passes() {
-                all.push((Reverse(acc[s][i as usize]), seg.id(i as usize), s as u32, i));
+                all.push((acc[s][i as usize], At::new(s, i as usize)));
             }
         }
     }
-    if all.len() > k {
-        all.select_nth_unstable(k - 1);
-        all.truncate(k);
-    }
-    all.sort_unstable();
-    all.into_iter()
-        .filter_map(|(Reverse(score), _, s, i)| {
-            Some((score, snap.segments[s as usize].segment.meta(i as usize)?))
-        })
-        .enumerate()
-        .map(|(r, (score, meta))| Scored {
-            meta,
-            score,
-            rank: r + 1,
-        })
-        .collect()
+    top(snap, all, k)
 }
 
 /// Which approximations a vector search may use; with neither it is exact.
@@ -374,8 +410,9 @@ pub(crate) fn vector_search(
     if qn == 0 || k == 0 || query.len() != snap.dim {
         return Vec::new();
     }
-    let mut all: Vec<(i64, Arc<ChunkMeta>)> = Vec::new();
-    for live in &snap.segments {
+    let mut all: Vec<(i64, At)> = Vec::new();
+    for (s, live) in snap.segments.iter().enumerate() {
+        let place = |(score, i): (i64, usize)| (score, At::new(s, i));
         let seg = &live.segment;
         let score = |i: usize| dot(query, seg.vector(i), qn, seg.norm2(i));
         let any = filter.is_empty();
@@ -385,7 +422,7 @@ pub(crate) fn vector_search(
                 && (any || seg.meta(i).is_some_and(|m| filter.matches(&m)))
         };
         if let (true, Some(mapped)) = (approx.codes, seg.as_mapped()) {
-            all.extend(code_scan(live, mapped, query, k, (&score, &keep)));
+            all.extend(code_scan(live, mapped, query, k, (&score, &keep)).map(place));
             continue;
         }
         if let (true, Some(hnsw)) = (approx.graph, seg.hnsw.get()) {
@@ -396,17 +433,13 @@ pub(crate) fn vector_search(
                 .collect();
             // A selective filter or many tombstones can leave too few: scan instead.
             if found.len() >= k || filter.is_empty() && live.n_dead == 0 {
-                all.extend(
-                    found
-                        .into_iter()
-                        .filter_map(|i| Some((score(i), seg.meta(i)?))),
-                );
+                all.extend(found.into_iter().map(|i| place((score(i), i))));
                 continue;
             }
         }
-        all.extend(exact_scan(live, k, &score, &keep));
+        all.extend(exact_scan(live, k, &score, &keep).map(place));
     }
-    top(all, k)
+    top(snap, all, k)
 }
 
 /// The candidates of a mapped segment from its sign codes: the [`CODE_CANDIDATES`] (at
@@ -421,7 +454,7 @@ fn code_scan(
         &(dyn Fn(usize) -> i64 + Sync),
         &(dyn Fn(usize) -> bool + Sync),
     ),
-) -> Vec<(i64, Arc<ChunkMeta>)> {
+) -> impl Iterator<Item = (i64, usize)> + use<> {
     let code = sign_code(query);
     let seg = &live.segment;
     // A codes column shorter than the segment (a damaged file) gives no candidates.
@@ -433,7 +466,7 @@ fn code_scan(
         keep,
     );
     let scored = found.into_iter().map(|i| (score(i), i)).collect();
-    with_meta(live, best(scored, k))
+    best(scored, k).into_iter()
 }
 
 /// The `k` best of `(score, local index)` pairs: score descending, then index (local
@@ -445,14 +478,6 @@ fn best(mut v: Vec<(i64, usize)>, k: usize) -> Vec<(i64, usize)> {
         v.truncate(k);
     }
     v
-}
-
-/// Scored local indexes of a segment with their chunks' metadata.
-fn with_meta(live: &Live, found: Vec<(i64, usize)>) -> Vec<(i64, Arc<ChunkMeta>)> {
-    found
-        .into_iter()
-        .filter_map(|(s, i)| Some((s, live.segment.meta(i)?)))
-        .collect()
 }
 
 /// Local index ranges of a segment of `n` chunks, scanned one per task.
@@ -470,7 +495,7 @@ fn exact_scan(
     k: usize,
     score: &(dyn Fn(usize) -> i64 + Sync),
     keep: &(dyn Fn(usize) -> bool + Sync),
-) -> Vec<(i64, Arc<ChunkMeta>)> {
+) -> impl Iterator<Item = (i64, usize)> + use<> {
     let seg = &live.segment;
     let blocks = blocks(seg.len());
     let block = |range: std::ops::Range<usize>| -> Vec<(i64, usize)> {
@@ -484,7 +509,7 @@ fn exact_scan(
     } else {
         blocks.into_iter().flat_map(block).collect()
     };
-    with_meta(live, best(found, k))
+    best(found, k).into_iter()
 }
 
 /// Reciprocal rank fusion constant.
@@ -498,7 +523,7 @@ pub fn rrf(rank: usize) -> u64 {
 /// A fused result: the chunk and its parts.
 #[derive(Clone, Debug)]
 pub(crate) struct Fused {
-    pub meta: Arc<ChunkMeta>,
+    pub at: At,
     pub fused: u64,
     pub text: Option<(u64, usize)>,
     pub vector: Option<(i64, usize)>,
@@ -506,9 +531,9 @@ pub(crate) struct Fused {
 
 impl Fused {
     /// A chunk no retriever has scored yet.
-    fn of(meta: &Arc<ChunkMeta>) -> Self {
+    fn of(at: At) -> Self {
         Self {
-            meta: Arc::clone(meta),
+            at,
             fused: 0,
             text: None,
             vector: None,
@@ -518,33 +543,34 @@ impl Fused {
 
 /// Weighted reciprocal rank fusion of text and vector results: a text rank adds
 /// `rrf(rank)`, a vector rank `rrf(rank) * vector_weight / 100`. Ties go to the better
-/// text rank, then the better vector rank, then the smaller chunk id (so with weight 0
-/// the text ranking stands and vector-only results follow in vector order).
+/// text rank, then the better vector rank (so with weight 0 the text ranking stands
+/// and vector-only results follow in vector order); two chunks cannot tie on both
+/// ranks, each rank naming one chunk.
 pub(crate) fn fuse(
     text: Vec<Scored<u64>>,
     vector: Vec<Scored<i64>>,
     k: usize,
     vector_weight: u32,
 ) -> Vec<Fused> {
-    let mut by_id: std::collections::HashMap<ChunkId, Fused> = std::collections::HashMap::new();
+    let mut by_place: std::collections::HashMap<At, Fused> = std::collections::HashMap::new();
     for t in text {
-        let e = by_id.entry(t.meta.id).or_insert_with(|| Fused::of(&t.meta));
+        let e = by_place.entry(t.at).or_insert_with(|| Fused::of(t.at));
         e.fused += rrf(t.rank);
         e.text = Some((t.score, t.rank));
     }
     for v in vector {
-        let e = by_id.entry(v.meta.id).or_insert_with(|| Fused::of(&v.meta));
+        let e = by_place.entry(v.at).or_insert_with(|| Fused::of(v.at));
         e.fused += rrf(v.rank) * u64::from(vector_weight) / 100;
         e.vector = Some((v.score, v.rank));
     }
-    let mut all: Vec<Fused> = by_id.into_values().collect();
+    let mut all: Vec<Fused> = by_place.into_values().collect();
     let rank = |r: Option<usize>| r.unwrap_or(usize::MAX);
     all.sort_unstable_by_key(|f| {
         (
             Reverse(f.fused),
             rank(f.text.map(|t| t.1)),
             rank(f.vector.map(|v| v.1)),
-            f.meta.id,
+            f.at,
         )
     });
     all.truncate(k);

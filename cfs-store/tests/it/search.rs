@@ -187,6 +187,38 @@ fn odd_queries_and_empty_stores_give_lists_not_errors() {
     assert!(zero.is_empty());
 }
 
+/// Chunks of equal score in two segments: the first `k` are the smallest chunk ids
+/// among them, as in one segment, whichever segment holds them and wherever `k` cuts.
+#[test]
+fn equal_scores_across_segments_are_ordered_by_chunk_id() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let words = [
+        "alpha", "bravo", "delta", "gamma", "kilo", "lima", "oscar", "papa",
+    ];
+    for (n, w) in words.iter().enumerate().take(4) {
+        write(tree.path(), &format!("f{n}.txt"), &format!("walrus {w}\n"));
+    }
+    let (store, embedder, options) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
+    for (n, w) in words.iter().enumerate().skip(4) {
+        write(tree.path(), &format!("f{n}.txt"), &format!("walrus {w}\n"));
+    }
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    index.refresh(&store).unwrap();
+    assert_eq!(index.snapshot().n_segments(), 2);
+    let fresh = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
+    for k in 1..=8 {
+        let q = Query::new("walrus").mode(Mode::Text).k(k);
+        let got = index.search(&q, &embedder).unwrap();
+        assert_eq!(got, fresh.search(&q, &embedder).unwrap(), "k {k}");
+        let ids: Vec<_> = got.iter().map(|h| h.chunk_id).collect();
+        assert!(ids.is_sorted(), "k {k}: equal scores follow chunk ids");
+    }
+}
+
 #[test]
 fn refresh_follows_edits_and_old_snapshots_stay_whole() {
     let tree = tempfile::tempdir().unwrap();
