@@ -9,11 +9,12 @@ use cfs_core::{
     Canonical, ChunkId, ChunkKind, ChunkProof, DocumentId, StateRoot, hex_decode, hex_encode,
 };
 use cfs_ingest::{Embedder, HashEmbedder, LazyMiniLmInt, MiniLmInt, Registry};
+use cfs_store::search::IndexOptions;
 use cfs_store::{Settings, Store, StoreError, SyncOptions};
 use serde_json::{Value, json};
 
 use crate::locate::{STORE_DIR, find_store, store_in, tree_of, tree_store};
-use crate::output::{embed_progress, print_json, progress, progress_of, sync_progress};
+use crate::output::{embed_progress, print_json, progress, progress_of, spinner, sync_progress};
 
 /// Options every store command takes.
 #[derive(Debug, clap::Args)]
@@ -436,6 +437,9 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
     if let Err(e) = Store::shrink_file(&file, cfs_store::ShrinkPolicy::default()) {
         eprintln!("cfs: warning: {} was not compacted: {e}", file.display());
     }
+    if let Err(e) = bring_index_forward(&file, &*embedder, args.common.json) {
+        eprintln!("cfs: warning: the search index was not brought forward: {e:#}");
+    }
     let seconds = started.elapsed().as_secs_f64();
     let done = Done {
         head: head.as_deref(),
@@ -444,6 +448,21 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
     };
     print_sync_report(&report, &root, &file, &done, args.common.json)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Brings the search index files beside the store file forward to its newest commit,
+/// when there are any (a store never searched has none; its first search builds them):
+/// the change is written as a delta file here, by the writer, so that the searches
+/// after a large change need not bring it forward themselves.
+fn bring_index_forward(file: &Path, embedder: &dyn Embedder, json: bool) -> anyhow::Result<()> {
+    if !file.with_file_name("index.cache").exists() {
+        return Ok(());
+    }
+    let store = open_read_file(file)?;
+    let spinner = spinner(json, "updating the search index");
+    crate::search_cmds::open_index(&store, embedder, IndexOptions::exact(), json)?;
+    spinner.finish_and_clear();
+    Ok(())
 }
 
 /// Whether syncs of this store commit text first: yes with a model (minilm-int), whose

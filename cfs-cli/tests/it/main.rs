@@ -434,8 +434,8 @@ fn search_and_rebuild_index() {
     assert_eq!(v["agrees_with_state"], true);
     assert_eq!(v["chunks"], 2);
 
-    // After a change, the next search writes a delta file beside the index file, which
-    // stays as it was; later searches map both; a rebuild replaces both by one file.
+    // After a change, `cfs index` writes a delta file beside the index file, which
+    // stays as it was; searches map both; a rebuild replaces both by one file.
     let bytes = std::fs::read(&cache).unwrap();
     std::fs::write(
         root.join("notes.md"),
@@ -445,6 +445,7 @@ fn search_and_rebuild_index() {
     let (code, _, err) = cfs_in(root, &["index"]);
     assert_eq!(code, 0, "{err}");
     let delta = root.join(".cfs/index.delta");
+    assert!(delta.is_file());
     for _ in 0..2 {
         let (code, out, err) = cfs_in(root, &["search", "walrus"]);
         assert_eq!(code, 0, "{err}");
