@@ -437,7 +437,9 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
     if let Err(e) = Store::shrink_file(&file, cfs_store::ShrinkPolicy::default()) {
         eprintln!("cfs: warning: {} was not compacted: {e}", file.display());
     }
-    if let Err(e) = bring_index_forward(&file, &*embedder, args.common.json) {
+    let brought = open_read_file(&file)
+        .and_then(|store| bring_index_forward(&store, &*embedder, args.common.json));
+    if let Err(e) = brought {
         eprintln!("cfs: warning: the search index was not brought forward: {e:#}");
     }
     let seconds = started.elapsed().as_secs_f64();
@@ -454,13 +456,16 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
 /// when there are any (a store never searched has none; its first search builds them):
 /// the change is written as a delta file here, by the writer, so that the searches
 /// after a large change need not bring it forward themselves.
-fn bring_index_forward(file: &Path, embedder: &dyn Embedder, json: bool) -> anyhow::Result<()> {
-    if !file.with_file_name("index.cache").exists() {
+pub fn bring_index_forward(
+    store: &Store,
+    embedder: &dyn Embedder,
+    json: bool,
+) -> anyhow::Result<()> {
+    if !crate::search_cmds::cache_path(store).exists() {
         return Ok(());
     }
-    let store = open_read_file(file)?;
     let spinner = spinner(json, "updating the search index");
-    crate::search_cmds::open_index(&store, embedder, IndexOptions::exact(), json)?;
+    crate::search_cmds::open_index(store, embedder, IndexOptions::exact(), json)?;
     spinner.finish_and_clear();
     Ok(())
 }

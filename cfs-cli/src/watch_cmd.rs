@@ -10,7 +10,9 @@ use std::time::Duration;
 use cfs_store::watch::{WatchEvent, WatchSettings, watch};
 use serde_json::json;
 
-use crate::store_cmds::{Common, EmbedderChoice, Opened, open_or_create, tree_root};
+use crate::store_cmds::{
+    Common, EmbedderChoice, Opened, bring_index_forward, open_or_create, tree_root,
+};
 
 #[derive(Debug, clap::Args)]
 pub struct WatchArgs {
@@ -62,7 +64,20 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     };
     let json = args.common.json;
     let mut failed_io = None;
+    // After a commit the search index files are brought forward here, by the writer.
+    let bring_forward = |commits: usize| {
+        if commits > 0
+            && let Err(e) = bring_index_forward(&store, &*embedder, true)
+        {
+            eprintln!("cfs: warning: the search index was not brought forward: {e:#}");
+        }
+    };
     let mut on_event = |event: WatchEvent| {
+        match &event {
+            WatchEvent::Synced { report, .. } => bring_forward(report.commits),
+            WatchEvent::Embedded { report, .. } => bring_forward(report.commits),
+            _ => {}
+        }
         let mut out = std::io::stdout().lock();
         let line = match event {
             WatchEvent::Watching => {

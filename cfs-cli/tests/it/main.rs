@@ -583,6 +583,15 @@ fn watch_syncs_edits_and_stops_cleanly_on_interrupt() {
     let hits: Value =
         serde_json::from_str(&cfs_in(root, &["search", "watching", "--json"]).1).unwrap();
     assert_eq!(hits[0]["path"], "added.md");
+    // The store has an index file now: the watcher brings it forward after each commit.
+    assert!(!root.join(".cfs/index.delta").exists());
+    std::fs::write(root.join("second.md"), "# Second while watching\n").unwrap();
+    assert_eq!(next()["event"], "synced");
+    assert_eq!(next()["event"], "embedded");
+    assert!(root.join(".cfs/index.delta").is_file());
+    let hits: Value =
+        serde_json::from_str(&cfs_in(root, &["search", "second", "--json"]).1).unwrap();
+    assert_eq!(hits[0]["path"], "second.md");
     // Ctrl-C: the watcher finishes and exits 0.
     let pid = child.id().to_string();
     assert!(
