@@ -7,7 +7,7 @@
 //! cache; writes go in batched transactions; removed files are unbound by an explicit
 //! list. The root after a sync equals the root of a clean index of the same tree.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use cfs_core::{Canonical, ContentHash, DocumentId, PathEntry, StateRoot};
@@ -357,8 +357,9 @@ impl<'a> SyncRun<'a> {
         state?;
         (self.progress)(SyncProgress::Found { files: files.len() });
         self.report.failed = walk_failures;
-        self.find_renames(&files)?;
-        Ok(self.triage(&files))
+        let seen: HashSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+        self.find_renames(&seen)?;
+        Ok(self.triage(&files, &seen))
     }
 
     /// Reads what the run compares against: the path entries and stat rows in scope
@@ -381,8 +382,7 @@ impl<'a> SyncRun<'a> {
 
     /// The contents of the paths that are leaving (not found by the walk), to tell a
     /// rename from an addition.
-    fn find_renames(&mut self, files: &[WalkEntry]) -> Result<()> {
-        let seen: BTreeSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+    fn find_renames(&mut self, seen: &HashSet<&str>) -> Result<()> {
         let leaving: Vec<&PathEntry> = self
             .existing
             .values()
@@ -402,12 +402,20 @@ impl<'a> SyncRun<'a> {
 
     /// Stat cache first: unchanged size and time vouch for unchanged content, so such a
     /// file is not read (only relabelled if its collections changed).
-    fn triage(&mut self, files: &[WalkEntry]) -> Triage {
+    fn triage(&mut self, files: &[WalkEntry], seen: &HashSet<&str>) -> Triage {
         let mut to_read: Vec<WalkEntry> = Vec::new();
         let mut relabel: Vec<PathEntry> = Vec::new();
+        // Hashed views for the lookups by path (a tree's thousands of string compares
+        // per file set were a tenth of a no-op sync).
+        let stats: HashMap<&str, &Stat> = self.stats.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let existing: HashMap<&str, &PathEntry> =
+            self.existing.iter().map(|(k, v)| (k.as_str(), v)).collect();
         for f in files {
-            let cached = self.stats.get(&f.rel_path).filter(|s| vouches_for(s, f));
-            let old = self.existing.get(&f.rel_path);
+            let cached = stats
+                .get(f.rel_path.as_str())
+                .copied()
+                .filter(|s| vouches_for(s, f));
+            let old = existing.get(f.rel_path.as_str()).copied();
             if let Some(reason) = cached.and_then(|s| s.failure.as_ref())
                 && old.is_none()
             {
@@ -431,7 +439,6 @@ impl<'a> SyncRun<'a> {
             }
             (self.progress)(SyncProgress::File(&f.rel_path));
         }
-        let seen: BTreeSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
         let gone = self
             .existing
             .keys()
