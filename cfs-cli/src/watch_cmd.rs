@@ -1,6 +1,7 @@
 //! `cfs watch`: keep the store in step with a tree while it is edited.
 
 use std::io::Write;
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -78,86 +79,10 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             WatchEvent::Embedded { report, .. } => bring_forward(report.commits),
             _ => {}
         }
-        let mut out = std::io::stdout().lock();
-        let line = match event {
-            WatchEvent::Watching => {
-                if json {
-                    json!({"event": "watching", "root": root.display().to_string(), "store": file.display().to_string()}).to_string()
-                } else {
-                    format!("watching {} (Ctrl-C to stop)", root.display())
-                }
-            }
-            WatchEvent::Degraded(_) if args.poll && !json => {
-                format!(
-                    "polling {} every {} s (Ctrl-C to stop)",
-                    root.display(),
-                    settings.poll_interval.as_secs()
-                )
-            }
-            WatchEvent::Degraded(reason) => {
-                eprintln!(
-                    "cfs: warning: cannot watch {} ({reason}); syncing the whole tree every {} s instead",
-                    root.display(),
-                    settings.poll_interval.as_secs()
-                );
-                if !json {
-                    return;
-                }
-                json!({"event": "degraded", "reason": reason}).to_string()
-            }
-            WatchEvent::Synced {
-                report,
-                paths,
-                elapsed,
-            } => {
-                if report.commits == 0 && paths.is_some() {
-                    return;
-                }
-                if json {
-                    json!({"event": "synced", "paths": paths, "added": report.added,
-                        "updated": report.updated, "removed": report.removed,
-                        "renamed": report.renamed, "failed": report.failed.len(),
-                        "commits": report.commits, "state_root": report.root.to_hex(),
-                        "ms": elapsed.as_secs_f64() * 1e3})
-                    .to_string()
-                } else {
-                    format!(
-                        "{} {} added, {} updated, {} removed, {} renamed{} in {:.1} ms; root {}",
-                        match paths {
-                            Some(n) => format!("{n} paths:"),
-                            None => "whole tree:".into(),
-                        },
-                        report.added,
-                        report.updated,
-                        report.removed,
-                        report.renamed,
-                        if report.failed.is_empty() {
-                            String::new()
-                        } else {
-                            format!(", {} failed", report.failed.len())
-                        },
-                        elapsed.as_secs_f64() * 1e3,
-                        report.root
-                    )
-                }
-            }
-            WatchEvent::Embedded { report, elapsed } => {
-                if json {
-                    json!({"event": "embedded", "chunks": report.chunks,
-                        "texts_embedded": report.texts_embedded, "commits": report.commits,
-                        "pending": report.still_pending, "state_root": report.root.to_hex(),
-                        "ms": elapsed.as_secs_f64() * 1e3})
-                    .to_string()
-                } else {
-                    format!(
-                        "vectors: {} chunks embedded in {:.1} ms; root {}",
-                        report.chunks,
-                        elapsed.as_secs_f64() * 1e3,
-                        report.root
-                    )
-                }
-            }
+        let Some(line) = event_line(event, &root, &file, args, &settings) else {
+            return;
         };
+        let mut out = std::io::stdout().lock();
         if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
             failed_io.get_or_insert(e);
         }
@@ -181,4 +106,97 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         eprintln!("stopped; state root {}", store.state_root()?);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line a watch event prints (JSON with `--json`), `None` for an event that prints
+/// nothing (a scoped sync that committed nothing; a fallback to polling, which warns on
+/// stderr instead, unless `--json`).
+fn event_line(
+    event: WatchEvent,
+    root: &Path,
+    file: &Path,
+    args: &WatchArgs,
+    settings: &WatchSettings,
+) -> Option<String> {
+    let json = args.common.json;
+    let line = match event {
+        WatchEvent::Watching => {
+            if json {
+                json!({"event": "watching", "root": root.display().to_string(), "store": file.display().to_string()}).to_string()
+            } else {
+                format!("watching {} (Ctrl-C to stop)", root.display())
+            }
+        }
+        WatchEvent::Degraded(_) if args.poll && !json => {
+            format!(
+                "polling {} every {} s (Ctrl-C to stop)",
+                root.display(),
+                settings.poll_interval.as_secs()
+            )
+        }
+        WatchEvent::Degraded(reason) => {
+            eprintln!(
+                "cfs: warning: cannot watch {} ({reason}); syncing the whole tree every {} s instead",
+                root.display(),
+                settings.poll_interval.as_secs()
+            );
+            if !json {
+                return None;
+            }
+            json!({"event": "degraded", "reason": reason}).to_string()
+        }
+        WatchEvent::Synced {
+            report,
+            paths,
+            elapsed,
+        } => {
+            if report.commits == 0 && paths.is_some() {
+                return None;
+            }
+            if json {
+                json!({"event": "synced", "paths": paths, "added": report.added,
+                    "updated": report.updated, "removed": report.removed,
+                    "renamed": report.renamed, "failed": report.failed.len(),
+                    "commits": report.commits, "state_root": report.root.to_hex(),
+                    "ms": elapsed.as_secs_f64() * 1e3})
+                .to_string()
+            } else {
+                format!(
+                    "{} {} added, {} updated, {} removed, {} renamed{} in {:.1} ms; root {}",
+                    match paths {
+                        Some(n) => format!("{n} paths:"),
+                        None => "whole tree:".into(),
+                    },
+                    report.added,
+                    report.updated,
+                    report.removed,
+                    report.renamed,
+                    if report.failed.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {} failed", report.failed.len())
+                    },
+                    elapsed.as_secs_f64() * 1e3,
+                    report.root
+                )
+            }
+        }
+        WatchEvent::Embedded { report, elapsed } => {
+            if json {
+                json!({"event": "embedded", "chunks": report.chunks,
+                    "texts_embedded": report.texts_embedded, "commits": report.commits,
+                    "pending": report.still_pending, "state_root": report.root.to_hex(),
+                    "ms": elapsed.as_secs_f64() * 1e3})
+                .to_string()
+            } else {
+                format!(
+                    "vectors: {} chunks embedded in {:.1} ms; root {}",
+                    report.chunks,
+                    elapsed.as_secs_f64() * 1e3,
+                    report.root
+                )
+            }
+        }
+    };
+    Some(line)
 }

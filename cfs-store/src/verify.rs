@@ -257,37 +257,84 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     let mut problems = Vec::new();
     let stored_roots = read.table_roots()?;
     let counts = read.counts()?;
-    let paths: Scan<PathEntry> = scan(
-        read,
-        canonical_row(|p: &PathEntry| p.id().0.to_vec()),
-        &mut problems,
-    )?;
-    let documents: Scan<Document> = scan(
-        read,
-        canonical_row(|d: &Document| d.id.0.to_vec()),
-        &mut problems,
-    )?;
-    let chunks: Scan<Chunk> = scan(
-        read,
-        canonical_row(|c: &Chunk| c.id.0.to_vec()),
-        &mut problems,
-    )?;
-    let vectors = load_vectors(read, &mut problems)?;
-    let embeddings: Scan<Embedding> = scan(read, embedding_row(&vectors), &mut problems)?;
-    drop(vectors);
-    let edges: Scan<Edge> = scan(
-        read,
-        canonical_row(|e: &Edge| e.key().to_vec()),
-        &mut problems,
-    )?;
+    let scans = Scans::read(read, &mut problems)?;
+    let computed = check_roots(read, &scans, &stored_roots, &mut problems)?;
+    // Reference rules, on the decoded rows.
+    // The scans return each table in key order, as check_rows needs.
+    let chunk_leaves: Vec<[u8; 32]> = scans.chunks.leaves.iter().map(|(_, l)| *l).collect();
+    problems.extend(check_rows(
+        &scans.paths.rows,
+        &scans.documents.rows,
+        &scans.chunks.rows,
+        &scans.embeddings.rows,
+        &scans.edges.rows,
+        Some(&chunk_leaves),
+    ));
+    check_indexes(read, &scans, &mut problems)?;
+    check_content_index(read, &scans.documents.rows, &mut problems)?;
+    check_chain(read, &stored_roots, &mut problems)?;
+    // Millions of decoded rows take a while to free: off the caller's path.
+    rayon::spawn(move || drop(scans));
+    Ok(VerifyReport {
+        stored_root: stored_roots.state_root(),
+        computed_root: computed.state_root(),
+        counts,
+        problems,
+    })
+}
+
+/// Every committed table decoded and checked row by row, with its leaves.
+struct Scans {
+    paths: Scan<PathEntry>,
+    documents: Scan<Document>,
+    chunks: Scan<Chunk>,
+    embeddings: Scan<Embedding>,
+    edges: Scan<Edge>,
+}
+
+impl Scans {
+    fn read(read: &ReadTxn, problems: &mut Vec<String>) -> Result<Self> {
+        let paths = scan(
+            read,
+            canonical_row(|p: &PathEntry| p.id().0.to_vec()),
+            problems,
+        )?;
+        let documents = scan(
+            read,
+            canonical_row(|d: &Document| d.id.0.to_vec()),
+            problems,
+        )?;
+        let chunks = scan(read, canonical_row(|c: &Chunk| c.id.0.to_vec()), problems)?;
+        let vectors = load_vectors(read, problems)?;
+        let embeddings = scan(read, embedding_row(&vectors), problems)?;
+        drop(vectors);
+        let edges = scan(read, canonical_row(|e: &Edge| e.key().to_vec()), problems)?;
+        Ok(Self {
+            paths,
+            documents,
+            chunks,
+            embeddings,
+            edges,
+        })
+    }
+}
+
+/// Each table's bucket roots and root recomputed from its leaves and compared with the
+/// stored ones; the computed table roots.
+fn check_roots(
+    read: &ReadTxn,
+    scans: &Scans,
+    stored_roots: &TableRoots,
+    problems: &mut Vec<String>,
+) -> Result<TableRoots> {
     let mut computed = TableRoots::empty();
     let bucket_table = read.raw().open_table(tables::BUCKET_ROOTS)?;
     for (table, leaves) in [
-        (Table::Paths, &paths.leaves),
-        (Table::Documents, &documents.leaves),
-        (Table::Chunks, &chunks.leaves),
-        (Table::Embeddings, &embeddings.leaves),
-        (Table::Edges, &edges.leaves),
+        (Table::Paths, &scans.paths.leaves),
+        (Table::Documents, &scans.documents.leaves),
+        (Table::Chunks, &scans.chunks.leaves),
+        (Table::Embeddings, &scans.embeddings.leaves),
+        (Table::Edges, &scans.edges.leaves),
     ] {
         let expected = bucket_roots_from_sorted(leaves)?;
         computed.set(table, TopTree::from_bucket_roots(&expected)?.root());
@@ -309,22 +356,14 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
             }
         }
     }
+    Ok(computed)
+}
 
-    // Reference rules, on the decoded rows.
-    // The scans return each table in key order, as check_rows needs.
-    let chunk_leaves: Vec<[u8; 32]> = chunks.leaves.iter().map(|(_, l)| *l).collect();
-    problems.extend(check_rows(
-        &paths.rows,
-        &documents.rows,
-        &chunks.rows,
-        &embeddings.rows,
-        &edges.rows,
-        Some(&chunk_leaves),
-    ));
-
-    // Indexes against the rows: fixed-size entries, sorted, compared as vectors (redb
-    // iterates keys in order, so the stored side is already sorted).
-    let mut expected: Vec<[u8; 36]> = chunks
+/// The secondary indexes against the rows: fixed-size entries, sorted, compared as
+/// vectors (redb iterates keys in order, so the stored side is already sorted).
+fn check_indexes(read: &ReadTxn, scans: &Scans, problems: &mut Vec<String>) -> Result<()> {
+    let mut expected: Vec<[u8; 36]> = scans
+        .chunks
         .rows
         .par_iter()
         .map(|c| {
@@ -346,7 +385,8 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     if found != expected {
         problems.push("chunks_by_document index differs from the chunks".into());
     }
-    let mut expected: Vec<[u8; 32]> = paths
+    let mut expected: Vec<[u8; 32]> = scans
+        .paths
         .rows
         .iter()
         .map(|p| tables::path_index_key(&p.document_id, &p.id()))
@@ -358,7 +398,8 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     if found != expected {
         problems.push("paths_by_document index differs from the paths".into());
     }
-    let mut expected: Vec<[u8; 34]> = edges
+    let mut expected: Vec<[u8; 34]> = scans
+        .edges
         .rows
         .par_iter()
         .map(tables::edge_by_target_key)
@@ -370,15 +411,24 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     if found != expected {
         problems.push("edges_by_target index differs from the edges".into());
     }
+    Ok(())
+}
+
+/// One content-index entry per document, naming it.
+fn check_content_index(
+    read: &ReadTxn,
+    documents: &[Document],
+    problems: &mut Vec<String>,
+) -> Result<()> {
     let content = read.raw().open_table(tables::CONTENT_INDEX)?;
-    if content.len()? != documents.rows.len() as u64 {
+    if content.len()? != documents.len() as u64 {
         problems.push(format!(
             "content index has {} entries for {} documents",
             content.len()?,
-            documents.rows.len()
+            documents.len()
         ));
     }
-    for d in &documents.rows {
+    for d in documents {
         let key = tables::content_key(&d.content_hash, &d.profile.mime_type);
         if content.get(key.as_slice())?.map(|v| v.value().to_vec()) != Some(d.id.0.to_vec()) {
             problems.push(format!(
@@ -387,8 +437,15 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
             ));
         }
     }
+    Ok(())
+}
 
-    // The chain ends at the current root and links each record to the one before.
+/// The chain ends at the current root and links each record to the one before.
+fn check_chain(
+    read: &ReadTxn,
+    stored_roots: &TableRoots,
+    problems: &mut Vec<String>,
+) -> Result<()> {
     let chain = read.state_chain()?;
     let mut parent = TableRoots::empty().state_root();
     for (i, record) in chain.iter().enumerate() {
@@ -403,13 +460,5 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     if read.sequence()? != chain.len() as u64 {
         problems.push("meta sequence differs from the state chain".into());
     }
-
-    // Millions of decoded rows take a while to free: off the caller's path.
-    rayon::spawn(move || drop((paths, documents, chunks, embeddings, edges)));
-    Ok(VerifyReport {
-        stored_root: stored_roots.state_root(),
-        computed_root: computed.state_root(),
-        counts,
-        problems,
-    })
+    Ok(())
 }
