@@ -5,10 +5,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use cfs_ingest::Embedder;
+use cfs_store::Store;
 use cfs_store::search::{
     CODE_CANDIDATES, CacheStatus, Explanation, Filter, Hit, IndexOptions, Mode, Query, SearchIndex,
 };
-use cfs_store::{Store, StoreError};
 use serde_json::json;
 
 use crate::output::{print_json, spinner};
@@ -67,8 +67,8 @@ fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, Box<dyn Em
     Ok((store, index, embedder))
 }
 
-/// Opens the runtime index from its cache file (built or brought forward as needed),
-/// and writes it when that pays ([`CacheStatus::worth_saving`]): a whole file after a
+/// Opens the runtime index from its cache file (written from the store when missing or
+/// unusable, brought forward when behind), and writes it again when that pays ([`CacheStatus::worth_saving`]): a whole file after a
 /// build or a merge, else a delta file beside it. `quiet` keeps the note of a rebuilt
 /// cache off stderr.
 pub fn open_index(
@@ -78,8 +78,11 @@ pub fn open_index(
     quiet: bool,
 ) -> anyhow::Result<SearchIndex> {
     let cache = cache_path(store);
-    let (index, status) = SearchIndex::open_cached(store, embedder, options, &cache)?;
-    if let CacheStatus::Rebuilt(reason) = &status
+    let (index, status) = SearchIndex::open_or_build_cached(store, embedder, options, &cache)?;
+    if let CacheStatus::Rebuilt(reason)
+    | CacheStatus::Written {
+        reason: Some(reason),
+    } = &status
         && !quiet
     {
         eprintln!("cfs: index cache {} rebuilt: {reason}", cache.display());
@@ -88,19 +91,11 @@ pub fn open_index(
     // mount) searches from the index built in memory, without a word.
     if status.worth_saving()
         && let Err(e) = index.save_cache(&cache)
-        && !unwritable(&e)
+        && !cfs_store::search::unwritable(&e)
     {
         eprintln!("cfs: warning: index cache not written: {e}");
     }
     Ok(index)
-}
-
-/// True for a write refused because the place is read-only or not ours.
-fn unwritable(e: &StoreError) -> bool {
-    matches!(e, StoreError::Io { source, .. } if matches!(
-        source.kind(),
-        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
-    ))
 }
 
 pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {

@@ -19,7 +19,6 @@
 //! the diff of bucket roots, like any snapshot. The chunk sections' hashes are recorded
 //! when the file is written and checked by [`verify_file`], not at every open.
 
-use std::collections::HashMap;
 use std::io::{Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::Path;
@@ -27,16 +26,19 @@ use std::sync::Arc;
 
 use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::{
-    DocumentId, MerkleRoot, ModelHash, N_BUCKETS, PathEntry, StateRoot, Table, TableRoots, TopTree,
+    MerkleRoot, ModelHash, N_BUCKETS, PathEntry, StateRoot, Table, TableRoots, TopTree,
 };
 
 use super::buckets::BucketMap;
 use super::codes;
 use super::delta::{self, BucketBits, FileBase, Overlay, delta_path};
-use super::mapped::{self, Columns, Mapped, NO_STRING, RECORD_BYTES};
-use super::mapped_docs::{BlobList, CachedDoc, MappedDocs, MappedPaths};
-use super::query::KINDS;
-use super::segment::{DocInfo, Live, Owned, Posting, Segment, Vectors};
+use super::mapped::{self, Columns, Mapped, RECORD_BYTES};
+use super::mapped_docs::{BlobList, MappedDocs, MappedPaths};
+use super::sections::{
+    self, ChunkColumns, FileSections, PART_BYTES, SectionSink, doc_sections, le, sign_codes,
+    tail_sections, terms,
+};
+use super::segment::{DocInfo, Live, Segment};
 use super::snapshot::Snapshot;
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
@@ -47,7 +49,7 @@ pub const CACHE_FORMAT: u32 = 3;
 /// Bytes before the header: magic, format, reserved, file length, header length.
 const PREFIX: usize = 32;
 /// Sections start at multiples of this.
-const ALIGN: usize = 64;
+pub(crate) const ALIGN: usize = 64;
 
 /// The sections, in file order (`docs/format.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,10 +126,10 @@ struct Header {
 
 /// Where a section is and the BLAKE3 hash of its bytes.
 #[derive(BorshSerialize, BorshDeserialize, Clone, Copy, Debug)]
-struct Section {
-    offset: u64,
-    len: u64,
-    hash: [u8; 32],
+pub(crate) struct Section {
+    pub offset: u64,
+    pub len: u64,
+    pub hash: [u8; 32],
 }
 
 /// What opening from a cache file found.
@@ -150,6 +152,13 @@ pub enum CacheStatus {
     Missing,
     /// The file was unusable (the reason says why); the index was built from the store.
     Rebuilt(String),
+    /// There was no usable file (`reason`: why the one there was not); it was written
+    /// from the store and opened in place
+    /// ([`crate::search::SearchIndex::open_or_build_cached`]).
+    Written {
+        /// Why the file there was not used (`None`: there was none).
+        reason: Option<String>,
+    },
 }
 
 /// Changes since the files' state fewer than this are brought forward by each process
@@ -171,6 +180,7 @@ impl CacheStatus {
                 merged,
             } => *merged || *changed >= DELTA_MIN_CHANGED || *changed * 16 >= *delta,
             CacheStatus::Missing | CacheStatus::Rebuilt(_) => true,
+            CacheStatus::Written { .. } => false,
         }
     }
 }
@@ -269,12 +279,32 @@ fn remove_delta(path: &Path) -> Result<()> {
 
 /// Writes one file of `snap`'s stamp and `content` at `path`.
 fn write_file(snap: &Snapshot, content: &Content<'_>, path: &Path) -> Result<()> {
+    write_sections(snap, path, |out| {
+        encode_sections(content, out)?;
+        Ok(Counts {
+            n_chunks: content.seg.len() as u64,
+            total_len: content.seg.total_len,
+            base: content.base,
+        })
+    })
+}
+
+/// Writes a file of `snap`'s stamp at `path`: the sections `encode` gives after the
+/// header's place, each written and dropped in turn, then the header, which names
+/// their places and hashes and the counts `encode` returns.
+pub(crate) fn write_sections(
+    snap: &Snapshot,
+    path: &Path,
+    encode: impl FnOnce(&mut FileSections<'_, Writer>) -> Result<Counts>,
+) -> Result<()> {
     let io = io_error(path);
-    let header_len = encode_header(snap, content, &[], 0)?.len();
+    let blank = Counts {
+        n_chunks: 0,
+        total_len: 0,
+        base: [0; 32],
+    };
+    let header_len = encode_header(snap, blank, &[], 0)?.len();
     write_atomically(path, |f| {
-        // The sections after the header's place, each encoded, written and dropped in
-        // turn (the large ones in parts); then the header, which names their places and
-        // hashes.
         f.seek(SeekFrom::Start(header_len as u64)).map_err(&io)?;
         let mut out = FileSections {
             f: &mut *f,
@@ -283,79 +313,18 @@ fn write_file(snap: &Snapshot, content: &Content<'_>, path: &Path) -> Result<()>
             open: None,
             table: Vec::with_capacity(PARTS.len()),
         };
-        encode_sections(content, &mut out)?;
+        let counts = encode(&mut out)?;
         let (table, at) = (out.table, out.at);
         assert_eq!(table.len(), PARTS.len(), "index file sections missing");
-        let head = encode_header(snap, content, &table, at as u64)?;
+        let head = encode_header(snap, counts, &table, at as u64)?;
         assert_eq!(head.len(), header_len, "index file header length moved");
         f.seek(SeekFrom::Start(0)).map_err(&io)?;
         f.write_all(&head).map_err(&io)
     })
 }
 
-/// Where the sections go: each written in parts, hashed as it goes, then ended.
-trait SectionSink {
-    /// Appends `bytes` to the section being written (starting one if none is).
-    fn part(&mut self, bytes: &[u8]) -> Result<()>;
-    /// Ends the section being written (an empty one if none is).
-    fn end(&mut self) -> Result<()>;
-    /// One whole section.
-    fn whole(&mut self, bytes: &[u8]) -> Result<()> {
-        self.part(bytes)?;
-        self.end()
-    }
-}
-
-/// The sections written into the index file after the header's place: each starts at
-/// a multiple of [`ALIGN`], and its place, length and BLAKE3 hash go into `table`.
-struct FileSections<'a, W, E> {
-    f: &'a mut W,
-    io: &'a E,
-    /// Bytes of the file so far.
-    at: usize,
-    /// The section being written: its offset and its hash so far.
-    open: Option<(usize, blake3::Hasher)>,
-    table: Vec<Section>,
-}
-
-impl<W: Write, E: Fn(std::io::Error) -> StoreError> FileSections<'_, W, E> {
-    fn start(&mut self) -> Result<(usize, blake3::Hasher)> {
-        let pad = self.at.next_multiple_of(ALIGN) - self.at;
-        self.f.write_all(&[0u8; ALIGN][..pad]).map_err(self.io)?;
-        self.at += pad;
-        Ok((self.at, blake3::Hasher::new()))
-    }
-}
-
-impl<W: Write, E: Fn(std::io::Error) -> StoreError> SectionSink for FileSections<'_, W, E> {
-    fn part(&mut self, bytes: &[u8]) -> Result<()> {
-        let (start, mut hasher) = match self.open.take() {
-            Some(open) => open,
-            None => self.start()?,
-        };
-        self.f.write_all(bytes).map_err(self.io)?;
-        hasher.update(bytes);
-        self.at += bytes.len();
-        self.open = Some((start, hasher));
-        Ok(())
-    }
-
-    fn end(&mut self) -> Result<()> {
-        let (start, hasher) = match self.open.take() {
-            Some(open) => open,
-            None => self.start()?,
-        };
-        self.table.push(Section {
-            offset: start as u64,
-            len: (self.at - start) as u64,
-            hash: *hasher.finalize().as_bytes(),
-        });
-        Ok(())
-    }
-}
-
-/// Bytes a large section is written in at once.
-const PART_BYTES: usize = 1 << 20;
+/// The buffered writer of a file being written.
+pub(crate) type Writer = std::io::BufWriter<std::fs::File>;
 
 /// The bytes of every section of `content`, in file order, each given to `out` as
 /// soon as it is encoded (the vectors, their codes and the postings in parts).
@@ -364,190 +333,46 @@ fn encode_sections(content: &Content<'_>, out: &mut dyn SectionSink) -> Result<(
         .seg
         .owned()
         .ok_or_else(|| StoreError::Internal("a merged segment is in memory".into()))?;
-    let docs = &content.docs;
-    let (doc_blobs, doc_ends) = blobs(docs.iter().map(|d| cached_doc(d)))?;
-    out.whole(&doc_blobs)?;
-    out.whole(&doc_ends)?;
-    out.whole(&docs.iter().flat_map(|d| d.id.0).collect::<Vec<u8>>())?;
-    let mut doc_chunk_ends = Vec::with_capacity(docs.len() * 8);
-    let mut doc_chunks = Vec::new();
-    for d in docs {
-        doc_chunks.extend(d.chunks.iter().flat_map(|c| c.0));
-        doc_chunk_ends.extend_from_slice(&(doc_chunks.len() as u64 / 16).to_le_bytes());
-    }
-    out.whole(&doc_chunk_ends)?;
-    out.whole(&doc_chunks)?;
-    let (path_blobs, path_ends) = blobs(content.paths.iter().map(|(_, p)| *p))?;
-    out.whole(&path_blobs)?;
-    out.whole(&path_ends)?;
-    out.whole(
-        &content
-            .paths
-            .iter()
-            .flat_map(|(k, _)| **k)
-            .collect::<Vec<u8>>(),
-    )?;
-    out.whole(&owned.metas.iter().flat_map(|m| m.id.0).collect::<Vec<u8>>())?;
-    let ordinal: HashMap<DocumentId, u32> = docs
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.id, i as u32))
-        .collect();
-    let mut strings = StringList::default();
-    out.whole(&records(owned, &ordinal, &mut strings)?)?;
-    out.whole(&le(&owned.lens, u32::to_le_bytes))?;
+    let ordinal = doc_sections(&content.docs, &content.paths, out)?;
     let vectors = &owned.vectors;
-    out.whole(&le(&vectors.norms2, u64::to_le_bytes))?;
-    let mut missing = vec![0u64; owned.metas.len().div_ceil(64)];
-    for (i, &m) in vectors.missing.iter().enumerate() {
-        missing[i / 64] |= u64::from(m) << (i % 64);
-    }
-    out.whole(&le(&missing, u64::to_le_bytes))?;
-    for part in vectors.data.chunks(PART_BYTES / 2) {
-        out.part(&le(part, i16::to_le_bytes))?;
-    }
-    out.end()?;
-    sign_codes(vectors, out)?;
-    terms(owned, out)?;
-    let (string_ends, string_bytes) = strings.finish();
-    out.whole(&string_ends)?;
-    out.whole(&string_bytes)?;
-    out.whole(&le(&content.dead, u32::to_le_bytes))?;
-    out.whole(&le(&content.doc_buckets, u64::to_le_bytes))?;
-    out.whole(&le(&content.path_buckets, u64::to_le_bytes))
-}
-
-/// The borsh encodings of `items` one after another, and their u64 end offsets.
-fn blobs<T: BorshSerialize>(items: impl Iterator<Item = T>) -> Result<(Vec<u8>, Vec<u8>)> {
-    let (mut bytes, mut ends) = (Vec::new(), Vec::new());
-    for item in items {
-        item.serialize(&mut bytes).map_err(internal)?;
-        ends.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-    }
-    Ok((bytes, ends))
-}
-
-/// The sign code of every vector, as one section in parts: [`codes::code_words`] u64
-/// words each, bit `j % 64` of word `j / 64` set when component `j` is above 0.
-fn sign_codes(vectors: &Vectors, out: &mut dyn SectionSink) -> Result<()> {
-    let words = codes::code_words(vectors.dim);
-    let per_part = (PART_BYTES / (words * 8).max(1)).max(1);
-    let n = vectors.norms2.len();
-    for first in (0..n).step_by(per_part) {
-        let mut part = Vec::with_capacity(per_part * words);
-        for i in first..(first + per_part).min(n) {
-            part.extend(codes::sign_code(vectors.get(i)));
-        }
-        out.part(&le(&part, u64::to_le_bytes))?;
-    }
-    out.end()
-}
-
-/// Little-endian bytes of `values`.
-fn le<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(values.len() * N);
-    for &v in values {
-        out.extend_from_slice(&f(v));
-    }
-    out
-}
-
-/// A list of strings as u64 end offsets and their bytes; `add` keeps one copy of each.
-#[derive(Default)]
-struct StringList {
-    ends: Vec<u8>,
-    bytes: Vec<u8>,
-    index: HashMap<Box<str>, u32>,
-}
-
-impl StringList {
-    fn add(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.index.len() as u32;
-        self.push(s);
-        self.index.insert(s.into(), i);
-        i
-    }
-
-    fn push(&mut self, s: &str) {
-        self.bytes.extend_from_slice(s.as_bytes());
-        self.ends
-            .extend_from_slice(&(self.bytes.len() as u64).to_le_bytes());
-    }
-
-    fn finish(self) -> (Vec<u8>, Vec<u8>) {
-        (self.ends, self.bytes)
-    }
-}
-
-/// The fixed-size chunk records (`RECORD_BYTES` each), their strings added to `strings`.
-fn records(
-    owned: &Owned,
-    ordinal: &HashMap<DocumentId, u32>,
-    strings: &mut StringList,
-) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(owned.metas.len() * RECORD_BYTES);
-    for m in &owned.metas {
+    let mut columns = ChunkColumns::with_capacity(owned.metas.len());
+    for (i, m) in owned.metas.iter().enumerate() {
         let doc = ordinal.get(&m.doc.id).ok_or_else(|| {
             StoreError::Internal(format!(
                 "chunk {} names a document not in its snapshot",
                 m.id
             ))
         })?;
-        let mut string = |s: &Option<Box<str>>| s.as_deref().map_or(NO_STRING, |s| strings.add(s));
-        let kind = KINDS.iter().position(|k| *k == m.kind).unwrap_or(0) as u32;
-        let fields = [
+        columns.push(
+            m,
             *doc,
-            m.sequence,
-            m.byte_offset as u32,
-            (m.byte_offset >> 32) as u32,
-            m.byte_length,
-            m.start_line,
-            m.end_line,
-            kind,
-            string(&m.language),
-            string(&m.symbol),
-            string(&m.heading),
-            0,
-        ];
-        out.extend(fields.iter().flat_map(|f| f.to_le_bytes()));
+            owned.lens[i],
+            vectors.norms2[i],
+            vectors.missing[i],
+        );
     }
-    Ok(out)
+    let strings = columns.write(out)?;
+    for part in vectors.data.chunks(PART_BYTES / 2) {
+        out.part(&le(part, i16::to_le_bytes))?;
+    }
+    out.end()?;
+    sign_codes(vectors, out)?;
+    terms(&owned.postings, out)?;
+    tail_sections(
+        strings,
+        &content.dead,
+        (&content.doc_buckets, &content.path_buckets),
+        out,
+    )
 }
 
-/// The term list (sorted) and the postings in its order, given to `out` as term ends,
-/// term bytes, posting ends, and postings (in parts).
-fn terms(owned: &Owned, out: &mut dyn SectionSink) -> Result<()> {
-    let mut sorted: Vec<(&str, &Vec<Posting>)> =
-        owned.postings.iter().map(|(t, l)| (&**t, l)).collect();
-    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut list = StringList::default();
-    let mut ends = Vec::with_capacity(sorted.len() * 8);
-    let mut count = 0u64;
-    for (term, l) in &sorted {
-        list.push(term);
-        count += l.len() as u64;
-        ends.extend_from_slice(&count.to_le_bytes());
-    }
-    let (term_ends, term_bytes) = list.finish();
-    out.whole(&term_ends)?;
-    out.whole(&term_bytes)?;
-    out.whole(&ends)?;
-    let mut part: Vec<u8> = Vec::with_capacity(PART_BYTES);
-    for (_, l) in sorted {
-        part.extend(
-            l.iter()
-                .flat_map(|p| p.iter().flat_map(|v| v.to_le_bytes())),
-        );
-        if part.len() >= PART_BYTES {
-            out.part(&part)?;
-            part.clear();
-        }
-    }
-    out.part(&part)?;
-    out.end()
+/// What a header says of a file's chunks besides the snapshot's stamp.
+#[derive(Clone, Copy)]
+pub(crate) struct Counts {
+    pub n_chunks: u64,
+    pub total_len: u64,
+    /// Zero for an index file; the base's header hash for a delta.
+    pub base: [u8; 32],
 }
 
 /// The prefix, the header (the stamp and the section table) and the BLAKE3 hash of
@@ -555,7 +380,7 @@ fn terms(owned: &Owned, out: &mut dyn SectionSink) -> Result<()> {
 /// places, lengths or hashes (fixed-width fields), so an empty table measures it.
 fn encode_header(
     snap: &Snapshot,
-    content: &Content<'_>,
+    counts: Counts,
     sections: &[Section],
     file_len: u64,
 ) -> Result<Vec<u8>> {
@@ -574,12 +399,12 @@ fn encode_header(
         table_roots: snap.table_roots,
         chunk_roots: snap.chunk_roots.to_vec(),
         path_roots: snap.path_roots.to_vec(),
-        n_chunks: content.seg.len() as u64,
-        total_len: content.seg.total_len,
-        base: content.base,
+        n_chunks: counts.n_chunks,
+        total_len: counts.total_len,
+        base: counts.base,
         sections: table,
     };
-    let body = borsh::to_vec(&header).map_err(internal)?;
+    let body = borsh::to_vec(&header).map_err(sections::internal)?;
     let mut out = Vec::with_capacity(PREFIX + body.len() + 32);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
@@ -590,26 +415,6 @@ fn encode_header(
     let hash = blake3::hash(&out);
     out.extend_from_slice(hash.as_bytes());
     Ok(out)
-}
-
-fn internal(e: std::io::Error) -> StoreError {
-    StoreError::Internal(format!("encoding the index file: {e}"))
-}
-
-fn cached_doc(d: &DocInfo) -> CachedDoc {
-    CachedDoc {
-        mime_type: d.mime_type.to_string(),
-        paths: d
-            .paths
-            .iter()
-            .map(|p| {
-                (
-                    p.path.to_string(),
-                    p.collections.iter().map(|c| c.to_string()).collect(),
-                )
-            })
-            .collect(),
-    }
 }
 
 /// The error of an I/O failure on the index file at `path`.

@@ -23,6 +23,7 @@
 
 mod bm25;
 mod buckets;
+mod build;
 mod cache;
 mod codes;
 mod delta;
@@ -30,6 +31,7 @@ mod explain;
 mod mapped;
 mod mapped_docs;
 mod query;
+mod sections;
 mod segment;
 mod snapshot;
 mod tokenize;
@@ -176,33 +178,88 @@ impl SearchIndex {
     /// forward to the store's newest commit; builds it from the store when the file is
     /// missing, torn, altered, of another format or model, or of a state that is not in
     /// the store's chain. The status says which. Does not write the file: see
-    /// [`SearchIndex::save_cache`].
+    /// [`SearchIndex::save_cache`] and [`SearchIndex::open_or_build_cached`].
     pub fn open_cached(
         store: &Store,
         embedder: &dyn Embedder,
         options: IndexOptions,
         cache: &std::path::Path,
     ) -> Result<(Self, CacheStatus)> {
-        check_model(store, embedder)?;
-        if !cache.exists() {
-            return Ok((Self::open(store, embedder, options)?, CacheStatus::Missing));
+        match Self::load_cached(store, embedder, cache)? {
+            Ok(snap) => Self::from_file(store, snap, options),
+            Err(None) => Ok((Self::open(store, embedder, options)?, CacheStatus::Missing)),
+            Err(Some(reason)) => Ok((
+                Self::open(store, embedder, options)?,
+                CacheStatus::Rebuilt(reason),
+            )),
         }
-        let loaded = crate::error::guard(store.path(), || {
+    }
+
+    /// [`SearchIndex::open_cached`], but a missing or unusable index file is written
+    /// from the store first, in one pass that holds neither the vectors nor the chunks'
+    /// metadata in memory (a store's first search), then opened in place (status
+    /// [`CacheStatus::Written`]). Where it cannot be written (a read-only folder, any
+    /// I/O error on the file) the index is built in memory as `open_cached` does, with
+    /// its status.
+    pub fn open_or_build_cached(
+        store: &Store,
+        embedder: &dyn Embedder,
+        options: IndexOptions,
+        cache: &std::path::Path,
+    ) -> Result<(Self, CacheStatus)> {
+        let reason = match Self::load_cached(store, embedder, cache)? {
+            Ok(snap) => return Self::from_file(store, snap, options),
+            Err(reason) => reason,
+        };
+        let built = crate::error::guard(store.path(), || {
             let txn = store.begin_read()?;
-            Ok(cache::load(
-                cache,
-                &txn,
-                embedder.model_hash(),
-                embedder.dimension(),
+            build::build_file(&txn, embedder.model_hash(), embedder.dimension(), cache)
+        });
+        match built {
+            Ok(()) => {}
+            // The file cannot be written (a read-only folder, a full disk): in memory, as
+            // `open_cached` builds it; the caller's `save_cache` then says why, if it tries.
+            Err(StoreError::Io { .. }) => {
+                let index = Self::open(store, embedder, options)?;
+                let status = reason.map_or(CacheStatus::Missing, CacheStatus::Rebuilt);
+                return Ok((index, status));
+            }
+            Err(e) => return Err(e),
+        }
+        let snap = Self::load_cached(store, embedder, cache)?.map_err(|why| {
+            StoreError::Internal(format!(
+                "the index file just written cannot be opened: {}",
+                why.unwrap_or_default()
             ))
         })?;
-        let snap = match loaded {
-            Ok(snap) => snap,
-            Err(reason) => {
-                let index = Self::open(store, embedder, options)?;
-                return Ok((index, CacheStatus::Rebuilt(reason)));
-            }
-        };
+        let (index, _) = Self::from_file(store, snap, options)?;
+        Ok((index, CacheStatus::Written { reason }))
+    }
+
+    /// The snapshot of the index file at `cache` (and its delta), or why there is none:
+    /// `Err(None)` when there is no file, `Err(Some(reason))` when it cannot be used.
+    fn load_cached(
+        store: &Store,
+        embedder: &dyn Embedder,
+        cache: &std::path::Path,
+    ) -> Result<std::result::Result<Snapshot, Option<String>>> {
+        check_model(store, embedder)?;
+        if !cache.exists() {
+            return Ok(Err(None));
+        }
+        crate::error::guard(store.path(), || {
+            let txn = store.begin_read()?;
+            Ok(cache::load(cache, &txn, embedder.model_hash(), embedder.dimension()).map_err(Some))
+        })
+    }
+
+    /// The index of a snapshot opened from its files, brought forward to the store's
+    /// newest commit.
+    fn from_file(
+        store: &Store,
+        snap: Snapshot,
+        options: IndexOptions,
+    ) -> Result<(Self, CacheStatus)> {
         let (cached_root, delta) = (snap.root, snap.pending_over_file());
         let index = Self {
             current: ArcSwap::from_pointee(snap),
@@ -344,6 +401,14 @@ pub fn remove_cache(cache: &std::path::Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// True for a write refused because the place is read-only or not ours.
+pub fn unwritable(e: &StoreError) -> bool {
+    matches!(e, StoreError::Io { source, .. } if matches!(
+        source.kind(),
+        std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::PermissionDenied
+    ))
 }
 
 /// Vectors of two models are never compared: the embedder must be the store's.

@@ -31,7 +31,7 @@ pub const MERGE_MIN_CHUNKS: usize = 4096;
 /// Fewer items than this are decoded on the calling thread.
 const PARALLEL_MIN: usize = 256;
 /// Chunks prepared at once when a segment is built.
-const BUILD_BATCH: usize = 16_384;
+pub(crate) const BUILD_BATCH: usize = 16_384;
 /// Most segments a snapshot keeps before merging.
 pub const MAX_SEGMENTS: usize = 16;
 
@@ -372,6 +372,34 @@ impl Snapshot {
         Ok(Some((next, diff)))
     }
 
+    /// What a build of `txn`'s whole state needs before its chunks: the snapshot of that
+    /// state without segments (its paths and documents, every document being named by a
+    /// path), and every chunk id, sorted.
+    pub(crate) fn skeleton(
+        txn: &ReadTxn,
+        model: ModelHash,
+        dim: usize,
+    ) -> Result<(Snapshot, Vec<ChunkId>)> {
+        let empty = Snapshot::empty(model, dim);
+        let roots = txn.table_roots()?;
+        let chunk_roots = Arc::new(txn.bucket_roots(Table::Chunks)?);
+        let path_roots = Arc::new(txn.bucket_roots(Table::Paths)?);
+        let (paths, touched_docs) = empty.diff_paths(txn, &path_roots)?;
+        let (ids, _) = empty.diff_chunks(txn, &chunk_roots)?;
+        let (docs, _) = empty.rebuild_docs(txn, &touched_docs, &paths, &BTreeSet::new())?;
+        let skeleton = Snapshot {
+            root: roots.state_root(),
+            sequence: txn.sequence()?,
+            table_roots: roots,
+            chunk_roots,
+            path_roots,
+            paths,
+            docs,
+            ..empty
+        };
+        Ok((skeleton, ids))
+    }
+
     /// The bucket roots of `table` in the state of `txn`: a table whose root did not
     /// move has the same bucket roots, which are not read again.
     fn bucket_roots_of(
@@ -619,7 +647,7 @@ fn build_segment(
 
 /// The chunks of a new segment: metadata (with their document's info), terms and
 /// vector, prepared in parallel for many.
-fn prepare_chunks(
+pub(crate) fn prepare_chunks(
     fresh: &[Chunk],
     vectors: Vec<Vec<i16>>,
     docs: &BucketMap<Arc<DocInfo>>,

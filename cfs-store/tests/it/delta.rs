@@ -325,3 +325,36 @@ fn a_state_equal_to_the_index_file_removes_the_delta() {
     assert_eq!(status, CacheStatus::Current);
     assert_eq!(index.snapshot().n_segments(), 1);
 }
+
+/// A store's first search: the index file written from the store and opened in place;
+/// a damaged one written again; one that cannot be written leaves the index in memory.
+#[test]
+fn a_missing_or_damaged_index_file_is_written_from_the_store() {
+    let f = fixture();
+    let (store, embedder, cache) = (&f.store, &f.embedder, &f.cache);
+    let build = |cache: &Path| {
+        SearchIndex::open_or_build_cached(store, embedder, IndexOptions::exact(), cache).unwrap()
+    };
+    let (index, status) = build(cache);
+    assert_eq!(status, CacheStatus::Written { reason: None });
+    assert!(!status.worth_saving());
+    assert!(index.snapshot().n_segments() == 1 && cache.is_file());
+    same_as_fresh(store, embedder, &index);
+    assert_eq!(build(cache).1, CacheStatus::Current);
+    let good = std::fs::read(cache).unwrap();
+    std::fs::write(cache, &good[..good.len() / 2]).unwrap();
+    let (index, status) = build(cache);
+    assert!(
+        matches!(&status, CacheStatus::Written { reason: Some(r) } if r.contains("torn")),
+        "{status:?}"
+    );
+    same_as_fresh(store, embedder, &index);
+    assert_eq!(std::fs::read(cache).unwrap(), good);
+    // A folder in the file's place: nothing can be written there.
+    let folder = f.tree.path().join("in-the-way.cache");
+    std::fs::create_dir(&folder).unwrap();
+    let (index, status) = build(&folder);
+    assert!(matches!(status, CacheStatus::Rebuilt(_)), "{status:?}");
+    assert!(status.worth_saving());
+    same_as_fresh(store, embedder, &index);
+}

@@ -81,6 +81,22 @@ fn check_search(
     let (now, status) = open_file().unwrap();
     prop_assert_eq!(status, CacheStatus::Current);
     reopened.push(now);
+    // The index file written straight from the store is the one written from memory.
+    let (from_memory, from_store) = (
+        cache.with_file_name("a.cache"),
+        cache.with_file_name("b.cache"),
+    );
+    let _ = std::fs::remove_file(&from_store);
+    fresh.save_cache(&from_memory).unwrap();
+    let (built, status) =
+        SearchIndex::open_or_build_cached(store, embedder, IndexOptions::exact(), &from_store)
+            .unwrap();
+    prop_assert_eq!(status, CacheStatus::Written { reason: None });
+    prop_assert_eq!(
+        std::fs::read(&from_memory).unwrap(),
+        std::fs::read(&from_store).unwrap()
+    );
+    reopened.push(built);
     for path in files.keys() {
         let ids = |i: &SearchIndex| -> Vec<_> {
             i.snapshot()
