@@ -358,3 +358,48 @@ fn a_missing_or_damaged_index_file_is_written_from_the_store() {
     assert!(status.worth_saving());
     same_as_fresh(store, embedder, &index);
 }
+
+/// Past a quarter of the index file changed, the segments merge (the mapped base
+/// with them) and a save writes a whole file: the bytes of one written from a fresh index.
+#[test]
+fn past_a_quarter_changed_a_whole_file_is_written() {
+    let f = with_delta();
+    let (store, embedder, cache) = (&f.store, &f.embedder, &f.cache);
+    for n in 0..12 {
+        write(
+            f.tree.path(),
+            &format!("more/m{n}.md"),
+            &format!("# More {n}\n\nThe walrus number {n}.\n"),
+        );
+    }
+    store
+        .sync(f.tree.path(), &f.options, embedder, &|_| {})
+        .unwrap();
+    // (A small threshold: the default waits for 4,096 chunks.)
+    let merging = IndexOptions {
+        merge_min_chunks: 2,
+        ..IndexOptions::exact()
+    };
+    let (index, status) = SearchIndex::open_cached(store, embedder, merging, cache).unwrap();
+    assert!(
+        matches!(status, CacheStatus::CaughtUp { merged: true, .. }),
+        "{status:?}"
+    );
+    assert!(status.worth_saving());
+    assert_eq!(index.snapshot().n_segments(), 1);
+    assert_eq!(index.save_cache(cache).unwrap(), SavedAs::Whole);
+    assert!(!f.delta.exists());
+    let from_memory = f.tree.path().join("from-memory.cache");
+    SearchIndex::open(store, embedder, IndexOptions::exact())
+        .unwrap()
+        .save_cache(&from_memory)
+        .unwrap();
+    assert_eq!(
+        std::fs::read(cache).unwrap(),
+        std::fs::read(&from_memory).unwrap()
+    );
+    let (index, status) = open(store, embedder, cache);
+    assert_eq!(status, CacheStatus::Current);
+    assert_eq!(index.snapshot().n_segments(), 1);
+    same_as_fresh(store, embedder, &index);
+}

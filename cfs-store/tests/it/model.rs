@@ -69,7 +69,14 @@ fn check_search(
     let mut reopened = Vec::new();
     let mut saved = None;
     if cache.exists() {
-        let from_files = open_file().unwrap().0;
+        // Merges past two chunks, so that the mapped base is merged in memory too.
+        let merging = IndexOptions {
+            merge_min_chunks: 2,
+            ..IndexOptions::exact()
+        };
+        let from_files = SearchIndex::open_cached(store, embedder, merging, &cache)
+            .unwrap()
+            .0;
         if snap.sequence() % 2 == 1 {
             saved = Some(from_files.save_cache(&cache).unwrap());
         }
