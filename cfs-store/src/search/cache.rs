@@ -34,6 +34,7 @@ use super::codes;
 use super::delta::{self, BucketBits, FileBase, Overlay, delta_path};
 use super::mapped::{self, Columns, Mapped, RECORD_BYTES};
 use super::mapped_docs::{BlobList, MappedDocs, MappedPaths};
+use super::merged;
 use super::sections::{
     self, ChunkColumns, FileSections, PART_BYTES, SectionSink, doc_sections, le, sign_codes,
     tail_sections, terms,
@@ -215,57 +216,68 @@ struct Content<'a> {
 }
 
 /// Writes `snap` to disk: as a delta file beside `path` when it was opened from the
-/// index file there (a merge forgets the file, so a delta stays under a quarter of
-/// its base), else as a whole index file at `path`. Each file is written through a
-/// temporary file, synced, then renamed.
-pub(crate) fn save(snap: &Snapshot, path: &Path) -> Result<SavedAs> {
+/// index file there and less than a quarter of it (and `merge_min` chunks) has changed
+/// since, else as a whole index file at `path` (the delta beside it removed). A whole
+/// file of several segments is merged as it is written (`merged.rs`), never first in
+/// memory.
+pub(crate) fn save(snap: &Snapshot, path: &Path, merge_min: usize) -> Result<SavedAs> {
     if let Some(base) = &snap.file {
         if base.root == snap.root {
             // Back at the index file's own state (a branch switched back): no delta.
             remove_delta(path)?;
             return Ok(SavedAs::IndexFileAlone);
         }
-        let parts = delta::delta_parts(snap, base);
-        let saved = SavedAs::Delta {
-            chunks: parts.segment.len(),
-            dead: parts.dead.len(),
-        };
-        let content = Content {
-            seg: &parts.segment,
-            docs: parts.docs.iter().collect(),
-            paths: parts.paths,
-            dead: parts.dead,
-            doc_buckets: base.doc_buckets,
-            path_buckets: base.path_buckets,
-            base: base.hash,
-        };
-        write_file(snap, &content, &delta_path(path))?;
-        return Ok(saved);
-    }
-    // One segment in memory without tombstones (a first build) is written as it is;
-    // otherwise the segments are merged into one first.
-    let merged;
-    let seg: &Segment = match &snap.segments[..] {
-        [only] if only.n_dead == 0 && only.segment.owned().is_some() => &only.segment,
-        parts => {
-            merged = Segment::merge(parts);
-            &merged
+        let base_len = base.segment.as_ref().map_or(0, |s| s.len());
+        if snap.pending_over_file() <= merge_min.max(base_len / 4) {
+            return save_delta(snap, base, path);
         }
-    };
-    let content = Content {
-        seg,
-        docs: snap.docs.values().collect(),
-        paths: snap.paths.entries().collect(),
-        dead: Vec::new(),
-        doc_buckets: [0; N_BUCKETS / 64],
-        path_buckets: [0; N_BUCKETS / 64],
-        base: [0; 32],
-    };
-    write_file(snap, &content, path)?;
+    }
+    match &snap.segments[..] {
+        // One segment in memory without tombstones (a first build): as it is.
+        [only] if only.n_dead == 0 && only.segment.owned().is_some() => {
+            let content = Content {
+                seg: &only.segment,
+                docs: snap.docs.values().collect(),
+                paths: snap.paths.entries().collect(),
+                dead: Vec::new(),
+                doc_buckets: [0; N_BUCKETS / 64],
+                path_buckets: [0; N_BUCKETS / 64],
+                base: [0; 32],
+            };
+            write_file(snap, &content, path)?;
+        }
+        parts => {
+            let docs: Vec<&Arc<DocInfo>> = snap.docs.values().collect();
+            let paths: Vec<(&[u8; 16], &PathEntry)> = snap.paths.entries().collect();
+            write_sections(snap, path, |out| {
+                merged::merged_sections(parts, &docs, &paths, out)
+            })?;
+        }
+    }
     // A delta of the replaced file names its hash and would be ignored; it goes (and
     // is harmless where it cannot).
     let _ = remove_delta(path);
     Ok(SavedAs::Whole)
+}
+
+/// Writes the delta of `snap` over its index file `base`.
+fn save_delta(snap: &Snapshot, base: &FileBase, path: &Path) -> Result<SavedAs> {
+    let parts = delta::delta_parts(snap, base);
+    let saved = SavedAs::Delta {
+        chunks: parts.segment.len(),
+        dead: parts.dead.len(),
+    };
+    let content = Content {
+        seg: &parts.segment,
+        docs: parts.docs.iter().collect(),
+        paths: parts.paths,
+        dead: parts.dead,
+        doc_buckets: base.doc_buckets,
+        path_buckets: base.path_buckets,
+        base: base.hash,
+    };
+    write_file(snap, &content, &delta_path(path))?;
+    Ok(saved)
 }
 
 /// Removes the delta file beside the index file at `path`, if there is one.

@@ -30,6 +30,7 @@ mod delta;
 mod explain;
 mod mapped;
 mod mapped_docs;
+mod merged;
 mod query;
 mod sections;
 mod segment;
@@ -280,13 +281,14 @@ impl SearchIndex {
     }
 
     /// Writes the current snapshot to disk: when it was opened from the index file at
-    /// `cache`, as a delta file beside it (`index.cache` -> `index.delta`: the base's
-    /// tombstones and every later chunk, costing in proportion to the change since that
-    /// file); otherwise (built from the store, or merged since) as a whole index file at
-    /// `cache`, the delta beside it removed. Each file is written atomically: a
+    /// `cache` and less than a quarter of it (and [`IndexOptions::merge_min_chunks`])
+    /// has changed since, as a delta file beside it (`index.cache` -> `index.delta`:
+    /// the base's tombstones and every later chunk, costing in proportion to the
+    /// change); otherwise as a whole index file at `cache`, its segments merged as it
+    /// is written, the delta beside it removed. Each file is written atomically: a
     /// temporary file, synced, then renamed.
     pub fn save_cache(&self, cache: &std::path::Path) -> Result<SavedAs> {
-        cache::save(&self.snapshot(), cache)
+        cache::save(&self.snapshot(), cache, self.options.merge_min_chunks)
     }
 
     /// The current snapshot; it stays valid (and unchanged) while held.

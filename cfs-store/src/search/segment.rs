@@ -322,29 +322,7 @@ impl Segment {
             lens.push(seg.token_len(i as usize));
             vectors.push_from(seg, i as usize);
         }
-        let mut postings: HashMap<Box<str>, Vec<Posting>> = HashMap::new();
-        for (p, live) in parts.iter().enumerate() {
-            live.segment.for_each_term(|term, list| {
-                let mapped = list.iter().filter_map(|&[i, tf]| {
-                    let new = *remap[p].get(i as usize)?;
-                    (new != u32::MAX).then_some([new, tf])
-                });
-                match postings.get_mut(term) {
-                    Some(out) => out.extend(mapped),
-                    None => {
-                        let out: Vec<Posting> = mapped.collect();
-                        if !out.is_empty() {
-                            postings.insert(term.into(), out);
-                        }
-                    }
-                }
-            });
-        }
-        if parts.len() > 1 {
-            for list in postings.values_mut() {
-                list.sort_unstable();
-            }
-        }
+        let postings = merged_postings(parts, &remap);
         Self::from_parts(metas, lens, postings, vectors)
     }
 
@@ -475,6 +453,39 @@ impl Segment {
         };
         first(&|x| x < b)..first(&|x| x <= b)
     }
+}
+
+/// The postings of `parts` merged, each local index `i` of part `p` renamed
+/// `remap[p][i]` (`u32::MAX`: left out), each list in new index order; a term left
+/// without postings is left out.
+pub(crate) fn merged_postings(
+    parts: &[Live],
+    remap: &[Vec<u32>],
+) -> HashMap<Box<str>, Vec<Posting>> {
+    let mut postings: HashMap<Box<str>, Vec<Posting>> = HashMap::new();
+    for (p, live) in parts.iter().enumerate() {
+        live.segment.for_each_term(|term, list| {
+            let mapped = list.iter().filter_map(|&[i, tf]| {
+                let new = *remap[p].get(i as usize)?;
+                (new != u32::MAX).then_some([new, tf])
+            });
+            match postings.get_mut(term) {
+                Some(out) => out.extend(mapped),
+                None => {
+                    let out: Vec<Posting> = mapped.collect();
+                    if !out.is_empty() {
+                        postings.insert(term.into(), out);
+                    }
+                }
+            }
+        });
+    }
+    if parts.len() > 1 {
+        for list in postings.values_mut() {
+            list.sort_unstable();
+        }
+    }
+    postings
 }
 
 /// A segment with the tombstones of one snapshot.

@@ -349,12 +349,7 @@ impl Snapshot {
                 .for_each(|b| set_bit(&mut f.path_buckets, b));
             touched_docs.iter().for_each(|d| f.touch_doc(d));
         }
-        if needs_merge(&segments, merge_min) {
-            segments = vec![Live::new(Arc::new(Segment::merge(&segments)))];
-            diff.merged = true;
-            // The index file's segment is merged away: the next save writes a whole file.
-            file = None;
-        }
+        let segments = merge_if_needed(segments, &mut file, merge_min, &mut diff);
         let next = Snapshot {
             root,
             sequence,
@@ -522,6 +517,37 @@ fn changed_buckets(now: &[MerkleRoot], before: &[MerkleRoot]) -> Vec<usize> {
     (0..N_BUCKETS)
         .filter(|&b| now.get(b) != before.get(b))
         .collect()
+}
+
+/// The segments, merged where they have grown past the threshold: all of them into a
+/// new base (the index file, if any, forgotten); or, where the base is the index file's,
+/// the others into one beside it, the base left mapped (it is never merged in memory:
+/// past a quarter of it changed, the next save writes the whole file merged as it is
+/// written).
+fn merge_if_needed(
+    segments: Vec<Live>,
+    file: &mut Option<FileBase>,
+    merge_min: usize,
+    diff: &mut SnapshotDiff,
+) -> Vec<Live> {
+    let from_file = file
+        .as_ref()
+        .is_some_and(|f| segments.first().is_some_and(|l| f.is_base(l)));
+    match segments.split_first() {
+        Some((base, rest)) if from_file => {
+            if rest.len() > 1 && needs_merge(rest, merge_min) {
+                vec![base.clone(), Live::new(Arc::new(Segment::merge(rest)))]
+            } else {
+                segments
+            }
+        }
+        _ if needs_merge(&segments, merge_min) => {
+            diff.merged = true;
+            *file = None;
+            vec![Live::new(Arc::new(Segment::merge(&segments)))]
+        }
+        _ => segments,
+    }
 }
 
 /// Whether the small segments and the base's tombstones have grown past the threshold.

@@ -69,7 +69,8 @@ fn check_search(
     let mut reopened = Vec::new();
     let mut saved = None;
     if cache.exists() {
-        // Merges past two chunks, so that the mapped base is merged in memory too.
+        // Merges past two chunks: the segments beside the mapped base merge, and a save
+        // past a quarter of it writes a whole file merged as it is written.
         let merging = IndexOptions {
             merge_min_chunks: 2,
             ..IndexOptions::exact()
@@ -95,6 +96,13 @@ fn check_search(
     );
     let _ = std::fs::remove_file(&from_store);
     fresh.save_cache(&from_memory).unwrap();
+    // And so is a whole file merged from the mapped base and the segments beside it.
+    if saved == Some(SavedAs::Whole) {
+        prop_assert_eq!(
+            std::fs::read(&from_memory).unwrap(),
+            std::fs::read(&cache).unwrap()
+        );
+    }
     let (built, status) =
         SearchIndex::open_or_build_cached(store, embedder, IndexOptions::exact(), &from_store)
             .unwrap();
