@@ -795,59 +795,77 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     if common.json {
         print_json(&value)?;
     } else {
-        writeln!(out, "store {} ({} bytes)", store.path().display(), size)?;
-        writeln!(
-            out,
-            "  {} paths, {} documents, {} chunks, {} embeddings, {} edges",
-            counts.paths, counts.documents, counts.chunks, counts.embeddings, counts.edges
-        )?;
-        writeln!(
-            out,
-            "  {} commits; embedder {}",
-            chain.len(),
-            store.settings().model_id
-        )?;
-        writeln!(
-            out,
-            "  embedded {} of {} chunks",
-            counts.embeddings, counts.chunks
-        )?;
-        writeln!(out, "state root {}", roots.state_root())?;
-        if !consistent {
-            writeln!(
-                out,
-                "DAMAGED: the state root and the last state record differ; cfs verify says \
-                 more, cfs repair rebuilds the store from its tree"
-            )?;
-        }
-        if let Some((head, root)) = &git_head {
-            let note = if *root == roots.state_root() {
-                ""
-            } else {
-                " (the store changed since)"
-            };
-            writeln!(out, "indexed git HEAD {head}{note}")?;
-        }
-        if args.tables {
-            writeln!(
-                out,
-                "{:<20} {:>10} {:>14} {:>14} {:>14}",
-                "table", "rows", "stored bytes", "overhead", "unused"
-            )?;
-            for t in &usage {
-                writeln!(
-                    out,
-                    "{:<20} {:>10} {:>14} {:>14} {:>14}",
-                    t.name, t.rows, t.stored_bytes, t.metadata_bytes, t.fragmented_bytes
-                )?;
-            }
-        }
+        write_status(&mut out, &value)?;
     }
     Ok(if consistent {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The text form of `cfs status`, from its JSON value.
+fn write_status(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
+    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    let text = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    writeln!(out, "store {} ({} bytes)", text("store"), n("store_bytes"))?;
+    writeln!(
+        out,
+        "  {} paths, {} documents, {} chunks, {} embeddings, {} edges",
+        n("paths"),
+        n("documents"),
+        n("chunks"),
+        n("embeddings"),
+        n("edges")
+    )?;
+    writeln!(
+        out,
+        "  {} commits; embedder {}",
+        n("commits"),
+        text("embedder")
+    )?;
+    writeln!(
+        out,
+        "  embedded {} of {} chunks",
+        n("embeddings"),
+        n("chunks")
+    )?;
+    writeln!(out, "state root {}", text("state_root"))?;
+    if v["consistent"] != true {
+        writeln!(
+            out,
+            "DAMAGED: the state root and the last state record differ; cfs verify says \
+             more, cfs repair rebuilds the store from its tree"
+        )?;
+    }
+    if let Some(head) = v["git_head"]["commit"].as_str() {
+        let note = if v["git_head"]["current"] == true {
+            ""
+        } else {
+            " (the store changed since)"
+        };
+        writeln!(out, "indexed git HEAD {head}{note}")?;
+    }
+    if let Some(tables) = v["tables"].as_array() {
+        writeln!(
+            out,
+            "{:<20} {:>10} {:>14} {:>14} {:>14}",
+            "table", "rows", "stored bytes", "overhead", "unused"
+        )?;
+        for t in tables {
+            let n = |k: &str| t[k].as_u64().unwrap_or(0);
+            writeln!(
+                out,
+                "{:<20} {:>10} {:>14} {:>14} {:>14}",
+                t["name"].as_str().unwrap_or_default(),
+                n("rows"),
+                n("stored_bytes"),
+                n("metadata_bytes"),
+                n("fragmented_bytes")
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// `cfs reembed --embedder E`: one commit drops every vector and records E, then every
@@ -938,7 +956,6 @@ pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
 
 pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let common = &args.common;
-    let mut out = std::io::stdout().lock();
     let store = open_read(common)?;
     let started = std::time::Instant::now();
     let report = store.verify().with_context(|| {
@@ -953,55 +970,86 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         Ok(embedder) => Ok(store.check_vectors(&*embedder, sample)?),
         Err(e) => Err(format!("{e:#}")),
     };
-    let index = index_file_check(&store);
-    let seconds = started.elapsed().as_secs_f64();
-    let vectors_ok = vectors.as_ref().map_or(true, |v| v.wrong.is_empty());
-    let ok = report.is_ok() && vectors_ok && index.as_ref().is_none_or(|i| i.is_ok());
+    let verified = Verified {
+        report,
+        vectors,
+        index: index_file_check(&store),
+        seconds: started.elapsed().as_secs_f64(),
+    };
     if common.json {
-        let vectors_json = match &vectors {
+        print_json(&verified.json())?;
+    } else {
+        let cache = crate::search_cmds::cache_path(&store);
+        verified.write(&mut std::io::stdout().lock(), &cache)?;
+    }
+    Ok(if verified.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// What `cfs verify` found: the store's rows and roots, its vectors (or why they were
+/// not checked), its index file (if any), and how long it took.
+struct Verified {
+    report: cfs_store::VerifyReport,
+    vectors: Result<cfs_store::VectorCheck, String>,
+    index: Option<Result<usize, String>>,
+    seconds: f64,
+}
+
+impl Verified {
+    fn ok(&self) -> bool {
+        let vectors_ok = self.vectors.as_ref().map_or(true, |v| v.wrong.is_empty());
+        self.report.is_ok() && vectors_ok && self.index.as_ref().is_none_or(|i| i.is_ok())
+    }
+
+    fn json(&self) -> Value {
+        let vectors = match &self.vectors {
             Ok(v) => json!({"checked": v.checked, "embeddings": v.embeddings, "wrong": v.wrong}),
             Err(reason) => json!({"skipped": reason}),
         };
-        print_json(&json!({
-            "ok": ok,
-            "stored_root": report.stored_root.to_hex(),
-            "computed_root": report.computed_root.to_hex(),
-            "problems": report.problems,
-            "vectors": vectors_json,
-            "index_file": match &index {
+        json!({
+            "ok": self.ok(),
+            "stored_root": self.report.stored_root.to_hex(),
+            "computed_root": self.report.computed_root.to_hex(),
+            "problems": self.report.problems,
+            "vectors": vectors,
+            "index_file": match &self.index {
                 None => json!(null),
                 Some(Ok(bytes)) => json!({"ok": true, "bytes": bytes}),
                 Some(Err(reason)) => json!({"ok": false, "problem": reason}),
             },
-            "seconds": seconds,
-        }))?;
-    } else if report.is_ok() {
-        writeln!(
-            out,
-            "ok: {} rows recomputed to state root {} ({seconds:.2} s)",
-            report.counts.paths
-                + report.counts.documents
-                + report.counts.chunks
-                + report.counts.embeddings
-                + report.counts.edges,
-            report.computed_root
-        )?;
-    } else {
-        writeln!(
-            out,
-            "FAILED: stored root {}, computed {}",
-            report.stored_root, report.computed_root
-        )?;
-        for p in &report.problems {
-            writeln!(out, "  {p}")?;
-        }
-        writeln!(
-            out,
-            "the store is damaged: cfs repair rebuilds it from its tree (the damaged file is kept aside)"
-        )?;
+            "seconds": self.seconds,
+        })
     }
-    if !common.json {
-        match &vectors {
+
+    /// The text form; `cache` is the index file the advice names.
+    fn write(&self, out: &mut impl Write, cache: &Path) -> std::io::Result<()> {
+        let (report, seconds) = (&self.report, self.seconds);
+        if report.is_ok() {
+            let c = &report.counts;
+            let rows = c.paths + c.documents + c.chunks + c.embeddings + c.edges;
+            writeln!(
+                out,
+                "ok: {rows} rows recomputed to state root {} ({seconds:.2} s)",
+                report.computed_root
+            )?;
+        } else {
+            writeln!(
+                out,
+                "FAILED: stored root {}, computed {}",
+                report.stored_root, report.computed_root
+            )?;
+            for p in &report.problems {
+                writeln!(out, "  {p}")?;
+            }
+            writeln!(
+                out,
+                "the store is damaged: cfs repair rebuilds it from its tree (the damaged file is kept aside)"
+            )?;
+        }
+        match &self.vectors {
             Ok(v) if v.wrong.is_empty() => writeln!(
                 out,
                 "vectors: {} of {} recomputed from their texts, all equal",
@@ -1020,24 +1068,19 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             }
             Err(reason) => writeln!(out, "vectors: not checked: {reason}")?,
         }
-        match &index {
-            None => {}
+        match &self.index {
+            None => Ok(()),
             Some(Ok(bytes)) => writeln!(
                 out,
                 "index file: {bytes} bytes, every section matches its hash"
-            )?,
+            ),
             Some(Err(reason)) => writeln!(
                 out,
                 "index file: FAILED, {reason}; it is only a cache: delete {} and the next search rebuilds it",
-                crate::search_cmds::cache_path(&store).display()
-            )?,
+                cache.display()
+            ),
         }
     }
-    Ok(if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
 }
 
 /// The search index file beside the store, every section checked against its hash;
