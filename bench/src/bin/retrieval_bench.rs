@@ -98,6 +98,51 @@ fn quality(
     json!({"recall_at_10": found as f64 / n, "mrr": rr / n})
 }
 
+/// `--twins`: how many labels' target chunks have a byte-identical twin elsewhere in the
+/// corpus (a vendored copy, the same helper in two packages), and text and vector
+/// Recall@10 when a twin of the target counts as the target.
+fn twins(index: &SearchIndex, e: &dyn Embedder, labels: &[Label]) -> serde_json::Value {
+    let snap = index.snapshot();
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for id in snap.chunk_ids() {
+        if let Ok(Some(text)) = snap.chunk_text(&id) {
+            *count.entry(text).or_default() += 1;
+        }
+    }
+    let target_text = |label: &Label| -> Option<String> {
+        let chunk = snap.chunks_at_path(&label.path).into_iter().find(|c| {
+            let paths: Vec<&str> = c.doc.paths.iter().map(|p| &*p.path).collect();
+            cfs_bench::is_target_parts(&paths, c.symbol.as_deref(), label)
+        })?;
+        snap.chunk_text(&chunk.id).ok().flatten()
+    };
+    let (mut with_twin, mut found) = (0usize, 0usize);
+    let mut hits = BTreeMap::new();
+    for mode in [Mode::Text, Mode::Vector] {
+        let (mut strict, mut lenient) = (0usize, 0usize);
+        for label in labels {
+            let Some(text) = target_text(label) else {
+                continue;
+            };
+            if mode == Mode::Text {
+                found += 1;
+                with_twin += usize::from(count.get(&text).copied().unwrap_or(0) > 1);
+            }
+            let mut q = Query::new(label.query.clone()).mode(mode).k(10);
+            q.exact = true;
+            let got = index.search(&q, e).expect("search");
+            strict += usize::from(got.iter().any(|h| is_target(h, label)));
+            lenient += usize::from(got.iter().any(|h| is_target(h, label) || h.text == text));
+        }
+        let n = found.max(1) as f64;
+        hits.insert(
+            format!("{mode:?}"),
+            json!({"recall_at_10": strict as f64 / n, "twin_counts_recall_at_10": lenient as f64 / n}),
+        );
+    }
+    json!({"labels": labels.len(), "targets_found": found, "targets_with_twin": with_twin, "by_mode": hits})
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let get = |name: &str| flag(&args, name);
@@ -202,6 +247,10 @@ fn main() {
             }
             _ => labels,
         };
+    if args.iter().any(|a| a == "--twins") {
+        println!("{}", twins(&index, &*embedder, &labels));
+        return;
+    }
     let own = embedder.fusion_weight();
     let mut weights: Vec<u32> = get("--weights").map_or(vec![0, 25, 50, 100, 150, 200], |w| {
         w.split(',').map(|x| x.parse().expect("weight")).collect()
