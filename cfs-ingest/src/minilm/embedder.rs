@@ -116,10 +116,7 @@ impl MiniLmInt {
     /// Loads the model from the first of [`default_model_dirs`] that has the file; the
     /// error lists where it looked and how to get the file.
     pub fn open_default() -> Result<Self, EmbedError> {
-        let path = default_path()?;
-        let bytes = checked_map(&path)?;
-        Self::parse(&bytes, MINILM_HASH)
-            .map_err(|e| unavailable(format!("{}: {e}", path.display())))
+        Self::load(&default_path()?)
     }
 
     /// Checks that the default model file is there and is the one this cfs needs (its

@@ -15,10 +15,12 @@ use cfs_core::{ChunkId, DocumentId, ModelHash, N_BUCKETS, PathEntry};
 
 use super::cache::{ALIGN, Counts, write_sections};
 use super::codes::{code_words, sign_code};
-use super::sections::{ChunkColumns, PART_BYTES, SectionSink, doc_sections, tail_sections, terms};
-use super::segment::{DocInfo, Posting};
+use super::mapped::RECORD_BYTES;
+use super::sections::{
+    ChunkColumns, PART_BYTES, SectionSink, doc_sections, le, tail_sections, terms,
+};
+use super::segment::{DocInfo, Posting, add_postings, fit_vector};
 use super::snapshot::{BUILD_BATCH, Snapshot, prepare_chunks};
-use super::vector::norm2;
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
 
@@ -76,7 +78,7 @@ impl Places {
             at = start + len;
             start as u64
         };
-        for len in [n * 16, n * 48, n * 4, n * 8, n.div_ceil(64) * 8] {
+        for len in [n * 16, n * RECORD_BYTES, n * 4, n * 8, n.div_ceil(64) * 8] {
             place(len);
         }
         let vectors = place(n * dim * 2);
@@ -164,31 +166,17 @@ impl ChunkPass {
             drop(chunks);
             for chunk in prepared {
                 let local = u32::try_from(columns.len()).unwrap_or(u32::MAX);
-                for (term, count) in chunk.terms.iter() {
-                    match postings.get_mut(term) {
-                        Some(list) => list.push([local, count]),
-                        None => {
-                            postings.insert(term.into(), vec![[local, count]]);
-                        }
-                    }
-                }
-                // As `Vectors::push`: cut or padded to the dimension, empty = missing.
-                let n = chunk.vector.len().min(dim);
-                padded[..n].copy_from_slice(&chunk.vector[..n]);
-                padded[n..].fill(0);
+                add_postings(&mut postings, local, &chunk.terms);
                 let doc = ordinal.get(&chunk.meta.doc.id).ok_or_else(|| {
                     StoreError::Internal(format!("chunk {} has no document", chunk.meta.id))
                 })?;
-                let len = chunk.terms.total();
-                let missing = chunk.vector.is_empty();
-                columns.push(&chunk.meta, *doc, len, norm2(&chunk.vector[..n]), missing);
-                let bytes: Vec<u8> = padded.iter().flat_map(|v| v.to_le_bytes()).collect();
-                vectors.write(&bytes).map_err(io)?;
-                let code: Vec<u8> = sign_code(&padded)
-                    .into_iter()
-                    .flat_map(u64::to_le_bytes)
-                    .collect();
-                codes.write(&code).map_err(io)?;
+                let norm2 = fit_vector(&chunk.vector, &mut padded);
+                let (len, missing) = (chunk.terms.total(), chunk.vector.is_empty());
+                columns.push(&chunk.meta, *doc, len, norm2, missing);
+                vectors.write(&le(&padded, i16::to_le_bytes)).map_err(io)?;
+                codes
+                    .write(&le(&sign_code(&padded), u64::to_le_bytes))
+                    .map_err(io)?;
             }
         }
         Ok(Self {

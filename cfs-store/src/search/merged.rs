@@ -15,7 +15,7 @@ use super::codes::sign_code;
 use super::sections::{
     ChunkColumns, PART_BYTES, SectionSink, doc_sections, le, tail_sections, terms,
 };
-use super::segment::{DocInfo, Live, merged_postings};
+use super::segment::{DocInfo, Live, live_order, merged_postings, unmapped};
 use crate::error::{Result, StoreError};
 
 /// Gives `out` the sections of a whole index file holding the live chunks of `parts`
@@ -28,10 +28,7 @@ pub(crate) fn merged_sections(
 ) -> Result<Counts> {
     let ordinal = doc_sections(docs, paths, out)?;
     let order = live_order(parts);
-    let mut remap: Vec<Vec<u32>> = parts
-        .iter()
-        .map(|l| vec![u32::MAX; l.segment.len()])
-        .collect();
+    let mut remap = unmapped(parts);
     for (new, &(_, p, i)) in order.iter().enumerate() {
         remap[p as usize][i as usize] = new as u32;
     }
@@ -53,20 +50,6 @@ pub(crate) fn merged_sections(
         total_len,
         base: [0; 32],
     })
-}
-
-/// (id, part, local index) of every live chunk of `parts`, in id order.
-fn live_order(parts: &[Live]) -> Vec<(ChunkId, u32, u32)> {
-    let mut order = Vec::with_capacity(parts.iter().map(Live::n_live).sum());
-    for (p, live) in parts.iter().enumerate() {
-        for i in 0..live.segment.len() {
-            if !live.is_dead(i) {
-                order.push((live.segment.id(i), p as u32, i as u32));
-            }
-        }
-    }
-    order.sort_unstable_by_key(|e| e.0);
-    order
 }
 
 /// The chunk columns before the vectors, in `order`.

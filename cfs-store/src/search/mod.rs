@@ -165,12 +165,7 @@ impl SearchIndex {
     pub fn open(store: &Store, embedder: &dyn Embedder, options: IndexOptions) -> Result<Self> {
         check_model(store, embedder)?;
         let empty = Snapshot::empty(embedder.model_hash(), embedder.dimension());
-        let index = Self {
-            current: ArcSwap::from_pointee(empty),
-            refresh: Mutex::new(()),
-            options,
-            builds: Mutex::new(Vec::new()),
-        };
+        let index = Self::publishing(empty, options);
         index.refresh(store)?;
         Ok(index)
     }
@@ -188,11 +183,29 @@ impl SearchIndex {
     ) -> Result<(Self, CacheStatus)> {
         match Self::load_cached(store, embedder, cache)? {
             Ok(snap) => Self::from_file(store, snap, options),
-            Err(None) => Ok((Self::open(store, embedder, options)?, CacheStatus::Missing)),
-            Err(Some(reason)) => Ok((
-                Self::open(store, embedder, options)?,
-                CacheStatus::Rebuilt(reason),
-            )),
+            Err(reason) => Self::in_memory(store, embedder, options, reason),
+        }
+    }
+
+    /// The index built in memory for want of a usable file (`reason`: why the one
+    /// there was not used; `None`: there was none), with that status.
+    fn in_memory(
+        store: &Store,
+        embedder: &dyn Embedder,
+        options: IndexOptions,
+        reason: Option<String>,
+    ) -> Result<(Self, CacheStatus)> {
+        let status = reason.map_or(CacheStatus::Missing, CacheStatus::Rebuilt);
+        Ok((Self::open(store, embedder, options)?, status))
+    }
+
+    /// An index publishing `snap`, nothing refreshed yet.
+    fn publishing(snap: Snapshot, options: IndexOptions) -> Self {
+        Self {
+            current: ArcSwap::from_pointee(snap),
+            refresh: Mutex::new(()),
+            options,
+            builds: Mutex::new(Vec::new()),
         }
     }
 
@@ -220,11 +233,7 @@ impl SearchIndex {
             Ok(()) => {}
             // The file cannot be written (a read-only folder, a full disk): in memory, as
             // `open_cached` builds it; the caller's `save_cache` then says why, if it tries.
-            Err(StoreError::Io { .. }) => {
-                let index = Self::open(store, embedder, options)?;
-                let status = reason.map_or(CacheStatus::Missing, CacheStatus::Rebuilt);
-                return Ok((index, status));
-            }
+            Err(StoreError::Io { .. }) => return Self::in_memory(store, embedder, options, reason),
             Err(e) => return Err(e),
         }
         let snap = Self::load_cached(store, embedder, cache)?.map_err(|why| {
@@ -262,12 +271,7 @@ impl SearchIndex {
         options: IndexOptions,
     ) -> Result<(Self, CacheStatus)> {
         let (cached_root, delta) = (snap.root, snap.pending_over_file());
-        let index = Self {
-            current: ArcSwap::from_pointee(snap),
-            refresh: Mutex::new(()),
-            options,
-            builds: Mutex::new(Vec::new()),
-        };
+        let index = Self::publishing(snap, options);
         let report = index.refresh(store)?;
         let status = match report.diff {
             Some(d) if report.root != cached_root => CacheStatus::CaughtUp {

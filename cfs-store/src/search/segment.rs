@@ -168,11 +168,11 @@ impl Vectors {
     /// Appends `vector`, cut or padded with zeros to `dim`; an empty `vector` is a chunk
     /// without an embedding (the zero vector, marked missing).
     pub fn push(&mut self, vector: &[i16]) {
+        let start = self.data.len();
+        self.data.resize(start + self.dim, 0);
+        self.norms2
+            .push(fit_vector(vector, &mut self.data[start..]));
         self.missing.push(vector.is_empty());
-        let n = vector.len().min(self.dim);
-        self.data.extend_from_slice(&vector[..n]);
-        self.data.extend(std::iter::repeat_n(0, self.dim - n));
-        self.norms2.push(super::vector::norm2(&vector[..n]));
     }
 
     /// Appends vector `i` of `seg` (same dimension).
@@ -245,14 +245,7 @@ impl SegmentBuilder {
             "segment chunks out of id order"
         );
         let local = u32::try_from(self.metas.len()).unwrap_or(u32::MAX);
-        for (term, count) in chunk.terms.iter() {
-            match self.postings.get_mut(term) {
-                Some(list) => list.push([local, count]),
-                None => {
-                    self.postings.insert(term.into(), vec![[local, count]]);
-                }
-            }
-        }
+        add_postings(&mut self.postings, local, &chunk.terms);
         self.lens.push(chunk.terms.total());
         self.vectors.push(&chunk.vector);
         self.metas.push(chunk.meta);
@@ -295,32 +288,19 @@ impl Segment {
     /// One segment in memory of the live chunks of `parts`, without re-tokenizing.
     pub fn merge(parts: &[Live]) -> Self {
         let dim = parts.first().map_or(0, |p| p.segment.dim());
-        // (id, part, local, metadata) of every live chunk, in id order; a chunk whose
-        // metadata a damaged file cannot give is left out.
-        let mut order: Vec<(ChunkId, usize, u32, Arc<ChunkMeta>)> = Vec::new();
-        for (p, live) in parts.iter().enumerate() {
-            for i in 0..live.segment.len() {
-                if !live.is_dead(i)
-                    && let Some(meta) = live.segment.meta(i)
-                {
-                    order.push((meta.id, p, i as u32, meta));
-                }
-            }
-        }
-        order.sort_unstable_by_key(|e| e.0);
-        let mut remap: Vec<Vec<u32>> = parts
-            .iter()
-            .map(|l| vec![u32::MAX; l.segment.len()])
-            .collect();
+        let order = live_order(parts);
+        let mut remap = unmapped(parts);
         let mut metas = Vec::with_capacity(order.len());
         let mut lens = Vec::with_capacity(order.len());
         let mut vectors = Vectors::with_capacity(dim, order.len());
-        for (new, (_, p, i, meta)) in order.into_iter().enumerate() {
-            let seg = &parts[p].segment;
-            remap[p][i as usize] = new as u32;
+        for (_, p, i) in order {
+            let (seg, i) = (&parts[p as usize].segment, i as usize);
+            // A chunk whose metadata a damaged file cannot give is left out.
+            let Some(meta) = seg.meta(i) else { continue };
+            remap[p as usize][i] = metas.len() as u32;
             metas.push(meta);
-            lens.push(seg.token_len(i as usize));
-            vectors.push_from(seg, i as usize);
+            lens.push(seg.token_len(i));
+            vectors.push_from(seg, i);
         }
         let postings = merged_postings(parts, &remap);
         Self::from_parts(metas, lens, postings, vectors)
@@ -453,6 +433,56 @@ impl Segment {
         };
         first(&|x| x < b)..first(&|x| x <= b)
     }
+}
+
+/// Adds the postings of a chunk of `terms` at local index `local` (each term's list
+/// stays in index order when chunks come in index order).
+pub(crate) fn add_postings(
+    postings: &mut HashMap<Box<str>, Vec<Posting>>,
+    local: u32,
+    terms: &Terms,
+) {
+    for (term, count) in terms.iter() {
+        match postings.get_mut(term) {
+            Some(list) => list.push([local, count]),
+            None => {
+                postings.insert(term.into(), vec![[local, count]]);
+            }
+        }
+    }
+}
+
+/// Writes `vector` into `out` (the segment's dimension), cut or padded with zeros, and
+/// returns the squared norm of what was kept. An empty `vector` is a chunk without an
+/// embedding: the zero vector.
+pub(crate) fn fit_vector(vector: &[i16], out: &mut [i16]) -> u64 {
+    let n = vector.len().min(out.len());
+    out[..n].copy_from_slice(&vector[..n]);
+    out[n..].fill(0);
+    super::vector::norm2(&vector[..n])
+}
+
+/// (id, part, local index) of every live chunk of `parts`, in id order.
+pub(crate) fn live_order(parts: &[Live]) -> Vec<(ChunkId, u32, u32)> {
+    let mut order = Vec::with_capacity(parts.iter().map(Live::n_live).sum());
+    for (p, live) in parts.iter().enumerate() {
+        for i in 0..live.segment.len() {
+            if !live.is_dead(i) {
+                order.push((live.segment.id(i), p as u32, i as u32));
+            }
+        }
+    }
+    order.sort_unstable_by_key(|e| e.0);
+    order
+}
+
+/// A renaming of every local index of `parts` to "left out" (`u32::MAX`), for
+/// [`merged_postings`] to be filled in.
+pub(crate) fn unmapped(parts: &[Live]) -> Vec<Vec<u32>> {
+    parts
+        .iter()
+        .map(|l| vec![u32::MAX; l.segment.len()])
+        .collect()
 }
 
 /// The postings of `parts` merged, each local index `i` of part `p` renamed
