@@ -12,9 +12,7 @@ use cfs_core::{ChunkId, DocumentId, N_BUCKETS, PathEntry};
 
 use super::cache::Counts;
 use super::codes::sign_code;
-use super::sections::{
-    ChunkColumns, PART_BYTES, SectionSink, doc_sections, le, tail_sections, terms,
-};
+use super::sections::{ChunkColumns, SectionSink, doc_sections, le, stream, tail_sections, terms};
 use super::segment::{DocInfo, Live, live_order, merged_postings, unmapped};
 use crate::error::{Result, StoreError};
 
@@ -76,23 +74,4 @@ fn columns(
         );
     }
     Ok(columns)
-}
-
-/// One section of a value per chunk of `order`, each appended to a part by `bytes`,
-/// given to `out` in parts of about [`PART_BYTES`].
-fn stream(
-    order: &[(ChunkId, u32, u32)],
-    out: &mut dyn SectionSink,
-    bytes: impl Fn(&(ChunkId, u32, u32), &mut Vec<u8>),
-) -> Result<()> {
-    let mut part = Vec::with_capacity(PART_BYTES + 4096);
-    for at in order {
-        bytes(at, &mut part);
-        if part.len() >= PART_BYTES {
-            out.part(&part)?;
-            part.clear();
-        }
-    }
-    out.part(&part)?;
-    out.end()
 }

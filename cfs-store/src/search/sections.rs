@@ -115,16 +115,27 @@ pub(crate) fn blobs<T: BorshSerialize>(
 /// The sign code of every vector, as one section in parts: [`codes::code_words`] u64
 /// words each, bit `j % 64` of word `j / 64` set when component `j` is above 0.
 pub(crate) fn sign_codes(vectors: &Vectors, out: &mut dyn SectionSink) -> Result<()> {
-    let words = codes::code_words(vectors.dim);
-    let per_part = (PART_BYTES / (words * 8).max(1)).max(1);
-    let n = vectors.norms2.len();
-    for first in (0..n).step_by(per_part) {
-        let mut part = Vec::with_capacity(per_part * words);
-        for i in first..(first + per_part).min(n) {
-            part.extend(codes::sign_code(vectors.get(i)));
+    stream(0..vectors.norms2.len(), out, |i, part| {
+        part.extend(le(&codes::sign_code(vectors.get(i)), u64::to_le_bytes))
+    })
+}
+
+/// One section of a value per item, each appended to the part being filled by `bytes`,
+/// given to `out` in parts of about [`PART_BYTES`].
+pub(crate) fn stream<T>(
+    items: impl IntoIterator<Item = T>,
+    out: &mut dyn SectionSink,
+    bytes: impl Fn(T, &mut Vec<u8>),
+) -> Result<()> {
+    let mut part = Vec::with_capacity(PART_BYTES + 4096);
+    for item in items {
+        bytes(item, &mut part);
+        if part.len() >= PART_BYTES {
+            out.part(&part)?;
+            part.clear();
         }
-        out.part(&le(&part, u64::to_le_bytes))?;
     }
+    out.part(&part)?;
     out.end()
 }
 
