@@ -157,7 +157,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     // Determinism: the files in reverse order, on one thread, give the same root.
     let reversed = cfs_ingest::Walk {
         files: files_in_order.into_iter().rev().collect(),
-        errors: Vec::new(),
+        ..cfs_ingest::Walk::default()
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
     let again = pool.install(|| index_walk(reversed, &config, &registry, &embedder, &|_| {}))?;

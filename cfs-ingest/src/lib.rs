@@ -12,6 +12,7 @@ mod embed;
 mod error;
 pub mod fuzz;
 mod html;
+mod ignore_rules;
 mod markdown;
 pub mod minilm;
 mod parse_only;

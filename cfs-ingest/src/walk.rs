@@ -1,17 +1,22 @@
 //! Directory walking: which files under a root are indexed.
 //!
-//! gitignore-aware through the `ignore` crate (with `require_git(false)`, so a
-//! `.gitignore` counts outside a git repository too), with a default ignore set for
-//! version-control folders, dependency and build outputs and the store itself. Symbolic
-//! links are not followed (so no loop and no escape from the root) and are reported as
-//! skipped. The walk runs on several threads; paths come back sorted by their relative
-//! path, whatever order the file system or the threads gave them in.
+//! gitignore-aware (`ignore_rules.rs`: `.ignore`, `.gitignore`, `.git/info/exclude`
+//! and the global git excludes, which count outside a git repository too), with a
+//! default ignore set for version-control folders, dependency and build outputs and the
+//! store itself. Symbolic links are not followed (so no loop and no escape from the
+//! root) and are reported as skipped. Folders are listed on several threads, each file
+//! stat'ed relative to its open folder (the listing gives the types, so folders and
+//! links cost no `stat`); paths come back sorted by their relative path, whatever order
+//! the file system or the threads gave them in. A folder that cannot be listed is an
+//! error and is named in [`Walk::unread`], so a sync does not take its files for gone.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
 
 use cfs_core::validate_rel_path;
 
 use crate::error::IngestError;
+use crate::ignore_rules::{RuleFiles, Rules};
 
 /// Folder names never walked into, wherever they are.
 pub const DEFAULT_IGNORED_DIRS: [&str; 16] = [
@@ -53,6 +58,10 @@ pub struct Walk {
     pub files: Vec<WalkEntry>,
     /// Paths that could not be walked or used, with the reason.
     pub errors: Vec<IngestError>,
+    /// Folders that could not be listed and files that could not be stat'ed (relative
+    /// paths, `""` for the root), sorted: what a store holds at or under them is not
+    /// known to be gone.
+    pub unread: Vec<String>,
 }
 
 /// A part of a tree: relative paths, each naming a file or a folder (everything under
@@ -132,10 +141,6 @@ pub fn walk(root: &Path) -> Result<Walk, IngestError> {
 
 /// Walks the part of `root` in `scope` (all of it for `None`).
 pub fn walk_scope(root: &Path, scope: Option<&Scope>) -> Result<Walk, IngestError> {
-    let scope = scope
-        .filter(|s| !s.is_everything())
-        .cloned()
-        .map(std::sync::Arc::new);
     let meta = std::fs::metadata(root).map_err(|source| IngestError::Io {
         path: root.to_path_buf(),
         source,
@@ -146,110 +151,244 @@ pub fn walk_scope(root: &Path, scope: Option<&Scope>) -> Result<Walk, IngestErro
             source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
         });
     }
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .parents(false)
-        .require_git(false)
-        .follow_links(false)
-        .filter_entry({
-            let scope = scope.clone();
-            let root = root.to_path_buf();
-            move |entry| {
-                let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-                if is_dir
-                    && entry.depth() > 0
-                    && DEFAULT_IGNORED_DIRS.iter().any(|d| entry.file_name() == *d)
-                {
-                    return false;
-                }
-                let Some(scope) = &scope else { return true };
-                match entry.path().strip_prefix(&root).ok().and_then(Path::to_str) {
-                    Some(rel) => {
-                        let rel = rel.replace(std::path::MAIN_SEPARATOR, "/");
-                        if is_dir {
-                            scope.enters(&rel)
-                        } else {
-                            scope.contains(&rel)
-                        }
-                    }
-                    // Paths that are not UTF-8 are reported by the visit.
-                    None => true,
-                }
-            }
-        });
-    let found: std::sync::Mutex<Walk> = std::sync::Mutex::new(Walk::default());
-    builder.build_parallel().run(|| {
-        Box::new(|result| {
-            let outcome = visit(root, result);
-            if let Ok(mut walk) = found.lock() {
-                match outcome {
-                    Some(Ok(entry)) => walk.files.push(entry),
-                    Some(Err(e)) => walk.errors.push(e),
-                    None => {}
-                }
-            }
-            ignore::WalkState::Continue
-        })
+    let walker = Walker {
+        scope: scope.filter(|s| !s.is_everything()),
+        queue: Mutex::new(Queue::default()),
+        ready: Condvar::new(),
+    };
+    walker.push(vec![Folder {
+        abs: root.to_path_buf(),
+        rel: String::new(),
+        rules: Rules::at_root(root),
+    }]);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WALK_THREADS));
+    let mut parts = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(|| walker.work())).collect();
+        let mut parts = vec![walker.work()];
+        parts.extend(helpers.into_iter().map(|h| h.join().unwrap_or_default()));
+        parts
     });
-    let mut out = found.into_inner().unwrap_or_default();
+    let mut out = parts.pop().unwrap_or_default();
+    for part in parts {
+        out.files.extend(part.files);
+        out.errors.extend(part.errors);
+        out.unread.extend(part.unread);
+    }
     out.errors.sort_by_key(|e| e.to_string());
     out.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    out.unread.sort();
     Ok(out)
 }
 
-/// One walked entry: a file to index, a per-path error, or nothing (folders and other
-/// kinds of file).
-fn visit(
-    root: &Path,
-    result: Result<ignore::DirEntry, ignore::Error>,
-) -> Option<Result<WalkEntry, IngestError>> {
-    let entry = match result {
-        Ok(entry) => entry,
-        Err(e) => return Some(Err(walk_error(root, e))),
-    };
-    let file_type = entry.file_type()?;
-    if file_type.is_symlink() {
-        let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
-        return Some(Err(IngestError::Skipped {
-            path: rel.display().to_string(),
-            reason: "symbolic link (links are not followed)".into(),
-        }));
+/// At most this many threads list folders (a walk is bound by system calls; past a few
+/// threads they wait on each other in the kernel).
+const MAX_WALK_THREADS: usize = 4;
+
+/// A parallel walk: folders to list, shared by the threads, each of which keeps what
+/// it finds and returns it at the end.
+struct Walker<'a> {
+    scope: Option<&'a Scope>,
+    queue: Mutex<Queue>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    folders: Vec<Folder>,
+    /// Threads listing a folder (which may add more).
+    busy: usize,
+}
+
+/// A folder to list: its path, its path from the root (`""` for the root) and the
+/// ignore rules in force there.
+struct Folder {
+    abs: PathBuf,
+    rel: String,
+    rules: Rules,
+}
+
+impl Walker<'_> {
+    fn push(&self, folders: Vec<Folder>) {
+        if folders.is_empty() {
+            return;
+        }
+        if let Ok(mut q) = self.queue.lock() {
+            q.folders.extend(folders);
+        }
+        self.ready.notify_all();
     }
-    if !file_type.is_file() {
-        return None;
+
+    /// One thread's share: lists folders until none is left and no thread can add one.
+    fn work(&self) -> Walk {
+        let mut found = Walk::default();
+        while let Some(folder) = self.next() {
+            let children = self.list(&folder, &mut found);
+            self.push(children);
+            if let Ok(mut q) = self.queue.lock() {
+                q.busy -= 1;
+                if q.busy == 0 && q.folders.is_empty() {
+                    self.ready.notify_all();
+                }
+            }
+        }
+        found
     }
-    let rel = entry.path().strip_prefix(root).ok()?;
-    let rel_path = match rel_path_string(rel) {
-        Ok(p) => p,
-        Err(e) => return Some(Err(e)),
-    };
-    let meta = match entry.metadata() {
-        Ok(meta) => meta,
-        Err(e) => return Some(Err(walk_error(root, e))),
-    };
+
+    /// The next folder to list, or `None` when the walk is over.
+    fn next(&self) -> Option<Folder> {
+        let mut q = self.queue.lock().ok()?;
+        loop {
+            if let Some(folder) = q.folders.pop() {
+                q.busy += 1;
+                return Some(folder);
+            }
+            if q.busy == 0 {
+                return None;
+            }
+            q = self.ready.wait(q).ok()?;
+        }
+    }
+
+    /// Lists one folder: its files into `found`, its subfolders returned.
+    fn list(&self, folder: &Folder, found: &mut Walk) -> Vec<Folder> {
+        let entries = match read_folder(&folder.abs) {
+            Ok(entries) => entries,
+            Err(source) => {
+                // A folder gone since its parent was listed is gone with its files.
+                if source.kind() != std::io::ErrorKind::NotFound {
+                    found.unread.push(folder.rel.clone());
+                }
+                found.errors.push(IngestError::Io {
+                    path: folder.abs.clone(),
+                    source,
+                });
+                return Vec::new();
+            }
+        };
+        let mut rule_files = RuleFiles::default();
+        for e in &entries {
+            rule_files.see(&e.name);
+        }
+        let (rules, problems) = folder.rules.enter(&folder.abs, rule_files);
+        found.errors.extend(problems);
+        let mut children = Vec::new();
+        for e in entries {
+            if let Some(child) = self.visit(folder, &rules, e, found) {
+                children.push(child);
+            }
+        }
+        children
+    }
+
+    /// One entry of a listed folder: a file into `found`, a subfolder returned, or
+    /// nothing (ignored, out of scope, another kind of file).
+    fn visit(&self, folder: &Folder, rules: &Rules, e: Listed, found: &mut Walk) -> Option<Folder> {
+        let abs = folder.abs.join(&e.name);
+        let is_dir = e.file_type.is_dir();
+        // A `.git` file (a worktree's or submodule's link to its repository) is no more
+        // content than the `.git` folder.
+        if e.name == ".git" || (is_dir && DEFAULT_IGNORED_DIRS.iter().any(|d| e.name == *d)) {
+            return None;
+        }
+        let Some(name) = e.name.to_str() else {
+            let rel = Path::new(&folder.rel).join(&e.name);
+            if !rules.is_ignored(&abs, is_dir) {
+                found.errors.push(IngestError::Path {
+                    path: rel.display().to_string(),
+                    reason: "not valid UTF-8".into(),
+                });
+            }
+            return None;
+        };
+        let rel = if folder.rel.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{}/{name}", folder.rel)
+        };
+        let in_scope = self.scope.is_none_or(|s| {
+            if is_dir {
+                s.enters(&rel)
+            } else {
+                s.contains(&rel)
+            }
+        });
+        if !in_scope || rules.is_ignored(&abs, is_dir) {
+            return None;
+        }
+        if is_dir {
+            return Some(Folder {
+                abs,
+                rel,
+                rules: rules.clone(),
+            });
+        }
+        if e.file_type.is_symlink() {
+            found.errors.push(IngestError::Skipped {
+                path: rel,
+                reason: "symbolic link (links are not followed)".into(),
+            });
+        } else if e.file_type.is_file() {
+            match file_entry(&e, &rel, abs) {
+                Ok(entry) => found.files.push(entry),
+                Err(err) => {
+                    // A file that cannot be stat'ed (other than gone) may still be there.
+                    if !matches!(&err, IngestError::Io { source, .. }
+                        if source.kind() == std::io::ErrorKind::NotFound)
+                    {
+                        found.unread.push(rel);
+                    }
+                    found.errors.push(err);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// An entry of a folder's listing.
+struct Listed {
+    name: std::ffi::OsString,
+    file_type: std::fs::FileType,
+    entry: std::fs::DirEntry,
+}
+
+/// A folder's entries with their types (from the listing itself where the file system
+/// gives them, so no `stat` per entry).
+fn read_folder(dir: &Path) -> std::io::Result<Vec<Listed>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        out.push(Listed {
+            name: entry.file_name(),
+            file_type: entry.file_type()?,
+            entry,
+        });
+    }
+    Ok(out)
+}
+
+/// A file found by the walk, with its size and time (one `stat` relative to the open
+/// folder).
+fn file_entry(e: &Listed, rel: &str, abs: PathBuf) -> Result<WalkEntry, IngestError> {
+    validate_rel_path(rel).map_err(|err| IngestError::Path {
+        path: rel.to_owned(),
+        reason: err.to_string(),
+    })?;
+    let meta = e.entry.metadata().map_err(|source| IngestError::Io {
+        path: abs.clone(),
+        source,
+    })?;
     let mtime_ns = meta
         .modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-    Some(Ok(WalkEntry {
-        rel_path,
-        abs_path: entry.path().to_path_buf(),
+    Ok(WalkEntry {
+        rel_path: rel.to_owned(),
+        abs_path: abs,
         size_bytes: meta.len(),
         mtime_ns,
-    }))
-}
-
-fn walk_error(root: &Path, e: ignore::Error) -> IngestError {
-    let path = match &e {
-        ignore::Error::WithPath { path, .. } => path.clone(),
-        _ => root.to_path_buf(),
-    };
-    IngestError::Io {
-        path,
-        source: std::io::Error::other(e.to_string()),
-    }
+    })
 }
 
 /// The `/`-separated UTF-8 form of a relative path, validated as cfs stores it.

@@ -5,3 +5,4 @@ mod pdf;
 mod properties;
 mod tree;
 mod vectors;
+mod walk;

@@ -68,7 +68,7 @@ fn same_root_in_any_order_on_any_thread_count() {
         }
         let shuffled = Walk {
             files: walked.files,
-            errors: Vec::new(),
+            ..Walk::default()
         };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

@@ -254,12 +254,9 @@ impl Store {
 
     /// The files of `root` in `scope`, less the store's own file wherever it lives (only
     /// files with its name are resolved, to keep the walk free of per-file path
-    /// resolution), and the walk's failures.
-    fn walk_files(
-        &self,
-        root: &Path,
-        scope: Option<&Scope>,
-    ) -> Result<(Vec<WalkEntry>, Vec<Failure>)> {
+    /// resolution), the walk's failures, and the paths it could not read (a folder
+    /// that cannot be listed does not mean its files are gone).
+    fn walk_files(&self, root: &Path, scope: Option<&Scope>) -> Result<Walked> {
         let walked = walk_scope(root, scope)?;
         let store_file = self.path().canonicalize().ok();
         let store_name = self.path().file_name();
@@ -276,12 +273,24 @@ impl Store {
             .iter()
             .map(|e| (error_path(e), e.to_string()))
             .collect();
-        Ok((files, failures))
+        Ok(Walked {
+            files,
+            failures,
+            unread: Scope::new(walked.unread),
+        })
     }
 }
 
 /// A file that could not be indexed: its path and the reason.
 type Failure = (String, String);
+
+/// What the walk found.
+struct Walked {
+    files: Vec<WalkEntry>,
+    failures: Vec<Failure>,
+    /// Folders it could not list and files it could not stat: not gone.
+    unread: Scope,
+}
 
 /// One sync run: what it compares against, what it has done so far, and how.
 struct SyncRun<'a> {
@@ -353,10 +362,18 @@ impl<'a> SyncRun<'a> {
         // The walk (system calls) and the read of the store's side run at once.
         let (walked, state) =
             rayon::join(|| store.walk_files(root, scope), || self.read_state(scope));
-        let (files, walk_failures) = walked?;
+        let Walked {
+            files,
+            failures,
+            unread,
+        } = walked?;
         state?;
         (self.progress)(SyncProgress::Found { files: files.len() });
-        self.report.failed = walk_failures;
+        self.report.failed = failures;
+        if !unread.is_empty() {
+            // What the store holds under what could not be read stays as it is.
+            self.existing.retain(|path, _| !unread.contains(path));
+        }
         let seen: HashSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
         self.find_renames(&seen)?;
         Ok(self.triage(&files, &seen))

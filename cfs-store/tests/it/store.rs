@@ -702,3 +702,58 @@ fn another_spec_or_schema_version_is_refused_by_its_name() {
     );
     assert!(err.to_string().contains("schema version 7"), "{err}");
 }
+
+/// A folder the walk cannot list (here: its path grew past the system's limit when the
+/// tree moved, which no permission bit can stop root from reading) is reported, and
+/// what the store holds under it stays; the rest of the tree syncs as usual.
+#[test]
+fn a_folder_that_cannot_be_listed_keeps_its_files() {
+    let (tree, _db, store, options, embedder) = setup();
+    let deep = "d".repeat(200);
+    write(tree.path(), "t/src/a.txt", "alpha\n");
+    write(tree.path(), &format!("t/src/{deep}/b.txt"), "beta\n");
+    let first = store
+        .sync(&tree.path().join("t"), &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!(first.added, 2);
+
+    // Move the tree under a folder whose path is a little under the limit.
+    let target = 4096 - 40;
+    let mut long = tree.path().join("long");
+    while long.as_os_str().len() + 202 < target {
+        long.push("l".repeat(200));
+    }
+    let pad = target - long.as_os_str().len() - 1;
+    long.push("p".repeat(pad));
+    std::fs::create_dir_all(&long).unwrap();
+    std::fs::rename(tree.path().join("t"), long.join("t")).unwrap();
+    let root = long.join("t");
+    write(tree.path(), "short.txt", "");
+    std::fs::rename(tree.path().join("short.txt"), root.join("src/new.txt")).unwrap();
+    assert!(std::fs::read_dir(root.join("src")).is_ok());
+    assert!(std::fs::read_dir(root.join("src").join(&deep)).is_err());
+
+    let second = store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    assert_eq!((second.added, second.removed), (1, 0), "{second:?}");
+    assert!(
+        second.failed.iter().any(|(path, _)| path.ends_with(&deep)),
+        "{:?}",
+        second.failed
+    );
+    let paths: Vec<String> = store
+        .begin_read()
+        .unwrap()
+        .all_paths()
+        .unwrap()
+        .into_iter()
+        .map(|p| p.path)
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "src/a.txt",
+            format!("src/{deep}/b.txt").as_str(),
+            "src/new.txt"
+        ]
+    );
+}
