@@ -7,7 +7,7 @@
 //! cache; writes go in batched transactions; removed files are unbound by an explicit
 //! list. The root after a sync equals the root of a clean index of the same tree.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use cfs_core::{Canonical, ContentHash, DocumentId, PathEntry, StateRoot};
@@ -132,6 +132,19 @@ pub struct SyncReport {
 
 /// Whether a stat row vouches for the file the walk found: unchanged size and time
 /// (a zero time vouches for nothing).
+/// The value at `path` of a sorted map's cursor, moved forward to it; paths are asked
+/// for in increasing order.
+fn seek<'m, V>(
+    cursor: &mut std::iter::Peekable<std::collections::btree_map::Iter<'m, String, V>>,
+    path: &str,
+) -> Option<&'m V> {
+    while cursor.next_if(|(k, _)| k.as_str() < path).is_some() {}
+    cursor
+        .peek()
+        .filter(|(k, _)| k.as_str() == path)
+        .map(|(_, v)| *v)
+}
+
 fn vouches_for(stat: &Stat, entry: &WalkEntry) -> bool {
     stat.size == entry.size_bytes && stat.mtime_ns == entry.mtime_ns && stat.mtime_ns != 0
 }
@@ -374,9 +387,24 @@ impl<'a> SyncRun<'a> {
             // What the store holds under what could not be read stays as it is.
             self.existing.retain(|path, _| !unread.contains(path));
         }
-        let seen: HashSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
-        self.find_renames(&seen)?;
-        Ok(self.triage(&files, &seen))
+        let gone = self.gone(&files);
+        self.find_renames(&gone)?;
+        Ok(self.triage(&files, gone))
+    }
+
+    /// The paths in scope that the walk did not find. `files` is sorted by path, as the
+    /// store's maps are, so this is one merge of the two lists.
+    fn gone(&self, files: &[WalkEntry]) -> Vec<String> {
+        debug_assert!(files.windows(2).all(|w| w[0].rel_path < w[1].rel_path));
+        let mut found = files.iter().map(|f| f.rel_path.as_str()).peekable();
+        self.existing
+            .keys()
+            .filter(|path| {
+                while found.next_if(|f| *f < path.as_str()).is_some() {}
+                found.peek() != Some(&path.as_str())
+            })
+            .cloned()
+            .collect()
     }
 
     /// Reads what the run compares against: the path entries and stat rows in scope
@@ -399,17 +427,12 @@ impl<'a> SyncRun<'a> {
 
     /// The contents of the paths that are leaving (not found by the walk), to tell a
     /// rename from an addition.
-    fn find_renames(&mut self, seen: &HashSet<&str>) -> Result<()> {
-        let leaving: Vec<&PathEntry> = self
-            .existing
-            .values()
-            .filter(|e| !seen.contains(e.path.as_str()))
-            .collect();
-        if leaving.is_empty() {
+    fn find_renames(&mut self, gone: &[String]) -> Result<()> {
+        if gone.is_empty() {
             return Ok(());
         }
         let read = self.store.begin_read()?;
-        for entry in leaving {
+        for entry in gone.iter().filter_map(|path| self.existing.get(path)) {
             if let Some(doc) = read.document(&entry.document_id)? {
                 *self.renames_left.entry(doc.content_hash).or_insert(0) += 1;
             }
@@ -419,20 +442,16 @@ impl<'a> SyncRun<'a> {
 
     /// Stat cache first: unchanged size and time vouch for unchanged content, so such a
     /// file is not read (only relabelled if its collections changed).
-    fn triage(&mut self, files: &[WalkEntry], seen: &HashSet<&str>) -> Triage {
+    fn triage(&mut self, files: &[WalkEntry], gone: Vec<String>) -> Triage {
         let mut to_read: Vec<WalkEntry> = Vec::new();
         let mut relabel: Vec<PathEntry> = Vec::new();
-        // Hashed views for the lookups by path (a tree's thousands of string compares
-        // per file set were a tenth of a no-op sync).
-        let stats: HashMap<&str, &Stat> = self.stats.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let existing: HashMap<&str, &PathEntry> =
-            self.existing.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        // The files and both maps are sorted by path: each file's rows are found by
+        // moving two cursors forward (no lookups, no hashing).
+        let mut stats = self.stats.iter().peekable();
+        let mut existing = self.existing.iter().peekable();
         for f in files {
-            let cached = stats
-                .get(f.rel_path.as_str())
-                .copied()
-                .filter(|s| vouches_for(s, f));
-            let old = existing.get(f.rel_path.as_str()).copied();
+            let cached = seek(&mut stats, &f.rel_path).filter(|s| vouches_for(s, f));
+            let old = seek(&mut existing, &f.rel_path);
             if let Some(reason) = cached.and_then(|s| s.failure.as_ref())
                 && old.is_none()
             {
@@ -456,12 +475,6 @@ impl<'a> SyncRun<'a> {
             }
             (self.progress)(SyncProgress::File(&f.rel_path));
         }
-        let gone = self
-            .existing
-            .keys()
-            .filter(|p| !seen.contains(p.as_str()))
-            .cloned()
-            .collect();
         Triage {
             to_read,
             relabel,
