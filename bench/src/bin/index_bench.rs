@@ -83,8 +83,31 @@ fn parse_tree(tree: &Path) -> (usize, usize, u64) {
         .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
 }
 
-/// A cold index of `tree` into a new store; returns the chunks committed.
-fn cold_index(tree: &Path, inline: bool) -> u64 {
+/// When a cold index's phases ended, in seconds from its start: the walk, the last file
+/// done with (parsed and staged), the start of the last commit, the end.
+#[derive(Clone, Copy, Debug, Default)]
+struct Phases {
+    walked: f64,
+    last_file: f64,
+    last_commit: f64,
+    end: f64,
+}
+
+/// A cold index of `tree` into a new store; returns the chunks committed and when its
+/// phases ended.
+fn cold_index(tree: &Path, inline: bool) -> (u64, Phases) {
+    let start = Instant::now();
+    let phases = std::sync::Mutex::new(Phases::default());
+    let note = |event: cfs_store::SyncProgress<'_>| {
+        let at = start.elapsed().as_secs_f64();
+        if let Ok(mut p) = phases.lock() {
+            match event {
+                cfs_store::SyncProgress::Found { .. } => p.walked = at,
+                cfs_store::SyncProgress::File(_) => p.last_file = at,
+                cfs_store::SyncProgress::Committing => p.last_commit = at,
+            }
+        }
+    };
     let dir = tempfile::tempdir().expect("temp dir");
     let embedder = HashEmbedder::default();
     let options = SyncOptions {
@@ -97,8 +120,10 @@ fn cold_index(tree: &Path, inline: bool) -> u64 {
     };
     let store = Store::create(&dir.path().join("store.redb"), settings).expect("store");
     store
-        .sync(tree, &options, &embedder, &|_| {})
+        .sync(tree, &options, &embedder, &note)
         .expect("cold index");
+    let mut phases = phases.into_inner().unwrap_or_default();
+    phases.end = start.elapsed().as_secs_f64();
     let chunks = store
         .begin_read()
         .expect("read")
@@ -106,7 +131,7 @@ fn cold_index(tree: &Path, inline: bool) -> u64 {
         .expect("counts")
         .chunks;
     drop(store);
-    chunks
+    (chunks, phases)
 }
 
 fn bench_tree(
@@ -119,11 +144,12 @@ fn bench_tree(
     let options = SyncOptions::default();
     let embedder = HashEmbedder::default();
     let (mut parse, mut memory, mut cold) = (Vec::new(), Vec::new(), Vec::new());
+    let mut phases: Vec<Phases> = Vec::new();
     let (mut files, mut code_files, mut bytes, mut chunks) = (0, 0, 0, 0);
     for _ in 0..runs {
         if only_cold {
-            let (wall, cpu, n) = timed(|| cold_index(tree, inline));
-            eprintln!("{name}: cold index {wall:.2} s, {cpu:.2} CPU s, {n} chunks");
+            let (wall, cpu, (n, p)) = timed(|| cold_index(tree, inline));
+            eprintln!("{name}: cold index {wall:.2} s, {cpu:.2} CPU s, {n} chunks, {p:?}");
             continue;
         }
         let (wall, cpu, (n, code, b)) = timed(|| parse_tree(tree));
@@ -134,9 +160,10 @@ fn bench_tree(
                 .expect("in-memory index")
         });
         memory.push((wall, cpu));
-        let (wall, cpu, n) = timed(|| cold_index(tree, inline));
+        let (wall, cpu, (n, p)) = timed(|| cold_index(tree, inline));
         chunks = n;
         cold.push((wall, cpu));
+        phases.push(p);
     }
     if only_cold {
         return json!({"tree": name, "peak_rss_mb": peak_rss_mb()});
@@ -166,6 +193,9 @@ fn bench_tree(
         "median_cpu_s": {"parse_only": cpu(&parse), "in_memory": cpu(&memory), "cold_index": cpu(&cold)},
         "mb_per_s": {"parse_only": mb / p, "in_memory": mb / m, "cold_index": mb / c},
         "ratio_to_parse": {"in_memory": m / p, "cold_index": c / p},
+        "cold_phases_s": phases.iter().map(|p| json!({
+            "walked": p.walked, "last_file": p.last_file, "last_commit": p.last_commit, "end": p.end,
+        })).collect::<Vec<_>>(),
         "peak_rss_mb": peak_rss_mb(),
     })
 }

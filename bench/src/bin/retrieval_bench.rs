@@ -12,7 +12,8 @@
 //! then every query runs as text, vector and hybrid search (exact vectors) at each fusion
 //! weight W (percent; default: 0,25,50,100,150,200 and the embedder's own). `--dump`
 //! writes instead every text E would embed (chunks and queries) with its minilm-int token
-//! ids, for `bench/float_vectors.py`. Prints one JSON object.
+//! ids, for `bench/float_vectors.py`. `--fusion` compares ways of fusing the text and
+//! vector lists on the same queries instead. Prints one JSON object.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
@@ -96,6 +97,173 @@ fn quality(
     }
     let n = labels.len().max(1) as f64;
     json!({"recall_at_10": found as f64 / n, "mrr": rr / n})
+}
+
+/// One candidate of a query in `--fusion`: whether it is the label's target, and its
+/// rank (from 1) and score in each list that holds it.
+#[derive(Clone, Copy, Default)]
+struct Candidate {
+    target: bool,
+    text: Option<(usize, f64)>,
+    vector: Option<(usize, f64)>,
+    /// The same from lists of `DEEP` (a candidate of one list scored by the other).
+    text_deep: Option<(usize, f64)>,
+    vector_deep: Option<(usize, f64)>,
+}
+
+/// How deep `--fusion` reads each list to score the other list's candidates.
+const DEEP: usize = 2000;
+
+/// A way to fuse the two lists: the fused score of a candidate, given each list's score
+/// range (min, max) and (mean, standard deviation).
+type Fuse = Box<dyn Fn(&Candidate, &ListStats) -> f64>;
+
+struct ListStats {
+    text: (f64, f64, f64, f64),
+    vector: (f64, f64, f64, f64),
+}
+
+fn stats(values: impl Iterator<Item = f64> + Clone) -> (f64, f64, f64, f64) {
+    let n = values.clone().count().max(1) as f64;
+    let (min, max) = values
+        .clone()
+        .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+    let mean = values.clone().sum::<f64>() / n;
+    let sd = (values.map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+    (min, max, mean, sd.max(1e-12))
+}
+
+/// The fusions `--fusion` compares: reciprocal ranks with several constants and vector
+/// weights (the product's is `rrf k=60 w=100`), and convex combinations of the scores
+/// normalised per query by their range or by their spread.
+fn fusions() -> Vec<(String, Fuse)> {
+    let mut out: Vec<(String, Fuse)> = Vec::new();
+    for k in [60.0, 30.0, 10.0, 8.0, 5.0, 3.0, 1.0] {
+        for w in [0.5, 0.75, 1.0, 1.25, 1.5, 2.0] {
+            out.push((
+                format!("rrf k={k} w={}", w * 100.0),
+                Box::new(move |c: &Candidate, _: &ListStats| {
+                    c.text.map_or(0.0, |(r, _)| 1.0 / (k + r as f64))
+                        + w * c.vector.map_or(0.0, |(r, _)| 1.0 / (k + r as f64))
+                }),
+            ));
+        }
+    }
+    // The ceilings: the target first whenever either list holds it in its top 10 (or
+    // anywhere in its 50).
+    for depth in [10usize, 50] {
+        out.push((
+            format!("either list's top {depth}"),
+            Box::new(move |c: &Candidate, _: &ListStats| {
+                let within = |v: Option<(usize, f64)>| v.is_some_and(|(r, _)| r <= depth);
+                f64::from(u8::from(c.target && (within(c.text) || within(c.vector))))
+            }),
+        ));
+    }
+    for a in [0.4, 0.45, 0.5, 0.55, 0.6] {
+        out.push((
+            format!("zscore both scores text={a}"),
+            Box::new(move |c: &Candidate, s: &ListStats| {
+                let z = |v: Option<(usize, f64)>, (min, _, mean, sd): (f64, f64, f64, f64)| {
+                    (v.map_or(min, |(_, x)| x) - mean) / sd
+                };
+                a * z(c.text_deep, s.text) + (1.0 - a) * z(c.vector_deep, s.vector)
+            }),
+        ));
+        out.push((
+            format!("rrf k=5 both ranks w={}", (1.0 - a) / a * 100.0),
+            Box::new(move |c: &Candidate, _: &ListStats| {
+                let r = |v: Option<(usize, f64)>| v.map_or(0.0, |(r, _)| 1.0 / (5.0 + r as f64));
+                a * r(c.text_deep) + (1.0 - a) * r(c.vector_deep)
+            }),
+        ));
+    }
+    for a in [0.3, 0.4, 0.45, 0.5, 0.55, 0.6] {
+        out.push((
+            format!("minmax text={a}"),
+            Box::new(move |c: &Candidate, s: &ListStats| {
+                let norm = |v: Option<(usize, f64)>, (min, max, _, _): (f64, f64, f64, f64)| {
+                    v.map_or(0.0, |(_, x)| {
+                        if max > min {
+                            (x - min) / (max - min)
+                        } else {
+                            1.0
+                        }
+                    })
+                };
+                a * norm(c.text, s.text) + (1.0 - a) * norm(c.vector, s.vector)
+            }),
+        ));
+        out.push((
+            format!("zscore text={a}"),
+            Box::new(move |c: &Candidate, s: &ListStats| {
+                let z = |v: Option<(usize, f64)>, (min, _, mean, sd): (f64, f64, f64, f64)| {
+                    (v.map_or(min, |(_, x)| x) - mean) / sd
+                };
+                a * z(c.text, s.text) + (1.0 - a) * z(c.vector, s.vector)
+            }),
+        ));
+    }
+    out
+}
+
+/// `--fusion`: Recall@10 and MRR of each fusion of `fusions()`, from the same two lists
+/// of 50 per query (text and exact vectors) the product fuses.
+fn fusion_study(index: &SearchIndex, e: &dyn Embedder, labels: &[Label]) -> serde_json::Value {
+    let fusions = fusions();
+    let mut found = vec![(0usize, 0.0f64); fusions.len()];
+    for label in labels {
+        let mut by_id: BTreeMap<cfs_core::ChunkId, Candidate> = BTreeMap::new();
+        let mut deep: [HashMap<cfs_core::ChunkId, (usize, f64)>; 2] = Default::default();
+        for (side, mode) in [Mode::Text, Mode::Vector].into_iter().enumerate() {
+            let mut q = Query::new(label.query.clone()).mode(mode).k(DEEP);
+            q.exact = true;
+            for (rank, h) in index.search(&q, e).expect("search").iter().enumerate() {
+                deep[side].insert(h.chunk_id, (rank + 1, h.score));
+                if rank >= 50 {
+                    continue;
+                }
+                let c = by_id.entry(h.chunk_id).or_default();
+                c.target = is_target(h, label);
+                match mode {
+                    Mode::Text => c.text = Some((rank + 1, h.score)),
+                    _ => c.vector = Some((rank + 1, h.score)),
+                }
+            }
+        }
+        for (id, c) in &mut by_id {
+            c.text_deep = deep[0].get(id).copied();
+            c.vector_deep = deep[1].get(id).copied();
+        }
+        let all: Vec<Candidate> = by_id.into_values().collect();
+        let list_stats = ListStats {
+            text: stats(all.iter().filter_map(|c| c.text.map(|t| t.1))),
+            vector: stats(all.iter().filter_map(|c| c.vector.map(|t| t.1))),
+        };
+        for (i, (_, fuse)) in fusions.iter().enumerate() {
+            let mut ranked: Vec<(f64, usize, usize, bool)> = all
+                .iter()
+                .map(|c| {
+                    let r = |v: Option<(usize, f64)>| v.map_or(usize::MAX, |t| t.0);
+                    (fuse(c, &list_stats), r(c.text), r(c.vector), c.target)
+                })
+                .collect();
+            ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+            if let Some(pos) = ranked.iter().take(10).position(|c| c.3) {
+                found[i].0 += 1;
+                found[i].1 += 1.0 / (pos as f64 + 1.0);
+            }
+        }
+    }
+    let n = labels.len().max(1) as f64;
+    let rows: Vec<serde_json::Value> = fusions
+        .iter()
+        .zip(&found)
+        .map(|((name, _), (hits, rr))| {
+            json!({"fusion": name, "recall_at_10": *hits as f64 / n, "mrr": rr / n})
+        })
+        .collect();
+    json!({"labels": labels.len(), "fusions": rows})
 }
 
 /// `--twins`: how many labels' target chunks have a byte-identical twin elsewhere in the
@@ -247,6 +415,10 @@ fn main() {
             }
             _ => labels,
         };
+    if args.iter().any(|a| a == "--fusion") {
+        println!("{}", fusion_study(&index, &*embedder, &labels));
+        return;
+    }
     if args.iter().any(|a| a == "--twins") {
         println!("{}", twins(&index, &*embedder, &labels));
         return;
