@@ -14,7 +14,7 @@ import numpy as np
 
 MAGIC = b"CFSMINT\0"
 VERSION = 1
-MAX_TOKENS = 256
+MAX_TOKENS = 128
 MAX_WORD_CHARS = 100
 CLS, SEP, UNK = "[CLS]", "[SEP]", "[UNK]"
 DTYPES = {1: "<i1", 2: "<i2", 3: "<i4", 4: "<i8", 5: "<u1", 6: "<u4"}

@@ -819,7 +819,7 @@ def compute_search(case):
         tfp = (22 * tf * total << 16) // (10 * tf * total + 3 * total + 9 * dl * n)
         return {"idf": str(idf), "tfp": str(tfp)}
     if kind == "rrf":
-        return {"rrf": str((1 << 32) // (60 + inp["rank"]))}
+        return {"rrf": str((1 << 32) // (10 + inp["rank"]))}
     raise Invalid(f"unknown case kind {kind}")
 
 
@@ -867,7 +867,7 @@ def compute_minilm(text):
     mi, model = MINILM["module"], MINILM["model"]
     ids, vector = mi.embed(model, MINILM["vocab"], text)
     return {"model_file_blake3": MINILM["hash"],
-            "model_id": f"minilm-int/1 all-MiniLM-L6-v2 blake3:{MINILM['hash']}",
+            "model_id": f"minilm-int/2 all-MiniLM-L6-v2 blake3:{MINILM['hash']}",
             "ids": ids, "vector": vector}
 
 

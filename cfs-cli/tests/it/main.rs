@@ -639,7 +639,7 @@ fn embedders_text_first_and_a_missing_model() {
     let (_, status, _) = cfs_in(root, &["status", "--json"]);
     let s: Value = serde_json::from_str(&status).unwrap();
     assert_eq!(s["vectors_pending"].as_u64(), Some(pending));
-    assert!(s["embedder"].as_str().unwrap().starts_with("minilm-int/1 "));
+    assert!(s["embedder"].as_str().unwrap().starts_with("minilm-int/2 "));
     let (_, text, _) = cfs_in(root, &["status"]);
     assert!(
         text.contains(&format!("embedded 0 of {pending} chunks")),

@@ -78,7 +78,7 @@ pub const MINILM_FILE_NAME: &str = "minilm-int-v1.cfsm";
 /// BLAKE3 of the one model file this cfs accepts (`scripts/fetch-model` checks it too).
 pub const MINILM_HASH: &str = "9a20a368537b386bb2a1297b134c59a9576ce8411a87052ac5b13c566bd0df1c";
 /// Model id prefix; the file hash follows it.
-const MODEL_ID_PREFIX: &str = "minilm-int/1 all-MiniLM-L6-v2 blake3:";
+const MODEL_ID_PREFIX: &str = "minilm-int/2 all-MiniLM-L6-v2 blake3:";
 const NAME: &str = "minilm-int";
 
 /// The integer all-MiniLM-L6-v2 embedder: 384 dimensions, `i16` unit vectors.

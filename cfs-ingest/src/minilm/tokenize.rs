@@ -10,7 +10,7 @@ use unicode_general_category::{GeneralCategory, get_general_category};
 use unicode_normalization::UnicodeNormalization;
 
 /// Most tokens of one sequence, `[CLS]` and `[SEP]` included.
-pub const MAX_TOKENS: usize = 256;
+pub const MAX_TOKENS: usize = 128;
 /// A word of more characters than this is one `[UNK]`.
 pub const MAX_WORD_CHARS: usize = 100;
 

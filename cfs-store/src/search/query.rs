@@ -513,9 +513,9 @@ fn exact_scan(
 }
 
 /// Reciprocal rank fusion constant.
-pub const RRF_K: u64 = 60;
+pub const RRF_K: u64 = 10;
 
-/// Fused score of a rank, fixed point with 32 fractional bits: `2^32 / (60 + rank)`.
+/// Fused score of a rank, fixed point with 32 fractional bits: `2^32 / (10 + rank)`.
 pub fn rrf(rank: usize) -> u64 {
     (1u64 << 32) / (RRF_K + rank as u64)
 }

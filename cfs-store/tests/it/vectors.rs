@@ -82,7 +82,7 @@ fn render() -> String {
         })
         .collect();
     let file = json!({
-        "_comment": "Search (docs/spec.md section 21). tokens: the tokens of a text. log2: L(n), log2 with 16 fraction bits, as a decimal string. bm25: idf and tf part for N chunks, df, tf, dl and total tokens T. rrf: floor(2^32 / (60 + rank)).",
+        "_comment": "Search (docs/spec.md section 21). tokens: the tokens of a text. log2: L(n), log2 with 16 fraction bits, as a decimal string. bm25: idf and tf part for N chunks, df, tf, dl and total tokens T. rrf: floor(2^32 / (10 + rank)).",
         "spec_version": cfs_core::SPEC_VERSION,
         "cases": cases,
     });
