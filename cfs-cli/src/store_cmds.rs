@@ -111,9 +111,11 @@ fn checked(store: &Store, embedder: Box<dyn Embedder>) -> anyhow::Result<Box<dyn
     if embedder.model_id() != recorded {
         bail!(
             "{}: the store's vectors come from {recorded}, but this cfs has {}; vectors of \
-             two models are never mixed",
+             two models are never mixed (`cfs reembed --embedder {}` moves the store to this \
+             one)",
             store.path().display(),
-            embedder.model_id()
+            embedder.model_id(),
+            store_choice(store)?.name()
         );
     }
     Ok(embedder)

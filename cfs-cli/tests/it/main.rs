@@ -753,6 +753,50 @@ fn embedders_text_first_and_a_missing_model() {
     assert!(out.contains("src/lib.rs"), "{out}");
 }
 
+/// A store whose vectors come from an earlier version of the model (minilm-int/1 cut
+/// texts at 256 tokens) is refused with the command that moves it, and that command
+/// gives the root of a clean index with this version.
+#[test]
+fn a_store_of_the_earlier_model_version_is_moved_by_reembed() {
+    let tree = sample_tree();
+    let root = tree.path();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("old.redb");
+    let old_id = cfs_ingest::minilm::minilm_model_id().replace("minilm-int/2 ", "minilm-int/1 ");
+    let settings = cfs_store::Settings {
+        chunk: cfs_store::SyncOptions::default().config.chunk,
+        model_id: old_id.clone(),
+    };
+    drop(cfs_store::Store::create(&file, settings).unwrap());
+    let store = file.to_str().unwrap();
+    let (code, _, err) = cfs_in(root, &["index", "--store", store]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(&old_id) && err.contains("cfs reembed --embedder minilm-int"),
+        "{err}"
+    );
+    let (code, out, err) = cfs_in(
+        root,
+        &[
+            "reembed",
+            "--embedder",
+            "minilm-int",
+            "--store",
+            store,
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["from"], old_id.as_str());
+    let (code, out, err) = cfs_in(root, &["index", "--store", store, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let (_, demo, _) = cfs(&["demo", root.to_str().unwrap(), "--json"]);
+    let demo: Value = serde_json::from_str(&demo).unwrap();
+    assert_eq!(v["state_root"], demo["state_root"]);
+}
+
 #[test]
 fn a_no_op_index_leaves_the_store_file_untouched() {
     let dir = sample_tree();
