@@ -288,13 +288,13 @@ impl Walker<'_> {
     /// One entry of a listed folder: a file into `found`, a subfolder returned, or
     /// nothing (ignored, out of scope, another kind of file).
     fn visit(&self, folder: &Folder, rules: &Rules, e: Listed, found: &mut Walk) -> Option<Folder> {
-        let abs = folder.abs.join(&e.name);
         let is_dir = e.file_type.is_dir();
         // A `.git` file (a worktree's or submodule's link to its repository) is no more
         // content than the `.git` folder.
         if e.name == ".git" || (is_dir && DEFAULT_IGNORED_DIRS.iter().any(|d| e.name == *d)) {
             return None;
         }
+        let abs = folder.abs.join(&e.name);
         let Some(name) = e.name.to_str() else {
             let rel = Path::new(&folder.rel).join(&e.name);
             if !rules.is_ignored(&abs, is_dir) {

@@ -133,9 +133,15 @@ fn stats(values: impl Iterator<Item = f64> + Clone) -> (f64, f64, f64, f64) {
     (min, max, mean, sd.max(1e-12))
 }
 
+/// A score normalised by its list's spread, `(x - mean) / sd`; a chunk absent from the
+/// list counts as its lowest score.
+fn zscore(v: Option<(usize, f64)>, (min, _, mean, sd): (f64, f64, f64, f64)) -> f64 {
+    (v.map_or(min, |(_, x)| x) - mean) / sd
+}
+
 /// The fusions `--fusion` compares: reciprocal ranks with several constants and vector
-/// weights (the product's is `rrf k=60 w=100`), and convex combinations of the scores
-/// normalised per query by their range or by their spread.
+/// weights (the product's is `rrf k=10 w=100`, `docs/spec.md` 21.4), and convex
+/// combinations of the scores normalised per query by their range or by their spread.
 fn fusions() -> Vec<(String, Fuse)> {
     let mut out: Vec<(String, Fuse)> = Vec::new();
     for k in [60.0, 30.0, 10.0, 8.0, 5.0, 3.0, 1.0] {
@@ -164,10 +170,7 @@ fn fusions() -> Vec<(String, Fuse)> {
         out.push((
             format!("zscore both scores text={a}"),
             Box::new(move |c: &Candidate, s: &ListStats| {
-                let z = |v: Option<(usize, f64)>, (min, _, mean, sd): (f64, f64, f64, f64)| {
-                    (v.map_or(min, |(_, x)| x) - mean) / sd
-                };
-                a * z(c.text_deep, s.text) + (1.0 - a) * z(c.vector_deep, s.vector)
+                a * zscore(c.text_deep, s.text) + (1.0 - a) * zscore(c.vector_deep, s.vector)
             }),
         ));
         out.push((
@@ -197,10 +200,7 @@ fn fusions() -> Vec<(String, Fuse)> {
         out.push((
             format!("zscore text={a}"),
             Box::new(move |c: &Candidate, s: &ListStats| {
-                let z = |v: Option<(usize, f64)>, (min, _, mean, sd): (f64, f64, f64, f64)| {
-                    (v.map_or(min, |(_, x)| x) - mean) / sd
-                };
-                a * z(c.text, s.text) + (1.0 - a) * z(c.vector, s.vector)
+                a * zscore(c.text, s.text) + (1.0 - a) * zscore(c.vector, s.vector)
             }),
         ));
     }

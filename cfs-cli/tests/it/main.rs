@@ -722,19 +722,7 @@ fn embedders_text_first_and_a_missing_model() {
     // reembed switches that store to minilm-int: the root of a minilm-int clean index.
     let (code, _, _) = cfs_in(root, &["search", "merkle", "--store", store]);
     assert_eq!(code, 0, "a cache file of the hash vectors exists now");
-    let (code, out, err) = cfs_in(
-        root,
-        &[
-            "reembed",
-            "--embedder",
-            "minilm-int",
-            "--store",
-            store,
-            "--json",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
-    let r: Value = serde_json::from_str(&out).unwrap();
+    let r = reembed_to_minilm(root, store);
     assert_eq!(r["vectors_pending"], 0);
     assert_eq!(r["state_root"], v["state_root"], "{r}");
     let (code, out, _) = cfs_in(
@@ -751,6 +739,21 @@ fn embedders_text_first_and_a_missing_model() {
     );
     assert_eq!(code, 0);
     assert!(out.contains("src/lib.rs"), "{out}");
+}
+
+/// `cfs reembed --embedder minilm-int --store STORE --json` in `root`: its JSON.
+fn reembed_to_minilm(root: &std::path::Path, store: &str) -> Value {
+    let args = [
+        "reembed",
+        "--embedder",
+        "minilm-int",
+        "--store",
+        store,
+        "--json",
+    ];
+    let (code, out, err) = cfs_in(root, &args);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
 }
 
 /// A store whose vectors come from an earlier version of the model (minilm-int/1 cut
@@ -775,19 +778,7 @@ fn a_store_of_the_earlier_model_version_is_moved_by_reembed() {
         err.contains(&old_id) && err.contains("cfs reembed --embedder minilm-int"),
         "{err}"
     );
-    let (code, out, err) = cfs_in(
-        root,
-        &[
-            "reembed",
-            "--embedder",
-            "minilm-int",
-            "--store",
-            store,
-            "--json",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
-    let r: Value = serde_json::from_str(&out).unwrap();
+    let r = reembed_to_minilm(root, store);
     assert_eq!(r["from"], old_id.as_str());
     let (code, out, err) = cfs_in(root, &["index", "--store", store, "--json"]);
     assert_eq!(code, 0, "{err}");

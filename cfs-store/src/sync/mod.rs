@@ -130,12 +130,10 @@ pub struct SyncReport {
     pub root: StateRoot,
 }
 
-/// Whether a stat row vouches for the file the walk found: unchanged size and time
-/// (a zero time vouches for nothing).
-/// The value at `path` of a sorted map's cursor, moved forward to it; paths are asked
-/// for in increasing order.
-fn seek<'m, V>(
-    cursor: &mut std::iter::Peekable<std::collections::btree_map::Iter<'m, String, V>>,
+/// The value at `path` of a cursor over `(path, value)` pairs sorted by path, moved
+/// forward to it; paths are asked for in increasing order.
+fn seek<'m, V: 'm>(
+    cursor: &mut std::iter::Peekable<impl Iterator<Item = (&'m String, &'m V)>>,
     path: &str,
 ) -> Option<&'m V> {
     while cursor.next_if(|(k, _)| k.as_str() < path).is_some() {}
@@ -145,6 +143,8 @@ fn seek<'m, V>(
         .map(|(_, v)| *v)
 }
 
+/// Whether a stat row vouches for the file the walk found: unchanged size and time
+/// (a zero time vouches for nothing).
 fn vouches_for(stat: &Stat, entry: &WalkEntry) -> bool {
     stat.size == entry.size_bytes && stat.mtime_ns == entry.mtime_ns && stat.mtime_ns != 0
 }
@@ -396,13 +396,10 @@ impl<'a> SyncRun<'a> {
     /// store's maps are, so this is one merge of the two lists.
     fn gone(&self, files: &[WalkEntry]) -> Vec<String> {
         debug_assert!(files.windows(2).all(|w| w[0].rel_path < w[1].rel_path));
-        let mut found = files.iter().map(|f| f.rel_path.as_str()).peekable();
+        let mut found = files.iter().map(|f| (&f.rel_path, f)).peekable();
         self.existing
             .keys()
-            .filter(|path| {
-                while found.next_if(|f| *f < path.as_str()).is_some() {}
-                found.peek() != Some(&path.as_str())
-            })
+            .filter(|path| seek(&mut found, path).is_none())
             .cloned()
             .collect()
     }
