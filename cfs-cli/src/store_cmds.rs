@@ -445,10 +445,19 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         store.record_git_head(head)?;
     }
     // A cold index leaves much of the file free (about 40%): returned at once, through
-    // an opening of its own with a small page cache. The sync is committed by now, so a
-    // compaction that fails is said, not made the command's failure.
+    // an opening of its own with a small page cache. Whether it is worth it is asked of
+    // this opening, whose cache holds the pages just written (a new opening would read
+    // the whole file to answer). The sync is committed by now, so a compaction that fails
+    // is said, not made the command's failure.
+    let policy = cfs_store::ShrinkPolicy::default();
+    let wanted = store.wants_shrink(policy);
     drop(store);
-    if let Err(e) = Store::shrink_file(&file, cfs_store::ShrinkPolicy::default()) {
+    let shrunk = match wanted {
+        Ok(true) => Store::shrink_file(&file, policy).map(drop),
+        Ok(false) => Ok(()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = shrunk {
         eprintln!("cfs: warning: {} was not compacted: {e}", file.display());
     }
     let brought = open_read_file(&file)

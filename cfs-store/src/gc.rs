@@ -79,12 +79,7 @@ impl Store {
         let path = self.path().to_path_buf();
         crate::error::guard(&path, || {
             let before = self.file_size();
-            let txn = self.writable_db()?.begin_write()?;
-            let stats = txn.stats()?;
-            txn.abort()?;
-            let used = stats.allocated_pages() * stats.page_size() as u64;
-            let free = before.saturating_sub(used);
-            if free < policy.min_free_bytes || free * 100 < before * policy.min_free_percent {
+            if !self.wants_shrink(policy)? {
                 return Ok(None);
             }
             match self.writable_db_mut()?.compact() {
@@ -93,6 +88,23 @@ impl Store {
                 Err(e) => Err(StoreError::Storage(redb::Error::from(e))),
             }
         })
+    }
+
+    /// Whether [`Store::shrink`] would compact the file: its free pages (its length less
+    /// the pages allocated) are past `policy`. This walks every table's pages: just after
+    /// a commit of this store they are in its page cache, so ask it then (a store opened
+    /// anew reads the whole file for the answer).
+    pub fn wants_shrink(&self, policy: ShrinkPolicy) -> Result<bool> {
+        let before = self.file_size();
+        if before < policy.min_free_bytes {
+            return Ok(false);
+        }
+        let txn = self.writable_db()?.begin_write()?;
+        let stats = txn.stats()?;
+        txn.abort()?;
+        let used = stats.allocated_pages() * stats.page_size() as u64;
+        let free = before.saturating_sub(used);
+        Ok(free >= policy.min_free_bytes && free * 100 >= before * policy.min_free_percent)
     }
 
     /// [`Store::shrink`] of the store file at `path`, opened for it alone with a small

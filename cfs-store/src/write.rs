@@ -475,7 +475,7 @@ impl<'s> WriteTxn<'s> {
             .par_iter()
             .map(|d| document_rows(d))
             .collect::<Result<_>>()?;
-        let unstaged = self.stage(built);
+        let unstaged = self.stage(built)?;
         let written = unstaged.write(&self.txn)?;
         let counts = change(&mut self.summary, Table::Documents);
         counts.added += written.added;
@@ -483,19 +483,20 @@ impl<'s> WriteTxn<'s> {
         for bucket in written.touched {
             self.touch(Table::Documents, bucket);
         }
-        if self.staged.bytes > self.staged_limit {
-            self.spill()?;
-        }
         Ok(fresh.len())
     }
 
     /// Stages the chunk, embedding and edge rows and the index entries of new
-    /// documents (counted as added, their buckets touched); returns the rows written at
-    /// once: documents, vectors and content-index entries, which are read while the
-    /// transaction goes on.
-    fn stage(&mut self, built: Vec<DocumentRows>) -> Unstaged {
+    /// documents (counted as added, their buckets touched), spilling the staged rows
+    /// whenever they pass their budget (so that one large batch cannot overshoot it);
+    /// returns the rows written at once: documents, vectors and content-index entries,
+    /// which are read while the transaction goes on.
+    fn stage(&mut self, built: Vec<DocumentRows>) -> Result<Unstaged> {
         let mut unstaged = Unstaged::default();
         for b in built {
+            if self.staged.bytes > self.staged_limit {
+                self.spill()?;
+            }
             for row in b.rows {
                 let Some(slot) = staged_slot(row.table) else {
                     unstaged.documents.push(row);
@@ -516,7 +517,10 @@ impl<'s> WriteTxn<'s> {
             }
             unstaged.content_index.push(b.content);
         }
-        unstaged
+        if self.staged.bytes > self.staged_limit {
+            self.spill()?;
+        }
+        Ok(unstaged)
     }
 
     /// Binds a path to a present document, replacing its previous binding; a document

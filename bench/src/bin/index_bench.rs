@@ -1,6 +1,6 @@
 //! Cold indexing against the parser, on the same files and cores in one run:
 //!
-//! `cargo run --release --bin index_bench -- NAME=TREE [NAME=TREE ...] [--runs N] [--vectors deferred|inline] [--only cold]`
+//! `cargo run --release --bin index_bench -- NAME=TREE [NAME=TREE ...] [--runs N] [--vectors deferred|inline] [--only parse|memory|cold] [--cfs PATH]`
 //!
 //! For each tree, N runs (default 3) of, in turn:
 //! 1. parse only: every file read and parsed the way ingestion parses it before
@@ -14,8 +14,16 @@
 //!
 //! Prints one JSON object per tree (wall and CPU seconds of each run, medians, MB/s and
 //! the ratios of the medians to parse-only) and a table line; `docs/benchmarks.md` keeps
-//! the table. `--only cold` runs the cold index alone (for a profiler). The store's peak memory is the process's: run one tree per process to read
+//! the table. `--only parse|memory|cold` runs one measure alone (for a profiler). The store's peak memory is the process's: run one tree per process to read
 //! it (`peak_rss_mb`).
+//!
+//! `--cfs PATH` adds what a user meets, each run a process of its own, the two
+//! alternating: parse only (this program with `--only parse`, under the allocator
+//! settings the `cfs` binary gives itself, `cfs-cli/src/alloc.rs`) against `PATH index
+//! TREE --store NEW --no-wait --json` (the default embedder, minilm-int, whose model
+//! `scripts/fetch-model` fetches; its text commit is the measure). Wall time from spawn to
+//! exit; the first run of a process pays for its heap's growth, which runs in one process
+//! after the first do not.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -28,8 +36,20 @@ use serde_json::json;
 
 /// CPU seconds (user + system) of this process so far.
 fn cpu_seconds() -> f64 {
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    stat_seconds(11)
+}
+
+/// CPU seconds (user + system) of this process's waited-for children so far.
+fn children_cpu_seconds() -> f64 {
+    // cutime and cstime are fields 16 and 17 of the line, 14 and 15 after the name.
+    stat_seconds(13)
+}
+
+/// The sum of two adjacent clock-tick fields of `/proc/self/stat`, in seconds; `first`
+/// counts the fields after the command name (which may hold spaces).
+fn stat_seconds(first: usize) -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start after ") ".
     let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| {
@@ -38,8 +58,67 @@ fn cpu_seconds() -> f64 {
             .and_then(|v| v.parse::<f64>().ok())
             .unwrap_or(0.0)
     };
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    (ticks(11) + ticks(12)) / 100.0
+    (ticks(first) + ticks(first + 1)) / 100.0
+}
+
+/// The allocator settings of the `cfs` binary (`cfs-cli/src/alloc.rs`), as glibc's
+/// environment variables: a parse-only process runs under them too.
+const CFS_MALLOC_ENV: [(&str, &str); 2] = [
+    ("MALLOC_MMAP_THRESHOLD_", "131072"),
+    ("MALLOC_TOP_PAD_", "67108864"),
+];
+
+/// Wall and CPU seconds of one child process, from spawn to exit; panics if it fails.
+fn timed_process(command: &mut std::process::Command) -> (f64, f64) {
+    let (wall, cpu) = (Instant::now(), children_cpu_seconds());
+    let out = command.output().expect("start a process");
+    assert!(
+        out.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        wall.elapsed().as_secs_f64(),
+        children_cpu_seconds() - cpu,
+    )
+}
+
+/// Alternating processes: parse only, then `cfs index` into a new store; `runs` of each.
+fn bench_processes(name: &str, tree: &Path, runs: usize, cfs: &Path) -> serde_json::Value {
+    let me = std::env::current_exe().expect("this program's path");
+    let (mut parse, mut index) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        parse.push(timed_process(
+            std::process::Command::new(&me)
+                .arg(format!("{name}={}", tree.display()))
+                .args(["--only", "parse", "--runs", "1"])
+                .envs(CFS_MALLOC_ENV),
+        ));
+        let dir = tempfile::tempdir().expect("temp dir");
+        index.push(timed_process(
+            std::process::Command::new(cfs)
+                .arg("index")
+                .arg(tree)
+                .arg("--store")
+                .arg(dir.path().join("store"))
+                .args(["--no-wait", "--json"]),
+        ));
+    }
+    let wall = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.0).collect());
+    let cpu = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.1).collect());
+    let (p, c) = (wall(&parse), wall(&index));
+    eprintln!(
+        "{name}: processes | parse only {p:.2} s ({:.2} CPU s) | cfs index {c:.2} s ({:.2} CPU s, {:.2}x parse)",
+        cpu(&parse),
+        cpu(&index),
+        c / p
+    );
+    json!({
+        "runs": {"parse_only": parse, "cfs_index": index},
+        "median_wall_s": {"parse_only": p, "cfs_index": c},
+        "median_cpu_s": {"parse_only": cpu(&parse), "cfs_index": cpu(&index)},
+        "ratio_to_parse": c / p,
+    })
 }
 
 /// Peak resident memory of this process (VmHWM), MB.
@@ -134,12 +213,20 @@ fn cold_index(tree: &Path, inline: bool) -> (u64, Phases) {
     (chunks, phases)
 }
 
+/// One measure alone, for a profiler.
+#[derive(Clone, Copy)]
+enum Only {
+    Parse,
+    Memory,
+    Cold,
+}
+
 fn bench_tree(
     name: &str,
     tree: &Path,
     runs: usize,
     inline: bool,
-    only_cold: bool,
+    only: Option<Only>,
 ) -> serde_json::Value {
     let options = SyncOptions::default();
     let embedder = HashEmbedder::default();
@@ -147,25 +234,39 @@ fn bench_tree(
     let mut phases: Vec<Phases> = Vec::new();
     let (mut files, mut code_files, mut bytes, mut chunks) = (0, 0, 0, 0);
     for _ in 0..runs {
-        if only_cold {
-            let (wall, cpu, (n, p)) = timed(|| cold_index(tree, inline));
-            eprintln!("{name}: cold index {wall:.2} s, {cpu:.2} CPU s, {n} chunks, {p:?}");
-            continue;
+        let in_memory = || {
+            cfs_ingest::index_tree(tree, &options.config, &options.registry, &embedder, &|_| {})
+                .expect("in-memory index")
+        };
+        match only {
+            Some(Only::Cold) => {
+                let (wall, cpu, (n, p)) = timed(|| cold_index(tree, inline));
+                eprintln!("{name}: cold index {wall:.2} s, {cpu:.2} CPU s, {n} chunks, {p:?}");
+                continue;
+            }
+            Some(Only::Parse) => {
+                let (wall, cpu, _) = timed(|| parse_tree(tree));
+                eprintln!("{name}: parse only {wall:.2} s, {cpu:.2} CPU s");
+                continue;
+            }
+            Some(Only::Memory) => {
+                let (wall, cpu, _) = timed(in_memory);
+                eprintln!("{name}: in memory {wall:.2} s, {cpu:.2} CPU s");
+                continue;
+            }
+            None => {}
         }
         let (wall, cpu, (n, code, b)) = timed(|| parse_tree(tree));
         (files, code_files, bytes) = (n, code, b);
         parse.push((wall, cpu));
-        let (wall, cpu, _) = timed(|| {
-            cfs_ingest::index_tree(tree, &options.config, &options.registry, &embedder, &|_| {})
-                .expect("in-memory index")
-        });
+        let (wall, cpu, _) = timed(in_memory);
         memory.push((wall, cpu));
         let (wall, cpu, (n, p)) = timed(|| cold_index(tree, inline));
         chunks = n;
         cold.push((wall, cpu));
         phases.push(p);
     }
-    if only_cold {
+    if only.is_some() {
         return json!({"tree": name, "peak_rss_mb": peak_rss_mb()});
     }
     let wall = |xs: &[(f64, f64)]| median(xs.iter().map(|x| x.0).collect());
@@ -209,10 +310,12 @@ fn main() {
         Some("inline") => true,
         Some(other) => panic!("--vectors deferred|inline, not {other}"),
     };
-    let only_cold = match get("--only").as_deref() {
-        None => false,
-        Some("cold") => true,
-        Some(other) => panic!("--only cold, not {other}"),
+    let only = match get("--only").as_deref() {
+        None => None,
+        Some("cold") => Some(Only::Cold),
+        Some("parse") => Some(Only::Parse),
+        Some("memory") => Some(Only::Memory),
+        Some(other) => panic!("--only parse|memory|cold, not {other}"),
     };
     let trees: Vec<(String, PathBuf)> = args
         .iter()
@@ -223,9 +326,16 @@ fn main() {
         !trees.is_empty(),
         "usage: index_bench NAME=TREE [NAME=TREE ...] [--runs N]"
     );
+    let cfs = get("--cfs").map(PathBuf::from);
     let results: Vec<_> = trees
         .iter()
-        .map(|(name, tree)| bench_tree(name, tree, runs, inline, only_cold))
+        .map(|(name, tree)| {
+            let mut result = bench_tree(name, tree, runs, inline, only);
+            if let (Some(cfs), None) = (&cfs, only) {
+                result["processes"] = bench_processes(name, tree, runs, cfs);
+            }
+            result
+        })
         .collect();
     println!(
         "{}",

@@ -35,11 +35,39 @@ pub(super) struct Plan {
 /// chunk's own.
 type EmbeddingText = (TextHash, Option<String>);
 
+/// Each parsed file's result, by its place in the batch.
+type Results = BTreeMap<usize, std::result::Result<Parsed, IngestError>>;
+
+/// A parsed file's place in the batch and the embedding text of each of its chunks.
+type FileTexts = (usize, Vec<EmbeddingText>);
+
 /// A batch parsed: each parsed file's result and its chunks' embedding texts.
 pub(super) struct ParsedBatch {
-    results: BTreeMap<usize, std::result::Result<Parsed, IngestError>>,
+    results: Results,
     /// Per parsed file, per chunk.
-    texts: Vec<(usize, Vec<EmbeddingText>)>,
+    texts: Vec<FileTexts>,
+}
+
+/// Memory budget per chunk of a write slice: a slice of a sixteenth of the budget at
+/// about 4 KB a chunk (its vector, embedding, encoded rows), 8,192 chunks at 512 MiB.
+const SLICE_BYTES_PER_CHUNK: usize = 64 << 10;
+
+/// `texts` cut into runs of whole files of at most `most` chunks each (a file with more
+/// makes a run of its own).
+fn slices(texts: &[FileTexts], most: usize) -> Vec<&[FileTexts]> {
+    let mut out = Vec::new();
+    let (mut start, mut chunks) = (0, 0);
+    for (at, (_, file)) in texts.iter().enumerate() {
+        if at > start && chunks + file.len() > most {
+            out.push(&texts[start..at]);
+            (start, chunks) = (at, 0);
+        }
+        chunks += file.len();
+    }
+    if start < texts.len() {
+        out.push(&texts[start..]);
+    }
+    out
 }
 
 /// A batch read, planned and parsed, waiting to be written.
@@ -167,6 +195,10 @@ impl SyncRun<'_> {
     }
 
     /// Embeds (cache first), writes the new documents and binds every path of a batch.
+    /// The documents go in slices of a bounded number of chunks (by the memory budget,
+    /// [`SLICE_BYTES_PER_CHUNK`]), so that a group of dense files (generated code: a
+    /// chunk per 100 bytes) never holds every vector, embedding and encoded row of its
+    /// group at once.
     pub(super) fn write_batch(&mut self, txn: &mut WriteTxn<'_>, batch: Batch) -> Result<()> {
         let Batch {
             reads,
@@ -174,14 +206,28 @@ impl SyncRun<'_> {
             parsed,
         } = batch;
         self.report.parsed += parsed.results.len();
-        let vectors = self.embed_texts(txn, &parsed)?;
-        let embedded = self.chunk_embeddings(&reads, &parsed, &vectors)?;
+        let most = (self.options.memory_bytes / SLICE_BYTES_PER_CHUNK).max(1);
+        for texts in slices(&parsed.texts, most) {
+            self.write_documents(txn, &reads, &parsed.results, texts)?;
+        }
+        self.bind_batch(txn, &reads, plan, parsed.results)
+    }
+
+    /// Embeds and writes the documents of the parsed files `texts` names.
+    fn write_documents(
+        &mut self,
+        txn: &mut WriteTxn<'_>,
+        reads: &[Read],
+        results: &Results,
+        texts: &[FileTexts],
+    ) -> Result<()> {
+        let vectors = self.embed_texts(txn, results, texts)?;
+        let embedded = self.chunk_embeddings(reads, results, texts, &vectors)?;
         drop(vectors);
-        let ParsedBatch { results, .. } = parsed;
-        let new_documents: Vec<NewDocument<'_>> = results
+        let new_documents: Vec<NewDocument<'_>> = texts
             .iter()
-            .filter_map(|(i, parsed)| {
-                let parsed = parsed.as_ref().ok()?;
+            .filter_map(|(i, _)| {
+                let parsed = results.get(i)?.as_ref().ok()?;
                 Some(NewDocument {
                     document: &parsed.document,
                     chunks: &parsed.chunks,
@@ -191,8 +237,7 @@ impl SyncRun<'_> {
             })
             .collect();
         txn.put_documents(&new_documents)?;
-        drop(new_documents);
-        self.bind_batch(txn, &reads, plan, results)
+        Ok(())
     }
 
     /// The vector of every distinct text of the batch: from the embedding cache, the
@@ -200,12 +245,13 @@ impl SyncRun<'_> {
     fn embed_texts(
         &mut self,
         txn: &WriteTxn<'_>,
-        parsed: &ParsedBatch,
+        results: &Results,
+        texts: &[FileTexts],
     ) -> Result<BTreeMap<TextHash, Vec<i16>>> {
         let model = self.embedder.model_hash();
         let mut wanted: BTreeMap<TextHash, &str> = BTreeMap::new();
-        for (i, texts) in &parsed.texts {
-            let Some(Ok(file)) = parsed.results.get(i) else {
+        for (i, texts) in texts {
+            let Some(Ok(file)) = results.get(i) else {
                 continue;
             };
             for (chunk, (hash, text)) in file.chunks.iter().zip(texts) {
@@ -264,18 +310,16 @@ impl SyncRun<'_> {
     fn chunk_embeddings(
         &mut self,
         reads: &[Read],
-        parsed: &ParsedBatch,
+        results: &Results,
+        texts: &[FileTexts],
         vectors: &BTreeMap<TextHash, Vec<i16>>,
     ) -> Result<BTreeMap<usize, Vec<Embedding>>> {
         let model = self.embedder.model_hash();
         let defer = self.options.defer_embeddings;
-        let embedded: BTreeMap<usize, Vec<Embedding>> = parsed
-            .texts
+        let embedded: BTreeMap<usize, Vec<Embedding>> = texts
             .par_iter()
             .map(|(i, texts)| {
-                let file = parsed.results[i]
-                    .as_ref()
-                    .expect("only parsed files have texts");
+                let file = results[i].as_ref().expect("only parsed files have texts");
                 let chunk_vectors = file
                     .chunks
                     .iter()
@@ -293,7 +337,7 @@ impl SyncRun<'_> {
             })
             .collect::<Result<_>>()?;
         for (i, with_vectors) in &embedded {
-            let Some(Ok(file)) = parsed.results.get(i) else {
+            let Some(Ok(file)) = results.get(i) else {
                 continue;
             };
             if with_vectors.len() == file.chunks.len() {
@@ -423,5 +467,41 @@ impl SyncRun<'_> {
             }
         }
         txn.bind_path(&entry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(chunks: &[usize]) -> Vec<FileTexts> {
+        let text = (TextHash([0; 32]), None);
+        chunks
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (i, vec![text.clone(); n]))
+            .collect()
+    }
+
+    fn shape(slices: Vec<&[FileTexts]>) -> Vec<Vec<usize>> {
+        slices
+            .iter()
+            .map(|s| s.iter().map(|(_, t)| t.len()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn slices_hold_whole_files_up_to_the_most_chunks() {
+        let texts = files(&[2, 2, 2, 5, 1, 9, 0, 3]);
+        assert_eq!(
+            shape(slices(&texts, 4)),
+            vec![vec![2, 2], vec![2], vec![5], vec![1], vec![9], vec![0, 3]]
+        );
+        assert_eq!(
+            shape(slices(&texts, 100)),
+            vec![vec![2, 2, 2, 5, 1, 9, 0, 3]]
+        );
+        assert_eq!(shape(slices(&texts, 1)).len(), 8, "a file a slice");
+        assert!(slices(&[], 4).is_empty());
     }
 }

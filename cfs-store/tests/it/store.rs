@@ -577,7 +577,8 @@ fn gc_removes_the_vectors_no_embedding_names_and_nothing_else() {
 }
 
 /// `shrink` leaves a file with little free space alone, and compacts one whose free
-/// share passes the policy: smaller, the same root, still verified.
+/// share passes the policy (as `wants_shrink` says beforehand): smaller, the same root,
+/// still verified, and nothing left worth compacting.
 #[test]
 fn shrink_compacts_only_past_its_policy_and_keeps_the_state() {
     let (tree, db, mut store, options, embedder) = setup();
@@ -608,8 +609,22 @@ fn shrink_compacts_only_past_its_policy_and_keeps_the_state() {
         min_free_bytes: 0,
         min_free_percent: 1,
     };
+    let all = cfs_store::ShrinkPolicy {
+        min_free_bytes: 0,
+        min_free_percent: 100,
+    };
+    assert!(store.wants_shrink(any).unwrap());
+    assert!(
+        !store.wants_shrink(all).unwrap(),
+        "some of the file is in use"
+    );
     let (before, after) = store.shrink(any).unwrap().expect("compacted");
     assert!(after < before, "{before} -> {after}");
+    let quarter = cfs_store::ShrinkPolicy {
+        min_free_bytes: 0,
+        min_free_percent: 25,
+    };
+    assert!(!store.wants_shrink(quarter).unwrap(), "compacted already");
     drop(store);
     let store = Store::open(&db.path().join("store.redb")).unwrap();
     assert_eq!(store.state_root().unwrap(), root);
