@@ -202,7 +202,7 @@ impl Chunk {
     }
 
     /// Every rule of [`Canonical::validate`] but the two derivations (text hash, id).
-    fn validate_fields(&self) -> Result<(), CoreError> {
+    pub(crate) fn validate_fields(&self) -> Result<(), CoreError> {
         check_len(Self::KIND, "text", self.text.len(), MAX_CHUNK_BYTES)?;
         if self.text.is_empty() {
             return Err(CoreError::invalid(Self::KIND, "empty text"));

@@ -57,24 +57,58 @@ pub fn document_edges(
     embeddings: &[Embedding],
     window_edges: &[Edge],
 ) -> Result<Vec<Edge>, CoreError> {
-    document_edges_with_leaves(document, chunks, None, embeddings, window_edges)
+    document_edges_of(&DocumentParts {
+        document,
+        chunks,
+        chunk_leaves: None,
+        embeddings,
+        window_edges,
+        chunks_derived: false,
+    })
 }
 
-/// [`document_edges`] for a caller that holds the chunks' leaf hashes already
-/// (`chunk_leaves[i]` is the leaf of `chunks[i]`, as [`Entity::leaf`] gives it): the
-/// hierarchical hash is checked over them instead of hashing every chunk again.
-pub fn document_edges_with_leaves(
-    document: &Document,
-    chunks: &[Chunk],
-    chunk_leaves: Option<&[[u8; 32]]>,
-    embeddings: &[Embedding],
-    window_edges: &[Edge],
-) -> Result<Vec<Edge>, CoreError> {
+/// A document and all its rows, for [`document_edges_of`].
+#[derive(Clone, Copy, Debug)]
+pub struct DocumentParts<'a> {
+    /// The document.
+    pub document: &'a Document,
+    /// Its chunks, in any order.
+    pub chunks: &'a [Chunk],
+    /// `chunk_leaves[i]`, the leaf of `chunks[i]` as [`Entity::leaf`] gives it, when the
+    /// caller holds them: the hierarchical hash is checked over them instead of hashing
+    /// every chunk again.
+    pub chunk_leaves: Option<&'a [[u8; HASH_LEN]]>,
+    /// Its embeddings.
+    pub embeddings: &'a [Embedding],
+    /// `next_window` edges between its chunks.
+    pub window_edges: &'a [Edge],
+    /// The chunks were made by [`Chunk::new`] (which derived their text hashes and ids)
+    /// and not changed since: those two derivations are not made again, the fields are
+    /// checked as always. A chunk changed since would no longer match its leaf, and so
+    /// the hierarchical hash, unless the document were changed to match.
+    pub chunks_derived: bool,
+}
+
+/// [`document_edges`] of a document's parts (see [`DocumentParts`] for what the caller
+/// may vouch for).
+pub fn document_edges_of(parts: &DocumentParts<'_>) -> Result<Vec<Edge>, CoreError> {
     const K: &str = "document";
+    let DocumentParts {
+        document,
+        chunks,
+        chunk_leaves,
+        embeddings,
+        window_edges,
+        chunks_derived,
+    } = *parts;
     document.validate()?;
     let mut by_sequence: BTreeMap<u32, &Chunk> = BTreeMap::new();
     for chunk in chunks {
-        chunk.validate()?;
+        if chunks_derived {
+            chunk.validate_fields()?;
+        } else {
+            chunk.validate()?;
+        }
         if chunk.document_id != document.id {
             return Err(CoreError::invalid(
                 K,

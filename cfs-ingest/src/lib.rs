@@ -45,7 +45,7 @@ pub use pdf::{
 pub use pipeline::{
     CODE_CHUNKER, DEFAULT_MAX_FILE_BYTES, HTML_PARSER, IngestConfig, Ingested, JSON_PARSER,
     MARKDOWN_CHUNKER, MARKDOWN_PARSER, PDF_CHUNKER, PDF_PARSER, Parsed, TEXT_CHUNKER, TEXT_PARSER,
-    embed_chunks, embedding_text, ingest_file, parse_file,
+    embed_chunks, embedding_text, ingest_file, parse_file, parse_file_hashed,
 };
 pub use text::{ChunkParams, MIN_MAX_BYTES, Span, chunk_text};
 pub use tree::{TreeIndex, index_tree, index_walk, ingest_entry, read_entry};

@@ -87,6 +87,18 @@ pub struct Ingested {
 /// Parses and chunks one file. `path` is its relative path (for detection and errors
 /// only: the result does not depend on it beyond the detected type).
 pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Parsed, IngestError> {
+    parse_file_hashed(path, bytes, ContentHash::of(bytes), config)
+}
+
+/// [`parse_file`] of bytes whose content hash (BLAKE3 of `bytes`) the caller has just
+/// computed, so that they are not hashed twice.
+pub fn parse_file_hashed(
+    path: &str,
+    bytes: &[u8],
+    content_hash: ContentHash,
+    config: &IngestConfig,
+) -> Result<Parsed, IngestError> {
+    debug_assert_eq!(content_hash, ContentHash::of(bytes), "{path}: not its hash");
     config.chunk.validate()?;
     let size = bytes.len() as u64;
     if size > config.max_file_bytes {
@@ -112,7 +124,6 @@ pub fn parse_file(path: &str, bytes: &[u8], config: &IngestConfig) -> Result<Par
         max_bytes: config.chunk.max_bytes,
         overlap_bytes: config.chunk.overlap_bytes,
     };
-    let content_hash = ContentHash::of(bytes);
     let document_id = DocumentId::derive(&content_hash, &profile.hash());
     let core = |source| IngestError::Core {
         path: path.into(),

@@ -79,6 +79,42 @@ pub struct NewDocument<'a> {
     pub embeddings: &'a [Embedding],
     /// `next_window` edges between its chunks.
     pub window_edges: &'a [Edge],
+    /// The chunks come from `cfs_ingest::parse_file` in this process: their text hashes
+    /// and ids, derived there, are not derived again (`cfs_core::DocumentParts`). Only
+    /// the sync sets it; a document handed in from outside is checked in full.
+    chunks_derived: bool,
+}
+
+impl<'a> NewDocument<'a> {
+    /// A document with its rows, every one of them to be checked.
+    pub fn new(
+        document: &'a Document,
+        chunks: &'a [Chunk],
+        embeddings: &'a [Embedding],
+        window_edges: &'a [Edge],
+    ) -> Self {
+        Self {
+            document,
+            chunks,
+            embeddings,
+            window_edges,
+            chunks_derived: false,
+        }
+    }
+
+    /// A document the sync has just parsed with `cfs_ingest::parse_file`, whose chunks'
+    /// derivations are not made again.
+    pub(crate) fn parsed(parsed: &'a cfs_ingest::Parsed, embeddings: &'a [Embedding]) -> Self {
+        Self {
+            chunks_derived: true,
+            ..Self::new(
+                &parsed.document,
+                &parsed.chunks,
+                embeddings,
+                &parsed.window_edges,
+            )
+        }
+    }
 }
 
 /// What a table's writing task did: rows added and changed, buckets touched.
@@ -115,13 +151,14 @@ fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
                 .expect("a row value starts with its leaf")
         })
         .collect();
-    let edges = cfs_core::document_edges_with_leaves(
-        doc,
-        d.chunks,
-        Some(&leaves),
-        d.embeddings,
-        d.window_edges,
-    )?;
+    let edges = cfs_core::document_edges_of(&cfs_core::DocumentParts {
+        document: doc,
+        chunks: d.chunks,
+        chunk_leaves: Some(&leaves),
+        embeddings: d.embeddings,
+        window_edges: d.window_edges,
+        chunks_derived: d.chunks_derived,
+    })?;
     let mut rows = Vec::with_capacity(1 + d.chunks.len() + d.embeddings.len() + edges.len());
     rows.push(canonical_row(doc, doc.id.0.to_vec()));
     rows.extend(chunk_rows);
@@ -450,12 +487,10 @@ impl<'s> WriteTxn<'s> {
         embeddings: &[Embedding],
         window_edges: &[Edge],
     ) -> Result<bool> {
-        Ok(self.put_documents(&[NewDocument {
-            document,
-            chunks,
-            embeddings,
-            window_edges,
-        }])? == 1)
+        Ok(
+            self.put_documents(&[NewDocument::new(document, chunks, embeddings, window_edges)])?
+                == 1,
+        )
     }
 
     /// Adds many documents at once: every document is checked, all rows are encoded and

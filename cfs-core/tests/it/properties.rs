@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use cfs_core::{
     Bucket, BucketedTable, Canonical, CanonicalState, Chunk, ChunkKind, ChunkProof, ContentHash,
-    Document, Edge, EdgeKind, Embedding, Entity, ModelHash, ParseProfile, PathEntry, StateRecord,
-    Symbol, SymbolKind, Window, document_edges, document_edges_with_leaves, table_root_from_sorted,
+    Document, DocumentParts, Edge, EdgeKind, Embedding, Entity, ModelHash, ParseProfile, PathEntry,
+    StateRecord, Symbol, SymbolKind, Window, document_edges, document_edges_of,
+    table_root_from_sorted,
 };
 use proptest::prelude::*;
 
@@ -402,15 +403,56 @@ fn document_edges_accept_their_chunks_leaves_in_any_order() {
     let (doc, mut chunks, embeddings) = document("a\nb\nc\n");
     chunks.reverse();
     let leaves: Vec<[u8; 32]> = chunks.iter().map(|c| c.leaf().0).collect();
+    let with = |leaves: &[[u8; 32]]| {
+        document_edges_of(&DocumentParts {
+            document: &doc,
+            chunks: &chunks,
+            chunk_leaves: Some(leaves),
+            embeddings: &embeddings,
+            window_edges: &[],
+            chunks_derived: false,
+        })
+    };
     let plain = document_edges(&doc, &chunks, &embeddings, &[]).unwrap();
-    let given = document_edges_with_leaves(&doc, &chunks, Some(&leaves), &embeddings, &[]).unwrap();
-    assert_eq!(plain, given);
+    assert_eq!(plain, with(&leaves).unwrap());
     let mut swapped = leaves.clone();
     swapped.swap(0, 1);
-    assert!(document_edges_with_leaves(&doc, &chunks, Some(&swapped), &embeddings, &[]).is_err());
+    assert!(with(&swapped).is_err());
     let mut flipped = leaves;
     flipped[0][0] ^= 1;
-    assert!(document_edges_with_leaves(&doc, &chunks, Some(&flipped), &embeddings, &[]).is_err());
+    assert!(with(&flipped).is_err());
+}
+
+/// Chunks vouched for as made by `Chunk::new` are not derived again, but their fields
+/// are checked, and a chunk changed after its document was made no longer matches it.
+#[test]
+fn derived_chunks_skip_only_their_derivations() {
+    let (doc, chunks, embeddings) = document("a\nb\nc\n");
+    let parts = |chunks: &[Chunk], derived: bool| {
+        let leaves: Vec<[u8; 32]> = chunks.iter().map(|c| c.leaf().0).collect();
+        document_edges_of(&DocumentParts {
+            document: &doc,
+            chunks,
+            chunk_leaves: Some(&leaves),
+            embeddings: &embeddings,
+            window_edges: &[],
+            chunks_derived: derived,
+        })
+    };
+    assert_eq!(
+        parts(&chunks, true).unwrap(),
+        parts(&chunks, false).unwrap()
+    );
+    let mut changed = chunks.clone();
+    changed[0].text.push('!');
+    changed[0].byte_length += 1;
+    assert!(
+        parts(&changed, true).is_err(),
+        "its leaf left the hierarchical hash"
+    );
+    let mut empty = chunks;
+    empty[0].start_line = 0;
+    assert!(parts(&empty, true).is_err(), "fields are checked");
 }
 
 /// The reference rules catch each kind of breach (rows handed over unchecked).

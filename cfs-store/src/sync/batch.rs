@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use cfs_core::{ContentHash, DocumentId, Embedding, PathEntry, TextHash, encode_vector};
 use cfs_ingest::{
     IngestConfig, IngestError, Parsed, WalkEntry, detect_file, embedding_text, parse_file,
+    parse_file_hashed,
 };
 use rayon::prelude::*;
 
@@ -97,11 +98,12 @@ pub(super) fn parse_batch(reads: &[Read], plan: &Plan, config: &IngestConfig) ->
         .to_parse
         .par_iter()
         .map(|&i| {
-            let bytes = match &reads[i].result {
-                Ok((bytes, _)) => bytes.as_slice(),
-                Err(_) => &[],
+            let path = &reads[i].entry.rel_path;
+            let parsed = match &reads[i].result {
+                Ok((bytes, hash)) => parse_file_hashed(path, bytes, *hash, config),
+                Err(_) => parse_file(path, &[], config),
             };
-            (i, parse_file(&reads[i].entry.rel_path, bytes, config))
+            (i, parsed)
         })
         .collect();
     let texts = results
@@ -228,12 +230,7 @@ impl SyncRun<'_> {
             .iter()
             .filter_map(|(i, _)| {
                 let parsed = results.get(i)?.as_ref().ok()?;
-                Some(NewDocument {
-                    document: &parsed.document,
-                    chunks: &parsed.chunks,
-                    embeddings: embedded.get(i)?,
-                    window_edges: &parsed.window_edges,
-                })
+                Some(NewDocument::parsed(parsed, embedded.get(i)?))
             })
             .collect();
         txn.put_documents(&new_documents)?;
