@@ -7,11 +7,12 @@
 
 use borsh::{BorshDeserialize, BorshSerialize};
 
-use crate::chunk::{Chunk, hierarchical_hash};
+use crate::chunk::Chunk;
 use crate::encode::{Canonical, check_len};
 use crate::error::CoreError;
-use crate::hash::{self, ContentHash, LeafHash, MerkleRoot, ProfileHash};
+use crate::hash::{self, ContentHash, HASH_LEN, LeafHash, MerkleRoot, ProfileHash};
 use crate::id::DocumentId;
+use crate::merkle::merkle_root;
 
 /// Longest profile string (MIME type, parser, chunker), in bytes.
 const MAX_PROFILE_FIELD_BYTES: usize = 1024;
@@ -122,6 +123,28 @@ impl Document {
         metadata: Vec<MetaEntry>,
         chunks: &[Chunk],
     ) -> Result<Self, CoreError> {
+        Self::new_with_leaves(
+            content_hash,
+            size_bytes,
+            profile,
+            text_length_bytes,
+            metadata,
+            chunks,
+        )
+        .map(|(document, _)| document)
+    }
+
+    /// [`Document::new`], also returning the leaf of each chunk (`leaves[i]` of
+    /// `chunks[i]`, as [`Chunk::leaf_hash`] gives it) that its hierarchical hash is made
+    /// of, for a caller that stores the chunks and need not hash them again.
+    pub fn new_with_leaves(
+        content_hash: ContentHash,
+        size_bytes: u64,
+        profile: ParseProfile,
+        text_length_bytes: u64,
+        metadata: Vec<MetaEntry>,
+        chunks: &[Chunk],
+    ) -> Result<(Self, Vec<[u8; HASH_LEN]>), CoreError> {
         let id = DocumentId::derive(&content_hash, &profile.hash());
         if let Some(stray) = chunks.iter().find(|c| c.document_id != id) {
             return Err(CoreError::invalid(
@@ -134,6 +157,14 @@ impl Document {
         }
         let n_chunks = u32::try_from(chunks.len())
             .map_err(|_| CoreError::invalid(Self::KIND, "more than u32::MAX chunks"))?;
+        let leaves: Vec<[u8; HASH_LEN]> = chunks.iter().map(|c| c.leaf_hash().0).collect();
+        let mut in_sequence: Vec<(u32, [u8; HASH_LEN])> = chunks
+            .iter()
+            .map(|c| c.sequence)
+            .zip(leaves.iter().copied())
+            .collect();
+        in_sequence.sort_unstable_by_key(|(sequence, _)| *sequence);
+        let in_sequence: Vec<[u8; HASH_LEN]> = in_sequence.into_iter().map(|(_, l)| l).collect();
         let document = Self {
             id,
             content_hash,
@@ -141,11 +172,11 @@ impl Document {
             profile,
             text_length_bytes,
             n_chunks,
-            hierarchical_hash: hierarchical_hash(chunks),
+            hierarchical_hash: merkle_root(&in_sequence),
             metadata,
         };
         document.validate()?;
-        Ok(document)
+        Ok((document, leaves))
     }
 
     /// The Merkle leaf of this document.

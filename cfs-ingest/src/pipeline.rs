@@ -73,6 +73,9 @@ pub struct Parsed {
     pub window_edges: Vec<Edge>,
     /// Encoding the bytes were read as.
     pub encoding: &'static str,
+    /// The Merkle leaf of each chunk (`chunk_leaves[i]` of `chunks[i]`), hashed once
+    /// for the document's hierarchical hash; a store writing the chunks reuses them.
+    pub chunk_leaves: Vec<[u8; 32]>,
 }
 
 /// A parsed, chunked and embedded file.
@@ -160,7 +163,7 @@ pub fn parse_file_hashed(
             ))
         })
         .collect();
-    let document = Document::new(
+    let (document, chunk_leaves) = Document::new_with_leaves(
         content_hash,
         size,
         profile,
@@ -174,6 +177,7 @@ pub fn parse_file_hashed(
         chunks,
         window_edges,
         encoding,
+        chunk_leaves,
     })
 }
 

@@ -131,6 +131,22 @@ pub fn row_value(leaf: &[u8; 32], payload: &[u8]) -> Vec<u8> {
     out
 }
 
+/// [`row_value`] built in place: `encode` appends the payload after the room for the
+/// leaf (`capacity` bytes are reserved for the payload), then `leaf` gives the leaf of
+/// that payload. The payload is written once and never copied.
+pub fn row_value_with(
+    capacity: usize,
+    encode: impl FnOnce(&mut Vec<u8>),
+    leaf: impl FnOnce(&[u8]) -> [u8; 32],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(LEAF_LEN + capacity);
+    out.resize(LEAF_LEN, 0);
+    encode(&mut out);
+    let leaf = leaf(&out[LEAF_LEN..]);
+    out[..LEAF_LEN].copy_from_slice(&leaf);
+    out
+}
+
 /// A committed row's value split into its leaf hash and its payload.
 pub fn split_row(value: &[u8]) -> Result<(&[u8; 32], &[u8])> {
     value

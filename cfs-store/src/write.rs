@@ -80,9 +80,10 @@ pub struct NewDocument<'a> {
     /// `next_window` edges between its chunks.
     pub window_edges: &'a [Edge],
     /// The chunks come from `cfs_ingest::parse_file` in this process: their text hashes
-    /// and ids, derived there, are not derived again (`cfs_core::DocumentParts`). Only
-    /// the sync sets it; a document handed in from outside is checked in full.
-    chunks_derived: bool,
+    /// and ids, derived there, are not derived again (`cfs_core::DocumentParts`), and
+    /// their leaves, hashed there, are these (`leaves[i]` of `chunks[i]`). Only the sync
+    /// sets them; a document handed in from outside is checked and hashed in full.
+    derived_leaves: Option<&'a [[u8; 32]]>,
 }
 
 impl<'a> NewDocument<'a> {
@@ -98,7 +99,7 @@ impl<'a> NewDocument<'a> {
             chunks,
             embeddings,
             window_edges,
-            chunks_derived: false,
+            derived_leaves: None,
         }
     }
 
@@ -106,7 +107,7 @@ impl<'a> NewDocument<'a> {
     /// derivations are not made again.
     pub(crate) fn parsed(parsed: &'a cfs_ingest::Parsed, embeddings: &'a [Embedding]) -> Self {
         Self {
-            chunks_derived: true,
+            derived_leaves: Some(&parsed.chunk_leaves),
             ..Self::new(
                 &parsed.document,
                 &parsed.chunks,
@@ -138,10 +139,14 @@ struct DocumentRows {
 /// chunks' leaves serve both the check of the hierarchical hash and the rows.
 fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
     let doc = d.document;
+    let derived = d
+        .derived_leaves
+        .filter(|leaves| leaves.len() == d.chunks.len());
     let chunk_rows: Vec<Row> = d
         .chunks
         .iter()
-        .map(|c| canonical_row(c, c.id.0.to_vec()))
+        .enumerate()
+        .map(|(i, c)| chunk_row(c, derived.map(|leaves| &leaves[i])))
         .collect();
     let leaves: Vec<[u8; 32]> = chunk_rows
         .iter()
@@ -157,7 +162,7 @@ fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
         chunk_leaves: Some(&leaves),
         embeddings: d.embeddings,
         window_edges: d.window_edges,
-        chunks_derived: d.chunks_derived,
+        chunks_derived: derived.is_some(),
     })?;
     let mut rows = Vec::with_capacity(1 + d.chunks.len() + d.embeddings.len() + edges.len());
     rows.push(canonical_row(doc, doc.id.0.to_vec()));
@@ -279,6 +284,34 @@ fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>) -> Row {
         table: E::TABLE,
         key,
         value: tables::row_value(&E::leaf_of_encoding(&encoded).0, &encoded),
+    }
+}
+
+/// The row of a chunk, encoded in place; hashed unless its leaf is known already (a
+/// chunk the sync has just parsed, whose leaf its document was made from: checked
+/// against its encoding in debug builds).
+fn chunk_row(chunk: &Chunk, leaf: Option<&[u8; 32]>) -> Row {
+    let value = tables::row_value_with(
+        chunk.text.len() + 256,
+        |out| {
+            borsh::BorshSerialize::serialize(chunk, out)
+                .expect("canonical encoding of a chunk within spec bounds");
+        },
+        |encoded| {
+            let hashed = || Chunk::leaf_of_encoding(encoded).0;
+            match leaf {
+                Some(leaf) => {
+                    debug_assert_eq!(*leaf, hashed(), "a parsed chunk's leaf");
+                    *leaf
+                }
+                None => hashed(),
+            }
+        },
+    );
+    Row {
+        table: Table::Chunks,
+        key: chunk.id.0.to_vec(),
+        value,
     }
 }
 

@@ -423,6 +423,27 @@ fn document_edges_accept_their_chunks_leaves_in_any_order() {
     assert!(with(&flipped).is_err());
 }
 
+/// `Document::new_with_leaves` is `Document::new` and each chunk's own leaf, whatever
+/// the chunks' order.
+#[test]
+fn a_document_made_with_leaves_gives_each_chunks_leaf() {
+    let content = "a\nb\nc\n";
+    let (doc, mut chunks, _) = document(content);
+    chunks.reverse();
+    let (made, leaves) = Document::new_with_leaves(
+        doc.content_hash,
+        doc.size_bytes,
+        doc.profile.clone(),
+        doc.text_length_bytes,
+        vec![],
+        &chunks,
+    )
+    .unwrap();
+    assert_eq!(made, doc);
+    let each: Vec<[u8; 32]> = chunks.iter().map(|c| c.leaf_hash().0).collect();
+    assert_eq!(leaves, each);
+}
+
 /// Chunks vouched for as made by `Chunk::new` are not derived again, but their fields
 /// are checked, and a chunk changed after its document was made no longer matches it.
 #[test]
