@@ -63,10 +63,14 @@ fn stat_seconds(first: usize) -> f64 {
 
 /// The allocator settings of the `cfs` binary (`cfs-cli/src/alloc.rs`), as glibc's
 /// environment variables: a parse-only process runs under them too.
-const CFS_MALLOC_ENV: [(&str, &str); 2] = [
-    ("MALLOC_MMAP_THRESHOLD_", "131072"),
-    ("MALLOC_TOP_PAD_", "67108864"),
-];
+fn cfs_malloc_env() -> [(&'static str, String); 3] {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    [
+        ("MALLOC_MMAP_THRESHOLD_", "131072".into()),
+        ("MALLOC_TOP_PAD_", "67108864".into()),
+        ("MALLOC_ARENA_MAX", cores.to_string()),
+    ]
+}
 
 /// Wall and CPU seconds of one child process, from spawn to exit; panics if it fails.
 fn timed_process(command: &mut std::process::Command) -> (f64, f64) {
@@ -77,10 +81,7 @@ fn timed_process(command: &mut std::process::Command) -> (f64, f64) {
         "{command:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    (
-        wall.elapsed().as_secs_f64(),
-        children_cpu_seconds() - cpu,
-    )
+    (wall.elapsed().as_secs_f64(), children_cpu_seconds() - cpu)
 }
 
 /// Alternating processes: parse only, then `cfs index` into a new store; `runs` of each.
@@ -92,7 +93,7 @@ fn bench_processes(name: &str, tree: &Path, runs: usize, cfs: &Path) -> serde_js
             std::process::Command::new(&me)
                 .arg(format!("{name}={}", tree.display()))
                 .args(["--only", "parse", "--runs", "1"])
-                .envs(CFS_MALLOC_ENV),
+                .envs(cfs_malloc_env()),
         ));
         let dir = tempfile::tempdir().expect("temp dir");
         index.push(timed_process(
