@@ -9,13 +9,14 @@
 //!
 //! A fixed threshold also fixes the heap's trim threshold at glibc's 128 KiB, so a
 //! thread's heap shrank and grew again by a few pages at a time (an `mprotect` and fresh
-//! page faults each time). The heaps grow and stay grown by 64 MiB of address space
-//! instead (the top pad; pages are only resident once touched): a cold index of the
-//! Python library takes 4.5% less time, of a Rust tree 5%. Each heap then keeps up to
-//! that much freed memory resident, so there are as many heaps as cores (glibc makes up
-//! to eight per core, one per thread here): the 110 MB registry tree's cold index peaks
-//! at 390-400 MB instead of 470-480 MB without either setting and 560-570 MB with the
-//! pad alone (docs/benchmarks.md, "The cold index as a process").
+//! page faults each time). The heaps grow, and stay grown, by 16 MiB of address space
+//! instead (the top pad; pages are only resident once touched), and there is one heap
+//! per core and one more (glibc makes up to eight per core, one per thread here, each
+//! keeping its pad of freed memory; fewer heaps than allocating threads made two parse
+//! threads share one, three times slower): a cold text index of the 110 MB registry tree
+//! takes 5.5-5.7 s instead of 6.0-6.4 s and peaks at 410-460 MB instead of 370-380 MB; a
+//! 64 MiB pad was faster still on the Python library (4.5%) but peaked at 500-600 MB
+//! (docs/benchmarks.md, "The cold index as a process").
 
 #![allow(unsafe_code)]
 
@@ -25,7 +26,7 @@ const MMAP_THRESHOLD: std::ffi::c_int = 128 << 10;
 
 /// Address space a heap grows by, and keeps free at its top when it shrinks.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-const TOP_PAD: std::ffi::c_int = 64 << 20;
+const TOP_PAD: std::ffi::c_int = 16 << 20;
 
 /// Applies the settings; call once, first thing in `main`.
 pub fn tune() {
@@ -36,7 +37,8 @@ pub fn tune() {
         const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
         const M_ARENA_MAX: std::ffi::c_int = -8;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let arenas = std::ffi::c_int::try_from(cores).unwrap_or(std::ffi::c_int::MAX);
+        // One heap for each parse thread and one for the thread writing the store.
+        let arenas = std::ffi::c_int::try_from(cores + 1).unwrap_or(std::ffi::c_int::MAX);
         unsafe extern "C" {
             fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
         }

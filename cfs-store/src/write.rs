@@ -291,8 +291,11 @@ fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>) -> Row {
 /// chunk the sync has just parsed, whose leaf its document was made from: checked
 /// against its encoding in debug builds).
 fn chunk_row(chunk: &Chunk, leaf: Option<&[u8; 32]>) -> Row {
+    // The encoding's exact length (counted, not written), so the row holds no spare
+    // capacity: a cold index stages hundreds of thousands of them.
+    let length = borsh::object_length(chunk).unwrap_or(chunk.text.len());
     let value = tables::row_value_with(
-        chunk.text.len() + 256,
+        length,
         |out| {
             borsh::BorshSerialize::serialize(chunk, out)
                 .expect("canonical encoding of a chunk within spec bounds");

@@ -67,8 +67,8 @@ fn cfs_malloc_env() -> [(&'static str, String); 3] {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     [
         ("MALLOC_MMAP_THRESHOLD_", "131072".into()),
-        ("MALLOC_TOP_PAD_", "67108864".into()),
-        ("MALLOC_ARENA_MAX", cores.to_string()),
+        ("MALLOC_TOP_PAD_", "16777216".into()),
+        ("MALLOC_ARENA_MAX", (cores + 1).to_string()),
     ]
 }
 
