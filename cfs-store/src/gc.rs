@@ -99,12 +99,14 @@ impl Store {
         if before < policy.min_free_bytes {
             return Ok(false);
         }
-        let txn = self.writable_db()?.begin_write()?;
-        let stats = txn.stats()?;
-        txn.abort()?;
-        let used = stats.allocated_pages() * stats.page_size() as u64;
-        let free = before.saturating_sub(used);
-        Ok(free >= policy.min_free_bytes && free * 100 >= before * policy.min_free_percent)
+        crate::error::guard(self.path(), || {
+            let txn = self.writable_db()?.begin_write()?;
+            let stats = txn.stats()?;
+            txn.abort()?;
+            let used = stats.allocated_pages() * stats.page_size() as u64;
+            let free = before.saturating_sub(used);
+            Ok(free >= policy.min_free_bytes && free * 100 >= before * policy.min_free_percent)
+        })
     }
 
     /// [`Store::shrink`] of the store file at `path`, opened for it alone with a small
