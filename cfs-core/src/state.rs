@@ -92,16 +92,44 @@ pub struct DocumentParts<'a> {
 /// [`document_edges`] of a document's parts (see [`DocumentParts`] for what the caller
 /// may vouch for).
 pub fn document_edges_of(parts: &DocumentParts<'_>) -> Result<Vec<Edge>, CoreError> {
+    parts.document.validate()?;
+    check_chunks(parts)?;
+    check_attached(parts)?;
+    let DocumentParts {
+        document,
+        chunks,
+        embeddings,
+        window_edges,
+        ..
+    } = *parts;
+    let mut edges: Vec<Edge> = window_edges.to_vec();
+    edges.extend(
+        chunks
+            .iter()
+            .map(|c| Edge::new(document.id, c.id, EdgeKind::CONTAINS)),
+    );
+    edges.extend(
+        embeddings
+            .iter()
+            .map(|e| Edge::new(e.chunk_id, e.id, EdgeKind::EMBEDDED_AS)),
+    );
+    edges.sort_unstable();
+    edges.dedup();
+    Ok(edges)
+}
+
+/// Every chunk is valid (its derivations too unless vouched for), of this document,
+/// within its text; their sequences are `0..n_chunks`; their leaves make its
+/// hierarchical hash.
+fn check_chunks(parts: &DocumentParts<'_>) -> Result<(), CoreError> {
     const K: &str = "document";
     let DocumentParts {
         document,
         chunks,
         chunk_leaves,
-        embeddings,
-        window_edges,
         chunks_derived,
+        ..
     } = *parts;
-    document.validate()?;
     let mut by_sequence: BTreeMap<u32, &Chunk> = BTreeMap::new();
     for chunk in chunks {
         if chunks_derived {
@@ -157,8 +185,15 @@ pub fn document_edges_of(parts: &DocumentParts<'_>) -> Result<Vec<Edge>, CoreErr
             "hierarchical hash does not match the chunks",
         ));
     }
-    let chunk_ids: BTreeSet<ChunkId> = chunks.iter().map(|c| c.id).collect();
-    for embedding in embeddings {
+    Ok(())
+}
+
+/// Every embedding is valid and of one of the chunks; every window edge is valid and
+/// links two of them.
+fn check_attached(parts: &DocumentParts<'_>) -> Result<(), CoreError> {
+    const K: &str = "document";
+    let chunk_ids: BTreeSet<ChunkId> = parts.chunks.iter().map(|c| c.id).collect();
+    for embedding in parts.embeddings {
         embedding.validate()?;
         if !chunk_ids.contains(&embedding.chunk_id) {
             return Err(CoreError::invalid(
@@ -170,7 +205,7 @@ pub fn document_edges_of(parts: &DocumentParts<'_>) -> Result<Vec<Edge>, CoreErr
             ));
         }
     }
-    for edge in window_edges {
+    for edge in parts.window_edges {
         edge.validate()?;
         let inside = |id: EntityId| chunk_ids.contains(&ChunkId(id.0));
         if edge.kind != EdgeKind::NEXT_WINDOW || !inside(edge.source) || !inside(edge.target) {
@@ -180,20 +215,7 @@ pub fn document_edges_of(parts: &DocumentParts<'_>) -> Result<Vec<Edge>, CoreErr
             ));
         }
     }
-    let mut edges: Vec<Edge> = window_edges.to_vec();
-    edges.extend(
-        chunks
-            .iter()
-            .map(|c| Edge::new(document.id, c.id, EdgeKind::CONTAINS)),
-    );
-    edges.extend(
-        embeddings
-            .iter()
-            .map(|e| Edge::new(e.chunk_id, e.id, EdgeKind::EMBEDDED_AS)),
-    );
-    edges.sort_unstable();
-    edges.dedup();
-    Ok(edges)
+    Ok(())
 }
 
 impl CanonicalState {
