@@ -266,16 +266,21 @@ pub struct Opened {
 /// Opens the store of the tree at `root` (`root/.cfs/` unless `--store`), creating it
 /// with `choice` (default minilm-int) when there is none; an existing store made with
 /// another embedder than `choice` is an error. The options defer embeddings when the
-/// store's embedder is a model ([`text_first`]).
+/// store's embedder is a model ([`text_first`]), and hold about `memory_bytes`; an
+/// existing store's page cache is a quarter of that (`Store::open_for_sync`).
 pub fn open_or_create(
     root: &Path,
     common: &Common,
     choice: Option<EmbedderChoice>,
+    memory_bytes: usize,
 ) -> anyhow::Result<Opened> {
     let file = tree_store(root, common.store.as_deref());
-    let options = sync_options(root)?;
+    let options = SyncOptions {
+        memory_bytes,
+        ..sync_options(root)?
+    };
     let (store, embedder) = if file.is_file() {
-        let store = Store::open(&file)?;
+        let store = Store::open_for_sync(&file, memory_bytes)?;
         let recorded = EmbedderChoice::of_model_id(&store.settings().model_id);
         if let Some(choice) = choice.filter(|&c| Some(c) != recorded) {
             bail!(
@@ -399,16 +404,13 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         print_sync_report(&no_op.report, &root, &no_op.file, &done, args.common.json)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let created = !tree_store(&root, args.common.store.as_deref()).is_file();
     let Opened {
         store,
         file,
         options,
         embedder,
-    } = open_or_create(&root, &args.common, args.embedder)?;
-    let options = SyncOptions {
-        memory_bytes: args.memory_bytes(),
-        ..options
-    };
+    } = open_or_create(&root, &args.common, args.embedder, args.memory_bytes())?;
     let started = std::time::Instant::now();
     let (report, head) = match &args.changed_since {
         Some(reference) => {
@@ -444,13 +446,19 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
     if let Some(head) = &head {
         store.record_git_head(head)?;
     }
-    // A cold index leaves much of the file free (about 40%): returned at once, through
-    // an opening of its own with a small page cache. Whether it is worth it is asked of
-    // this opening, whose cache holds the pages just written (a new opening would read
-    // the whole file to answer). The sync is committed by now, so a compaction that fails
-    // is said, not made the command's failure.
+    // The cold index that made the store leaves much of the file free (about 40%):
+    // returned at once, through an opening of its own with a small page cache. Whether
+    // it is worth it is asked of this opening, whose cache holds the pages just written
+    // (a new opening, or a later sync's small cache, would read the whole file to
+    // answer; later commits reuse free pages, and `cfs gc --compact` compacts on
+    // demand). The sync is committed by now, so a compaction that fails is said, not
+    // made the command's failure.
     let policy = cfs_store::ShrinkPolicy::default();
-    let wanted = store.wants_shrink(policy);
+    let wanted = if created {
+        store.wants_shrink(policy)
+    } else {
+        Ok(false)
+    };
     drop(store);
     let shrunk = match wanted {
         Ok(true) => Store::shrink_file(&file, policy).map(drop),
@@ -603,7 +611,7 @@ pub fn refresh(args: &RefreshArgs) -> anyhow::Result<ExitCode> {
         options,
         embedder,
         ..
-    } = open_or_create(&root, &args.common, None)?;
+    } = open_or_create(&root, &args.common, None, cfs_store::DEFAULT_SYNC_MEMORY)?;
     check_named_paths(&store, &root, &rel)?;
     // A few named files: their vectors go in the same commit as their text.
     let options = SyncOptions {

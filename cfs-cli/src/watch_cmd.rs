@@ -46,7 +46,12 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         file,
         options,
         embedder,
-    } = open_or_create(&root, &args.common, args.embedder)?;
+    } = open_or_create(
+        &root,
+        &args.common,
+        args.embedder,
+        cfs_store::DEFAULT_SYNC_MEMORY,
+    )?;
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);

@@ -200,6 +200,17 @@ impl Store {
         Self::open_with_cache(path, None)
     }
 
+    /// [`Store::open`] for syncs that hold about `memory_bytes` (`SyncOptions::
+    /// memory_bytes`): redb's page cache is a quarter of it instead of redb's gigabyte.
+    /// A sync of a store that has rows reads and rewrites pages all over its tables, and
+    /// filled the whole gigabyte: a third of a 640 MB store's files changed peaked at
+    /// 1.66 GB, 385-400 MB with a 64 MiB cache, 2-6% slower (docs/benchmarks.md).
+    /// A new store ([`Store::create`]) keeps redb's cache: its one packed load is 6%
+    /// slower through a small one.
+    pub fn open_for_sync(path: &Path, memory_bytes: usize) -> Result<Self> {
+        Self::open_with_cache(path, Some((memory_bytes / 4).max(MIN_SYNC_CACHE)))
+    }
+
     /// [`Store::open`] with redb's page cache at `cache` bytes instead of its default.
     pub(crate) fn open_with_cache(path: &Path, cache: Option<usize>) -> Result<Self> {
         if !path.is_file() {
@@ -383,6 +394,9 @@ fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
         reason: e.into(),
     }
 }
+
+/// The smallest page cache [`Store::open_for_sync`] gives redb.
+const MIN_SYNC_CACHE: usize = 16 << 20;
 
 /// redb's page cache of a store opened read-only. A reader (search, status, the MCP
 /// server) reads a query's few pages, or every chunk once when it builds the index

@@ -1,6 +1,6 @@
 //! Cold indexing against the parser, on the same files and cores in one run:
 //!
-//! `cargo run --release --bin index_bench -- NAME=TREE [NAME=TREE ...] [--runs N] [--vectors deferred|inline] [--only parse|memory|cold] [--cfs PATH]`
+//! `cargo run --release --bin index_bench -- NAME=TREE [NAME=TREE ...] [--runs N] [--vectors deferred|inline] [--only parse|memory|cold|resync] [--store FILE] [--cfs PATH]`
 //!
 //! For each tree, N runs (default 3) of, in turn:
 //! 1. parse only: every file read and parsed the way ingestion parses it before
@@ -14,7 +14,7 @@
 //!
 //! Prints one JSON object per tree (wall and CPU seconds of each run, medians, MB/s and
 //! the ratios of the medians to parse-only) and a table line; `docs/benchmarks.md` keeps
-//! the table. `--only parse|memory|cold` runs one measure alone (for a profiler). The store's peak memory is the process's: run one tree per process to read
+//! the table. `--only parse|memory|cold` runs one measure alone (for a profiler); `--only resync --store FILE` syncs the tree into an existing store made with the hash embedder (an incremental sync, to profile). The store's peak memory is the process's: run one tree per process to read
 //! it (`peak_rss_mb`).
 //!
 //! `--cfs PATH` adds what a user meets, each run a process of its own, the two
@@ -220,6 +220,20 @@ enum Only {
     Parse,
     Memory,
     Cold,
+    /// A sync of the tree into the existing store `--store FILE` (made with the hash
+    /// embedder), in this process: an incremental sync to profile.
+    Resync,
+}
+
+/// Syncs `tree` into the existing store `file` with the hash embedder, its vectors in
+/// the sync; returns the files updated.
+fn resync(tree: &Path, file: &Path) -> usize {
+    let store = Store::open(file).expect("open --store");
+    let options = SyncOptions::default();
+    store
+        .sync(tree, &options, &HashEmbedder::default(), &|_| {})
+        .expect("sync")
+        .updated
 }
 
 fn bench_tree(
@@ -253,6 +267,14 @@ fn bench_tree(
             Some(Only::Memory) => {
                 let (wall, cpu, _) = timed(in_memory);
                 eprintln!("{name}: in memory {wall:.2} s, {cpu:.2} CPU s");
+                continue;
+            }
+            Some(Only::Resync) => {
+                let file = flag(&std::env::args().collect::<Vec<_>>(), "--store")
+                    .map(PathBuf::from)
+                    .expect("--only resync needs --store FILE");
+                let (wall, cpu, updated) = timed(|| resync(tree, &file));
+                eprintln!("{name}: resync {wall:.2} s, {cpu:.2} CPU s, {updated} files updated");
                 continue;
             }
             None => {}
@@ -316,7 +338,8 @@ fn main() {
         Some("cold") => Some(Only::Cold),
         Some("parse") => Some(Only::Parse),
         Some("memory") => Some(Only::Memory),
-        Some(other) => panic!("--only parse|memory|cold, not {other}"),
+        Some("resync") => Some(Only::Resync),
+        Some(other) => panic!("--only parse|memory|cold|resync, not {other}"),
     };
     let trees: Vec<(String, PathBuf)> = args
         .iter()

@@ -156,7 +156,7 @@ pub fn refresh(served: &Served, params: &RefreshParams) -> anyhow::Result<Refres
         options,
         embedder,
         ..
-    } = open_or_create(&root, &common, None)?;
+    } = open_or_create(&root, &common, None, cfs_store::DEFAULT_SYNC_MEMORY)?;
     check_named_paths(&store, &root, &rel)?;
     let options = SyncOptions {
         defer_embeddings: false,

@@ -97,7 +97,7 @@ fn start_watcher(
         options,
         embedder,
         ..
-    } = open_or_create(tree, &args.common, None)?;
+    } = open_or_create(tree, &args.common, None, cfs_store::DEFAULT_SYNC_MEMORY)?;
     let settings = WatchSettings {
         quiet: Duration::from_millis(args.quiet_ms),
         ..WatchSettings::default()

@@ -62,7 +62,8 @@ pub struct SyncOptions {
     /// (beyond it they are sorted into runs on disk beside the store, and merged at
     /// commit), a thirty-second for each of the two groups of files read and parsed at
     /// once (up to 64 MiB), the rest for what the parsed files become. The store's page
-    /// cache (redb's, at most 1 GiB) comes on top.
+    /// cache comes on top: a quarter of this for a store opened with
+    /// [`Store::open_for_sync`], redb's default (at most 1 GiB) otherwise.
     pub memory_bytes: usize,
 }
 
