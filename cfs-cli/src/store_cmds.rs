@@ -261,6 +261,8 @@ pub struct Opened {
     pub file: PathBuf,
     pub options: SyncOptions,
     pub embedder: Box<dyn Embedder>,
+    /// The store was made by this call (its first sync is a cold index).
+    pub created: bool,
 }
 
 /// Opens the store of the tree at `root` (`root/.cfs/` unless `--store`), creating it
@@ -279,7 +281,8 @@ pub fn open_or_create(
         memory_bytes,
         ..sync_options(root)?
     };
-    let (store, embedder) = if file.is_file() {
+    let existed = file.is_file();
+    let (store, embedder) = if existed {
         let store = Store::open_for_sync(&file, memory_bytes)?;
         let recorded = EmbedderChoice::of_model_id(&store.settings().model_id);
         if let Some(choice) = choice.filter(|&c| Some(c) != recorded) {
@@ -316,6 +319,7 @@ pub fn open_or_create(
         file,
         options,
         embedder,
+        created: !existed,
     })
 }
 
@@ -404,12 +408,12 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         print_sync_report(&no_op.report, &root, &no_op.file, &done, args.common.json)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let created = !tree_store(&root, args.common.store.as_deref()).is_file();
     let Opened {
         store,
         file,
         options,
         embedder,
+        created,
     } = open_or_create(&root, &args.common, args.embedder, args.memory_bytes())?;
     let started = std::time::Instant::now();
     let (report, head) = match &args.changed_since {

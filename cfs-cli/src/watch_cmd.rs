@@ -46,6 +46,7 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
         file,
         options,
         embedder,
+        ..
     } = open_or_create(
         &root,
         &args.common,
