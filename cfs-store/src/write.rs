@@ -146,7 +146,7 @@ fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
         .chunks
         .iter()
         .enumerate()
-        .map(|(i, c)| chunk_row(c, derived.map(|leaves| &leaves[i])))
+        .map(|(i, c)| canonical_row(c, c.id.0.to_vec(), derived.map(|leaves| &leaves[i])))
         .collect();
     let leaves: Vec<[u8; 32]> = chunk_rows
         .iter()
@@ -165,7 +165,7 @@ fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
         chunks_derived: derived.is_some(),
     })?;
     let mut rows = Vec::with_capacity(1 + d.chunks.len() + d.embeddings.len() + edges.len());
-    rows.push(canonical_row(doc, doc.id.0.to_vec()));
+    rows.push(canonical_row(doc, doc.id.0.to_vec(), None));
     rows.extend(chunk_rows);
     // Embedding rows name their vector by hash; each distinct vector is written once
     // (vectors.rs).
@@ -180,7 +180,11 @@ fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
         });
         vectors.push((stored.vector, encoded));
     }
-    rows.extend(edges.iter().map(|e| canonical_row(e, e.key().to_vec())));
+    rows.extend(
+        edges
+            .iter()
+            .map(|e| canonical_row(e, e.key().to_vec(), None)),
+    );
     Ok(DocumentRows {
         rows,
         vectors,
@@ -277,34 +281,24 @@ fn write_index<'a>(
     Ok(())
 }
 
-/// The row of an entity stored in canonical form, encoded and hashed once.
-fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>) -> Row {
-    let encoded = entity.encode();
-    Row {
-        table: E::TABLE,
-        key,
-        value: tables::row_value(&E::leaf_of_encoding(&encoded).0, &encoded),
-    }
-}
-
-/// The row of a chunk, encoded in place; hashed unless its leaf is known already (a
-/// chunk the sync has just parsed, whose leaf its document was made from: checked
-/// against its encoding in debug builds).
-fn chunk_row(chunk: &Chunk, leaf: Option<&[u8; 32]>) -> Row {
-    // The encoding's exact length (counted, not written), so the row holds no spare
-    // capacity: a cold index stages hundreds of thousands of them.
-    let length = borsh::object_length(chunk).unwrap_or(chunk.text.len());
+/// The row of an entity stored in canonical form: encoded once, in place after its
+/// leaf, at its exact length (counted, not written: a cold index stages hundreds of
+/// thousands of rows, and none holds spare capacity), and hashed once unless its leaf is
+/// known already (a chunk the sync has just parsed, whose leaf its document was made
+/// from: checked against the encoding in debug builds).
+fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>, leaf: Option<&[u8; 32]>) -> Row {
+    let length = borsh::object_length(entity).unwrap_or_default();
     let value = tables::row_value_with(
         length,
         |out| {
-            borsh::BorshSerialize::serialize(chunk, out)
-                .expect("canonical encoding of a chunk within spec bounds");
+            borsh::BorshSerialize::serialize(entity, out)
+                .expect("canonical encoding of a value within spec bounds");
         },
         |encoded| {
-            let hashed = || Chunk::leaf_of_encoding(encoded).0;
+            let hashed = || E::leaf_of_encoding(encoded).0;
             match leaf {
                 Some(leaf) => {
-                    debug_assert_eq!(*leaf, hashed(), "a parsed chunk's leaf");
+                    debug_assert_eq!(*leaf, hashed(), "a row's known leaf");
                     *leaf
                 }
                 None => hashed(),
@@ -312,8 +306,8 @@ fn chunk_row(chunk: &Chunk, leaf: Option<&[u8; 32]>) -> Row {
         },
     );
     Row {
-        table: Table::Chunks,
-        key: chunk.id.0.to_vec(),
+        table: E::TABLE,
+        key,
         value,
     }
 }
@@ -443,7 +437,7 @@ impl<'s> WriteTxn<'s> {
         if staged_slot(table).is_some() {
             self.flush_staged()?;
         }
-        let value = tables::row_value(&entity.leaf().0, &entity.encode());
+        let value = canonical_row(entity, key.to_vec(), None).value;
         let previous = {
             let mut t = self.txn.open_table(tables::committed(table))?;
             t.insert(key, value.as_slice())?.map(|g| g.value().to_vec())
