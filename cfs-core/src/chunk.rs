@@ -313,10 +313,27 @@ impl Canonical for Chunk {
 /// The hierarchical hash of a document: the Merkle root of its chunks' leaf hashes in
 /// sequence order (the empty root for no chunks). `chunks` may come in any order.
 pub fn hierarchical_hash<'a>(chunks: impl IntoIterator<Item = &'a Chunk>) -> MerkleRoot {
-    let mut leaves: Vec<(u32, [u8; 32])> = chunks
-        .into_iter()
-        .map(|c| (c.sequence, c.leaf_hash().0))
-        .collect();
+    root_in_sequence(
+        chunks
+            .into_iter()
+            .map(|c| (c.sequence, c.leaf_hash().0))
+            .collect(),
+    )
+}
+
+/// [`hierarchical_hash`] of chunks whose leaves are known (`leaves[i]` of `chunks[i]`).
+pub(crate) fn hierarchical_hash_of_leaves(chunks: &[Chunk], leaves: &[[u8; 32]]) -> MerkleRoot {
+    root_in_sequence(
+        chunks
+            .iter()
+            .map(|c| c.sequence)
+            .zip(leaves.iter().copied())
+            .collect(),
+    )
+}
+
+/// The Merkle root of `(sequence, leaf)` pairs taken in sequence order.
+fn root_in_sequence(mut leaves: Vec<(u32, [u8; 32])>) -> MerkleRoot {
     leaves.sort_unstable_by_key(|(sequence, _)| *sequence);
     let leaves: Vec<[u8; 32]> = leaves.into_iter().map(|(_, leaf)| leaf).collect();
     merkle_root(&leaves)

@@ -7,12 +7,11 @@
 
 use borsh::{BorshDeserialize, BorshSerialize};
 
-use crate::chunk::Chunk;
+use crate::chunk::{Chunk, hierarchical_hash_of_leaves};
 use crate::encode::{Canonical, check_len};
 use crate::error::CoreError;
 use crate::hash::{self, ContentHash, HASH_LEN, LeafHash, MerkleRoot, ProfileHash};
 use crate::id::DocumentId;
-use crate::merkle::merkle_root;
 
 /// Longest profile string (MIME type, parser, chunker), in bytes.
 const MAX_PROFILE_FIELD_BYTES: usize = 1024;
@@ -158,13 +157,6 @@ impl Document {
         let n_chunks = u32::try_from(chunks.len())
             .map_err(|_| CoreError::invalid(Self::KIND, "more than u32::MAX chunks"))?;
         let leaves: Vec<[u8; HASH_LEN]> = chunks.iter().map(|c| c.leaf_hash().0).collect();
-        let mut in_sequence: Vec<(u32, [u8; HASH_LEN])> = chunks
-            .iter()
-            .map(|c| c.sequence)
-            .zip(leaves.iter().copied())
-            .collect();
-        in_sequence.sort_unstable_by_key(|(sequence, _)| *sequence);
-        let in_sequence: Vec<[u8; HASH_LEN]> = in_sequence.into_iter().map(|(_, l)| l).collect();
         let document = Self {
             id,
             content_hash,
@@ -172,7 +164,7 @@ impl Document {
             profile,
             text_length_bytes,
             n_chunks,
-            hierarchical_hash: merkle_root(&in_sequence),
+            hierarchical_hash: hierarchical_hash_of_leaves(chunks, &leaves),
             metadata,
         };
         document.validate()?;

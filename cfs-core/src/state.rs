@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rayon::prelude::*;
 
 use crate::bucket::{Bucket, TopTree, table_root_from_sorted};
-use crate::chunk::{Chunk, ChunkKind, hierarchical_hash};
+use crate::chunk::{Chunk, ChunkKind, hierarchical_hash, hierarchical_hash_of_leaves};
 use crate::diff::StateDiff;
 use crate::document::Document;
 use crate::edge::{Edge, EdgeKind, EntityId};
@@ -169,14 +169,7 @@ fn check_chunks(parts: &DocumentParts<'_>) -> Result<(), CoreError> {
         ));
     }
     let hierarchical = match chunk_leaves {
-        Some(leaves) if leaves.len() == chunks.len() => {
-            // In sequence order: the sequences were just checked to be 0..n.
-            let mut ordered = vec![[0u8; 32]; leaves.len()];
-            for (chunk, leaf) in chunks.iter().zip(leaves) {
-                ordered[chunk.sequence as usize] = *leaf;
-            }
-            merkle_root(&ordered)
-        }
+        Some(leaves) if leaves.len() == chunks.len() => hierarchical_hash_of_leaves(chunks, leaves),
         _ => hierarchical_hash(chunks),
     };
     if hierarchical != document.hierarchical_hash {
