@@ -56,19 +56,9 @@ const SLICE_BYTES_PER_CHUNK: usize = 64 << 10;
 /// `texts` cut into runs of whole files of at most `most` chunks each (a file with more
 /// makes a run of its own).
 fn slices(texts: &[FileTexts], most: usize) -> Vec<&[FileTexts]> {
-    let mut out = Vec::new();
-    let (mut start, mut chunks) = (0, 0);
-    for (at, (_, file)) in texts.iter().enumerate() {
-        if at > start && chunks + file.len() > most {
-            out.push(&texts[start..at]);
-            (start, chunks) = (at, 0);
-        }
-        chunks += file.len();
-    }
-    if start < texts.len() {
-        out.push(&texts[start..]);
-    }
-    out
+    super::runs(texts, usize::MAX, most as u64, |(_, file)| {
+        file.len() as u64
+    })
 }
 
 /// A batch read, planned and parsed, waiting to be written.
@@ -237,7 +227,7 @@ impl SyncRun<'_> {
         Ok(())
     }
 
-    /// The vector of every distinct text of the batch: from the embedding cache, the
+    /// The vector of every distinct text of the files `texts` names: from the embedding cache, the
     /// rest computed in parallel groups (none when embeddings are deferred) and cached.
     fn embed_texts(
         &mut self,

@@ -131,6 +131,30 @@ pub struct SyncReport {
     pub root: StateRoot,
 }
 
+/// `items` cut into runs, in order, of at most `most_items` items and `most_weight` of
+/// their `weight` each (an item heavier than that makes a run of its own).
+fn runs<T>(
+    items: &[T],
+    most_items: usize,
+    most_weight: u64,
+    weight: impl Fn(&T) -> u64,
+) -> Vec<&[T]> {
+    let mut out = Vec::new();
+    let (mut start, mut sum) = (0usize, 0u64);
+    for (at, item) in items.iter().enumerate() {
+        let w = weight(item);
+        if at > start && (at - start >= most_items || sum + w > most_weight) {
+            out.push(&items[start..at]);
+            (start, sum) = (at, 0);
+        }
+        sum += w;
+    }
+    if start < items.len() {
+        out.push(&items[start..]);
+    }
+    out
+}
+
 /// The value at `path` of a cursor over `(path, value)` pairs sorted by path, moved
 /// forward to it; paths are asked for in increasing order.
 fn seek<'m, V: 'm>(
@@ -486,19 +510,7 @@ impl<'a> SyncRun<'a> {
     fn parts<'f>(&self, to_read: &'f [WalkEntry]) -> Vec<&'f [WalkEntry]> {
         let parse_files = self.options.parse_files.max(1);
         let parse_bytes = (self.options.memory_bytes as u64 / 32).clamp(1 << 20, PARSE_BYTES);
-        let mut groups: Vec<&[WalkEntry]> = Vec::new();
-        let (mut start, mut bytes) = (0usize, 0u64);
-        for (i, f) in to_read.iter().enumerate() {
-            if i > start && (i - start >= parse_files || bytes + f.size_bytes > parse_bytes) {
-                groups.push(&to_read[start..i]);
-                start = i;
-                bytes = 0;
-            }
-            bytes += f.size_bytes;
-        }
-        if start < to_read.len() {
-            groups.push(&to_read[start..]);
-        }
+        let groups = runs(to_read, parse_files, parse_bytes, |f| f.size_bytes);
         let per_commit = self.options.batch_files.max(1);
         groups
             .iter()
