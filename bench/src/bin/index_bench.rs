@@ -215,14 +215,13 @@ fn cold_index(tree: &Path, inline: bool) -> (u64, Phases) {
 }
 
 /// One measure alone, for a profiler.
-#[derive(Clone, Copy)]
 enum Only {
     Parse,
     Memory,
     Cold,
-    /// A sync of the tree into the existing store `--store FILE` (made with the hash
+    /// A sync of the tree into this existing store (`--store FILE`, made with the hash
     /// embedder), in this process: an incremental sync to profile.
-    Resync,
+    Resync(PathBuf),
 }
 
 /// Syncs `tree` into the existing store `file` with the hash embedder, its vectors in
@@ -241,7 +240,7 @@ fn bench_tree(
     tree: &Path,
     runs: usize,
     inline: bool,
-    only: Option<Only>,
+    only: Option<&Only>,
 ) -> serde_json::Value {
     let options = SyncOptions::default();
     let embedder = HashEmbedder::default();
@@ -269,11 +268,8 @@ fn bench_tree(
                 eprintln!("{name}: in memory {wall:.2} s, {cpu:.2} CPU s");
                 continue;
             }
-            Some(Only::Resync) => {
-                let file = flag(&std::env::args().collect::<Vec<_>>(), "--store")
-                    .map(PathBuf::from)
-                    .expect("--only resync needs --store FILE");
-                let (wall, cpu, updated) = timed(|| resync(tree, &file));
+            Some(Only::Resync(file)) => {
+                let (wall, cpu, updated) = timed(|| resync(tree, file));
                 eprintln!("{name}: resync {wall:.2} s, {cpu:.2} CPU s, {updated} files updated");
                 continue;
             }
@@ -338,7 +334,11 @@ fn main() {
         Some("cold") => Some(Only::Cold),
         Some("parse") => Some(Only::Parse),
         Some("memory") => Some(Only::Memory),
-        Some("resync") => Some(Only::Resync),
+        Some("resync") => Some(Only::Resync(
+            get("--store")
+                .map(PathBuf::from)
+                .expect("--only resync needs --store FILE"),
+        )),
         Some(other) => panic!("--only parse|memory|cold|resync, not {other}"),
     };
     let trees: Vec<(String, PathBuf)> = args
@@ -354,8 +354,8 @@ fn main() {
     let results: Vec<_> = trees
         .iter()
         .map(|(name, tree)| {
-            let mut result = bench_tree(name, tree, runs, inline, only);
-            if let (Some(cfs), None) = (&cfs, only) {
+            let mut result = bench_tree(name, tree, runs, inline, only.as_ref());
+            if let (Some(cfs), None) = (&cfs, &only) {
                 result["processes"] = bench_processes(name, tree, runs, cfs);
             }
             result

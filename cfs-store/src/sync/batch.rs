@@ -227,8 +227,9 @@ impl SyncRun<'_> {
         Ok(())
     }
 
-    /// The vector of every distinct text of the files `texts` names: from the embedding cache, the
-    /// rest computed in parallel groups (none when embeddings are deferred) and cached.
+    /// The vector of every distinct text of the files `texts` names: from the embedding
+    /// cache, the rest computed in parallel groups (none when embeddings are deferred)
+    /// and cached.
     fn embed_texts(
         &mut self,
         txn: &WriteTxn<'_>,
