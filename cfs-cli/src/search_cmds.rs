@@ -53,7 +53,12 @@ pub struct SearchArgs {
 
 /// The cache file of a store's runtime index: `index.cache` beside `store.redb`.
 pub fn cache_path(store: &Store) -> std::path::PathBuf {
-    store.path().with_file_name("index.cache")
+    cache_path_of(store.path())
+}
+
+/// The index file of the store file `file`.
+pub fn cache_path_of(file: &std::path::Path) -> std::path::PathBuf {
+    file.with_file_name("index.cache")
 }
 
 /// Opens the store's runtime index for a search command.
