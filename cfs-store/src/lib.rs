@@ -18,6 +18,7 @@
 //! # Ok::<(), cfs_store::StoreError>(())
 //! ```
 
+mod backend;
 mod bulk;
 mod caches;
 mod embed;

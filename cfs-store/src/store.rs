@@ -11,6 +11,7 @@ use cfs_core::{StateRoot, TableRoots};
 use cfs_ingest::ChunkParams;
 use redb::{Database, ReadOnlyDatabase, ReadableDatabase};
 
+use crate::backend::AllocatingBackend;
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
 use crate::tables::{self, encode_roots, meta};
@@ -130,7 +131,15 @@ impl Store {
                 source,
             })?;
         }
-        let db = shared_builder().create(path)?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|source| io_error(path, source))?;
+        let backend = allocating(file, path)?;
+        let db = shared_builder().create_with_backend(backend)?;
         Self::initialize(db, path, settings)
     }
 
@@ -221,7 +230,23 @@ impl Store {
             if let Some(bytes) = cache {
                 builder.set_cache_size(bytes);
             }
-            let db = builder.open(path).map_err(|e| open_error(e, path))?;
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)
+                .map_err(|source| io_error(path, source))?;
+            let empty = file
+                .metadata()
+                .map_err(|source| io_error(path, source))?
+                .len()
+                == 0;
+            let db = if empty {
+                // redb's open refuses an empty file, where a backend of ours would make one.
+                builder.open(path)
+            } else {
+                builder.create_with_backend(allocating(file, path)?)
+            };
+            let db = db.map_err(|e| open_error(e, path))?;
             Self::from_database(Db::Writable(db), path)
         })
     }
@@ -393,6 +418,19 @@ fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
         path: path.to_path_buf(),
         reason: e.into(),
     }
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A writable store file's backend: redb's, with the file's blocks allocated ahead of
+/// the pages written into them (`backend.rs`).
+fn allocating(file: std::fs::File, path: &Path) -> Result<AllocatingBackend> {
+    AllocatingBackend::new(file).map_err(|source| io_error(path, source))
 }
 
 /// The smallest page cache [`Store::open_for_sync`] gives redb.
