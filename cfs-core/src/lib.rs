@@ -20,6 +20,7 @@ mod merkle;
 mod path;
 mod proof;
 mod record;
+mod rules;
 mod state;
 mod table;
 
@@ -44,7 +45,8 @@ pub use merkle::{MerklePath, PathStep, merkle_path, merkle_root, root_from_path}
 pub use path::{MAX_PATH_BYTES, PathEntry, validate_rel_path};
 pub use proof::{ChunkProof, InclusionProof};
 pub use record::{ChangeSummary, StateRecord, TableChange};
-pub use state::{CanonicalState, DocumentParts, check_rows, document_edges, document_edges_of};
+pub use rules::{Rows, check_rows};
+pub use state::{CanonicalState, DocumentParts, document_edges, document_edges_of};
 pub use table::{Entity, Table, TableRoots};
 
 /// The version of `docs/spec.md` this crate implements. Any change to an encoding, an id

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rayon::prelude::*;
 
 use crate::bucket::{Bucket, TopTree, table_root_from_sorted};
-use crate::chunk::{Chunk, ChunkKind, hierarchical_hash, hierarchical_hash_of_leaves};
+use crate::chunk::{Chunk, hierarchical_hash, hierarchical_hash_of_leaves};
 use crate::diff::StateDiff;
 use crate::document::Document;
 use crate::edge::{Edge, EdgeKind, EntityId};
@@ -20,10 +20,10 @@ use crate::encode::Canonical;
 use crate::error::CoreError;
 use crate::hash::{HASH_LEN, MerkleRoot, StateRoot};
 use crate::id::{ChunkId, DocumentId, EmbeddingId, PathId};
-use crate::lookup::PrefixIndex;
 use crate::merkle::{merkle_path, merkle_root};
 use crate::path::PathEntry;
 use crate::proof::{ChunkProof, InclusionProof};
+use crate::rules::{Rows, check_rows};
 use crate::table::{Entity, Table, TableRoots};
 
 /// The canonical state as five sorted maps.
@@ -464,206 +464,13 @@ impl CanonicalState {
         let chunks: Vec<Chunk> = self.chunks.values().cloned().collect();
         let embeddings: Vec<Embedding> = self.embeddings.values().cloned().collect();
         let edges: Vec<Edge> = self.edges.keys().copied().collect();
-        check_rows(&paths, &documents, &chunks, &embeddings, &edges, None)
-    }
-}
-
-/// Every broken invariant of a set of rows, described; empty when they are sound.
-///
-/// `documents`, `chunks` and `embeddings` must be sorted by id and `edges` by key (the
-/// order of their tables), as a store's scan gives them. Checks: every path names a
-/// present document and every document has a path; every chunk's document is present,
-/// a document's chunks are exactly sequences `0..n_chunks` and match its hierarchical
-/// hash; every embedding's chunk is present; system edges are exactly the `contains` and
-/// `embedded_as` edges the rows imply, `next_window` edges link consecutive windows of
-/// one symbol, user edges link present entities. Works on sorted slices (binary search,
-/// per-document work in parallel), so a store can check millions of rows.
-pub fn check_rows(
-    paths: &[PathEntry],
-    documents: &[Document],
-    chunks: &[Chunk],
-    embeddings: &[Embedding],
-    edges: &[Edge],
-    chunk_leaves: Option<&[[u8; 32]]>,
-) -> Vec<String> {
-    let mut problems = Vec::new();
-    // Lookups by id in about two memory accesses each (lookup.rs): the edge rules make
-    // two per edge.
-    let document_index = PrefixIndex::new(documents, |d| &d.id.0[..]);
-    let chunk_index = PrefixIndex::new(chunks, |c| &c.id.0[..]);
-    let embedding_index = PrefixIndex::new(embeddings, |e| &e.id.0[..]);
-    let document_at = |id: &DocumentId| document_index.find(documents, |d| &d.id.0[..], &id.0);
-    let chunk_at = |id: &ChunkId| chunk_index.find(chunks, |c| &c.id.0[..], &id.0);
-    let embedding_at = |id: &EmbeddingId| embedding_index.find(embeddings, |e| &e.id.0[..], &id.0);
-    let mut referenced: Vec<DocumentId> = paths.iter().map(|p| p.document_id).collect();
-    referenced.par_sort_unstable();
-    referenced.dedup();
-    for entry in paths {
-        if document_at(&entry.document_id).is_none() {
-            problems.push(format!(
-                "path {:?} names absent document {}",
-                entry.path, entry.document_id
-            ));
-        }
-    }
-    // Chunks grouped by document, in sequence order, with their leaf hashes (given, or
-    // computed here).
-    let computed: Vec<[u8; 32]>;
-    let leaves: &[[u8; 32]] = match chunk_leaves {
-        Some(l) if l.len() == chunks.len() => l,
-        _ => {
-            computed = chunks.par_iter().map(|c| c.leaf_hash().0).collect();
-            &computed
-        }
-    };
-    let mut by_document: Vec<(&Chunk, &[u8; 32])> = chunks.iter().zip(leaves).collect();
-    by_document.par_sort_unstable_by_key(|(c, _)| (c.document_id, c.sequence));
-    let orphan_chunks: Vec<String> = by_document
-        .par_iter()
-        .filter(|(chunk, _)| document_at(&chunk.document_id).is_none())
-        .map(|(chunk, _)| {
-            format!(
-                "orphan chunk {} of absent document {}",
-                chunk.id, chunk.document_id
-            )
+        check_rows(&Rows {
+            paths: &paths,
+            documents: &documents,
+            chunks: &chunks,
+            embeddings: &embeddings,
+            edges: &edges,
+            chunk_leaves: None,
         })
-        .collect();
-    problems.extend(orphan_chunks);
-    let document_problems: Vec<String> = documents
-        .par_iter()
-        .filter_map(|document| {
-            if referenced.binary_search(&document.id).is_err() {
-                return Some(format!("document {} has no path", document.id));
-            }
-            let from = by_document.partition_point(|(c, _)| c.document_id < document.id);
-            let to = by_document.partition_point(|(c, _)| c.document_id <= document.id);
-            let own = &by_document[from..to];
-            let sequences_ok = own.iter().map(|(c, _)| c.sequence).eq(0..document.n_chunks);
-            if !sequences_ok {
-                let sequences: Vec<u32> = own.iter().map(|(c, _)| c.sequence).collect();
-                return Some(format!(
-                    "document {} has chunk sequences {:?}, expected 0..{}",
-                    document.id, sequences, document.n_chunks
-                ));
-            }
-            // In sequence order already (checked above): the Merkle root of the leaves.
-            let leaves: Vec<[u8; 32]> = own.iter().map(|(_, l)| **l).collect();
-            (merkle_root(&leaves) != document.hierarchical_hash)
-                .then(|| format!("document {} hierarchical hash mismatch", document.id))
-        })
-        .collect();
-    problems.extend(document_problems);
-    let orphan_embeddings: Vec<String> = embeddings
-        .par_iter()
-        .filter(|embedding| chunk_at(&embedding.chunk_id).is_none())
-        .map(|embedding| {
-            format!(
-                "orphan embedding {} of absent chunk {}",
-                embedding.id, embedding.chunk_id
-            )
-        })
-        .collect();
-    problems.extend(orphan_embeddings);
-    let exists = |id: EntityId| {
-        document_at(&DocumentId(id.0)).is_some()
-            || chunk_at(&ChunkId(id.0)).is_some()
-            || embedding_at(&EmbeddingId(id.0)).is_some()
-    };
-    let window = |id: EntityId| {
-        let chunk = &chunks[chunk_at(&ChunkId(id.0))?];
-        match &chunk.kind {
-            ChunkKind::Code {
-                symbol: Some(s), ..
-            } => Some((chunk.document_id, s.window?)),
-            _ => None,
-        }
-    };
-    // (problem, 1 for an implied contains edge, 2 for an implied embedded_as edge).
-    let check_edge = |edge: &Edge| -> (Option<String>, u8) {
-        match edge.kind {
-            EdgeKind::CONTAINS => {
-                let implied = chunk_at(&ChunkId(edge.target.0))
-                    .is_some_and(|i| chunks[i].document_id.0 == edge.source.0);
-                if implied {
-                    (None, 1)
-                } else {
-                    (
-                        Some(format!("system edge {edge:?} not implied by any row")),
-                        0,
-                    )
-                }
-            }
-            EdgeKind::EMBEDDED_AS => {
-                let implied = embedding_at(&EmbeddingId(edge.target.0))
-                    .is_some_and(|i| embeddings[i].chunk_id.0 == edge.source.0);
-                if implied {
-                    (None, 2)
-                } else {
-                    (
-                        Some(format!("system edge {edge:?} not implied by any row")),
-                        0,
-                    )
-                }
-            }
-            EdgeKind::NEXT_WINDOW => {
-                let step = match (window(edge.source), window(edge.target)) {
-                    (Some((da, wa)), Some((db, wb))) => {
-                        da == db && wa.count == wb.count && wa.index + 1 == wb.index
-                    }
-                    _ => false,
-                };
-                let problem = (!step).then(|| {
-                    format!("next_window edge {edge:?} does not link consecutive windows")
-                });
-                (problem, 0)
-            }
-            _ => {
-                let problem = (!exists(edge.source) || !exists(edge.target))
-                    .then(|| format!("user edge {edge:?} has an absent endpoint"));
-                (problem, 0)
-            }
-        }
-    };
-    // In parallel; fold and reduce keep the problems in edge order.
-    let (edge_problems, n_contains, n_embedded_as) = edges
-        .par_iter()
-        .fold(
-            || (Vec::new(), 0usize, 0usize),
-            |(mut p, c, e), edge| {
-                let (problem, implied) = check_edge(edge);
-                p.extend(problem);
-                (
-                    p,
-                    c + usize::from(implied == 1),
-                    e + usize::from(implied == 2),
-                )
-            },
-        )
-        .reduce(
-            || (Vec::new(), 0, 0),
-            |(mut p, c, e), (q, c2, e2)| {
-                p.extend(q);
-                (p, c + c2, e + e2)
-            },
-        );
-    problems.extend(edge_problems);
-    // Edges are unique, so as many implied edges as rows means none is missing.
-    let has = |edge: &Edge| edges.binary_search(edge).is_ok();
-    if n_contains != chunks.len() {
-        for c in chunks {
-            let e = Edge::new(c.document_id, c.id, EdgeKind::CONTAINS);
-            if !has(&e) {
-                problems.push(format!("missing system edge {e:?}"));
-            }
-        }
     }
-    if n_embedded_as != embeddings.len() {
-        for emb in embeddings {
-            let e = Edge::new(emb.chunk_id, emb.id, EdgeKind::EMBEDDED_AS);
-            if !has(&e) {
-                problems.push(format!("missing system edge {e:?}"));
-            }
-        }
-    }
-    problems
 }

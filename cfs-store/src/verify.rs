@@ -8,8 +8,8 @@
 //! compared with the rows they index; the state chain must end at the current root.
 
 use cfs_core::{
-    Bucket, Chunk, Document, Edge, Embedding, Entity, PathEntry, PrefixIndex, StateRoot, Table,
-    TableRoots, TopTree, bucket_roots_from_sorted, check_rows, hex_encode,
+    Bucket, Chunk, Document, Edge, Embedding, Entity, PathEntry, PrefixIndex, Rows, StateRoot,
+    Table, TableRoots, TopTree, bucket_roots_from_sorted, check_rows, hex_encode,
 };
 use rayon::prelude::*;
 use redb::ReadableTableMetadata;
@@ -262,14 +262,14 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
     // Reference rules, on the decoded rows.
     // The scans return each table in key order, as check_rows needs.
     let chunk_leaves: Vec<[u8; 32]> = scans.chunks.leaves.iter().map(|(_, l)| *l).collect();
-    problems.extend(check_rows(
-        &scans.paths.rows,
-        &scans.documents.rows,
-        &scans.chunks.rows,
-        &scans.embeddings.rows,
-        &scans.edges.rows,
-        Some(&chunk_leaves),
-    ));
+    problems.extend(check_rows(&Rows {
+        paths: &scans.paths.rows,
+        documents: &scans.documents.rows,
+        chunks: &scans.chunks.rows,
+        embeddings: &scans.embeddings.rows,
+        edges: &scans.edges.rows,
+        chunk_leaves: Some(&chunk_leaves),
+    }));
     check_indexes(read, &scans, &mut problems)?;
     check_content_index(read, &scans.documents.rows, &mut problems)?;
     check_chain(read, &stored_roots, &mut problems)?;
