@@ -6,7 +6,7 @@
 //! and proves the best hit's inclusion in the state, checking the proof offline.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -136,23 +136,48 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             root.display()
         )
     })?;
-    let config = crate::ingest_config();
     let model = args.embedder.load()?;
     let embedder = Memo {
         inner: &*model,
         vectors: Mutex::new(HashMap::new()),
     };
+    let shown = demonstrate(&root, args, &embedder)?;
+    if args.json {
+        print_json(&shown.json(&root, args))?;
+    } else {
+        shown.print(&root, args, embedder.model_id())?;
+    }
+    if shown.proof_ok == Some(false) || !shown.problems.is_empty() {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
+/// What the demo found: the index, how long it took, whether the root held, the hits
+/// of the query and the proof of the first.
+struct Shown {
+    index: TreeIndex,
+    elapsed: std::time::Duration,
+    same_root: bool,
+    hits: Vec<serde_json::Value>,
+    proof: Option<ChunkProof>,
+    proof_ok: Option<bool>,
+    problems: Vec<String>,
+}
+
+/// Indexes `root` in memory, checks the root against the files in reverse order on
+/// one thread, runs the query and proves its first hit.
+fn demonstrate(root: &Path, args: &Args, embedder: &Memo<'_>) -> anyhow::Result<Shown> {
+    let config = crate::ingest_config();
     let started = Instant::now();
-    let walked = walk(&root)?;
+    let walked = walk(root)?;
     let files_in_order: Vec<_> = walked.files.clone();
     let bar = progress(walked.files.len() as u64, args.json, "indexing");
     let registry = Registry::load(&root.join(".cfs").join("collections.yaml"))?;
-    let index = index_walk(walked, &config, &registry, &embedder, &|_| bar.inc(1))?;
+    let index = index_walk(walked, &config, &registry, embedder, &|_| bar.inc(1))?;
     bar.finish_and_clear();
     let elapsed = started.elapsed();
-    let roots = index.state.table_roots();
-    let root_hash = roots.state_root();
+    let root_hash = index.state.state_root();
 
     // Determinism: the files in reverse order, on one thread, give the same root.
     let reversed = cfs_ingest::Walk {
@@ -160,7 +185,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         ..cfs_ingest::Walk::default()
     };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
-    let again = pool.install(|| index_walk(reversed, &config, &registry, &embedder, &|_| {}))?;
+    let again = pool.install(|| index_walk(reversed, &config, &registry, embedder, &|_| {}))?;
     let same_root = again.state.state_root() == root_hash;
     if !same_root {
         bail!("the state root changed with file order and thread count: a determinism bug");
@@ -170,13 +195,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .embed_batch(&[args.query.as_str()])?
         .pop()
         .unwrap_or_default();
-    let hits = exact_search(&index, &query, args.k);
-    let proof: Option<ChunkProof> = hits.first().and_then(|h| index.state.prove_chunk(&h.chunk));
+    let found = exact_search(&index, &query, args.k);
+    let proof: Option<ChunkProof> = found
+        .first()
+        .and_then(|h| index.state.prove_chunk(&h.chunk));
     let proof_ok = proof.as_ref().map(|p| p.verify(&root_hash).is_ok());
-    let problems = index.state.check_integrity();
-
-    let mb_per_s = index.n_bytes as f64 / 1e6 / elapsed.as_secs_f64().max(1e-9);
-    let hit_json: Vec<_> = hits
+    let hits = found
         .iter()
         .filter_map(|h| {
             let chunk = index.state.chunks().get(&h.chunk)?;
@@ -190,43 +214,63 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             }))
         })
         .collect();
-    if args.json {
-        print_json(&json!({
+    let problems = index.state.check_integrity();
+    Ok(Shown {
+        index,
+        elapsed,
+        same_root,
+        hits,
+        proof,
+        proof_ok,
+        problems,
+    })
+}
+
+impl Shown {
+    /// The `--json` report.
+    fn json(&self, root: &Path, args: &Args) -> serde_json::Value {
+        let (index, roots) = (&self.index, self.index.state.table_roots());
+        json!({
             "root": root.display().to_string(),
             "files": index.n_files,
             "bytes": index.n_bytes,
-            "seconds": elapsed.as_secs_f64(),
+            "seconds": self.elapsed.as_secs_f64(),
             "errors": index.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
             "paths": index.state.paths().len(),
             "documents": index.state.documents().len(),
             "chunks": index.state.chunks().len(),
             "embeddings": index.state.embeddings().len(),
             "edges": index.state.edges().len(),
-            "state_root": root_hash.to_hex(),
+            "state_root": roots.state_root().to_hex(),
             "table_roots": {
                 "paths": roots.paths.to_hex(), "documents": roots.documents.to_hex(),
                 "chunks": roots.chunks.to_hex(), "embeddings": roots.embeddings.to_hex(),
                 "edges": roots.edges.to_hex(),
             },
-            "same_root_reversed_single_thread": same_root,
-            "integrity_problems": problems,
+            "same_root_reversed_single_thread": self.same_root,
+            "integrity_problems": self.problems,
             "query": args.query,
-            "results": hit_json,
-            "proof": proof.as_ref().map(|p| json!({
+            "results": self.hits,
+            "proof": self.proof.as_ref().map(|p| json!({
                 "chunk_id": p.chunk.id.to_string(),
                 "bytes": p.encode().len(),
-                "verified": proof_ok,
+                "verified": self.proof_ok,
             })),
-        }))?;
-    } else {
+        })
+    }
+
+    /// The report for a person.
+    fn print(&self, root: &Path, args: &Args, model_id: &str) -> std::io::Result<()> {
+        let index = &self.index;
         let mut out = std::io::stdout().lock();
+        let seconds = self.elapsed.as_secs_f64();
+        let mb_per_s = index.n_bytes as f64 / 1e6 / seconds.max(1e-9);
         writeln!(out, "indexed {}", root.display())?;
         writeln!(
             out,
-            "  {} files, {} in {:.2} s ({mb_per_s:.1} MB/s on {} threads)",
+            "  {} files, {} in {seconds:.2} s ({mb_per_s:.1} MB/s on {} threads)",
             index.n_files,
             human_bytes(index.n_bytes),
-            elapsed.as_secs_f64(),
             rayon::current_num_threads()
         )?;
         writeln!(
@@ -244,27 +288,25 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 writeln!(out, "    {e}")?;
             }
         }
-        writeln!(out, "state root {root_hash}")?;
+        writeln!(out, "state root {}", index.state.state_root())?;
         writeln!(
             out,
-            "  same root from the files in reverse order on 1 thread: {same_root}"
+            "  same root from the files in reverse order on 1 thread: {}",
+            self.same_root
         )?;
-        writeln!(
-            out,
-            "  integrity: {}",
-            if problems.is_empty() {
-                "sound".to_string()
-            } else {
-                format!("{problems:?}")
-            }
-        )?;
-        writeln!(
-            out,
-            "\nquery {:?} (exact search, {}):",
-            args.query,
-            embedder.model_id()
-        )?;
-        for (rank, h) in hit_json.iter().enumerate() {
+        let integrity = if self.problems.is_empty() {
+            "sound".to_string()
+        } else {
+            format!("{:?}", self.problems)
+        };
+        writeln!(out, "  integrity: {integrity}")?;
+        writeln!(out, "\nquery {:?} (exact search, {model_id}):", args.query)?;
+        self.print_hits(&mut out)
+    }
+
+    /// The hits, a line each with the first line of their text, and the proof.
+    fn print_hits(&self, out: &mut impl Write) -> std::io::Result<()> {
+        for (rank, h) in self.hits.iter().enumerate() {
             let first_line = h["text"]
                 .as_str()
                 .unwrap_or("")
@@ -282,7 +324,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 first_line.trim()
             )?;
         }
-        if let (Some(p), Some(ok)) = (&proof, proof_ok) {
+        if let (Some(p), Some(ok)) = (&self.proof, self.proof_ok) {
             writeln!(
                 out,
                 "\ninclusion proof of chunk {}: {} bytes, verified against the state root: {ok}",
@@ -290,9 +332,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 p.encode().len()
             )?;
         }
+        Ok(())
     }
-    if proof_ok == Some(false) || !problems.is_empty() {
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
 }
