@@ -230,14 +230,15 @@ impl Store {
             if let Some(bytes) = cache {
                 builder.set_cache_size(bytes);
             }
+            // Errors said as redb's open said them: "cannot open the store: ...".
             let file = std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
                 .open(path)
-                .map_err(|source| io_error(path, source))?;
+                .map_err(|e| open_error(e.into(), path))?;
             let empty = file
                 .metadata()
-                .map_err(|source| io_error(path, source))?
+                .map_err(|e| open_error(e.into(), path))?
                 .len()
                 == 0;
             let db = if empty {
