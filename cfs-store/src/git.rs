@@ -94,11 +94,23 @@ pub fn changed_since(tree: &Path, reference: &str) -> Result<GitChanges> {
 /// Read from the repository's files when `tree` is its top and `HEAD` is plain (a
 /// detached commit, or a branch whose ref is loose or packed), else asked of git: a
 /// process of git's own costs a no-op `cfs index` more than the rest of its start.
+/// Outside any repository (no `.git` in `tree` or a folder above it, and no git
+/// environment pointing elsewhere), there is none, and git is not asked.
 pub fn head(tree: &Path) -> Option<String> {
+    if !git_redirected() && !tree.ancestors().any(|dir| dir.join(".git").exists()) {
+        return None;
+    }
     match head_from_files(&tree.join(".git")) {
         Some(found) => found,
         None => head_from_git(tree),
     }
+}
+
+/// Whether git's own environment can point it at a repository elsewhere.
+fn git_redirected() -> bool {
+    ["GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
 }
 
 fn head_from_git(tree: &Path) -> Option<String> {
@@ -120,10 +132,7 @@ fn head_from_files(dir: &Path) -> Option<Option<String>> {
             .then(|| s.to_ascii_lowercase())
     };
     // git's own environment can point it elsewhere: then only git knows.
-    let redirected = ["GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some());
-    if redirected || !dir.is_dir() || dir.join("reftable").exists() {
+    if git_redirected() || !dir.is_dir() || dir.join("reftable").exists() {
         return None;
     }
     let head = std::fs::read_to_string(dir.join("HEAD")).ok()?;

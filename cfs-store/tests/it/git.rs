@@ -30,8 +30,9 @@ fn run_git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// `git::head` reads HEAD from the repository's files where it can and agrees with
-/// `git rev-parse` in every state: no commits, a loose branch ref, packed refs, a
-/// detached HEAD, an orphan branch, and a folder inside the work tree (asked of git).
+/// `git rev-parse` in every state: outside a repository, no commits, a loose branch
+/// ref, packed refs, a detached HEAD, an orphan branch, and a folder inside the work
+/// tree (asked of git).
 #[test]
 fn head_agrees_with_git_rev_parse() {
     let dir = tempfile::tempdir().unwrap();
@@ -47,6 +48,8 @@ fn head_agrees_with_git_rev_parse() {
             .success()
             .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
     };
+    // Outside any repository (no .git here or above, as git looks): none, as git says.
+    assert_eq!(git::head(d), rev(d), "outside a repository");
     run_git(d, &["init", "-q"]);
     assert_eq!(git::head(d), None);
     std::fs::create_dir(d.join("sub")).unwrap();
