@@ -126,18 +126,18 @@ impl Store {
             return Err(StoreError::Exists(path.to_path_buf()));
         }
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
+            std::fs::create_dir_all(dir).map_err(|source| io_error(dir, source))?;
         }
+        // A file made meanwhile by another process is found, not opened.
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(false)
+            .create_new(true)
             .open(path)
-            .map_err(|source| io_error(path, source))?;
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::AlreadyExists => StoreError::Exists(path.to_path_buf()),
+                _ => io_error(path, source),
+            })?;
         let backend = allocating(file, path)?;
         let db = shared_builder().create_with_backend(backend)?;
         Self::initialize(db, path, settings)

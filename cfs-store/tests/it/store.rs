@@ -772,3 +772,18 @@ fn a_folder_that_cannot_be_listed_keeps_its_files() {
         ]
     );
 }
+
+/// A store is never created over a file that is there: the error says it exists, and
+/// the file is left as it was.
+#[test]
+fn creating_where_a_file_is_fails_and_leaves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (options, embedder) = (SyncOptions::default(), HashEmbedder::default());
+    let file = dir.path().join("nested/store.redb");
+    drop(Store::create(&file, settings(&options, &embedder)).unwrap());
+    let before = std::fs::read(&file).unwrap();
+    let err = Store::create(&file, settings(&options, &embedder)).unwrap_err();
+    assert!(matches!(err, StoreError::Exists(_)), "{err}");
+    assert!(std::fs::read(&file).unwrap() == before, "the file changed");
+    Store::open(&file).unwrap();
+}
