@@ -68,13 +68,18 @@ impl AllocatingBackend {
         }
         let file_len = self.inner.len()?;
         for region in regions {
-            if !allocated.insert(region) {
+            if allocated.contains(&region) {
                 continue;
             }
             let start = region * REGION;
             let n = REGION.min(file_len.saturating_sub(start));
             if n > 0 {
                 allocate_blocks(&self.file, start, n);
+            }
+            // A region the file ends inside is allocated again, to its new end, once
+            // the file has grown past it.
+            if n == REGION {
+                allocated.insert(region);
             }
         }
         Ok(())
@@ -201,6 +206,22 @@ mod tests {
             let page = (REGION + 4096) as usize..(REGION + 8192) as usize;
             b == if page.contains(&i) { 7 } else { 0 }
         }));
+    }
+
+    /// A region the file ended inside is allocated to the file's new end once it grows.
+    #[test]
+    fn a_region_cut_by_the_end_is_allocated_after_growth() {
+        let (backend, path) = backend();
+        backend.set_len(REGION / 2).unwrap();
+        backend.write(4096, &[1; 4096]).unwrap();
+        assert!(!backend.allocated().contains(&0));
+        backend.set_len(2 * REGION).unwrap();
+        backend.write(REGION - 4096, &[2; 4096]).unwrap();
+        assert!(backend.allocated().contains(&0));
+        if cfg!(all(target_os = "linux", target_pointer_width = "64")) {
+            let disk = on_disk(&path);
+            assert!((REGION..2 * REGION).contains(&disk), "{disk} bytes on disk");
+        }
     }
 
     /// A region shortened by `set_len` is allocated again when the file grows back and
