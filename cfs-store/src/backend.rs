@@ -15,7 +15,7 @@
 //! fails (a file system without `fallocate`) leaves the write to proceed as it would
 //! have.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::ops::Bound;
@@ -34,8 +34,10 @@ pub(crate) struct AllocatingBackend {
     inner: FileBackend,
     /// The same open file as `inner`'s, for the allocations.
     file: File,
-    /// The regions (by index) allocated, or found allocated, since the file was opened.
-    allocated: Mutex<HashSet<u64>>,
+    /// Per region (by index), how many of its bytes from its start this backend has
+    /// allocated since the file was opened: a region the file ends inside is allocated
+    /// further once the file has grown past what was allocated.
+    allocated: Mutex<HashMap<u64, u64>>,
 }
 
 impl AllocatingBackend {
@@ -46,40 +48,39 @@ impl AllocatingBackend {
         Ok(Self {
             inner,
             file: own,
-            allocated: Mutex::new(HashSet::new()),
+            allocated: Mutex::new(HashMap::new()),
         })
     }
 
-    fn allocated(&self) -> MutexGuard<'_, HashSet<u64>> {
+    fn allocated(&self) -> MutexGuard<'_, HashMap<u64, u64>> {
         // A set left by a panic only names regions allocated: still true.
         self.allocated.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Allocates the regions of `offset..offset + len` not allocated yet, as far as the
-    /// file reaches.
+    /// Allocates what `offset..offset + len` needs of its regions and is not allocated
+    /// yet, each region as far as the file reaches (the file's length asked at most
+    /// once, and only when something is missing).
     fn allocate(&self, offset: u64, len: u64) -> io::Result<()> {
         if len == 0 {
             return Ok(());
         }
+        let end = offset + len;
         let mut allocated = self.allocated();
-        let regions = (offset / REGION)..=((offset + len - 1) / REGION);
-        if regions.clone().all(|r| allocated.contains(&r)) {
-            return Ok(());
-        }
-        let file_len = self.inner.len()?;
-        for region in regions {
-            if allocated.contains(&region) {
+        let mut file_len = None;
+        for region in (offset / REGION)..=((end - 1) / REGION) {
+            let start = region * REGION;
+            let needed = end.min(start + REGION) - start;
+            if allocated.get(&region).is_some_and(|&n| n >= needed) {
                 continue;
             }
-            let start = region * REGION;
+            let file_len = match file_len {
+                Some(known) => known,
+                None => *file_len.insert(self.inner.len()?),
+            };
             let n = REGION.min(file_len.saturating_sub(start));
             if n > 0 {
                 allocate_blocks(&self.file, start, n);
-            }
-            // A region the file ends inside is allocated again, to its new end, once
-            // the file has grown past it.
-            if n == REGION {
-                allocated.insert(region);
+                allocated.insert(region, n);
             }
         }
         Ok(())
@@ -121,8 +122,11 @@ impl StorageBackend for AllocatingBackend {
     }
 
     fn set_len(&self, len: u64) -> Result<(), io::Error> {
-        // A region cut short or beyond the new end is a hole again once it grows back.
-        self.allocated().retain(|&r| (r + 1) * REGION <= len);
+        // What the new end cuts off is a hole again once the file grows back.
+        self.allocated().retain(|&region, n| {
+            *n = (*n).min(len.saturating_sub(region * REGION).min(REGION));
+            *n > 0
+        });
         self.inner.set_len(len)
     }
 
@@ -214,10 +218,10 @@ mod tests {
         let (backend, path) = backend();
         backend.set_len(REGION / 2).unwrap();
         backend.write(4096, &[1; 4096]).unwrap();
-        assert!(!backend.allocated().contains(&0));
+        assert_eq!(backend.allocated().get(&0), Some(&(REGION / 2)));
         backend.set_len(2 * REGION).unwrap();
         backend.write(REGION - 4096, &[2; 4096]).unwrap();
-        assert!(backend.allocated().contains(&0));
+        assert_eq!(backend.allocated().get(&0), Some(&REGION));
         if cfg!(all(target_os = "linux", target_pointer_width = "64")) {
             let disk = on_disk(&path);
             assert!((REGION..2 * REGION).contains(&disk), "{disk} bytes on disk");
@@ -232,10 +236,10 @@ mod tests {
         backend.set_len(2 * REGION).unwrap();
         backend.write(REGION, &[1; 4096]).unwrap();
         backend.set_len(REGION + 4096).unwrap();
-        assert!(!backend.allocated().contains(&1));
+        assert_eq!(backend.allocated().get(&1), Some(&4096));
         backend.set_len(2 * REGION).unwrap();
         backend.write(REGION + 8192, &[2; 4096]).unwrap();
-        assert!(backend.allocated().contains(&1));
+        assert_eq!(backend.allocated().get(&1), Some(&REGION));
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes[REGION as usize], 1);
         assert_eq!(bytes[(REGION + 4096) as usize], 0);
