@@ -26,10 +26,10 @@ pub struct RepairArgs {
 }
 
 /// The damaged store's embedder, when its settings can be read (a failed or panicking
-/// read is `None`: `Store::open_read_only` turns panics into errors).
+/// read is `None`: `Store::recorded_settings` turns panics into errors).
 fn recorded_embedder(file: &Path) -> Option<EmbedderChoice> {
-    let store = Store::open_read_only(file).ok()?;
-    EmbedderChoice::of_model_id(&store.settings().model_id)
+    let settings = Store::recorded_settings(file).ok()?;
+    EmbedderChoice::of_model_id(&settings.model_id)
 }
 
 pub fn run(args: &RepairArgs) -> anyhow::Result<ExitCode> {
@@ -131,6 +131,16 @@ fn set_aside(file: &Path, fresh: &Path) -> anyhow::Result<PathBuf> {
     let aside = file.with_extension(format!("redb.damaged-{secs}"));
     std::fs::rename(file, &aside)
         .with_context(|| format!("cannot move {} aside", file.display()))?;
+    // The damaged store's chunk log goes with it, if it has one.
+    let log = cfs_store::chunk_log_path(file);
+    match std::fs::rename(&log, cfs_store::chunk_log_path(&aside)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("cannot move {} aside", log.display()));
+        }
+        _ => {}
+    }
+    std::fs::rename(cfs_store::chunk_log_path(fresh), &log)
+        .with_context(|| format!("cannot move {} into place", log.display()))?;
     std::fs::rename(fresh, file)
         .with_context(|| format!("cannot move {} into place", fresh.display()))?;
     let cache = file.with_file_name("index.cache");

@@ -830,6 +830,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         "consistent": consistent,
         "last_commit_ms": last.map(|r| r.timestamp_ms),
         "store_bytes": size,
+        "chunk_log_bytes": store.log_size(),
         "chunk_sizes": {
             "target_bytes": store.settings().chunk.target_bytes,
             "max_bytes": store.settings().chunk.max_bytes,
@@ -866,7 +867,13 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
 fn write_status(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
     let n = |k: &str| v[k].as_u64().unwrap_or(0);
     let text = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
-    writeln!(out, "store {} ({} bytes)", text("store"), n("store_bytes"))?;
+    writeln!(
+        out,
+        "store {} ({} bytes, chunk log {} bytes)",
+        text("store"),
+        n("store_bytes"),
+        n("chunk_log_bytes")
+    )?;
     writeln!(
         out,
         "  {} paths, {} documents, {} chunks, {} embeddings, {} edges",
@@ -988,6 +995,8 @@ pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
             "vectors_kept": report.vectors_kept,
             "bytes_before": report.bytes_before,
             "bytes_after": report.bytes_after,
+            "chunk_log_bytes_before": report.log_bytes_before,
+            "chunk_log_bytes_after": report.log_bytes_after,
             "compacted": report.compacted,
             "state_root": root.to_hex(),
         }))?;
@@ -1004,8 +1013,11 @@ pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
         let compacted = if report.compacted { " (compacted)" } else { "" };
         writeln!(
             out,
-            "store file {} -> {} bytes{compacted}",
-            report.bytes_before, report.bytes_after
+            "store file {} -> {} bytes{compacted}; chunk log {} -> {} bytes",
+            report.bytes_before,
+            report.bytes_after,
+            report.log_bytes_before,
+            report.log_bytes_after
         )?;
         writeln!(out, "state root {root} (unchanged)")?;
     }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cfs_core::{Canonical, Chunk, ChunkId, EmbeddingId, StateRoot, TextHash};
+use cfs_core::{Canonical, Chunk, ChunkId, EmbeddingId, StateRoot, Table, TextHash};
 use cfs_ingest::{Embedder, embedding_text};
 use redb::{ReadableTable, ReadableTableMetadata};
 
@@ -253,7 +253,7 @@ impl Store {
             {
                 continue;
             }
-            let chunk = Chunk::decode(tables::split_row(value.value())?.1)?;
+            let chunk: Chunk = Chunk::decode(&read.encoding(Table::Chunks, value.value())?)?;
             pending.add(id, &chunk);
         }
         Ok(pending)

@@ -23,7 +23,7 @@ pub enum StoreError {
     #[error("corrupted store: {0}")]
     Corrupted(String),
     /// The store was written by another schema version of cfs.
-    #[error("{path}: store schema version {found}, this cfs reads version {expected}; re-index into a new store (cfs index --store NEW_PATH)", path = path.display())]
+    #[error("{path}: store schema version {found}, this cfs reads version {expected}; cfs repair rebuilds it from its tree (or re-index into a new store: cfs index --store NEW_PATH)", path = path.display())]
     SchemaMismatch {
         /// The store.
         path: PathBuf,

@@ -1,20 +1,25 @@
-//! Garbage collection of the embedding cache and the vectors it keeps.
+//! Garbage collection of the embedding cache and the vectors it keeps, and of the
+//! chunk log's bytes that no chunk names any more.
 //!
 //! A sync keeps the vector of every text it embeds (`embedding_cache` and `vectors`), so
 //! text that comes back (a file restored, a branch checked out again) is not embedded a
 //! second time. Nothing else ever removes them: a tree that changes a lot leaves vectors
 //! that no embedding names. [`Store::gc`] removes those, by explicit keys found by a sweep
-//! of one write transaction, and can then compact the file. [`Store::shrink`] compacts
+//! of one write transaction, and can then compact the file, and the chunk log: a
+//! removed document's chunks stay in the log until then. [`Store::shrink`] compacts
 //! only when much of the file is free pages (a cold index leaves about 40% of it so). The
 //! committed state, its roots and the state chain do not change.
 
 use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
 
 use redb::{ReadableTable, ReadableTableMetadata};
 
+use crate::chunk_log::{self, Appender, ChunkLog};
 use crate::error::{Result, StoreError};
 use crate::store::Store;
-use crate::tables;
+use crate::tables::{self, Extent, LogMark, meta};
 use crate::vectors::{self, VectorHash};
 
 /// redb's page cache while [`Store::shrink_file`] compacts.
@@ -57,6 +62,11 @@ pub struct GcReport {
     pub bytes_after: u64,
     /// Whether the file was compacted.
     pub compacted: bool,
+    /// Chunk log size before, in bytes.
+    pub log_bytes_before: u64,
+    /// Chunk log size after (smaller only when it held chunks no row names any more,
+    /// and `compact` was asked).
+    pub log_bytes_after: u64,
 }
 
 impl Store {
@@ -119,6 +129,7 @@ impl Store {
     fn gc_unguarded(&mut self, compact: bool) -> Result<GcReport> {
         let mut report = GcReport {
             bytes_before: self.file_size(),
+            log_bytes_before: self.log_size(),
             ..GcReport::default()
         };
         let txn = self.writable_db()?.begin_write()?;
@@ -173,12 +184,82 @@ impl Store {
         }
         txn.commit()?;
         if compact {
+            self.compact_log()?;
             report.compacted = self
                 .writable_db_mut()?
                 .compact()
                 .map_err(|e| StoreError::Storage(redb::Error::from(e)))?;
         }
         report.bytes_after = self.file_size();
+        report.log_bytes_after = self.log_size();
         Ok(report)
     }
+
+    /// Rewrites the chunk log with only the encodings that rows name (in key order),
+    /// when it holds others: removed documents' chunks stay in the log until then
+    /// (`chunk_log.rs` gives the order of the steps and what a crash between them
+    /// leaves). A store without files of its own keeps its log as it is.
+    fn compact_log(&self) -> Result<()> {
+        let Some(path) = self.log_path().map(Path::to_path_buf) else {
+            return Ok(());
+        };
+        let mut txn = self.writable_db()?.begin_write()?;
+        txn.set_two_phase_commit(true);
+        let mark = LogMark::read(&txn.open_table(tables::META)?)?;
+        let old = self.log_for(&mark)?;
+        old.cut_to(&mark)?;
+        let rows = live_extents(&txn)?;
+        let live: u64 = rows.iter().map(|(_, _, e)| u64::from(e.len)).sum();
+        if chunk_log::HEADER_LEN + live == mark.len {
+            return Ok(());
+        }
+        // The live encodings in a new log, synced before any row names it.
+        let new_path = chunk_log::new_log_path(&path);
+        let new = Arc::new(ChunkLog::create_file(&new_path)?);
+        let mut appender = Appender::new(
+            new.clone(),
+            &LogMark {
+                id: new.id(),
+                len: chunk_log::HEADER_LEN,
+            },
+        )?;
+        let mut moved = Vec::with_capacity(rows.len());
+        for (key, leaf, extent) in rows {
+            let to = appender.append(&old.read(extent, mark.len)?)?;
+            moved.push((key, tables::row_value(&leaf, &to.encode())));
+        }
+        let new_mark = appender.finish()?;
+        {
+            let mut chunks = txn.open_table(tables::CHUNKS)?;
+            for (key, value) in &moved {
+                chunks.insert(key.as_slice(), value.as_slice())?;
+            }
+            txn.open_table(tables::META)?
+                .insert(meta::CHUNK_LOG.as_bytes(), &new_mark.encode()[..])?;
+        }
+        txn.commit()?;
+        // Committed: the new log takes the old one's name (an open finishes this step
+        // if the process stops first).
+        std::fs::rename(&new_path, &path).map_err(|source| StoreError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        self.set_log(ChunkLog::open_file(&path, false)?);
+        Ok(())
+    }
+}
+
+/// A chunk row: its key, its leaf, and where its encoding lies.
+type ChunkRow = (Vec<u8>, [u8; 32], Extent);
+
+/// Every chunk row, in key order.
+fn live_extents(txn: &redb::WriteTransaction) -> Result<Vec<ChunkRow>> {
+    let chunks = txn.open_table(tables::CHUNKS)?;
+    let mut rows = Vec::with_capacity(usize::try_from(chunks.len()?).unwrap_or(0));
+    for row in chunks.iter()? {
+        let (key, value) = row?;
+        let (leaf, payload) = tables::split_row(value.value())?;
+        rows.push((key.value().to_vec(), *leaf, Extent::decode(payload)?));
+    }
+    Ok(rows)
 }

@@ -2,8 +2,9 @@
 //!
 //! One crash-safe redb file holds the committed state (the five tables of
 //! `docs/spec.md`), its indexes, the bucket roots that make a commit rehash only what it
-//! touched, the state chain, and caches (stat cache, embedding cache). Every write is
-//! one redb transaction. `docs/format.md` describes every table and the commit protocol.
+//! touched, the state chain, and caches (stat cache, embedding cache); the chunks'
+//! canonical encodings lie in an append-only log beside it, which each commit syncs
+//! before it names the new bytes. Every write is one redb transaction. `docs/format.md` describes every table and the commit protocol.
 //!
 //! ```no_run
 //! use cfs_store::{Settings, Store, SyncOptions};
@@ -21,6 +22,7 @@
 mod backend;
 mod bulk;
 mod caches;
+mod chunk_log;
 mod embed;
 mod error;
 mod gc;
@@ -38,6 +40,7 @@ mod verify;
 pub mod watch;
 mod write;
 
+pub use chunk_log::log_path as chunk_log_path;
 pub use embed::{
     DEFAULT_EMBED_BATCH_TEXTS, DEFAULT_VECTOR_SAMPLE, EmbedOptions, EmbedProgress, EmbedReport,
     EmbedStatus, VectorCheck,

@@ -6,6 +6,10 @@ use cfs_core::{
 };
 use redb::{ReadableTable, ReadableTableMetadata};
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::chunk_log::ChunkLog;
 use crate::error::{Result, StoreError};
 use crate::tables::{self, read_bucket_roots, read_sequence, read_table_roots};
 
@@ -46,6 +50,9 @@ pub struct TableUsage {
 /// A read transaction.
 pub struct ReadTxn {
     txn: redb::ReadTransaction,
+    /// The chunk log, and the bytes of it this state covers.
+    log: Arc<ChunkLog>,
+    log_len: u64,
 }
 
 impl std::fmt::Debug for ReadTxn {
@@ -54,21 +61,37 @@ impl std::fmt::Debug for ReadTxn {
     }
 }
 
-fn get_row<E: Canonical>(
-    txn: &redb::ReadTransaction,
-    table: Table,
-    key: &[u8],
-) -> Result<Option<E>> {
-    let t = txn.open_table(tables::committed(table))?;
-    match t.get(key)? {
-        Some(v) => Ok(Some(E::decode(tables::split_row(v.value())?.1)?)),
-        None => Ok(None),
-    }
-}
-
 impl ReadTxn {
-    pub(crate) fn new(txn: redb::ReadTransaction) -> Self {
-        Self { txn }
+    pub(crate) fn new(txn: redb::ReadTransaction, log: Arc<ChunkLog>, log_len: u64) -> Self {
+        Self { txn, log, log_len }
+    }
+
+    /// The canonical encoding a committed row of `table` holds: its payload, or for a
+    /// chunk the bytes of the chunk log its payload names.
+    pub(crate) fn encoding<'v>(&self, table: Table, value: &'v [u8]) -> Result<Cow<'v, [u8]>> {
+        let payload = tables::split_row(value)?.1;
+        Ok(match table {
+            Table::Chunks => Cow::Owned(self.log_bytes(tables::Extent::decode(payload)?)?),
+            _ => Cow::Borrowed(payload),
+        })
+    }
+
+    /// The chunk log's bytes at `extent`, which must lie within this state's length.
+    pub(crate) fn log_bytes(&self, extent: tables::Extent) -> Result<Vec<u8>> {
+        self.log.read(extent, self.log_len)
+    }
+
+    /// A committed row decoded.
+    fn decode_row<E: Canonical>(&self, table: Table, value: &[u8]) -> Result<E> {
+        Ok(E::decode(&self.encoding(table, value)?)?)
+    }
+
+    fn get_row<E: Canonical>(&self, table: Table, key: &[u8]) -> Result<Option<E>> {
+        let t = self.txn.open_table(tables::committed(table))?;
+        match t.get(key)? {
+            Some(v) => Ok(Some(self.decode_row(table, v.value())?)),
+            None => Ok(None),
+        }
     }
 
     pub(crate) fn raw(&self) -> &redb::ReadTransaction {
@@ -121,7 +144,7 @@ impl ReadTxn {
 
     /// The entry of a relative path.
     pub fn path(&self, path: &str) -> Result<Option<PathEntry>> {
-        get_row(&self.txn, Table::Paths, &PathId::derive(path).0)
+        self.get_row(Table::Paths, &PathId::derive(path).0)
     }
 
     /// Whether the store holds `path` or anything under the folder `path` (read from
@@ -138,12 +161,12 @@ impl ReadTxn {
 
     /// A document.
     pub fn document(&self, id: &DocumentId) -> Result<Option<Document>> {
-        get_row(&self.txn, Table::Documents, &id.0)
+        self.get_row(Table::Documents, &id.0)
     }
 
     /// A chunk.
     pub fn chunk(&self, id: &ChunkId) -> Result<Option<Chunk>> {
-        get_row(&self.txn, Table::Chunks, &id.0)
+        self.get_row(Table::Chunks, &id.0)
     }
 
     /// An embedding.
@@ -187,7 +210,7 @@ impl ReadTxn {
         let mut out = Vec::new();
         for id in tables::path_ids_of(&idx, document)? {
             out.push(
-                get_row(&self.txn, Table::Paths, &id.0)?
+                self.get_row(Table::Paths, &id.0)?
                     .ok_or_else(|| StoreError::Corrupted("indexed path missing".into()))?,
             );
         }
@@ -201,7 +224,7 @@ impl ReadTxn {
         let mut out = Vec::new();
         for row in t.iter()? {
             let (_, v) = row?;
-            out.push(E::decode(tables::split_row(v.value())?.1)?);
+            out.push(self.decode_row(table, v.value())?);
         }
         Ok(out)
     }

@@ -105,26 +105,26 @@ impl ReadTxn {
         Ok(out)
     }
 
-    /// Chunks by id (rows read in order, decoded in parallel a batch at a time, so the
-    /// raw rows of only one batch are held); a missing one is corruption (the ids come
+    /// Chunks by id (rows read in order, their encodings read from the chunk log and
+    /// decoded in parallel a batch at a time); a missing one is corruption (the ids come
     /// from this state).
     pub(crate) fn chunks_by_id(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
         const BATCH: usize = 16_384;
         let t = self.raw().open_table(tables::CHUNKS)?;
-        let decode = |bytes: &Vec<u8>| Ok(Chunk::decode(bytes)?);
+        let decode = |extent: &tables::Extent| Ok(Chunk::decode(&self.log_bytes(*extent)?)?);
         let mut out = Vec::with_capacity(ids.len());
         for batch in ids.chunks(BATCH) {
-            let mut raw = Vec::with_capacity(batch.len());
+            let mut extents = Vec::with_capacity(batch.len());
             for id in batch {
                 let v = t.get(&id.0[..])?.ok_or_else(|| {
                     StoreError::Corrupted(format!("chunk {id} vanished from its state"))
                 })?;
-                raw.push(tables::split_row(v.value())?.1.to_vec());
+                extents.push(tables::Extent::decode(tables::split_row(v.value())?.1)?);
             }
-            let decoded: Result<Vec<Chunk>> = if raw.len() < PARALLEL_MIN {
-                raw.iter().map(decode).collect()
+            let decoded: Result<Vec<Chunk>> = if extents.len() < PARALLEL_MIN {
+                extents.iter().map(decode).collect()
             } else {
-                raw.par_iter().map(decode).collect()
+                extents.par_iter().map(decode).collect()
             };
             out.extend(decoded?);
         }

@@ -5,6 +5,7 @@
 //! [`Store::begin_read`] returns a [`ReadTxn`] over one committed state.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::tables::le::read_u32;
 use cfs_core::{StateRoot, TableRoots};
@@ -12,13 +13,14 @@ use cfs_ingest::ChunkParams;
 use redb::{Database, ReadOnlyDatabase, ReadableDatabase};
 
 use crate::backend::AllocatingBackend;
+use crate::chunk_log::{self, ChunkLog};
 use crate::error::{Result, StoreError};
 use crate::read::ReadTxn;
-use crate::tables::{self, encode_roots, meta};
+use crate::tables::{self, LogMark, encode_roots, meta};
 use crate::write::WriteTxn;
 
 /// The layout version of the store file; a store of another version is refused.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 /// The first meta value of every store.
 pub const MAGIC: &[u8] = b"cfs store";
 
@@ -104,12 +106,24 @@ impl Db {
     }
 }
 
+/// Where a store's chunk log is: the file beside a store file, or a backend given with
+/// the store's.
+enum LogSource {
+    File { read_only: bool },
+    Backend(Box<dyn redb::StorageBackend>),
+}
+
 /// A cfs store.
 #[derive(Debug)]
 pub struct Store {
     db: Db,
     path: PathBuf,
     settings: Settings,
+    /// The chunk log the latest state read names (`chunk_log.rs`); replaced when a
+    /// compaction has given the store a new one.
+    log: Mutex<Arc<ChunkLog>>,
+    /// The chunk log's file, for a store in a file.
+    log_path: Option<PathBuf>,
     /// Distinguishes the opened instances of a process (snapshots hold a transaction of one).
     pub(crate) instance: u64,
 }
@@ -140,39 +154,60 @@ impl Store {
             })?;
         let backend = allocating(file, path)?;
         let db = shared_builder().create_with_backend(backend)?;
-        Self::initialize(db, path, settings)
+        let log_file = chunk_log::log_path(path);
+        // The store file was made new: a log there is left from a store removed.
+        let log = ChunkLog::create_file(&log_file)?;
+        Self::initialize(db, path, log, Some(log_file), settings)
     }
 
-    /// Creates a store on a custom redb storage backend (for tests of crash safety and
-    /// for embedding in other storage); `label` names it in errors.
+    /// Creates a store on custom redb storage backends, one for the store file and one
+    /// for its chunk log (for tests of crash safety and for embedding in other
+    /// storage); `label` names it in errors.
     pub fn create_with_backend(
         backend: impl redb::StorageBackend,
+        log: impl redb::StorageBackend,
         label: &Path,
         settings: Settings,
     ) -> Result<Self> {
         let db = Database::builder().create_with_backend(backend)?;
-        Self::initialize(db, label, settings)
+        let log = ChunkLog::create(Box::new(log), &chunk_log::log_path(label))?;
+        Self::initialize(db, label, log, None, settings)
     }
 
-    /// Opens a store on a custom redb storage backend.
-    pub fn open_with_backend(backend: impl redb::StorageBackend, label: &Path) -> Result<Self> {
+    /// Opens a store on custom redb storage backends (see [`Store::create_with_backend`]).
+    pub fn open_with_backend(
+        backend: impl redb::StorageBackend,
+        log: impl redb::StorageBackend,
+        label: &Path,
+    ) -> Result<Self> {
         let db = Database::builder().create_with_backend(backend)?;
-        Self::from_database(Db::Writable(db), label)
+        Self::from_database(Db::Writable(db), label, LogSource::Backend(Box::new(log)))
     }
 
-    /// Opens a store on a custom backend without ever writing to it (see
+    /// Opens a store on custom backends without ever writing to them (see
     /// [`Store::open_read_only`]).
     pub fn open_read_only_with_backend(
         backend: impl redb::StorageBackend,
+        log: impl redb::StorageBackend,
         label: &Path,
     ) -> Result<Self> {
         let db = Database::builder()
             .open_read_only_with_backend(backend)
             .map_err(|e| read_only_error(e, label))?;
-        Self::from_database(Db::ReadOnly(db), label)
+        Self::from_database(Db::ReadOnly(db), label, LogSource::Backend(Box::new(log)))
     }
 
-    fn initialize(db: Database, path: &Path, settings: Settings) -> Result<Self> {
+    fn initialize(
+        db: Database,
+        path: &Path,
+        log: ChunkLog,
+        log_path: Option<PathBuf>,
+        settings: Settings,
+    ) -> Result<Self> {
+        let mark = LogMark {
+            id: log.id(),
+            len: chunk_log::HEADER_LEN,
+        };
         let txn = db.begin_write()?;
         {
             for def in tables::ALL {
@@ -194,12 +229,15 @@ impl Store {
                 encode_roots(&TableRoots::empty()).as_slice(),
             )?;
             meta.insert(meta::SEQUENCE.as_bytes(), &0u64.to_le_bytes()[..])?;
+            meta.insert(meta::CHUNK_LOG.as_bytes(), &mark.encode()[..])?;
         }
         txn.commit()?;
         Ok(Self {
             db: Db::Writable(db),
             path: path.to_path_buf(),
             settings,
+            log: Mutex::new(Arc::new(log)),
+            log_path,
             instance: next_instance(),
         })
     }
@@ -248,7 +286,7 @@ impl Store {
                 builder.create_with_backend(allocating(file, path)?)
             };
             let db = db.map_err(|e| open_error(e, path))?;
-            Self::from_database(Db::Writable(db), path)
+            Self::from_database(Db::Writable(db), path, LogSource::File { read_only: false })
         })
     }
 
@@ -265,7 +303,21 @@ impl Store {
                 .set_cache_size(READ_ONLY_CACHE)
                 .open_read_only(path)
                 .map_err(|e| read_only_error(e, path))?;
-            Self::from_database(Db::ReadOnly(db), path)
+            Self::from_database(Db::ReadOnly(db), path, LogSource::File { read_only: true })
+        })
+    }
+
+    /// The settings recorded in the store file at `path`, read from its meta alone: for
+    /// rebuilding a store that cannot be opened (its chunk log lost, or of schema 2,
+    /// whose settings are encoded alike). Reads only, as [`Store::open_read_only`].
+    pub fn recorded_settings(path: &Path) -> Result<Settings> {
+        crate::error::guard(path, || {
+            let db = shared_builder()
+                .set_cache_size(READ_ONLY_CACHE)
+                .open_read_only(path)
+                .map_err(|e| read_only_error(e, path))?;
+            let txn = db.begin_read()?;
+            read_settings(&open_meta(&txn, path)?)
         })
     }
 
@@ -289,24 +341,11 @@ impl Store {
         }
     }
 
-    fn from_database(db: Db, path: &Path) -> Result<Self> {
-        let settings = {
+    fn from_database(db: Db, path: &Path, source: LogSource) -> Result<Self> {
+        let (settings, mark) = {
             let txn = db.begin_read()?;
-            let meta = txn
-                .open_table(tables::META)
-                .map_err(|_| StoreError::Corrupted(format!("{}: no meta table", path.display())))?;
-            let get = |key: &str| -> Result<Vec<u8>> {
-                meta.get(key.as_bytes())?
-                    .map(|v| v.value().to_vec())
-                    .ok_or_else(|| StoreError::Corrupted(format!("meta key {key} missing")))
-            };
-            if get(meta::MAGIC)? != MAGIC {
-                return Err(StoreError::Corrupted(format!(
-                    "{}: not a cfs store",
-                    path.display()
-                )));
-            }
-            let version = read_u32(&get(meta::SCHEMA_VERSION)?, 0).unwrap_or(0);
+            let meta = open_meta(&txn, path)?;
+            let version = read_u32(&meta_value(&meta, meta::SCHEMA_VERSION)?, 0).unwrap_or(0);
             if version != SCHEMA_VERSION {
                 return Err(StoreError::SchemaMismatch {
                     path: path.to_path_buf(),
@@ -314,7 +353,7 @@ impl Store {
                     expected: SCHEMA_VERSION,
                 });
             }
-            let spec = read_u32(&get(meta::SPEC_VERSION)?, 0).unwrap_or(0);
+            let spec = read_u32(&meta_value(&meta, meta::SPEC_VERSION)?, 0).unwrap_or(0);
             if spec != cfs_core::SPEC_VERSION {
                 return Err(StoreError::SpecMismatch {
                     path: path.to_path_buf(),
@@ -322,15 +361,54 @@ impl Store {
                     expected: cfs_core::SPEC_VERSION,
                 });
             }
-            Settings::decode(&get(meta::SETTINGS)?)
-                .ok_or_else(|| StoreError::Corrupted("meta settings do not decode".into()))?
+            (read_settings(&meta)?, LogMark::read(&meta)?)
+        };
+        let (log, log_path) = match source {
+            LogSource::File { read_only } => {
+                let log_path = chunk_log::log_path(path);
+                (open_log_file(&log_path, &mark, read_only)?, Some(log_path))
+            }
+            LogSource::Backend(storage) => {
+                let log = ChunkLog::open(storage, &chunk_log::log_path(path))?;
+                log.check(&mark)?;
+                (log, None)
+            }
         };
         Ok(Self {
             db,
             path: path.to_path_buf(),
             settings,
+            log: Mutex::new(Arc::new(log)),
+            log_path,
             instance: next_instance(),
         })
+    }
+
+    /// The chunk log a state marked `mark` reads: the one open, or, after a compaction
+    /// in another process gave the store a new log, that one (opened, and kept).
+    pub(crate) fn log_for(&self, mark: &LogMark) -> Result<Arc<ChunkLog>> {
+        let mut current = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        if current.id() == mark.id {
+            return Ok(current.clone());
+        }
+        let Some(log_path) = &self.log_path else {
+            return Err(StoreError::Corrupted(format!(
+                "{}: not the chunk log the store names",
+                current.label().display()
+            )));
+        };
+        *current = Arc::new(open_log_file(log_path, mark, self.is_read_only())?);
+        Ok(current.clone())
+    }
+
+    /// Takes the chunk log a compaction of this store made.
+    pub(crate) fn set_log(&self, log: ChunkLog) {
+        *self.log.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(log);
+    }
+
+    /// The chunk log's file, for a store in a file.
+    pub fn log_path(&self) -> Option<&Path> {
+        self.log_path.as_deref()
     }
 
     /// The store file.
@@ -341,6 +419,13 @@ impl Store {
     /// The store file's size in bytes (0 for a store without a file of its own).
     pub fn file_size(&self) -> u64 {
         std::fs::metadata(self.path()).map_or(0, |m| m.len())
+    }
+
+    /// The chunk log's size in bytes (0 for a store without files of its own).
+    pub fn log_size(&self) -> u64 {
+        self.log_path()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len())
     }
 
     /// What the store is built with.
@@ -360,7 +445,10 @@ impl Store {
 
     /// A read transaction over the latest committed state.
     pub fn begin_read(&self) -> Result<ReadTxn> {
-        Ok(ReadTxn::new(self.db.begin_read()?))
+        let txn = self.db.begin_read()?;
+        let mark = LogMark::read(&txn.open_table(tables::META)?)?;
+        let log = self.log_for(&mark)?;
+        Ok(ReadTxn::new(txn, log, mark.len))
     }
 
     /// Records that the current state reflects the git commit `head` (and the work tree's
@@ -402,6 +490,61 @@ impl Store {
     pub fn state_root(&self) -> Result<StateRoot> {
         Ok(self.begin_read()?.table_roots()?.state_root())
     }
+}
+
+type MetaTable = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;
+
+/// The meta table of a store file, its magic checked.
+fn open_meta(txn: &redb::ReadTransaction, path: &Path) -> Result<MetaTable> {
+    let meta = txn
+        .open_table(tables::META)
+        .map_err(|_| StoreError::Corrupted(format!("{}: no meta table", path.display())))?;
+    if meta_value(&meta, meta::MAGIC)? != MAGIC {
+        return Err(StoreError::Corrupted(format!(
+            "{}: not a cfs store",
+            path.display()
+        )));
+    }
+    Ok(meta)
+}
+
+fn meta_value(meta: &MetaTable, key: &str) -> Result<Vec<u8>> {
+    meta.get(key.as_bytes())?
+        .map(|v| v.value().to_vec())
+        .ok_or_else(|| StoreError::Corrupted(format!("meta key {key} missing")))
+}
+
+fn read_settings(meta: &MetaTable) -> Result<Settings> {
+    Settings::decode(&meta_value(meta, meta::SETTINGS)?)
+        .ok_or_else(|| StoreError::Corrupted("meta settings do not decode".into()))
+}
+
+/// Opens the chunk log file at `path` that `mark` names. A compaction that committed
+/// but has not yet renamed its new log over the old one left the log meta names at
+/// `<log>.new`: a writable open finishes the rename, a read-only one reads it there.
+fn open_log_file(path: &Path, mark: &LogMark, read_only: bool) -> Result<ChunkLog> {
+    let new_path = chunk_log::new_log_path(path);
+    let new = new_path
+        .exists()
+        .then(|| ChunkLog::open_file(&new_path, read_only).ok())
+        .flatten();
+    if let Some(new) = new.filter(|new| new.id() == mark.id) {
+        new.check(mark)?;
+        if read_only {
+            return Ok(new);
+        }
+        // Renamed, then opened where it now is (another process may have renamed it
+        // first).
+        match std::fs::rename(&new_path, path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(io_error(path, e));
+            }
+            _ => {}
+        }
+    }
+    let log = ChunkLog::open_file(path, read_only)?;
+    log.check(mark)?;
+    Ok(log)
 }
 
 /// A read-only open that found the file left mid-write by a process that stopped is

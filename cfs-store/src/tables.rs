@@ -21,7 +21,8 @@ type Bytes = TableDefinition<'static, &'static [u8], &'static [u8]>;
 pub const PATHS: Bytes = TableDefinition::new("paths");
 /// Committed: document id (16) -> leaf || canonical Document.
 pub const DOCUMENTS: Bytes = TableDefinition::new("documents");
-/// Committed: chunk id (16) -> leaf || canonical Chunk.
+/// Committed: chunk id (16) -> leaf || extent (12) of the canonical Chunk in the chunk
+/// log (`chunk_log.rs`).
 pub const CHUNKS: Bytes = TableDefinition::new("chunks");
 /// Committed: embedding id (16) -> leaf || chunk id (16) || model hash (32) || vector
 /// hash (32); the canonical Embedding is the key, the next 48 bytes and the vector
@@ -152,6 +153,81 @@ pub fn split_row(value: &[u8]) -> Result<(&[u8; 32], &[u8])> {
     value
         .split_first_chunk::<LEAF_LEN>()
         .ok_or_else(|| StoreError::Corrupted("row shorter than its leaf".into()))
+}
+
+/// Where a chunk's canonical encoding lies in the chunk log (`chunk_log.rs`): the
+/// payload of a `CHUNKS` row, offset (u64 LE) || length (u32 LE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    /// Bytes from the log's start.
+    pub offset: u64,
+    /// Bytes of the encoding.
+    pub len: u32,
+}
+
+/// Bytes of an encoded [`Extent`].
+pub const EXTENT_LEN: usize = 12;
+
+impl Extent {
+    /// offset (u64 LE) || length (u32 LE).
+    pub fn encode(&self) -> [u8; EXTENT_LEN] {
+        let mut out = [0u8; EXTENT_LEN];
+        out[..8].copy_from_slice(&self.offset.to_le_bytes());
+        out[8..].copy_from_slice(&self.len.to_le_bytes());
+        out
+    }
+
+    /// A `CHUNKS` row's payload; one of another length is `Corrupted`.
+    pub fn decode(payload: &[u8]) -> Result<Self> {
+        if payload.len() != EXTENT_LEN {
+            return Err(corrupted("a chunks row's extent is not 12 bytes"));
+        }
+        Ok(Self {
+            offset: le::read_u64(payload, 0).ok_or_else(|| corrupted("chunk extent"))?,
+            len: le::read_u32(payload, 8).ok_or_else(|| corrupted("chunk extent"))?,
+        })
+    }
+
+    /// The first byte past the encoding (saturating: an extent past `u64::MAX` is past
+    /// every log's end).
+    pub fn end(&self) -> u64 {
+        self.offset.saturating_add(u64::from(self.len))
+    }
+}
+
+/// The chunk log a committed state reads (meta `chunk_log`): the log's id, and its
+/// length at the commit; no committed extent reaches past it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogMark {
+    /// The id in the log's header.
+    pub id: [u8; 16],
+    /// Bytes of the log the commit covers, header included.
+    pub len: u64,
+}
+
+impl LogMark {
+    /// id (16) || length (u64 LE).
+    pub fn encode(&self) -> [u8; 24] {
+        let mut out = [0u8; 24];
+        out[..16].copy_from_slice(&self.id);
+        out[16..].copy_from_slice(&self.len.to_le_bytes());
+        out
+    }
+
+    /// The mark recorded in meta.
+    pub fn read<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(meta_t: &T) -> Result<Self> {
+        let bytes = meta_t
+            .get(meta::CHUNK_LOG.as_bytes())?
+            .ok_or_else(|| corrupted("meta chunk_log missing"))?;
+        let bytes = bytes.value();
+        match (bytes.get(..16), le::read_u64(bytes, 16)) {
+            (Some(id), Some(len)) if bytes.len() == 24 => Ok(Self {
+                id: id.try_into().expect("16 bytes"),
+                len,
+            }),
+            _ => Err(corrupted("meta chunk_log is not 24 bytes")),
+        }
+    }
 }
 
 /// Every key of the `embeddings` table (embedding ids, 16 bytes), in key order.
@@ -420,6 +496,8 @@ pub mod meta {
     pub const SEQUENCE: &str = "sequence";
     /// The git commit the last scoped sync brought the store to (UTF-8).
     pub const GIT_HEAD: &str = "git_head";
+    /// The chunk log the state reads (`LogMark`).
+    pub const CHUNK_LOG: &str = "chunk_log";
 }
 
 /// The table roots recorded in meta.

@@ -79,6 +79,42 @@ fn canonical_row<E: Entity>(
     }
 }
 
+/// Reads a chunk row's encoding from the chunk log (`chunk_log.rs`), then checks it as
+/// [`canonical_row`] does.
+fn chunk_row(read: &ReadTxn) -> impl Fn(&[u8], &[u8]) -> Decoded<Chunk> + Sync + '_ {
+    let canonical = canonical_row(|c: &Chunk| c.id.0.to_vec());
+    move |key, payload| {
+        let encoding = tables::Extent::decode(payload)
+            .and_then(|extent| read.log_bytes(extent))
+            .map_err(|e| format!("chunks row {}: {e}", hex_encode(key)))?;
+        canonical(key, &encoding)
+    }
+}
+
+/// The chunk log's extents: no two chunks share a byte (each extent lies within the
+/// committed log, which reading the chunks checked).
+fn check_log_extents(read: &ReadTxn, problems: &mut Vec<String>) -> Result<()> {
+    let mut extents = read_ranges(read, tables::CHUNKS, |k, v| {
+        tables::split_row(v)
+            .and_then(|(_, payload)| tables::Extent::decode(payload))
+            .map(|extent| (extent.offset, extent.end(), k.to_vec()))
+    })?
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>();
+    extents.sort_unstable();
+    for pair in extents.windows(2) {
+        if pair[1].0 < pair[0].1 {
+            problems.push(format!(
+                "chunks rows {} and {} name overlapping bytes of the chunk log",
+                hex_encode(&pair[0].2),
+                hex_encode(&pair[1].2)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Every stored vector, sorted by hash, each checked against its hash and decoded
 /// strictly.
 fn load_vectors(read: &ReadTxn, problems: &mut Vec<String>) -> Result<Vec<(VectorHash, Vec<u8>)>> {
@@ -271,6 +307,7 @@ pub fn verify(read: &ReadTxn) -> Result<VerifyReport> {
         chunk_leaves: Some(&chunk_leaves),
     }));
     check_indexes(read, &scans, &mut problems)?;
+    check_log_extents(read, &mut problems)?;
     check_content_index(read, &scans.documents.rows, &mut problems)?;
     check_chain(read, &stored_roots, &mut problems)?;
     // Millions of decoded rows take a while to free: off the caller's path.
@@ -304,7 +341,7 @@ impl Scans {
             canonical_row(|d: &Document| d.id.0.to_vec()),
             problems,
         )?;
-        let chunks = scan(read, canonical_row(|c: &Chunk| c.id.0.to_vec()), problems)?;
+        let chunks = scan(read, chunk_row(read), problems)?;
         let vectors = load_vectors(read, problems)?;
         let embeddings = scan(read, embedding_row(&vectors), problems)?;
         drop(vectors);

@@ -19,10 +19,11 @@ use crate::bulk::{
     CHUNK_INDEX_SLOT, STAGED_BYTES, STAGED_TABLES, Staged, StagedWrite, TARGET_INDEX_SLOT,
     spill_staged, staged_slot, write_staged_and_spilled,
 };
+use crate::chunk_log::Appender;
 use crate::error::{Result, StoreError};
 use crate::store::Store;
 use crate::tables::{
-    self, edge_by_target_key, edge_from_key, encode_roots, keys_with_prefix, meta,
+    self, LogMark, edge_by_target_key, edge_from_key, encode_roots, keys_with_prefix, meta,
     read_bucket_roots, read_sequence, read_table_roots,
 };
 use crate::vectors::{self, VectorHash};
@@ -47,6 +48,8 @@ pub struct WriteTxn<'s> {
     /// Roots of touched buckets already known (hashed when staged rows filled an empty
     /// table); any later change to a bucket forgets its root (`touch`).
     known_roots: std::collections::BTreeMap<(Table, u16), MerkleRoot>,
+    /// New chunks' encodings, appended to the chunk log (`chunk_log.rs`).
+    log: Appender,
 }
 
 impl std::fmt::Debug for WriteTxn<'_> {
@@ -342,6 +345,9 @@ impl<'s> WriteTxn<'s> {
         let mut txn = store.writable_db()?.begin_write()?;
         // The content is untrusted: a two-phase commit never trusts a checksum alone.
         txn.set_two_phase_commit(true);
+        // Under the writer's lock: the log is cut back to what the last commit covers.
+        let mark = LogMark::read(&txn.open_table(tables::META)?)?;
+        let log = Appender::new(store.log_for(&mark)?, &mark)?;
         Ok(Self {
             txn,
             _store: std::marker::PhantomData,
@@ -353,6 +359,7 @@ impl<'s> WriteTxn<'s> {
             staged_limit: STAGED_BYTES,
             spill_dir: spill_dir(store.path()),
             known_roots: std::collections::BTreeMap::new(),
+            log,
         })
     }
 
@@ -433,7 +440,7 @@ impl<'s> WriteTxn<'s> {
     /// Writes a row stored in canonical form (not an embedding: see `vectors.rs`).
     fn put_row<E: Entity>(&mut self, entity: &E, key: &[u8]) -> Result<()> {
         let table = E::TABLE;
-        debug_assert!(table != Table::Embeddings);
+        debug_assert!(table != Table::Embeddings && table != Table::Chunks);
         if staged_slot(table).is_some() {
             self.flush_staged()?;
         }
@@ -569,7 +576,11 @@ impl<'s> WriteTxn<'s> {
                 };
                 change(&mut self.summary, row.table).added += 1;
                 self.touch(row.table, Bucket::of_key(&row.key).0);
-                self.staged.push(slot, row.key, row.value);
+                let value = match row.table {
+                    Table::Chunks => self.log_row(&row.value)?,
+                    _ => row.value,
+                };
+                self.staged.push(slot, row.key, value);
             }
             unstaged.vectors.extend(b.vectors);
             for (key, id) in b.chunk_index {
@@ -586,6 +597,14 @@ impl<'s> WriteTxn<'s> {
             self.spill()?;
         }
         Ok(unstaged)
+    }
+
+    /// A chunk's row as stored: its encoding (after the leaf in `value`) appended to the
+    /// chunk log, the row its leaf and where the encoding lies.
+    fn log_row(&mut self, value: &[u8]) -> Result<Vec<u8>> {
+        let (leaf, encoding) = tables::split_row(value)?;
+        let extent = self.log.append(encoding)?;
+        Ok(tables::row_value(leaf, &extent.encode()))
     }
 
     /// Binds a path to a present document, replacing its previous binding; a document
@@ -865,8 +884,15 @@ impl<'s> WriteTxn<'s> {
             summary,
             timestamp_ms,
             known_roots,
+            mut log,
             ..
         } = self;
+        // The chunk log's new bytes are durable before any row that names them.
+        if log.appended() {
+            let mark = log.finish()?;
+            txn.open_table(tables::META)?
+                .insert(meta::CHUNK_LOG.as_bytes(), &mark.encode()[..])?;
+        }
         let (previous, sequence) = {
             let meta = txn.open_table(tables::META)?;
             (read_table_roots(&meta)?, read_sequence(&meta)?)

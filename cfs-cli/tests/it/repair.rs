@@ -17,6 +17,31 @@ fn flip(path: &std::path::Path, seed: u64) {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// Sets a meta value of the store of the tree at `root`, behind the store's back.
+fn set_meta(root: &std::path::Path, key: &str, value: &[u8]) {
+    let db = redb::Database::open(root.join(".cfs/store.redb")).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let def: redb::TableDefinition<'_, &[u8], &[u8]> = redb::TableDefinition::new("meta");
+        txn.open_table(def)
+            .unwrap()
+            .insert(key.as_bytes(), value)
+            .unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+/// The sample tree indexed with the hash embedder, and its state root.
+fn indexed() -> (tempfile::TempDir, Value) {
+    let dir = sample_tree();
+    assert_eq!(
+        cfs_in(dir.path(), &["index", "--embedder", "hash", "--json"]).0,
+        0
+    );
+    let good = root_of(dir.path());
+    (dir, good)
+}
+
 fn root_of(dir: &std::path::Path) -> Value {
     let (code, out, err) = cfs_in(dir, &["status", "--json"]);
     assert_eq!(code, 0, "{err}");
@@ -25,20 +50,20 @@ fn root_of(dir: &std::path::Path) -> Value {
 
 #[test]
 fn a_damaged_store_is_rebuilt_and_verifies() {
-    let dir = sample_tree();
+    let (dir, good) = indexed();
     let root = dir.path();
-    assert_eq!(
-        cfs_in(root, &["index", "--embedder", "hash", "--json"]).0,
-        0
-    );
-    let good = root_of(root);
     let file = root.join(".cfs/store.redb");
     let pristine = std::fs::read(&file).unwrap();
-    // Flip bytes until verify sees damage (some flips land in unused space).
+    // Flip bytes until verify sees damage (some flips land in unused space) in a store
+    // whose settings still read (else repair asks for the embedder: the next test).
+    let settings_read = || {
+        let out = cfs_in(root, &["status", "--json"]).1;
+        serde_json::from_str::<Value>(&out).is_ok_and(|v| v["embedder"].is_string())
+    };
     let damaged = (0..200u64).any(|seed| {
         std::fs::write(&file, &pristine).unwrap();
         flip(&file, seed);
-        cfs_in(root, &["verify", "--json"]).0 != 0
+        cfs_in(root, &["verify", "--json"]).0 != 0 && settings_read()
     });
     assert!(damaged, "no flip was noticed");
     let (code, out, err) = cfs_in(root, &["repair", "--json"]);
@@ -53,13 +78,8 @@ fn a_damaged_store_is_rebuilt_and_verifies() {
 
 #[test]
 fn a_store_of_garbage_is_rebuilt_with_the_embedder_named() {
-    let dir = sample_tree();
+    let (dir, good) = indexed();
     let root = dir.path();
-    assert_eq!(
-        cfs_in(root, &["index", "--embedder", "hash", "--json"]).0,
-        0
-    );
-    let good = root_of(root);
     std::fs::write(root.join(".cfs/store.redb"), vec![0x5a; 64 * 1024]).unwrap();
     let (code, _, err) = cfs_in(root, &["repair"]);
     assert_eq!(code, 1);
@@ -71,22 +91,9 @@ fn a_store_of_garbage_is_rebuilt_with_the_embedder_named() {
 
 #[test]
 fn status_notices_roots_that_disagree_with_the_chain() {
-    let dir = sample_tree();
+    let (dir, _) = indexed();
     let root = dir.path();
-    assert_eq!(
-        cfs_in(root, &["index", "--embedder", "hash", "--json"]).0,
-        0
-    );
-    {
-        let db = redb::Database::open(root.join(".cfs/store.redb")).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let def: redb::TableDefinition<'_, &[u8], &[u8]> = redb::TableDefinition::new("meta");
-            let mut meta = txn.open_table(def).unwrap();
-            meta.insert(&b"table_roots"[..], &[0u8; 160][..]).unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    set_meta(root, "table_roots", &[0u8; 160]);
     let (code, out, _) = cfs_in(root, &["status", "--json"]);
     assert_eq!(code, 1);
     assert_eq!(
@@ -101,4 +108,49 @@ fn status_notices_roots_that_disagree_with_the_chain() {
     );
     assert_eq!(cfs_in(root, &["repair"]).0, 0);
     assert_eq!(cfs_in(root, &["status"]).0, 0);
+}
+
+#[test]
+fn a_damaged_or_missing_chunk_log_is_rebuilt_with_its_store() {
+    let (dir, good) = indexed();
+    let root = dir.path();
+    let log = cfs_store::chunk_log_path(&root.join(".cfs/store.redb"));
+    let pristine = std::fs::read(&log).unwrap();
+    flip(&log, 1);
+    let (code, out, _) = cfs_in(root, &["verify", "--json"]);
+    assert_eq!(code, 1, "{out}");
+    let (code, out, err) = cfs_in(root, &["repair", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["state_root"], good);
+    // The damaged store's log is kept beside it, as it was.
+    let aside =
+        cfs_store::chunk_log_path(std::path::Path::new(v["damaged_kept_at"].as_str().unwrap()));
+    assert_ne!(std::fs::read(&aside).unwrap(), pristine);
+    assert_eq!(cfs_in(root, &["verify"]).0, 0);
+
+    std::fs::remove_file(&log).unwrap();
+    let (code, _, err) = cfs_in(root, &["status"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("missing") && err.contains(".chunks"), "{err}");
+    let (code, _, err) = cfs_in(root, &["repair"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(root_of(root), good);
+}
+
+#[test]
+fn a_store_of_the_previous_schema_is_refused_and_rebuilt_by_repair() {
+    let (dir, good) = indexed();
+    let root = dir.path();
+    set_meta(root, "schema_version", &2u32.to_le_bytes());
+    let (code, _, err) = cfs_in(root, &["status"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("schema version 2") && err.contains("cfs repair"),
+        "{err}"
+    );
+    // Its settings are read from meta: no embedder needs naming.
+    let (code, _, err) = cfs_in(root, &["repair"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(root_of(root), good);
 }

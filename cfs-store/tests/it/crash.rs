@@ -16,26 +16,46 @@ use redb::StorageBackend;
 use crate::store::{clean_root, settings, write};
 
 /// In-memory storage whose durable image is taken at each sync, until `crash_after`
-/// syncs; every later sync fails, as if the machine stopped.
+/// syncs (counted with the other file of the store: the store file and its chunk log
+/// share the count); every later sync fails, as if the machine stopped.
 #[derive(Debug)]
 struct CrashBackend {
     data: Mutex<Vec<u8>>,
     durable: Arc<Mutex<Vec<u8>>>,
-    syncs: AtomicU64,
+    syncs: Arc<AtomicU64>,
     crash_after: u64,
 }
 
+/// The durable images of a store's two files.
+type Images = (Arc<Mutex<Vec<u8>>>, Arc<Mutex<Vec<u8>>>);
+
 impl CrashBackend {
-    fn new(image: Vec<u8>, crash_after: u64) -> (Self, Arc<Mutex<Vec<u8>>>) {
-        let durable = Arc::new(Mutex::new(image.clone()));
-        let backend = Self {
+    fn new(image: Vec<u8>, syncs: Arc<AtomicU64>, crash_after: u64) -> Self {
+        Self {
+            durable: Arc::new(Mutex::new(image.clone())),
             data: Mutex::new(image),
-            durable: durable.clone(),
-            syncs: AtomicU64::new(0),
+            syncs,
             crash_after,
-        };
-        (backend, durable)
+        }
     }
+
+    /// The store file's backend and its chunk log's, from their images, crashing after
+    /// `crash_after` syncs of the two; with their durable images.
+    fn pair(images: &(Vec<u8>, Vec<u8>), crash_after: u64) -> (Self, Self, Images) {
+        let syncs = Arc::new(AtomicU64::new(0));
+        let file = Self::new(images.0.clone(), syncs.clone(), crash_after);
+        let log = Self::new(images.1.clone(), syncs, crash_after);
+        let durable = (file.durable.clone(), log.durable.clone());
+        (file, log, durable)
+    }
+}
+
+/// The bytes of durable images.
+fn taken(images: &Images) -> (Vec<u8>, Vec<u8>) {
+    (
+        images.0.lock().unwrap().clone(),
+        images.1.lock().unwrap().clone(),
+    )
 }
 
 impl StorageBackend for CrashBackend {
@@ -110,19 +130,19 @@ fn a_crash_at_any_sync_leaves_a_committed_state() {
 
     // The initial store: the first generation synced, durable.
     tree(root, 0);
-    let (backend, image) = CrashBackend::new(Vec::new(), u64::MAX);
+    let (backend, log, images) = CrashBackend::pair(&(Vec::new(), Vec::new()), u64::MAX);
     {
         let store =
-            Store::create_with_backend(backend, label, settings(&options, &embedder)).unwrap();
+            Store::create_with_backend(backend, log, label, settings(&options, &embedder)).unwrap();
         store.sync(root, &options, &embedder, &|_| {}).unwrap();
     }
-    let initial = image.lock().unwrap().clone();
+    let initial = taken(&images);
 
     // An uncrashed run of the second sync: which roots it commits.
     tree(root, 1);
-    let (backend, _) = CrashBackend::new(initial.clone(), u64::MAX);
+    let (backend, log, _) = CrashBackend::pair(&initial, u64::MAX);
     let committed: BTreeSet<cfs_core::StateRoot> = {
-        let store = Store::open_with_backend(backend, label).unwrap();
+        let store = Store::open_with_backend(backend, log, label).unwrap();
         let before = store.state_root().unwrap();
         let report = store.sync(root, &options, &embedder, &|_| {}).unwrap();
         assert!(report.commits >= 3, "{report:?}");
@@ -142,17 +162,16 @@ fn a_crash_at_any_sync_leaves_a_committed_state() {
 
     let mut k = 0;
     loop {
-        let (backend, durable) = CrashBackend::new(initial.clone(), k);
+        let (backend, log, durable) = CrashBackend::pair(&initial, k);
         let crashed = {
-            let store = Store::open_with_backend(backend, label);
+            let store = Store::open_with_backend(backend, log, label);
             match store {
                 Ok(store) => store.sync(root, &options, &embedder, &|_| {}).is_err(),
                 Err(_) => true,
             }
         };
-        let image = durable.lock().unwrap().clone();
-        let (backend, _) = CrashBackend::new(image, u64::MAX);
-        let store = Store::open_with_backend(backend, label).unwrap();
+        let (backend, log, _) = CrashBackend::pair(&taken(&durable), u64::MAX);
+        let store = Store::open_with_backend(backend, log, label).unwrap();
         let at_crash = store.state_root().unwrap();
         assert!(
             committed.contains(&at_crash),

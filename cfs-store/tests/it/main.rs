@@ -1,6 +1,7 @@
 //! Integration tests of the store: incremental sync against a clean index after every
 //! edit, verify, proofs, reopen, and the refusals (schema, settings, empty deletes).
 
+mod chunk_log;
 mod crash;
 mod deferred;
 mod delta;

@@ -26,13 +26,18 @@ struct ReadOnlyBackend {
 }
 
 impl ReadOnlyBackend {
-    /// The store file at `file` opened read-only on its bytes, counting into `writes`.
+    /// The store file at `file` opened read-only on its bytes and its chunk log's,
+    /// counting into `writes`.
     fn open(file: &Path, writes: &'static AtomicU64) -> Store {
         let backend = Self {
             data: std::fs::read(file).unwrap(),
             writes,
         };
-        Store::open_read_only_with_backend(backend, file).unwrap()
+        let log = Self {
+            data: std::fs::read(cfs_store::chunk_log_path(file)).unwrap(),
+            writes,
+        };
+        Store::open_read_only_with_backend(backend, log, file).unwrap()
     }
 
     fn refuse(&self, what: &str) -> io::Error {

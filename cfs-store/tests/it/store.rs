@@ -248,12 +248,13 @@ fn verify_finds_tampered_rows() {
         .unwrap();
     drop(store);
     let path = db.path().join("store.redb");
-    tamper(&path, "chunks", |t| {
-        let (k, mut v) = first_row(t);
-        let last = v.len() - 2;
-        v[last] ^= 1; // flip a bit of the chunk text
-        t.insert(k.as_slice(), v.as_slice()).unwrap();
-    });
+    // A bit of the chunk's text flipped, in the chunk log.
+    let log = cfs_store::chunk_log_path(&path);
+    let pristine = std::fs::read(&log).unwrap();
+    let mut bytes = pristine.clone();
+    let last = bytes.len() - 2;
+    bytes[last] ^= 1;
+    std::fs::write(&log, &bytes).unwrap();
     let store = Store::open(&path).unwrap();
     let report = store.verify().unwrap();
     assert!(!report.is_ok());
@@ -263,6 +264,23 @@ fn verify_finds_tampered_rows() {
         report.problems
     );
     drop(store);
+    std::fs::write(&log, &pristine).unwrap();
+    assert!(Store::open(&path).unwrap().verify().unwrap().is_ok());
+    // A row that names bytes past the committed log.
+    tamper(&path, "chunks", |t| {
+        let (k, mut v) = first_row(t);
+        v[32 + 7] = 0x7f; // the offset's high byte
+        t.insert(k.as_slice(), v.as_slice()).unwrap();
+    });
+    let report = Store::open(&path).unwrap().verify().unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("chunks row") && p.contains("outside the committed")),
+        "{:?}",
+        report.problems
+    );
     // A wrong stored leaf is found too, in a row whose content is sound.
     tamper(&path, "edges", |t| {
         let (k, mut v) = first_row(t);

@@ -1,0 +1,381 @@
+//! The chunk log: the canonical encoding of every chunk, end to end, in a file beside
+//! the store file (`<store file>.chunks`); a `CHUNKS` row holds the chunk's leaf and
+//! where its encoding lies (`tables::Extent`).
+//!
+//! Chunk texts are most of a store's bytes. In the store file they were written at the
+//! commit, one page at a time, after the last file was parsed; in the log they are
+//! appended in large writes while later files parse, and only synced at the commit
+//! (docs/proposals/text-log.md, docs/benchmarks.md).
+//!
+//! The rules, which keep a crash and other processes safe:
+//! - The log is append-only. A 64-byte header (magic, format, a random id) comes first;
+//!   the store's meta names the log's id and the length its last commit covers
+//!   (`tables::LogMark`).
+//! - A write transaction (which holds the store's writer lock) first cuts the log back
+//!   to that length: what lies past it was appended by a transaction that never
+//!   committed. At its commit it syncs the log, then commits the new length with the
+//!   rows that name the new bytes. A crash before the commit leaves the previous state
+//!   (and a tail the next writer cuts); after it, the new state, whose bytes are synced.
+//! - Readers follow only committed extents, which lie below the committed length: an
+//!   appending writer never changes a byte they read.
+//! - A compaction (`gc.rs`) writes the live encodings to `<log>.new` under a new id,
+//!   syncs it, commits the rows that point into it, then renames it over the log; an
+//!   open that finds meta naming the `.new` file's id finishes the rename.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use redb::StorageBackend;
+
+use crate::error::{Result, StoreError};
+use crate::tables::{Extent, LogMark};
+
+/// Bytes of the header: magic (16), format (u32 LE), id (16), zeros.
+pub const HEADER_LEN: u64 = 64;
+const MAGIC: &[u8; 16] = b"cfs chunk log\0\0\0";
+const FORMAT: u32 = 1;
+
+/// Bytes a write transaction gathers before it writes them to the log.
+const APPEND_BUFFER: usize = 1 << 20;
+
+/// The chunk log of the store file `store`: `<store file>.chunks`.
+pub fn log_path(store: &Path) -> PathBuf {
+    let mut name = store.file_name().unwrap_or_default().to_os_string();
+    name.push(".chunks");
+    store.with_file_name(name)
+}
+
+/// Where a compaction writes the new log before it takes the log's place.
+pub(crate) fn new_log_path(log: &Path) -> PathBuf {
+    let mut name = log.file_name().unwrap_or_default().to_os_string();
+    name.push(".new");
+    log.with_file_name(name)
+}
+
+/// An open chunk log: its storage (a file, or a backend given by the caller) and the id
+/// its header holds.
+pub(crate) struct ChunkLog {
+    storage: Box<dyn StorageBackend>,
+    id: [u8; 16],
+    /// The file, or the label of a backend, named in errors.
+    label: PathBuf,
+}
+
+impl std::fmt::Debug for ChunkLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChunkLog")
+            .field("label", &self.label)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChunkLog {
+    /// Writes a new log's header, with a new id, on empty `storage`, and syncs it.
+    pub(crate) fn create(storage: Box<dyn StorageBackend>, label: &Path) -> Result<Self> {
+        let log = Self {
+            storage,
+            id: new_id(label),
+            label: label.to_path_buf(),
+        };
+        let mut header = [0u8; HEADER_LEN as usize];
+        header[..16].copy_from_slice(MAGIC);
+        header[16..20].copy_from_slice(&FORMAT.to_le_bytes());
+        header[20..36].copy_from_slice(&log.id);
+        log.io(log.storage.set_len(0))?;
+        log.io(log.storage.write(0, &header))?;
+        log.io(log.storage.sync_data())?;
+        Ok(log)
+    }
+
+    /// Opens a log, checking its header.
+    pub(crate) fn open(storage: Box<dyn StorageBackend>, label: &Path) -> Result<Self> {
+        let mut header = [0u8; HEADER_LEN as usize];
+        let too_short = storage.len().map_or(true, |len| len < HEADER_LEN);
+        if too_short || storage.read(0, &mut header).is_err() {
+            return Err(corrupted(label, "shorter than its header"));
+        }
+        if &header[..16] != MAGIC {
+            return Err(corrupted(label, "not a cfs chunk log"));
+        }
+        if header[16..20] != FORMAT.to_le_bytes() {
+            return Err(corrupted(label, "a chunk log of another format"));
+        }
+        Ok(Self {
+            storage,
+            id: header[20..36].try_into().expect("16 bytes"),
+            label: label.to_path_buf(),
+        })
+    }
+
+    /// Creates the log file at `path` (replacing any file there: a new store's log).
+    pub(crate) fn create_file(path: &Path) -> Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|source| io_error(path, source))?;
+        Self::create(Box::new(LogFile(file)), path)
+    }
+
+    /// Opens the log file at `path`, for writing too unless `read_only`.
+    pub(crate) fn open_file(path: &Path, read_only: bool) -> Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(!read_only)
+            .open(path)
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::NotFound => corrupted(path, "the store's chunk log is missing"),
+                _ => io_error(path, source),
+            })?;
+        Self::open(Box::new(LogFile(file)), path)
+    }
+
+    /// The id in the header.
+    pub(crate) fn id(&self) -> [u8; 16] {
+        self.id
+    }
+
+    /// The file, or the backend's label.
+    pub(crate) fn label(&self) -> &Path {
+        &self.label
+    }
+
+    /// The bytes of the log now (committed or not).
+    pub(crate) fn len(&self) -> Result<u64> {
+        self.io(self.storage.len())
+    }
+
+    /// The chunk encoding at `extent`, which a state covering `committed` bytes names.
+    pub(crate) fn read(&self, extent: Extent, committed: u64) -> Result<Vec<u8>> {
+        if extent.offset < HEADER_LEN || extent.end() > committed {
+            return Err(corrupted(
+                &self.label,
+                &format!(
+                    "a chunk at {}..{} lies outside the committed {} bytes",
+                    extent.offset,
+                    extent.end(),
+                    committed
+                ),
+            ));
+        }
+        let mut out = vec![0u8; extent.len as usize];
+        self.storage
+            .read(extent.offset, &mut out)
+            .map_err(|e| corrupted(&self.label, &format!("reading a chunk: {e}")))?;
+        Ok(out)
+    }
+
+    /// Cuts the log back to the committed `mark` before a write transaction appends:
+    /// bytes past it are a transaction's that never committed. A log shorter than
+    /// the mark, or of another id, is `Corrupted`.
+    pub(crate) fn cut_to(&self, mark: &LogMark) -> Result<()> {
+        self.check(mark)?;
+        if self.len()? > mark.len {
+            self.io(self.storage.set_len(mark.len))?;
+        }
+        Ok(())
+    }
+
+    /// Checks that this is the log `mark` names and that it holds the committed bytes.
+    pub(crate) fn check(&self, mark: &LogMark) -> Result<()> {
+        if self.id != mark.id {
+            return Err(corrupted(&self.label, "not the chunk log the store names"));
+        }
+        let len = self.len()?;
+        if len < mark.len {
+            return Err(corrupted(
+                &self.label,
+                &format!("{len} bytes, shorter than the {} committed", mark.len),
+            ));
+        }
+        Ok(())
+    }
+
+    fn io<T>(&self, r: std::io::Result<T>) -> Result<T> {
+        r.map_err(|source| io_error(&self.label, source))
+    }
+}
+
+/// The bytes a write transaction appends to the log, gathered into large writes.
+#[derive(Debug)]
+pub(crate) struct Appender {
+    log: Arc<ChunkLog>,
+    /// Bytes of the log written to its storage.
+    written: u64,
+    /// Gathered bytes, to be written at `written`.
+    buffer: Vec<u8>,
+    /// The committed length the transaction started from.
+    start: u64,
+}
+
+impl Appender {
+    /// Appends after the committed `mark`, the log cut back to it.
+    pub(crate) fn new(log: Arc<ChunkLog>, mark: &LogMark) -> Result<Self> {
+        log.cut_to(mark)?;
+        Ok(Self {
+            log,
+            written: mark.len,
+            buffer: Vec::new(),
+            start: mark.len,
+        })
+    }
+
+    /// Appends one chunk's encoding; returns where it lies.
+    pub(crate) fn append(&mut self, encoding: &[u8]) -> Result<Extent> {
+        let len = u32::try_from(encoding.len())
+            .map_err(|_| corrupted(&self.log.label, "a chunk over 4 GiB"))?;
+        let extent = Extent {
+            offset: self.end(),
+            len,
+        };
+        if self.buffer.capacity() == 0 {
+            self.buffer.reserve_exact(APPEND_BUFFER);
+        }
+        self.buffer.extend_from_slice(encoding);
+        if self.buffer.len() >= APPEND_BUFFER {
+            self.write()?;
+        }
+        Ok(extent)
+    }
+
+    /// The log's length with what is gathered.
+    pub(crate) fn end(&self) -> u64 {
+        self.written + self.buffer.len() as u64
+    }
+
+    /// Whether this transaction appended anything.
+    pub(crate) fn appended(&self) -> bool {
+        self.end() > self.start
+    }
+
+    /// Writes what is gathered.
+    pub(crate) fn write(&mut self) -> Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        self.log
+            .io(self.log.storage.write(self.written, &self.buffer))?;
+        self.written += self.buffer.len() as u64;
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Writes and syncs every appended byte: the mark the commit records.
+    pub(crate) fn finish(&mut self) -> Result<LogMark> {
+        self.write()?;
+        if self.appended() {
+            self.log.io(self.log.storage.sync_data())?;
+        }
+        Ok(LogMark {
+            id: self.log.id,
+            len: self.written,
+        })
+    }
+}
+
+/// A log file: reads and writes at offsets, no locks (the store file's locks order the
+/// writers).
+#[derive(Debug)]
+struct LogFile(std::fs::File);
+
+impl StorageBackend for LogFile {
+    fn len(&self) -> std::io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.0, out, offset)
+    }
+
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.0.set_len(len)
+    }
+
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.0.sync_data()
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&self.0, data, offset)
+    }
+}
+
+/// A new log's id: unique among the logs a store file ever has (only equality with the
+/// id in meta matters, never its value).
+fn new_id(label: &Path) -> [u8; 16] {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"cfs chunk log id");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    hasher.update(&now.to_le_bytes());
+    hasher.update(&std::process::id().to_le_bytes());
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    hasher.update(&n.to_le_bytes());
+    hasher.update(label.as_os_str().as_encoded_bytes());
+    hasher.finalize().as_bytes()[..16]
+        .try_into()
+        .expect("16 bytes")
+}
+
+fn corrupted(path: &Path, what: &str) -> StoreError {
+    StoreError::Corrupted(format!("{}: {what}", path.display()))
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{Appender, ChunkLog, HEADER_LEN};
+    use crate::tables::LogMark;
+
+    #[test]
+    fn a_transaction_that_never_committed_leaves_a_tail_the_next_one_cuts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb.chunks");
+        let log = Arc::new(ChunkLog::create_file(&path).unwrap());
+        let start = LogMark {
+            id: log.id(),
+            len: HEADER_LEN,
+        };
+        // Committed: two encodings, one of them past the gathering buffer.
+        let mut first = Appender::new(log.clone(), &start).unwrap();
+        let a = first.append(b"alpha").unwrap();
+        let big = vec![7u8; (1 << 20) + 3];
+        let b = first.append(&big).unwrap();
+        let committed = first.finish().unwrap();
+        assert_eq!((a.offset, b.offset), (HEADER_LEN, HEADER_LEN + 5));
+        assert_eq!(committed.len, b.end());
+        // Not committed: appended and written, then given up.
+        let mut second = Appender::new(log.clone(), &committed).unwrap();
+        second.append(&big).unwrap();
+        second.finish().unwrap();
+        assert!(log.len().unwrap() > committed.len);
+        // The next transaction starts where the commit ended.
+        let mut third = Appender::new(log.clone(), &committed).unwrap();
+        assert_eq!(log.len().unwrap(), committed.len);
+        assert_eq!(third.append(b"gamma").unwrap().offset, committed.len);
+        assert_eq!(log.read(a, committed.len).unwrap(), b"alpha");
+        assert_eq!(log.read(b, committed.len).unwrap(), big);
+        // Nothing past the committed length is read, nor the header.
+        let past = crate::tables::Extent {
+            offset: committed.len,
+            len: 5,
+        };
+        assert!(log.read(past, committed.len).is_err());
+        let header = crate::tables::Extent { offset: 0, len: 5 };
+        assert!(log.read(header, committed.len).is_err());
+        // A reopened log has the same id.
+        assert_eq!(ChunkLog::open_file(&path, true).unwrap().id(), log.id());
+    }
+}
