@@ -381,6 +381,22 @@ impl<'s> WriteTxn<'s> {
         self.each_staged_table(write_staged_and_spilled)
     }
 
+    /// Writes the staged rows, and meanwhile syncs the chunk log's new bytes (on a
+    /// thread of their own: the sync waits on the device, not on a core). They must be
+    /// durable before redb's commit, which names them, not before the rows are loaded.
+    fn flush_staged_and_log(&mut self) -> Result<()> {
+        self.log.write()?;
+        let log = self.log.appended().then(|| self.log.log().clone());
+        std::thread::scope(|scope| {
+            let syncing = log.map(|log| scope.spawn(move || log.sync()));
+            let flushed = self.flush_staged();
+            let synced = syncing.map_or(Ok(()), |s| {
+                s.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+            });
+            flushed.and(synced)
+        })
+    }
+
     /// Staged rows over their budget: spilled or written (`spill_staged`); the staged
     /// rows are empty afterwards, the runs kept.
     fn spill(&mut self) -> Result<()> {
@@ -877,21 +893,19 @@ impl<'s> WriteTxn<'s> {
     /// cache updates only and returns the current root without a new record.
     pub fn commit(mut self) -> Result<StateRoot> {
         self.remove_orphans()?;
-        self.flush_staged()?;
+        self.flush_staged_and_log()?;
         let Self {
             txn,
             touched,
             summary,
             timestamp_ms,
             known_roots,
-            mut log,
+            log,
             ..
         } = self;
-        // The chunk log's new bytes are durable before any row that names them.
         if log.appended() {
-            let mark = log.finish()?;
             txn.open_table(tables::META)?
-                .insert(meta::CHUNK_LOG.as_bytes(), &mark.encode()[..])?;
+                .insert(meta::CHUNK_LOG.as_bytes(), &log.mark().encode()[..])?;
         }
         let (previous, sequence) = {
             let meta = txn.open_table(tables::META)?;
