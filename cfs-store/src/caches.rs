@@ -92,6 +92,13 @@ impl WriteTxn<'_> {
         Ok(())
     }
 
+    /// Whether the embedding cache holds any vector by `model`.
+    pub(crate) fn caches_vectors_of(&self, model: &ModelHash) -> Result<bool> {
+        let cache = self.raw().open_table(tables::EMBEDDING_CACHE)?;
+        let first = cache.range::<&[u8]>(&model.0[..]..)?.next().transpose()?;
+        Ok(first.is_some_and(|(key, _)| key.value().starts_with(&model.0)))
+    }
+
     /// The cached vectors of `texts` by `model`; a cache entry whose vector is unreadable
     /// is a miss, not an error.
     pub(crate) fn cached_vectors<'h>(

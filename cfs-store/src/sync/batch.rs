@@ -26,7 +26,7 @@ pub(super) struct Read {
 pub(super) struct Plan {
     /// The document a file is bound to without parsing, when known.
     documents: Vec<Option<DocumentId>>,
-    /// The files to parse: each new content once.
+    /// The files to parse: each new content once, largest first.
     to_parse: Vec<usize>,
     /// Files whose same bytes failed before, with the reason.
     known_failures: BTreeMap<usize, String>,
@@ -81,12 +81,21 @@ fn read_file(
     Ok((bytes, hash))
 }
 
-/// Parses the files a plan names and the texts their chunks are embedded from: no
-/// store access, so it runs while the batch before is written.
-pub(super) fn parse_batch(reads: &[Read], plan: &Plan, config: &IngestConfig) -> ParsedBatch {
+/// Parses the files a plan names and, if `texts_wanted`, the texts their chunks are
+/// embedded from (else each chunk's own text stands for it, unread): no store access,
+/// so it runs while the batch before is written.
+pub(super) fn parse_batch(
+    reads: &[Read],
+    plan: &Plan,
+    config: &IngestConfig,
+    texts_wanted: bool,
+) -> ParsedBatch {
+    // One file a task: any idle core takes the next file (a run of files given to one
+    // core ends with it working alone).
     let results: BTreeMap<usize, std::result::Result<Parsed, IngestError>> = plan
         .to_parse
         .par_iter()
+        .with_max_len(1)
         .map(|&i| {
             let path = &reads[i].entry.rel_path;
             let parsed = match &reads[i].result {
@@ -103,10 +112,10 @@ pub(super) fn parse_batch(reads: &[Read], plan: &Plan, config: &IngestConfig) ->
             let texts = parsed
                 .chunks
                 .iter()
-                .map(|chunk| match embedding_text(chunk) {
+                .map(|chunk| match texts_wanted.then(|| embedding_text(chunk)) {
                     // Most chunks are embedded from their own text, hashed already.
-                    std::borrow::Cow::Borrowed(_) => (chunk.text_hash, None),
-                    std::borrow::Cow::Owned(owned) => (TextHash::of(&owned), Some(owned)),
+                    None | Some(std::borrow::Cow::Borrowed(_)) => (chunk.text_hash, None),
+                    Some(std::borrow::Cow::Owned(owned)) => (TextHash::of(&owned), Some(owned)),
                 })
                 .collect();
             (i, texts)
@@ -183,6 +192,10 @@ impl SyncRun<'_> {
             }
             plan.documents.push(document);
         }
+        // Largest first: a large file begun last would be parsed on one core alone
+        // while the others wait at the group's end.
+        plan.to_parse
+            .sort_by_key(|&i| (std::cmp::Reverse(reads[i].entry.size_bytes), i));
         Ok((reads, plan))
     }
 
@@ -236,6 +249,9 @@ impl SyncRun<'_> {
         results: &Results,
         texts: &[FileTexts],
     ) -> Result<BTreeMap<TextHash, Vec<i16>>> {
+        if !self.texts_wanted {
+            return Ok(BTreeMap::new());
+        }
         let model = self.embedder.model_hash();
         let mut wanted: BTreeMap<TextHash, &str> = BTreeMap::new();
         for (i, texts) in texts {

@@ -346,6 +346,10 @@ struct SyncRun<'a> {
     /// Content hashes of documents whose paths are leaving, with how many: a new path
     /// with such content is a rename.
     renames_left: BTreeMap<ContentHash, usize>,
+    /// Whether the chunks' embedding texts are made and looked up in the embedding
+    /// cache: not while embeddings are deferred and the cache holds no vector of this
+    /// model (a new store), when nothing could be found.
+    texts_wanted: bool,
     report: SyncReport,
 }
 
@@ -389,6 +393,7 @@ impl<'a> SyncRun<'a> {
             existing: BTreeMap::new(),
             stats: BTreeMap::new(),
             renames_left: BTreeMap::new(),
+            texts_wanted: true,
             report: SyncReport::default(),
         })
     }
@@ -533,6 +538,10 @@ impl<'a> SyncRun<'a> {
     {
         let parts = self.parts(to_read);
         let per_commit = self.options.batch_files.max(1);
+        // A deferred sync adds nothing to the cache: what it holds now it holds throughout.
+        self.texts_wanted =
+            !self.options.defer_embeddings || txn.caches_vectors_of(&self.embedder.model_hash())?;
+        let texts = self.texts_wanted;
         let config = &self.options.config;
         let (mut files_pending, mut bytes_pending) = (0usize, 0u64);
         let mut ahead: Option<Batch> = None;
@@ -541,7 +550,7 @@ impl<'a> SyncRun<'a> {
                 Some(batch) => batch,
                 None => {
                     let (reads, plan) = self.read_and_plan(&txn, part)?;
-                    let parsed = parse_batch(&reads, &plan, config);
+                    let parsed = parse_batch(&reads, &plan, config, texts);
                     Batch {
                         reads,
                         plan,
@@ -562,7 +571,7 @@ impl<'a> SyncRun<'a> {
             };
             let (written, next_parsed) = rayon::join(
                 || self.write_batch(&mut txn, batch),
-                || next.as_ref().map(|(r, p)| parse_batch(r, p, config)),
+                || next.as_ref().map(|(r, p)| parse_batch(r, p, config, texts)),
             );
             written?;
             ahead = next.zip(next_parsed).map(|((reads, plan), parsed)| Batch {
