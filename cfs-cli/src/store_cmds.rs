@@ -485,6 +485,19 @@ fn after_sync(store: Store, file: &Path, created: bool, embedder: &dyn Embedder,
     // demand). The sync is committed by now, so a compaction that fails is said, not
     // made the command's failure.
     let policy = cfs_store::ShrinkPolicy::default();
+    // Removed chunks' bytes stay in the chunk log; past the same policy, after any
+    // sync, the log is rewritten without them.
+    let log_compacted = match store.wants_log_compaction(policy) {
+        Ok(true) => store.compact_log().map(drop),
+        Ok(false) => Ok(()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = log_compacted {
+        eprintln!(
+            "cfs: warning: the chunk log of {} was not compacted: {e}",
+            file.display()
+        );
+    }
     let wanted = if created {
         store.wants_shrink(policy)
     } else {

@@ -211,8 +211,10 @@ pub(crate) struct Appender {
     written: u64,
     /// Gathered bytes, to be written at `written`.
     buffer: Vec<u8>,
-    /// The committed length the transaction started from.
-    start: u64,
+    /// The committed mark the transaction started from.
+    start: LogMark,
+    /// Bytes of chunks this transaction removed.
+    removed: u64,
 }
 
 impl Appender {
@@ -223,7 +225,8 @@ impl Appender {
             log,
             written: mark.len,
             buffer: Vec::new(),
-            start: mark.len,
+            start: *mark,
+            removed: 0,
         })
     }
 
@@ -250,9 +253,19 @@ impl Appender {
         self.written + self.buffer.len() as u64
     }
 
+    /// Counts the bytes of a removed chunk's encoding as dead.
+    pub(crate) fn remove(&mut self, extent: Extent) {
+        self.removed += u64::from(extent.len);
+    }
+
     /// Whether this transaction appended anything.
     pub(crate) fn appended(&self) -> bool {
-        self.end() > self.start
+        self.end() > self.start.len
+    }
+
+    /// Whether the mark this transaction commits differs from the one it began with.
+    pub(crate) fn changed(&self) -> bool {
+        self.appended() || self.removed > 0
     }
 
     /// Writes what is gathered.
@@ -277,6 +290,7 @@ impl Appender {
         LogMark {
             id: self.log.id,
             len: self.written,
+            dead: (self.start.dead + self.removed).min(self.written),
         }
     }
 
@@ -390,6 +404,7 @@ mod tests {
         let start = LogMark {
             id: log.id(),
             len: HEADER_LEN,
+            dead: 0,
         };
         // Committed: two encodings, one of them past the gathering buffer.
         let mut first = Appender::new(log.clone(), &start).unwrap();

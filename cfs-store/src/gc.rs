@@ -184,7 +184,7 @@ impl Store {
         }
         txn.commit()?;
         if compact {
-            self.compact_log()?;
+            self.compact_log_unguarded()?;
             report.compacted = self
                 .writable_db_mut()?
                 .compact()
@@ -195,14 +195,34 @@ impl Store {
         Ok(report)
     }
 
+    /// Whether the chunk log holds enough bytes of removed chunks to be compacted
+    /// (`policy`, as for the store file: by default 64 MiB and a quarter of the log).
+    /// One meta read: the removed bytes are counted as chunks are removed.
+    pub fn wants_log_compaction(&self, policy: ShrinkPolicy) -> Result<bool> {
+        let mark = {
+            let txn = self.begin_read()?;
+            LogMark::read(&txn.raw().open_table(tables::META)?)?
+        };
+        Ok(mark.dead >= policy.min_free_bytes
+            && mark.dead * 100 >= mark.len * policy.min_free_percent)
+    }
+
     /// Rewrites the chunk log with only the encodings that rows name (in key order),
     /// when it holds others: removed documents' chunks stay in the log until then
     /// (`chunk_log.rs` gives the order of the steps and what a crash between them
-    /// leaves). A store without files of its own keeps its log as it is.
-    fn compact_log(&self) -> Result<()> {
+    /// leaves). Returns the log's sizes before and after, or `None` when there was
+    /// nothing to return or the store has no files of its own. The state root does not
+    /// move. Readers of this and other processes go on reading: those that began before
+    /// read the old log (still open to them), later ones the new.
+    pub fn compact_log(&self) -> Result<Option<(u64, u64)>> {
+        crate::error::guard(self.path(), || self.compact_log_unguarded())
+    }
+
+    fn compact_log_unguarded(&self) -> Result<Option<(u64, u64)>> {
         let Some(path) = self.log_path().map(Path::to_path_buf) else {
-            return Ok(());
+            return Ok(None);
         };
+        let before = self.log_size();
         let mut txn = self.writable_db()?.begin_write()?;
         txn.set_two_phase_commit(true);
         let mark = LogMark::read(&txn.open_table(tables::META)?)?;
@@ -211,7 +231,7 @@ impl Store {
         let rows = live_extents(&txn)?;
         let live: u64 = rows.iter().map(|(_, _, e)| u64::from(e.len)).sum();
         if chunk_log::HEADER_LEN + live == mark.len {
-            return Ok(());
+            return Ok(None);
         }
         // The live encodings in a new log, synced before any row names it.
         let new_path = chunk_log::new_log_path(&path);
@@ -221,6 +241,7 @@ impl Store {
             &LogMark {
                 id: new.id(),
                 len: chunk_log::HEADER_LEN,
+                dead: 0,
             },
         )?;
         let mut moved = Vec::with_capacity(rows.len());
@@ -245,7 +266,7 @@ impl Store {
             source,
         })?;
         self.set_log(ChunkLog::open_file(&path, false)?);
-        Ok(())
+        Ok(Some((before, self.log_size())))
     }
 }
 

@@ -207,6 +207,7 @@ impl Store {
         let mark = LogMark {
             id: log.id(),
             len: chunk_log::HEADER_LEN,
+            dead: 0,
         };
         let txn = db.begin_write()?;
         {

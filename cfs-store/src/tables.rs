@@ -195,22 +195,26 @@ impl Extent {
     }
 }
 
-/// The chunk log a committed state reads (meta `chunk_log`): the log's id, and its
-/// length at the commit; no committed extent reaches past it.
+/// The chunk log a committed state reads (meta `chunk_log`): the log's id, its length
+/// at the commit (no committed extent reaches past it), and the bytes of chunks removed
+/// since the log was written (no row names them; `Store::compact_log` returns them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogMark {
     /// The id in the log's header.
     pub id: [u8; 16],
     /// Bytes of the log the commit covers, header included.
     pub len: u64,
+    /// Bytes of the log whose chunks were removed.
+    pub dead: u64,
 }
 
 impl LogMark {
-    /// id (16) || length (u64 LE).
-    pub fn encode(&self) -> [u8; 24] {
-        let mut out = [0u8; 24];
+    /// id (16) || length (u64 LE) || removed bytes (u64 LE).
+    pub fn encode(&self) -> [u8; 32] {
+        let mut out = [0u8; 32];
         out[..16].copy_from_slice(&self.id);
-        out[16..].copy_from_slice(&self.len.to_le_bytes());
+        out[16..24].copy_from_slice(&self.len.to_le_bytes());
+        out[24..].copy_from_slice(&self.dead.to_le_bytes());
         out
     }
 
@@ -220,12 +224,17 @@ impl LogMark {
             .get(meta::CHUNK_LOG.as_bytes())?
             .ok_or_else(|| corrupted("meta chunk_log missing"))?;
         let bytes = bytes.value();
-        match (bytes.get(..16), le::read_u64(bytes, 16)) {
-            (Some(id), Some(len)) if bytes.len() == 24 => Ok(Self {
+        match (
+            bytes.get(..16),
+            le::read_u64(bytes, 16),
+            le::read_u64(bytes, 24),
+        ) {
+            (Some(id), Some(len), Some(dead)) if bytes.len() == 32 && dead <= len => Ok(Self {
                 id: id.try_into().expect("16 bytes"),
                 len,
+                dead,
             }),
-            _ => Err(corrupted("meta chunk_log is not 24 bytes")),
+            _ => Err(corrupted("meta chunk_log is not 32 bytes of a sound mark")),
         }
     }
 }

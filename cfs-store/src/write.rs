@@ -484,7 +484,15 @@ impl<'s> WriteTxn<'s> {
         }
         let removed = {
             let mut t = self.txn.open_table(tables::committed(table))?;
-            t.remove(key)?.is_some()
+            match t.remove(key)? {
+                Some(old) if table == Table::Chunks => {
+                    // Its encoding stays in the chunk log, named by no row.
+                    let extent = tables::Extent::decode(tables::split_row(old.value())?.1)?;
+                    self.log.remove(extent);
+                    true
+                }
+                old => old.is_some(),
+            }
         };
         if removed {
             change(&mut self.summary, table).removed += 1;
@@ -903,7 +911,7 @@ impl<'s> WriteTxn<'s> {
             log,
             ..
         } = self;
-        if log.appended() {
+        if log.changed() {
             txn.open_table(tables::META)?
                 .insert(meta::CHUNK_LOG.as_bytes(), &log.mark().encode()[..])?;
         }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use cfs_ingest::HashEmbedder;
-use cfs_store::{Store, StoreError, SyncOptions};
+use cfs_store::{ShrinkPolicy, Store, StoreError, SyncOptions};
 
 use crate::store::{settings, write};
 
@@ -54,11 +54,29 @@ fn gc_compacts_the_log_and_a_store_opened_before_reads_the_new_one() {
     let other = Store::open_read_only(&file).unwrap();
     let (root, before) = (store.state_root().unwrap(), texts(&other));
 
+    // The removed chunks' bytes are counted as they are removed: exactly what the
+    // compaction returns.
+    let policy = |min_free_bytes| ShrinkPolicy {
+        min_free_bytes,
+        min_free_percent: 1,
+    };
+    assert!(!store.wants_log_compaction(ShrinkPolicy::default()).unwrap());
     let report = store.gc(true).unwrap();
-    assert!(
-        report.log_bytes_after < report.log_bytes_before,
-        "{report:?}"
+    let freed = report.log_bytes_before - report.log_bytes_after;
+    assert!(freed > 0, "{report:?}");
+    drop(store);
+    let (tree2, db2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (file2, _, _) = churned(tree2.path(), db2.path());
+    let twin = Store::open(&file2).unwrap();
+    assert!(twin.wants_log_compaction(policy(freed)).unwrap());
+    assert!(!twin.wants_log_compaction(policy(freed + 1)).unwrap());
+    assert_eq!(
+        twin.compact_log().unwrap(),
+        Some((report.log_bytes_before, report.log_bytes_after))
     );
+    assert!(!twin.wants_log_compaction(policy(1)).unwrap());
+    assert_eq!(twin.compact_log().unwrap(), None);
+    let mut store = Store::open(&file).unwrap();
     assert_eq!(
         report.log_bytes_after,
         std::fs::metadata(&log).unwrap().len()
