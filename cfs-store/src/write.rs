@@ -28,12 +28,55 @@ use crate::tables::{
 };
 use crate::vectors::{self, VectorHash};
 
+/// The buckets a transaction changed, a bit for each bucket of each committed table:
+/// a staged row marks its bucket with a bit set, not a tree insert (a cold index
+/// stages hundreds of thousands of rows).
+#[derive(Default)]
+struct Touched {
+    bits: [[u64; Touched::WORDS]; 5],
+    count: usize,
+}
+
+impl Touched {
+    const WORDS: usize = (1 << cfs_core::BUCKET_BITS) / 64;
+
+    fn insert(&mut self, table: Table, bucket: u16) {
+        let word = &mut self.bits[usize::from(tables::tag(table))][usize::from(bucket / 64)];
+        let bit = 1u64 << (bucket % 64);
+        if *word & bit == 0 {
+            *word |= bit;
+            self.count += 1;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn len(&self) -> usize {
+        self.count
+    }
+
+    /// The touched buckets in table order, then bucket order.
+    fn iter(&self) -> impl Iterator<Item = (Table, u16)> + '_ {
+        Table::ALL.iter().flat_map(move |&table| {
+            let words = &self.bits[usize::from(tables::tag(table))];
+            (0..Self::WORDS).flat_map(move |w| {
+                let word = words[w];
+                (0..64u16)
+                    .filter(move |b| word & (1 << b) != 0)
+                    .map(move |b| (table, w as u16 * 64 + b))
+            })
+        })
+    }
+}
+
 /// An open write transaction.
 pub struct WriteTxn<'s> {
     txn: redb::WriteTransaction,
     /// The transaction lives no longer than its store.
     _store: std::marker::PhantomData<&'s Store>,
-    touched: BTreeSet<(Table, u16)>,
+    touched: Touched,
     /// Documents that lost their last path in this transaction: removed at commit unless
     /// a path names them again by then.
     orphans: BTreeSet<DocumentId>,
@@ -351,7 +394,7 @@ impl<'s> WriteTxn<'s> {
         Ok(Self {
             txn,
             _store: std::marker::PhantomData,
-            touched: BTreeSet::new(),
+            touched: Touched::default(),
             orphans: BTreeSet::new(),
             summary: ChangeSummary::default(),
             timestamp_ms: None,
@@ -439,7 +482,7 @@ impl<'s> WriteTxn<'s> {
 
     /// Marks a bucket as changed: its root is recomputed at commit.
     fn touch(&mut self, table: Table, bucket: u16) {
-        self.touched.insert((table, bucket));
+        self.touched.insert(table, bucket);
         self.known_roots.remove(&(table, bucket));
     }
 
@@ -926,7 +969,6 @@ impl<'s> WriteTxn<'s> {
         let unknown: BTreeSet<(Table, u16)> = touched
             .iter()
             .filter(|key| !known_roots.contains_key(key))
-            .copied()
             .collect();
         let rehashed = rehash_buckets(&txn, &unknown)?;
         #[cfg(debug_assertions)]
@@ -948,7 +990,7 @@ impl<'s> WriteTxn<'s> {
                     None => bucket_roots.remove(&key[..])?,
                 };
             }
-            let tables_touched: BTreeSet<Table> = touched.iter().map(|(t, _)| *t).collect();
+            let tables_touched: BTreeSet<Table> = touched.iter().map(|(t, _)| t).collect();
             for table in tables_touched {
                 let all = read_bucket_roots(&bucket_roots, table)?;
                 roots.set(table, TopTree::from_bucket_roots(&all)?.root());
@@ -1040,6 +1082,29 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    #[test]
+    fn touched_buckets_come_back_once_each_in_table_then_bucket_order() {
+        use cfs_core::Table;
+        let mut touched = super::Touched::default();
+        assert!(touched.is_empty());
+        let marks = [
+            (Table::Edges, 1023),
+            (Table::Paths, 64),
+            (Table::Chunks, 0),
+            (Table::Paths, 63),
+            (Table::Edges, 1023),
+            (Table::Chunks, 700),
+        ];
+        for (table, bucket) in marks {
+            touched.insert(table, bucket);
+        }
+        let mut expected: Vec<(Table, u16)> = marks.to_vec();
+        expected.sort();
+        expected.dedup();
+        assert_eq!(touched.iter().collect::<Vec<_>>(), expected);
+        assert_eq!(touched.len(), expected.len());
+    }
 
     #[test]
     fn rows_spill_beside_the_store_file_even_for_a_bare_file_name() {

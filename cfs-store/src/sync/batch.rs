@@ -459,6 +459,9 @@ impl SyncRun<'_> {
         match self.existing.get(path) {
             Some(old) if *old == entry => report.unchanged += 1,
             Some(_) => report.updated += 1,
+            // A new path is a rename when a leaving path had its content (the content
+            // is only read when paths are leaving: never in a cold index).
+            None if self.renames_left.is_empty() => report.added += 1,
             None => {
                 let doc = txn.content_of(&document_id)?;
                 match doc.and_then(|h| self.renames_left.get_mut(&h).filter(|n| **n > 0)) {
