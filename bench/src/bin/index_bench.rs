@@ -5,7 +5,8 @@
 //! For each tree, N runs (default 3) of, in turn:
 //! 1. parse only: every file read and parsed the way ingestion parses it before
 //!    chunking (`cfs_ingest::parse_only`: tree-sitter for code, pulldown-cmark for
-//!    Markdown), in parallel, nothing else: the physical limit;
+//!    Markdown), in parallel (largest file first, one file a task, as a sync parses a
+//!    group), nothing else: the physical limit;
 //! 2. ingestion in memory: `cfs_ingest::index_tree` (parse, chunk, hash, embed), no store;
 //! 3. cold index: `Store::sync` of the tree into a new store, as `cfs index` does.
 //!    `--vectors deferred` (the default) commits chunks and text without vectors, what
