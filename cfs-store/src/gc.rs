@@ -228,36 +228,22 @@ impl Store {
         let mark = LogMark::read(&txn.open_table(tables::META)?)?;
         let old = self.log_for(&mark)?;
         old.cut_to(&mark)?;
-        let rows = live_extents(&txn)?;
-        let live: u64 = rows.iter().map(|(_, _, e)| u64::from(e.len)).sum();
-        if chunk_log::HEADER_LEN + live == mark.len {
+        if chunk_log::HEADER_LEN + live_bytes(&txn)? == mark.len {
             return Ok(None);
         }
         // The live encodings in a new log, synced before any row names it.
         let new_path = chunk_log::new_log_path(&path);
         let new = Arc::new(ChunkLog::create_file(&new_path)?);
-        let mut appender = Appender::new(
-            new.clone(),
-            &LogMark {
-                id: new.id(),
-                len: chunk_log::HEADER_LEN,
-                dead: 0,
-            },
-        )?;
-        let mut moved = Vec::with_capacity(rows.len());
-        for (key, leaf, extent) in rows {
-            let to = appender.append(&old.read(extent, mark.len)?)?;
-            moved.push((key, tables::row_value(&leaf, &to.encode())));
-        }
+        let empty = LogMark {
+            id: new.id(),
+            len: chunk_log::HEADER_LEN,
+            dead: 0,
+        };
+        let mut appender = Appender::new(new, &empty)?;
+        move_chunks(&txn, (&old, mark.len), &mut appender)?;
         let new_mark = appender.finish()?;
-        {
-            let mut chunks = txn.open_table(tables::CHUNKS)?;
-            for (key, value) in &moved {
-                chunks.insert(key.as_slice(), value.as_slice())?;
-            }
-            txn.open_table(tables::META)?
-                .insert(meta::CHUNK_LOG.as_bytes(), &new_mark.encode()[..])?;
-        }
+        txn.open_table(tables::META)?
+            .insert(meta::CHUNK_LOG.as_bytes(), &new_mark.encode()[..])?;
         txn.commit()?;
         // Committed: the new log takes the old one's name (an open finishes this step
         // if the process stops first).
@@ -270,17 +256,109 @@ impl Store {
     }
 }
 
+/// Bytes of the chunk log that chunk rows name.
+fn live_bytes(txn: &redb::WriteTransaction) -> Result<u64> {
+    let mut live = 0u64;
+    for row in txn.open_table(tables::CHUNKS)?.iter()? {
+        let (_, value) = row?;
+        live += u64::from(Extent::decode(tables::split_row(value.value())?.1)?.len);
+    }
+    Ok(live)
+}
+
+/// Chunk rows moved per step of a compaction: their keys and leaves are held at once
+/// (a few in unit tests, so that a small store takes several steps).
+const MOVE_BATCH: usize = if cfg!(test) { 5 } else { 16_384 };
+
+/// Copies every chunk's encoding from `old` (committed up to its length) to `appender`
+/// in key order, and points its row at the copy; a batch of rows at a time, so that a
+/// store of millions of chunks is never held in memory.
+fn move_chunks(
+    txn: &redb::WriteTransaction,
+    (old, committed): (&ChunkLog, u64),
+    appender: &mut Appender,
+) -> Result<()> {
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let batch = next_rows(txn, after.as_deref())?;
+        let Some(last) = batch.last() else {
+            return Ok(());
+        };
+        after = Some(last.0.clone());
+        let mut chunks = txn.open_table(tables::CHUNKS)?;
+        for (key, leaf, extent) in &batch {
+            let to = appender.append(&old.read(*extent, committed)?)?;
+            chunks.insert(
+                key.as_slice(),
+                tables::row_value(leaf, &to.encode()).as_slice(),
+            )?;
+        }
+    }
+}
+
 /// A chunk row: its key, its leaf, and where its encoding lies.
 type ChunkRow = (Vec<u8>, [u8; 32], Extent);
 
-/// Every chunk row, in key order.
-fn live_extents(txn: &redb::WriteTransaction) -> Result<Vec<ChunkRow>> {
+/// Up to [`MOVE_BATCH`] chunk rows after the key `after` (from the first without it), in
+/// key order.
+fn next_rows(txn: &redb::WriteTransaction, after: Option<&[u8]>) -> Result<Vec<ChunkRow>> {
+    use std::ops::Bound;
     let chunks = txn.open_table(tables::CHUNKS)?;
-    let mut rows = Vec::with_capacity(usize::try_from(chunks.len()?).unwrap_or(0));
-    for row in chunks.iter()? {
+    let start = after.map_or(Bound::Unbounded, Bound::Excluded);
+    let mut rows = Vec::with_capacity(MOVE_BATCH);
+    for row in chunks
+        .range::<&[u8]>((start, Bound::Unbounded))?
+        .take(MOVE_BATCH)
+    {
         let (key, value) = row?;
         let (leaf, payload) = tables::split_row(value.value())?;
         rows.push((key.value().to_vec(), *leaf, Extent::decode(payload)?));
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use cfs_ingest::{Embedder, HashEmbedder};
+
+    use crate::{Settings, Store, SyncOptions};
+
+    #[test]
+    fn a_compaction_in_several_steps_keeps_every_chunk() {
+        let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (options, embedder) = (SyncOptions::default(), HashEmbedder::new(8));
+        let settings = Settings {
+            chunk: options.config.chunk,
+            model_id: embedder.model_id().into(),
+        };
+        let store = Store::create(&db.path().join("store.redb"), settings).unwrap();
+        let write = |i: usize, words: &str| {
+            let text = format!("# Part {i}\n\n{words} {i}\n\n## More\n\nand more {i}\n");
+            std::fs::write(tree.path().join(format!("f{i}.md")), text).unwrap();
+        };
+        for i in 0..12 {
+            write(i, "first");
+        }
+        store
+            .sync(tree.path(), &options, &embedder, &|_| {})
+            .unwrap();
+        for i in (0..12).step_by(2) {
+            write(i, "second");
+        }
+        let root = store
+            .sync(tree.path(), &options, &embedder, &|_| {})
+            .unwrap()
+            .root;
+        let chunks = store.begin_read().unwrap().counts().unwrap().chunks;
+        assert!(chunks > 3 * 5, "{chunks} chunks: too few for several steps");
+
+        let (before, after) = store.compact_log().unwrap().unwrap();
+        assert!(after < before);
+        assert_eq!(store.state_root().unwrap(), root);
+        let report = store.verify().unwrap();
+        assert!(report.is_ok(), "{:?}", report.problems);
+        assert_eq!(report.counts.chunks, chunks);
+        // Each chunk was copied once: nothing is left to return.
+        assert_eq!(store.compact_log().unwrap(), None);
+    }
 }

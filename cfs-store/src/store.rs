@@ -152,11 +152,14 @@ impl Store {
                 std::io::ErrorKind::AlreadyExists => StoreError::Exists(path.to_path_buf()),
                 _ => io_error(path, source),
             })?;
+        // The store file was made new: a log there is left from a store removed. A log
+        // that cannot be made leaves no store file behind.
+        let log_file = chunk_log::log_path(path);
+        let log = ChunkLog::create_file(&log_file).inspect_err(|_| {
+            let _ = std::fs::remove_file(path);
+        })?;
         let backend = allocating(file, path)?;
         let db = shared_builder().create_with_backend(backend)?;
-        let log_file = chunk_log::log_path(path);
-        // The store file was made new: a log there is left from a store removed.
-        let log = ChunkLog::create_file(&log_file)?;
         Self::initialize(db, path, log, Some(log_file), settings)
     }
 

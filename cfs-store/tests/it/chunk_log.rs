@@ -158,3 +158,18 @@ fn a_missing_or_foreign_log_is_corrupted_naming_it() {
     std::fs::write(&log, &kept).unwrap();
     assert!(Store::open(&file).unwrap().verify().unwrap().is_ok());
 }
+
+#[test]
+fn a_log_that_cannot_be_made_leaves_no_store_behind() {
+    let db = tempfile::tempdir().unwrap();
+    let file = db.path().join("store.redb");
+    // A folder where the log would go: the log cannot be created.
+    std::fs::create_dir(cfs_store::chunk_log_path(&file)).unwrap();
+    let (options, embedder) = (SyncOptions::default(), HashEmbedder::new(16));
+    let err = Store::create(&file, settings(&options, &embedder)).unwrap_err();
+    assert!(err.to_string().contains("store.redb.chunks"), "{err}");
+    assert!(!file.exists());
+    // Once the way is clear, the store is made.
+    std::fs::remove_dir(cfs_store::chunk_log_path(&file)).unwrap();
+    assert!(Store::create(&file, settings(&options, &embedder)).is_ok());
+}
