@@ -31,7 +31,8 @@ pub const EMBEDDINGS: Bytes = TableDefinition::new("embeddings");
 /// Committed: edge key (source 16, target 16, kind u16 BE) -> leaf || canonical Edge.
 pub const EDGES: Bytes = TableDefinition::new("edges");
 
-/// Index: document id (16) || sequence (u32 BE) -> chunk id (16).
+/// Index: document id (16) -> its chunk ids (16 each) in sequence order; absent for a
+/// document without chunks.
 pub const CHUNKS_BY_DOCUMENT: Bytes = TableDefinition::new("chunks_by_document");
 /// Index: document id (16) || path id (16) -> empty; a document's paths (its references).
 pub const PATHS_BY_DOCUMENT: Bytes = TableDefinition::new("paths_by_document");
@@ -266,17 +267,9 @@ pub(crate) fn id16(bytes: &[u8], what: &str) -> Result<[u8; 16]> {
         .map_err(|_| corrupted(&format!("{what} is not 16 bytes")))
 }
 
-/// `CHUNKS_BY_DOCUMENT` key: document id, then the chunk's sequence (u32 BE).
-pub fn chunk_index_key(document: &DocumentId, sequence: u32) -> [u8; 20] {
-    let mut key = [0u8; 20];
-    key[..16].copy_from_slice(&document.0);
-    key[16..].copy_from_slice(&sequence.to_be_bytes());
-    key
-}
-
-/// A `CHUNKS_BY_DOCUMENT` value: the chunk id.
-pub fn chunk_index_value(value: &[u8]) -> Result<ChunkId> {
-    Ok(ChunkId(id16(value, "chunks_by_document value")?))
+/// A `CHUNKS_BY_DOCUMENT` value: the chunk ids, in sequence order.
+pub fn chunk_index_value<'c>(ids: impl IntoIterator<Item = &'c ChunkId>) -> Vec<u8> {
+    ids.into_iter().flat_map(|id| id.0).collect()
 }
 
 /// `PATHS_BY_DOCUMENT` key: document id, then path id.
@@ -417,16 +410,16 @@ pub fn chunk_ids_of<T: redb::ReadableTable<&'static [u8], &'static [u8]>>(
     chunk_index: &T,
     document: &DocumentId,
 ) -> Result<Vec<ChunkId>> {
-    let mut ids = Vec::new();
-    let end = prefix_end(&document.0);
-    let rows = match &end {
-        Some(end) => chunk_index.range::<&[u8]>(&document.0[..]..end.as_slice())?,
-        None => chunk_index.range::<&[u8]>(&document.0[..]..)?,
+    let Some(value) = chunk_index.get(&document.0[..])? else {
+        return Ok(Vec::new());
     };
-    for row in rows {
-        ids.push(chunk_index_value(row?.1.value())?);
+    let (ids, rest) = value.value().as_chunks::<16>();
+    if !rest.is_empty() {
+        return Err(corrupted(
+            "a chunks_by_document value is not whole chunk ids",
+        ));
     }
-    Ok(ids)
+    Ok(ids.iter().map(|id| ChunkId(*id)).collect())
 }
 
 /// The path ids of `document` in `PATHS_BY_DOCUMENT`, in key order.

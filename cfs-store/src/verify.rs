@@ -396,30 +396,30 @@ fn check_roots(
     Ok(computed)
 }
 
+/// The `CHUNKS_BY_DOCUMENT` rows the chunks imply, in key order: a row a document, its
+/// chunk ids in sequence order.
+fn chunk_index_of(chunks: &[Chunk]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut order: Vec<&Chunk> = chunks.iter().collect();
+    order.par_sort_unstable_by_key(|c| (c.document_id, c.sequence));
+    order
+        .chunk_by(|a, b| a.document_id == b.document_id)
+        .map(|of_document| {
+            let ids = of_document.iter().map(|c| &c.id);
+            (
+                of_document[0].document_id.0.to_vec(),
+                tables::chunk_index_value(ids),
+            )
+        })
+        .collect()
+}
+
 /// The secondary indexes against the rows: fixed-size entries, sorted, compared as
 /// vectors (redb iterates keys in order, so the stored side is already sorted).
 fn check_indexes(read: &ReadTxn, scans: &Scans, problems: &mut Vec<String>) -> Result<()> {
-    let mut expected: Vec<[u8; 36]> = scans
-        .chunks
-        .rows
-        .par_iter()
-        .map(|c| {
-            let mut e = [0u8; 36];
-            e[..20].copy_from_slice(&tables::chunk_index_key(&c.document_id, c.sequence));
-            e[20..].copy_from_slice(&c.id.0);
-            e
-        })
-        .collect();
-    expected.par_sort_unstable();
-    let found: Vec<[u8; 36]> = read_ranges(read, tables::CHUNKS_BY_DOCUMENT, |k, v| {
-        let mut e = [0u8; 36];
-        if k.len() + v.len() == 36 {
-            e[..20].copy_from_slice(k);
-            e[20..].copy_from_slice(v);
-        }
-        e
+    let found: Vec<(Vec<u8>, Vec<u8>)> = read_ranges(read, tables::CHUNKS_BY_DOCUMENT, |k, v| {
+        (k.to_vec(), v.to_vec())
     })?;
-    if found != expected {
+    if found != chunk_index_of(&scans.chunks.rows) {
         problems.push("chunks_by_document index differs from the chunks".into());
     }
     let mut expected: Vec<[u8; 32]> = scans

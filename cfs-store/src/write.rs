@@ -176,7 +176,9 @@ struct Written {
 struct DocumentRows {
     rows: Vec<Row>,
     vectors: Vec<(VectorHash, Vec<u8>)>,
-    chunk_index: Vec<([u8; 20], [u8; 16])>,
+    /// The document's `CHUNKS_BY_DOCUMENT` row: its id, and its chunk ids (empty
+    /// without chunks: then no row).
+    chunk_index: ([u8; 16], Vec<u8>),
     target_index: Vec<[u8; 34]>,
     content: (Vec<u8>, [u8; 16]),
 }
@@ -234,11 +236,14 @@ fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
     Ok(DocumentRows {
         rows,
         vectors,
-        chunk_index: d
-            .chunks
-            .iter()
-            .map(|c| (tables::chunk_index_key(&doc.id, c.sequence), c.id.0))
-            .collect(),
+        chunk_index: {
+            let mut in_order: Vec<&Chunk> = d.chunks.iter().collect();
+            in_order.sort_by_key(|c| c.sequence);
+            (
+                doc.id.0,
+                tables::chunk_index_value(in_order.iter().map(|c| &c.id)),
+            )
+        },
         target_index: edges.iter().map(tables::edge_by_target_key).collect(),
         content: (
             tables::content_key(&doc.content_hash, &doc.profile.mime_type),
@@ -650,9 +655,10 @@ impl<'s> WriteTxn<'s> {
                 self.staged.push(slot, row.key, value);
             }
             unstaged.vectors.extend(b.vectors);
-            for (key, id) in b.chunk_index {
+            let (document, chunk_ids) = b.chunk_index;
+            if !chunk_ids.is_empty() {
                 self.staged
-                    .push(CHUNK_INDEX_SLOT, key.to_vec(), id.to_vec());
+                    .push(CHUNK_INDEX_SLOT, document.to_vec(), chunk_ids);
             }
             for key in b.target_index {
                 self.staged
@@ -804,12 +810,12 @@ impl<'s> WriteTxn<'s> {
         for emb in &embedding_ids {
             self.delete_row(Table::Embeddings, &emb.0)?;
         }
-        for (sequence, chunk) in chunk_ids.iter().enumerate() {
+        for chunk in &chunk_ids {
             self.delete_row(Table::Chunks, &chunk.0)?;
-            let mut idx = self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?;
-            let seq = u32::try_from(sequence).unwrap_or(u32::MAX);
-            idx.remove(&tables::chunk_index_key(&document, seq)[..])?;
         }
+        self.txn
+            .open_table(tables::CHUNKS_BY_DOCUMENT)?
+            .remove(&document.0[..])?;
         self.delete_row(Table::Documents, &document.0)?;
         let mut idx = self.txn.open_table(tables::CONTENT_INDEX)?;
         idx.remove(tables::content_key(&doc.content_hash, &doc.profile.mime_type).as_slice())?;

@@ -295,6 +295,52 @@ fn verify_finds_tampered_rows() {
     );
 }
 
+#[test]
+fn verify_finds_a_document_chunk_index_that_differs_from_the_chunks() {
+    let (tree, db, store, options, embedder) = setup();
+    write(tree.path(), "a.md", "# A\n\nalpha\n\n## B\n\nbeta\n");
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    let entry = store.begin_read().unwrap().path("a.md").unwrap().unwrap();
+    let chunks = store
+        .begin_read()
+        .unwrap()
+        .chunks_of(&entry.document_id)
+        .unwrap();
+    assert!(chunks.len() >= 2, "{chunks:?}");
+    drop(store);
+    let path = db.path().join("store.redb");
+    // The document's chunk ids in another order.
+    tamper(&path, "chunks_by_document", |t| {
+        let (k, v) = first_row(t);
+        let (first, rest) = v.split_at(16);
+        t.insert(k.as_slice(), [rest, first].concat().as_slice())
+            .unwrap();
+    });
+    let report = Store::open(&path).unwrap().verify().unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("chunks_by_document index differs")),
+        "{:?}",
+        report.problems
+    );
+    // A value that is not whole chunk ids is an error, not a panic.
+    tamper(&path, "chunks_by_document", |t| {
+        let (k, v) = first_row(t);
+        t.insert(k.as_slice(), &v[1..]).unwrap();
+    });
+    let store = Store::open(&path).unwrap();
+    let err = store
+        .begin_read()
+        .unwrap()
+        .chunks_of(&entry.document_id)
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Corrupted(_)), "{err}");
+}
+
 type RawTable<'t> = redb::Table<'t, &'static [u8], &'static [u8]>;
 
 /// Changes one table of a closed store file behind the store's back.
