@@ -142,23 +142,38 @@ fn forget(
     Ok(())
 }
 
+/// Reads the files of a part, in parallel, with their content hashes: no store access,
+/// so it runs while the part before is parsed and written.
+pub(super) fn read_files(part: &[WalkEntry], config: &IngestConfig) -> Vec<Read> {
+    part.par_iter()
+        .map(|entry| Read {
+            entry: entry.clone(),
+            result: read_file(entry, config),
+        })
+        .collect()
+}
+
+/// The files of part `n`: read ahead during the join before, or read now.
+pub(super) fn reads_of(
+    ahead: &mut Option<(usize, Vec<Read>)>,
+    n: usize,
+    part: &[WalkEntry],
+    config: &IngestConfig,
+) -> Vec<Read> {
+    match ahead.take() {
+        Some((at, reads)) if at == n => reads,
+        _ => read_files(part, config),
+    }
+}
+
 impl SyncRun<'_> {
-    /// Reads the files of a part (in parallel) and decides per file whether it needs
-    /// parsing: content second (the stat cache came first), then a document of the same
-    /// content already in the store.
-    pub(super) fn read_and_plan(
+    /// Decides per file read whether it needs parsing: content second (the stat cache
+    /// came first), then a document of the same content already in the store.
+    pub(super) fn plan(
         &mut self,
         txn: &WriteTxn<'_>,
-        part: &[WalkEntry],
+        reads: Vec<Read>,
     ) -> Result<(Vec<Read>, Plan)> {
-        let config = &self.options.config;
-        let reads: Vec<Read> = part
-            .par_iter()
-            .map(|entry| Read {
-                entry: entry.clone(),
-                result: read_file(entry, config),
-            })
-            .collect();
         let mut plan = Plan {
             documents: Vec::with_capacity(reads.len()),
             to_parse: Vec::new(),

@@ -21,7 +21,7 @@ use crate::write::WriteTxn;
 
 mod batch;
 
-use batch::{Batch, parse_batch};
+use batch::{Batch, Read, parse_batch, read_files, reads_of};
 
 /// Files written per transaction at most (a cold sync of up to this many files is one
 /// commit: see `sync_scope`).
@@ -527,7 +527,9 @@ impl<'a> SyncRun<'a> {
     /// until it holds `batch_files` files or `COMMIT_BYTES` of content: a commit
     /// rewrites every page it touches that an earlier commit wrote, so fewer commits
     /// write far less. The next part is parsed while one is written, unless a commit
-    /// comes between them. Returns the open transaction for `finish`.
+    /// comes between them, and the part after it is read meanwhile (reading needs no
+    /// store: only the plan, made between the joins, does). Returns the open
+    /// transaction for `finish`.
     fn write_files<'s>(
         &mut self,
         mut txn: WriteTxn<'s>,
@@ -545,12 +547,23 @@ impl<'a> SyncRun<'a> {
         let config = &self.options.config;
         let (mut files_pending, mut bytes_pending) = (0usize, 0u64);
         let mut ahead: Option<Batch> = None;
+        // The files of part `.0`, read during the join before.
+        let mut read_ahead: Option<(usize, Vec<Read>)> = None;
         for (n, part) in parts.iter().enumerate() {
             let batch = match ahead.take() {
                 Some(batch) => batch,
                 None => {
-                    let (reads, plan) = self.read_and_plan(&txn, part)?;
-                    let parsed = parse_batch(&reads, &plan, config, texts);
+                    let reads = reads_of(&mut read_ahead, n, part, config);
+                    let (reads, plan) = self.plan(&txn, reads)?;
+                    let (parsed, read) = rayon::join(
+                        || parse_batch(&reads, &plan, config, texts),
+                        || {
+                            parts
+                                .get(n + 1)
+                                .map(|part| (n + 1, read_files(part, config)))
+                        },
+                    );
+                    read_ahead = read;
                     Batch {
                         reads,
                         plan,
@@ -566,14 +579,28 @@ impl<'a> SyncRun<'a> {
             // document), and it may name a document this batch releases (kept, as
             // released documents are removed only at commit).
             let next = match parts.get(n + 1).filter(|_| !commit_due) {
-                Some(following) => Some(self.read_and_plan(&txn, following)?),
+                Some(following) => {
+                    let reads = reads_of(&mut read_ahead, n + 1, following, config);
+                    Some(self.plan(&txn, reads)?)
+                }
                 None => None,
             };
-            let (written, next_parsed) = rayon::join(
+            let to_read = n + 1 + usize::from(next.is_some());
+            let (written, (next_parsed, read)) = rayon::join(
                 || self.write_batch(&mut txn, batch),
-                || next.as_ref().map(|(r, p)| parse_batch(r, p, config, texts)),
+                || {
+                    rayon::join(
+                        || next.as_ref().map(|(r, p)| parse_batch(r, p, config, texts)),
+                        || {
+                            parts
+                                .get(to_read)
+                                .map(|part| (to_read, read_files(part, config)))
+                        },
+                    )
+                },
             );
             written?;
+            read_ahead = read;
             ahead = next.zip(next_parsed).map(|((reads, plan), parsed)| Batch {
                 reads,
                 plan,
