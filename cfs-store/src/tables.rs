@@ -36,7 +36,10 @@ pub const EDGES: Bytes = TableDefinition::new("edges");
 pub const CHUNKS_BY_DOCUMENT: Bytes = TableDefinition::new("chunks_by_document");
 /// Index: document id (16) || path id (16) -> empty; a document's paths (its references).
 pub const PATHS_BY_DOCUMENT: Bytes = TableDefinition::new("paths_by_document");
-/// Index: target (16) || source (16) || kind (u16 BE) -> empty.
+/// Index: target (16) || source (16) || kind (u16 BE) -> empty; user edges only. A
+/// system edge is found from its source, whose removal is the only one that removes
+/// its target: a document's `contains` edges, a chunk's `next_window` and
+/// `embedded_as` edges (an embedding row names its chunk).
 pub const EDGES_BY_TARGET: Bytes = TableDefinition::new("edges_by_target");
 /// Index: content hash (32) || MIME type (UTF-8) -> document id (16): finds the document
 /// of known content without parsing it again (renames, copies).

@@ -244,7 +244,11 @@ fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
                 tables::chunk_index_value(in_order.iter().map(|c| &c.id)),
             )
         },
-        target_index: edges.iter().map(tables::edge_by_target_key).collect(),
+        target_index: edges
+            .iter()
+            .filter(|e| !e.kind.is_system())
+            .map(tables::edge_by_target_key)
+            .collect(),
         content: (
             tables::content_key(&doc.content_hash, &doc.profile.mime_type),
             doc.id.0,
@@ -549,17 +553,22 @@ impl<'s> WriteTxn<'s> {
         Ok(removed)
     }
 
+    /// Writes an edge, and for a user edge its `EDGES_BY_TARGET` entry.
     fn put_edge_row(&mut self, edge: &Edge) -> Result<()> {
         self.put_row(edge, &edge.key())?;
-        let mut t = self.txn.open_table(tables::EDGES_BY_TARGET)?;
-        t.insert(&edge_by_target_key(edge)[..], &[][..])?;
+        if !edge.kind.is_system() {
+            let mut t = self.txn.open_table(tables::EDGES_BY_TARGET)?;
+            t.insert(&edge_by_target_key(edge)[..], &[][..])?;
+        }
         Ok(())
     }
 
     fn delete_edge_row(&mut self, edge: &Edge) -> Result<()> {
         self.delete_row(Table::Edges, &edge.key())?;
-        let mut t = self.txn.open_table(tables::EDGES_BY_TARGET)?;
-        t.remove(&edge_by_target_key(edge)[..])?;
+        if !edge.kind.is_system() {
+            let mut t = self.txn.open_table(tables::EDGES_BY_TARGET)?;
+            t.remove(&edge_by_target_key(edge)[..])?;
+        }
         Ok(())
     }
 
@@ -775,7 +784,8 @@ impl<'s> WriteTxn<'s> {
         let chunk_ids =
             tables::chunk_ids_of(&self.txn.open_table(tables::CHUNKS_BY_DOCUMENT)?, &document)?;
         // Every edge touching the document or a chunk; embeddings are the targets of
-        // the chunks' embedded_as edges.
+        // the chunks' embedded_as edges. System edges all leave from the document or
+        // its chunks; the targets index finds the user edges that arrive.
         let mut ends: Vec<[u8; 16]> = vec![document.0];
         ends.extend(chunk_ids.iter().map(|c| c.0));
         let mut edges: BTreeSet<Edge> = BTreeSet::new();
@@ -864,9 +874,17 @@ impl<'s> WriteTxn<'s> {
             tables::embedding_ids(&self.txn.open_table(tables::EMBEDDINGS)?)?;
         let mut edges: BTreeSet<Edge> = BTreeSet::new();
         {
+            let embeddings = self.txn.open_table(tables::EMBEDDINGS)?;
             let by_source = self.txn.open_table(tables::EDGES)?;
             let by_target = self.txn.open_table(tables::EDGES_BY_TARGET)?;
             for id in &ids {
+                // Its embedded_as edge, from the chunk its row names (the targets
+                // index holds user edges only).
+                let row = embeddings.get(&id.0[..])?.ok_or_else(|| {
+                    StoreError::Corrupted(format!("embedding {id} vanished from its state"))
+                })?;
+                let stored = vectors::StoredEmbedding::decode(tables::split_row(row.value())?.1)?;
+                edges.insert(Edge::new(stored.chunk_id, *id, EdgeKind::EMBEDDED_AS));
                 for key in keys_with_prefix(&by_target, &id.0)? {
                     edges.insert(edge_from_key(&key, true)?);
                 }
@@ -875,10 +893,6 @@ impl<'s> WriteTxn<'s> {
                 }
             }
         }
-        assert!(
-            edges.len() >= ids.len(),
-            "every embedding has its embedded_as edge"
-        );
         for edge in &edges {
             self.delete_edge_row(edge)?;
         }

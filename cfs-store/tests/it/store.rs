@@ -174,6 +174,55 @@ fn edits_shrink_and_delete_leave_no_ghosts() {
 }
 
 #[test]
+fn user_edges_into_a_removed_document_go_with_it() {
+    let (tree, _db, store, options, embedder) = setup();
+    write(tree.path(), "a.md", "# A\n\nalpha\n");
+    write(tree.path(), "b.md", "# B\n\nbeta\n");
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    let read = store.begin_read().unwrap();
+    let first_chunk = |path: &str| {
+        let doc = read.path(path).unwrap().unwrap().document_id;
+        (doc, read.chunks_of(&doc).unwrap()[0].id)
+    };
+    let ((a_doc, a_chunk), (b_doc, b_chunk)) = (first_chunk("a.md"), first_chunk("b.md"));
+    let a_embedding = cfs_core::EmbeddingId::derive(&a_chunk, &embedder.model_hash());
+    drop(read);
+    // From b into a's document, chunk and embedding; and one within b.
+    let user = EdgeKind(0x8001);
+    let into_a = [
+        Edge::new(b_chunk, a_doc, user),
+        Edge::new(b_chunk, a_chunk, user),
+        Edge::new(b_doc, a_embedding, user),
+    ];
+    let within_b = Edge::new(b_doc, b_chunk, user);
+    let mut txn = store.begin_write().unwrap();
+    for edge in into_a.iter().chain([&within_b]) {
+        txn.put_user_edge(edge).unwrap();
+    }
+    txn.commit().unwrap();
+    let edges_before = store.begin_read().unwrap().counts().unwrap().edges;
+
+    std::fs::remove_file(tree.path().join("a.md")).unwrap();
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    let edges: Vec<Edge> = store
+        .begin_read()
+        .unwrap()
+        .rows(cfs_core::Table::Edges)
+        .unwrap();
+    for edge in &into_a {
+        assert!(!edges.contains(edge), "{edge:?} outlived its target");
+    }
+    assert!(edges.contains(&within_b));
+    assert!(edges.len() < edges_before as usize);
+    let report = store.verify().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+}
+
+#[test]
 fn proofs_from_the_store_verify_offline() {
     let (tree, _db, store, options, embedder) = setup();
     for i in 0..50 {
