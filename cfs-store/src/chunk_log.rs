@@ -18,6 +18,8 @@
 //!   (and a tail the next writer cuts); after it, the new state, whose bytes are synced.
 //! - Readers follow only committed extents, which lie below the committed length: an
 //!   appending writer never changes a byte they read.
+//! - Removing a chunk leaves its bytes where they are; the commit adds their length to
+//!   the count in meta (`LogMark::dead`), which decides when to compact.
 //! - A compaction (`gc.rs`) writes the live encodings to `<log>.new` under a new id,
 //!   syncs it, commits the rows that point into it, then renames it over the log; an
 //!   open that finds meta naming the `.new` file's id finishes the rename.
