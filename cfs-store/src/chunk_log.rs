@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use redb::StorageBackend;
 
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, io_error};
 use crate::tables::{Extent, LogMark};
 
 /// Bytes of the header: magic (16), format (u32 LE), id (16), zeros.
@@ -42,16 +42,29 @@ const APPEND_BUFFER: usize = 1 << 20;
 
 /// The chunk log of the store file `store`: `<store file>.chunks`.
 pub fn log_path(store: &Path) -> PathBuf {
-    let mut name = store.file_name().unwrap_or_default().to_os_string();
-    name.push(".chunks");
-    store.with_file_name(name)
+    with_suffix(store, ".chunks")
 }
 
 /// Where a compaction writes the new log before it takes the log's place.
 pub(crate) fn new_log_path(log: &Path) -> PathBuf {
-    let mut name = log.file_name().unwrap_or_default().to_os_string();
-    name.push(".new");
-    log.with_file_name(name)
+    with_suffix(log, ".new")
+}
+
+/// `path` with `suffix` after its file name.
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+/// Moves a compaction's new log at `new_path` over the log at `path`, once the commit
+/// that names it is durable. Another process may have moved it first (an open finishes
+/// a compaction whose process stopped): the log is then in place already.
+pub(crate) fn take_new_log(new_path: &Path, path: &Path) -> Result<()> {
+    match std::fs::rename(new_path, path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error(path, e)),
+        _ => Ok(()),
+    }
 }
 
 /// An open chunk log: its storage (a file, or a backend given by the caller) and the id
@@ -121,6 +134,28 @@ impl ChunkLog {
         Self::create(Box::new(LogFile(file)), path)
     }
 
+    /// Opens the log file at `path` that `mark` names. A compaction that committed but
+    /// has not yet moved its new log over the old one left the log meta names at
+    /// `<log>.new`: a writable open finishes the move, a read-only one reads it there.
+    pub(crate) fn open_named(path: &Path, mark: &LogMark, read_only: bool) -> Result<Self> {
+        let new_path = new_log_path(path);
+        let new = new_path
+            .exists()
+            .then(|| Self::open_file(&new_path, read_only).ok())
+            .flatten();
+        if let Some(new) = new.filter(|new| new.id == mark.id) {
+            new.check(mark)?;
+            if read_only {
+                return Ok(new);
+            }
+            // Moved, then opened where it now is.
+            take_new_log(&new_path, path)?;
+        }
+        let log = Self::open_file(path, read_only)?;
+        log.check(mark)?;
+        Ok(log)
+    }
+
     /// Opens the log file at `path`, for writing too unless `read_only`.
     pub(crate) fn open_file(path: &Path, read_only: bool) -> Result<Self> {
         let file = std::fs::OpenOptions::new()
@@ -173,8 +208,7 @@ impl ChunkLog {
     /// bytes past it are a transaction's that never committed. A log shorter than
     /// the mark, or of another id, is `Corrupted`.
     pub(crate) fn cut_to(&self, mark: &LogMark) -> Result<()> {
-        self.check(mark)?;
-        if self.len()? > mark.len {
+        if self.check(mark)? > mark.len {
             self.io(self.storage.set_len(mark.len))?;
         }
         Ok(())
@@ -185,8 +219,9 @@ impl ChunkLog {
         self.io(self.storage.sync_data())
     }
 
-    /// Checks that this is the log `mark` names and that it holds the committed bytes.
-    pub(crate) fn check(&self, mark: &LogMark) -> Result<()> {
+    /// Checks that this is the log `mark` names and that it holds the committed bytes;
+    /// returns its length.
+    pub(crate) fn check(&self, mark: &LogMark) -> Result<u64> {
         if self.id != mark.id {
             return Err(corrupted(&self.label, "not the chunk log the store names"));
         }
@@ -197,7 +232,7 @@ impl ChunkLog {
                 &format!("{len} bytes, shorter than the {} committed", mark.len),
             ));
         }
-        Ok(())
+        Ok(len)
     }
 
     fn io<T>(&self, r: std::io::Result<T>) -> Result<T> {
@@ -384,13 +419,6 @@ fn corrupted(path: &Path, what: &str) -> StoreError {
     StoreError::Corrupted(format!("{}: {what}", path.display()))
 }
 
-fn io_error(path: &Path, source: std::io::Error) -> StoreError {
-    StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -437,5 +465,20 @@ mod tests {
         assert!(log.read(header, committed.len).is_err());
         // A reopened log has the same id.
         assert_eq!(ChunkLog::open_file(&path, true).unwrap().id(), log.id());
+    }
+
+    #[test]
+    fn a_new_log_moved_by_another_process_first_is_in_place_already() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.redb.chunks");
+        let new_path = super::new_log_path(&path);
+        assert_eq!(new_path, dir.path().join("store.redb.chunks.new"));
+        std::fs::write(&new_path, b"new").unwrap();
+        std::fs::write(&path, b"old").unwrap();
+        super::take_new_log(&new_path, &path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        // Gone already: the other process moved it.
+        super::take_new_log(&new_path, &path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
     }
 }

@@ -133,6 +133,14 @@ from_redb!(
 /// Results of the store.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// An I/O failure on the file at `path`.
+pub(crate) fn io_error(path: &std::path::Path, source: std::io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// Runs `work`, turning a panic into [`StoreError::Corrupted`] naming the store file:
 /// the storage engine indexes its pages without checks and panics on some damaged
 /// bytes, which must be an error for the caller, never the end of its process.

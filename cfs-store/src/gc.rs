@@ -199,10 +199,7 @@ impl Store {
     /// (`policy`, as for the store file: by default 64 MiB and a quarter of the log).
     /// One meta read: the removed bytes are counted as chunks are removed.
     pub fn wants_log_compaction(&self, policy: ShrinkPolicy) -> Result<bool> {
-        let mark = {
-            let txn = self.begin_read()?;
-            LogMark::read(&txn.raw().open_table(tables::META)?)?
-        };
+        let mark = self.begin_read()?.log_mark();
         Ok(mark.dead >= policy.min_free_bytes
             && mark.dead * 100 >= mark.len * policy.min_free_percent)
     }
@@ -247,10 +244,7 @@ impl Store {
         txn.commit()?;
         // Committed: the new log takes the old one's name (an open finishes this step
         // if the process stops first).
-        std::fs::rename(&new_path, &path).map_err(|source| StoreError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        chunk_log::take_new_log(&new_path, &path)?;
         self.set_log(ChunkLog::open_file(&path, false)?);
         Ok(Some((before, self.log_size())))
     }

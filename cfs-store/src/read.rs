@@ -50,9 +50,10 @@ pub struct TableUsage {
 /// A read transaction.
 pub struct ReadTxn {
     txn: redb::ReadTransaction,
-    /// The chunk log, and the bytes of it this state covers.
+    /// The chunk log, and the mark of it this state records (its length bounds every
+    /// read).
     log: Arc<ChunkLog>,
-    log_len: u64,
+    mark: tables::LogMark,
 }
 
 impl std::fmt::Debug for ReadTxn {
@@ -62,8 +63,17 @@ impl std::fmt::Debug for ReadTxn {
 }
 
 impl ReadTxn {
-    pub(crate) fn new(txn: redb::ReadTransaction, log: Arc<ChunkLog>, log_len: u64) -> Self {
-        Self { txn, log, log_len }
+    pub(crate) fn new(
+        txn: redb::ReadTransaction,
+        log: Arc<ChunkLog>,
+        mark: tables::LogMark,
+    ) -> Self {
+        Self { txn, log, mark }
+    }
+
+    /// The chunk log's mark this state records.
+    pub(crate) fn log_mark(&self) -> tables::LogMark {
+        self.mark
     }
 
     /// The canonical encoding a committed row of `table` holds: its payload, or for a
@@ -78,7 +88,7 @@ impl ReadTxn {
 
     /// The chunk log's bytes at `extent`, which must lie within this state's length.
     pub(crate) fn log_bytes(&self, extent: tables::Extent) -> Result<Vec<u8>> {
-        self.log.read(extent, self.log_len)
+        self.log.read(extent, self.mark.len)
     }
 
     /// A committed row decoded.

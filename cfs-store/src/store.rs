@@ -14,7 +14,7 @@ use redb::{Database, ReadOnlyDatabase, ReadableDatabase};
 
 use crate::backend::AllocatingBackend;
 use crate::chunk_log::{self, ChunkLog};
-use crate::error::{Result, StoreError};
+use crate::error::{Result, StoreError, io_error};
 use crate::read::ReadTxn;
 use crate::tables::{self, LogMark, encode_roots, meta};
 use crate::write::WriteTxn;
@@ -370,7 +370,10 @@ impl Store {
         let (log, log_path) = match source {
             LogSource::File { read_only } => {
                 let log_path = chunk_log::log_path(path);
-                (open_log_file(&log_path, &mark, read_only)?, Some(log_path))
+                (
+                    ChunkLog::open_named(&log_path, &mark, read_only)?,
+                    Some(log_path),
+                )
             }
             LogSource::Backend(storage) => {
                 let log = ChunkLog::open(storage, &chunk_log::log_path(path))?;
@@ -401,7 +404,7 @@ impl Store {
                 current.label().display()
             )));
         };
-        *current = Arc::new(open_log_file(log_path, mark, self.is_read_only())?);
+        *current = Arc::new(ChunkLog::open_named(log_path, mark, self.is_read_only())?);
         Ok(current.clone())
     }
 
@@ -452,7 +455,7 @@ impl Store {
         let txn = self.db.begin_read()?;
         let mark = LogMark::read(&txn.open_table(tables::META)?)?;
         let log = self.log_for(&mark)?;
-        Ok(ReadTxn::new(txn, log, mark.len))
+        Ok(ReadTxn::new(txn, log, mark))
     }
 
     /// Records that the current state reflects the git commit `head` (and the work tree's
@@ -523,34 +526,6 @@ fn read_settings(meta: &MetaTable) -> Result<Settings> {
         .ok_or_else(|| StoreError::Corrupted("meta settings do not decode".into()))
 }
 
-/// Opens the chunk log file at `path` that `mark` names. A compaction that committed
-/// but has not yet renamed its new log over the old one left the log meta names at
-/// `<log>.new`: a writable open finishes the rename, a read-only one reads it there.
-fn open_log_file(path: &Path, mark: &LogMark, read_only: bool) -> Result<ChunkLog> {
-    let new_path = chunk_log::new_log_path(path);
-    let new = new_path
-        .exists()
-        .then(|| ChunkLog::open_file(&new_path, read_only).ok())
-        .flatten();
-    if let Some(new) = new.filter(|new| new.id() == mark.id) {
-        new.check(mark)?;
-        if read_only {
-            return Ok(new);
-        }
-        // Renamed, then opened where it now is (another process may have renamed it
-        // first).
-        match std::fs::rename(&new_path, path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(io_error(path, e));
-            }
-            _ => {}
-        }
-    }
-    let log = ChunkLog::open_file(path, read_only)?;
-    log.check(mark)?;
-    Ok(log)
-}
-
 /// A read-only open that found the file left mid-write by a process that stopped is
 /// its own error: only a writable open recovers it.
 fn read_only_error(e: redb::DatabaseError, path: &Path) -> StoreError {
@@ -565,13 +540,6 @@ fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
     StoreError::Open {
         path: path.to_path_buf(),
         reason: e.into(),
-    }
-}
-
-fn io_error(path: &Path, source: std::io::Error) -> StoreError {
-    StoreError::Io {
-        path: path.to_path_buf(),
-        source,
     }
 }
 
