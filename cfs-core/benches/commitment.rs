@@ -101,6 +101,24 @@ fn chunk_leaf_hashing(c: &mut Criterion) {
                 .sum::<u64>()
         })
     });
+    // The same leaves as a sync hashes them: a document's chunks (19 on average in the
+    // TypeScript tree of docs/benchmarks.md) side by side, sixteen lanes at a time.
+    let batched: Vec<[u8; 32]> = chunks
+        .chunks(19)
+        .flat_map(Chunk::leaf_hashes)
+        .map(|l| l.0)
+        .collect();
+    let one_by_one: Vec<[u8; 32]> = chunks.iter().map(|c| c.leaf_hash().0).collect();
+    assert_eq!(batched, one_by_one, "batched leaves differ");
+    group.bench_function("chunk_leaf_10k_chunks_of_800_bytes_19_a_batch", |b| {
+        b.iter(|| {
+            chunks
+                .chunks(19)
+                .flat_map(Chunk::leaf_hashes)
+                .map(|l| l.0[0] as u64)
+                .sum::<u64>()
+        })
+    });
     group.finish();
 }
 

@@ -156,7 +156,10 @@ impl Document {
         }
         let n_chunks = u32::try_from(chunks.len())
             .map_err(|_| CoreError::invalid(Self::KIND, "more than u32::MAX chunks"))?;
-        let leaves: Vec<[u8; HASH_LEN]> = chunks.iter().map(|c| c.leaf_hash().0).collect();
+        let leaves: Vec<[u8; HASH_LEN]> = Chunk::leaf_hashes(chunks)
+            .into_iter()
+            .map(|l| l.0)
+            .collect();
         let document = Self {
             id,
             content_hash,

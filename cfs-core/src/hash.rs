@@ -12,6 +12,7 @@ use std::sync::LazyLock;
 use borsh::{BorshDeserialize, BorshSerialize};
 
 use crate::error::CoreError;
+use crate::hash_many::{Mode, hash_many};
 
 /// Length in bytes of every hash in cfs.
 pub const HASH_LEN: usize = 32;
@@ -58,6 +59,12 @@ derive_hasher!(STATE, context::STATE_ROOT);
 derive_hasher!(PROFILE, context::PARSE_PROFILE);
 derive_hasher!(MODEL, context::MODEL);
 
+/// The derive-key context keys of the kinds hashed many at a time (`hash_many`).
+static LEAF_CHUNK_KEY: LazyLock<[u8; HASH_LEN]> =
+    LazyLock::new(|| blake3::hazmat::hash_derive_key_context(context::LEAF_CHUNK));
+static NODE_KEY: LazyLock<[u8; HASH_LEN]> =
+    LazyLock::new(|| blake3::hazmat::hash_derive_key_context(context::NODE));
+
 static EMPTY: LazyLock<[u8; HASH_LEN]> = LazyLock::new(|| blake3::derive_key(context::EMPTY, b""));
 
 /// BLAKE3 in derive-key mode over the concatenation of `parts`.
@@ -78,6 +85,13 @@ pub(crate) fn leaf_document(encoded: &[u8]) -> LeafHash {
 pub(crate) fn leaf_chunk(encoded: &[u8]) -> LeafHash {
     LeafHash(derive(&LEAF_CHUNK, &[encoded]))
 }
+/// [`leaf_chunk`] of many encodings at once.
+pub(crate) fn leaf_chunks(encoded: &[&[u8]]) -> Vec<LeafHash> {
+    hash_many(encoded, Mode::DeriveKey(&LEAF_CHUNK_KEY))
+        .into_iter()
+        .map(LeafHash)
+        .collect()
+}
 pub(crate) fn leaf_embedding(encoded: &[u8]) -> LeafHash {
     LeafHash(derive(&LEAF_EMBEDDING, &[encoded]))
 }
@@ -91,6 +105,12 @@ pub(crate) fn leaf_edge(encoded: &[u8]) -> LeafHash {
 /// The inner-node hash of every cfs Merkle tree.
 pub(crate) fn node(left: &[u8; HASH_LEN], right: &[u8; HASH_LEN]) -> [u8; HASH_LEN] {
     derive(&NODE, &[left, right])
+}
+
+/// [`node`] of many `left || right` pairs at once.
+pub(crate) fn nodes(pairs: &[[u8; 2 * HASH_LEN]]) -> Vec<[u8; HASH_LEN]> {
+    let inputs: Vec<&[u8]> = pairs.iter().map(|p| p.as_slice()).collect();
+    hash_many(&inputs, Mode::DeriveKey(&NODE_KEY))
 }
 
 /// The root of a tree with no leaves.
@@ -188,6 +208,15 @@ impl TextHash {
     /// Hashes a chunk's text.
     pub fn of(text: &str) -> Self {
         Self(*blake3::hash(text.as_bytes()).as_bytes())
+    }
+
+    /// [`TextHash::of`] each text, hashed together.
+    pub fn of_many(texts: &[&str]) -> Vec<Self> {
+        let inputs: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
+        hash_many(&inputs, Mode::Plain)
+            .into_iter()
+            .map(Self)
+            .collect()
     }
 }
 

@@ -14,6 +14,7 @@ mod embedding;
 mod encode;
 mod error;
 mod hash;
+mod hash_many;
 mod id;
 mod lookup;
 mod merkle;
@@ -28,7 +29,7 @@ pub use bucket::{
     BUCKET_BITS, Bucket, BucketedTable, N_BUCKETS, TopTree, bucket_roots_from_sorted,
     table_root_from_sorted,
 };
-pub use chunk::{Chunk, ChunkKind, Symbol, SymbolKind, Window, hierarchical_hash};
+pub use chunk::{Chunk, ChunkDraft, ChunkKind, Symbol, SymbolKind, Window, hierarchical_hash};
 pub use diff::{StateDiff, TableDiff};
 pub use document::{Document, MetaEntry, ParseProfile};
 pub use edge::{Edge, EdgeKind, EntityId};

@@ -43,17 +43,39 @@ impl Hasher for NodeHasher {
     }
 }
 
-/// The root over `leaves` in the given order.
+/// The root over `leaves` in the given order, a layer at a time (each layer's nodes
+/// hashed together; the same tree as rs_merkle's, which the paths below come from).
 pub fn merkle_root(leaves: &[[u8; HASH_LEN]]) -> MerkleRoot {
     match leaves {
         [] => MerkleRoot::empty(),
         [only] => MerkleRoot(*only),
-        _ => MerkleRoot(
-            MerkleTree::<NodeHasher>::from_leaves(leaves)
-                .root()
-                .unwrap_or_else(hash::empty),
-        ),
+        _ => {
+            let mut layer = next_layer(leaves);
+            while layer.len() > 1 {
+                layer = next_layer(&layer);
+            }
+            MerkleRoot(layer[0])
+        }
     }
+}
+
+/// The layer above `layer`: each pair of neighbours hashed into their node, the last
+/// of an odd layer promoted.
+fn next_layer(layer: &[[u8; HASH_LEN]]) -> Vec<[u8; HASH_LEN]> {
+    let pairs: Vec<[u8; 2 * HASH_LEN]> = layer
+        .chunks_exact(2)
+        .map(|pair| {
+            let mut both = [0; 2 * HASH_LEN];
+            both[..HASH_LEN].copy_from_slice(&pair[0]);
+            both[HASH_LEN..].copy_from_slice(&pair[1]);
+            both
+        })
+        .collect();
+    let mut next = hash::nodes(&pairs);
+    if layer.len() % 2 == 1 {
+        next.extend(layer.last());
+    }
+    next
 }
 
 /// One step up a Merkle path: a sibling and the side it is on.
@@ -158,6 +180,15 @@ mod tests {
         assert_eq!(merkle_root(&l[..2]), MerkleRoot(ab));
         // Odd leaf promoted, not duplicated.
         assert_eq!(merkle_root(&l), MerkleRoot(hash::node(&ab, &l[2])));
+    }
+
+    #[test]
+    fn layered_root_is_rs_merkle_root() {
+        for n in 2..=200u8 {
+            let l = leaves(n);
+            let theirs = MerkleTree::<NodeHasher>::from_leaves(&l).root().unwrap();
+            assert_eq!(merkle_root(&l), MerkleRoot(theirs), "n={n}");
+        }
     }
 
     #[test]

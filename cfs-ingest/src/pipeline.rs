@@ -5,8 +5,8 @@
 //! file gives the same document, chunks and embeddings on every machine.
 
 use cfs_core::{
-    Chunk, ChunkKind, ContentHash, Document, DocumentId, Edge, EdgeKind, Embedding, MetaEntry,
-    ParseProfile,
+    Chunk, ChunkDraft, ChunkKind, ContentHash, Document, DocumentId, Edge, EdgeKind, Embedding,
+    MetaEntry, ParseProfile,
 };
 
 use crate::code::{GRAMMARS, chunk_code};
@@ -133,25 +133,18 @@ pub fn parse_file_hashed(
         source,
     };
     let lines = LineIndex::new(text);
-    let chunks = pieces
+    let drafts = pieces
         .spans
         .into_iter()
-        .enumerate()
-        .map(|(sequence, (start, end, kind))| {
-            let sequence = u32::try_from(sequence)
-                .map_err(|_| core(cfs_core::CoreError::InvalidInput("too many chunks".into())))?;
-            Chunk::new(
-                document_id,
-                sequence,
-                start as u64,
-                lines.line_of(start),
-                lines.line_of(end - 1),
-                kind,
-                text[start..end].to_owned(),
-            )
-            .map_err(core)
+        .map(|(start, end, kind)| ChunkDraft {
+            byte_offset: start as u64,
+            start_line: lines.line_of(start),
+            end_line: lines.line_of(end - 1),
+            kind,
+            text: text[start..end].to_owned(),
         })
-        .collect::<Result<Vec<Chunk>, IngestError>>()?;
+        .collect();
+    let chunks = Chunk::new_in_sequence(document_id, drafts).map_err(core)?;
     let window_edges = pieces
         .window_links
         .iter()
