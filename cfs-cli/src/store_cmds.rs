@@ -64,9 +64,10 @@ impl EmbedderChoice {
         })
     }
 
-    /// The embedder of a store about to be created: minilm-int's model file is checked
-    /// now (a missing or wrong file is an error before any store exists) and read when
-    /// a text is first embedded (a text-first `--no-wait` index never reads it).
+    /// The embedder of a store about to be created: minilm-int's model file is looked
+    /// for now (a missing or truncated file is an error before any store exists) and
+    /// read, its hash checked, when a text is first embedded (a text-first `--no-wait`
+    /// index never reads it).
     fn for_new_store(self) -> anyhow::Result<Box<dyn Embedder>> {
         if self == Self::MinilmInt {
             MiniLmInt::check_default()?;

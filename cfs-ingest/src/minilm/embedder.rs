@@ -77,6 +77,8 @@ fn checked_map(path: &Path) -> Result<memmap2::Mmap, EmbedError> {
 pub const MINILM_FILE_NAME: &str = "minilm-int-v1.cfsm";
 /// BLAKE3 of the one model file this cfs accepts (`scripts/fetch-model` checks it too).
 pub const MINILM_HASH: &str = "9a20a368537b386bb2a1297b134c59a9576ce8411a87052ac5b13c566bd0df1c";
+/// Length in bytes of that file.
+pub const MINILM_LEN: u64 = 24_095_820;
 /// Model id prefix; the file hash follows it.
 const MODEL_ID_PREFIX: &str = "minilm-int/2 all-MiniLM-L6-v2 blake3:";
 const NAME: &str = "minilm-int";
@@ -119,12 +121,25 @@ impl MiniLmInt {
         Self::load(&default_path()?)
     }
 
-    /// Checks that the default model file is there and is the one this cfs needs (its
-    /// BLAKE3 hash), without loading it: the errors [`MiniLmInt::open_default`] would
-    /// give, at a fraction of its cost (for a store about to be created whose texts
-    /// are embedded later, if at all).
+    /// Checks that the default model file is there with the length of the one this cfs
+    /// needs ([`MINILM_LEN`]): the errors [`MiniLmInt::open_default`] gives for a missing
+    /// or truncated file, from one `stat` (for a store about to be created whose texts
+    /// are embedded later, if at all). Its hash is checked where it is loaded, before
+    /// any text is embedded: hashing its 24 MB here cost a small tree's cold index 4-5
+    /// ms of its 170.
     pub fn check_default() -> Result<(), EmbedError> {
-        checked_map(&default_path()?).map(drop)
+        let path = default_path()?;
+        let len = std::fs::metadata(&path)
+            .map_err(|e| unavailable(format!("{}: {e}", path.display())))?
+            .len();
+        if len != MINILM_LEN {
+            return Err(unavailable(format!(
+                "{}: {len} bytes, but this cfs needs the {MINILM_LEN}-byte file whose BLAKE3 \
+                 is {MINILM_HASH}; run `scripts/fetch-model` again",
+                path.display()
+            )));
+        }
+        Ok(())
     }
 
     /// Loads the model file at `path`, which must have the hash [`MINILM_HASH`].

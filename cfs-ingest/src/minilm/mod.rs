@@ -14,7 +14,8 @@ mod model;
 mod tokenize;
 
 pub use embedder::{
-    LazyMiniLmInt, MINILM_FILE_NAME, MINILM_HASH, MiniLmInt, default_model_dirs, minilm_model_id,
+    LazyMiniLmInt, MINILM_FILE_NAME, MINILM_HASH, MINILM_LEN, MiniLmInt, default_model_dirs,
+    minilm_model_id,
 };
 pub use kernel::Simd;
 pub use tokenize::{MAX_TOKENS, Vocab};

@@ -403,9 +403,12 @@ fn files() -> Vec<FileSpec> {
 pub fn minilm() -> &'static cfs_ingest::MiniLmInt {
     static MODEL: std::sync::OnceLock<cfs_ingest::MiniLmInt> = std::sync::OnceLock::new();
     MODEL.get_or_init(|| {
-        cfs_ingest::MiniLmInt::open_default().unwrap_or_else(|e| {
+        let model = cfs_ingest::MiniLmInt::open_default().unwrap_or_else(|e| {
             panic!("{e}\n(the README's test command runs scripts/fetch-model first)")
-        })
+        });
+        // The file whose hash checked has the length a new store's check asks for.
+        cfs_ingest::MiniLmInt::check_default().expect("the model file's length");
+        model
     })
 }
 
