@@ -41,6 +41,8 @@ type Results = BTreeMap<usize, std::result::Result<Parsed, IngestError>>;
 
 /// A parsed file's place in the batch and the embedding text of each of its chunks.
 type FileTexts = (usize, Vec<EmbeddingText>);
+/// Per parsed file, its document or why it has none.
+type Outcomes = BTreeMap<usize, std::result::Result<DocumentId, String>>;
 
 /// A batch parsed: each parsed file's result and its chunks' embedding texts.
 pub(super) struct ParsedBatch {
@@ -230,7 +232,22 @@ impl SyncRun<'_> {
         for texts in slices(&parsed.texts, most) {
             self.write_documents(txn, &reads, &parsed.results, texts)?;
         }
-        self.bind_batch(txn, &reads, plan, parsed.results)
+        let outcomes: Outcomes = parsed
+            .results
+            .iter()
+            .map(|(i, parsed)| {
+                let outcome = parsed.as_ref().map(|p| p.document.id);
+                (*i, outcome.map_err(ToString::to_string))
+            })
+            .collect();
+        // The parsed files (every chunk's text and strings) and the files' bytes are
+        // freed by a thread of their own: the last part's write runs while the other
+        // cores have nothing left to parse, and freeing its chunks was a sixth of it.
+        let freed = std::thread::spawn(move || drop(parsed));
+        let bound = self.bind_batch(txn, &reads, plan, outcomes);
+        drop(reads);
+        freed.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        bound
     }
 
     /// Embeds and writes the documents of the parsed files `texts` names.
@@ -383,7 +400,7 @@ impl SyncRun<'_> {
         txn: &mut WriteTxn<'_>,
         reads: &[Read],
         plan: Plan,
-        mut results: BTreeMap<usize, std::result::Result<Parsed, IngestError>>,
+        mut outcomes: Outcomes,
     ) -> Result<()> {
         let Plan {
             documents,
@@ -411,7 +428,7 @@ impl SyncRun<'_> {
             let outcome = match known_failures.remove(&i) {
                 Some(reason) => Err(reason),
                 None => {
-                    self.document_of(txn, path, bytes, hash, documents[i], results.remove(&i))?
+                    self.document_of(txn, path, bytes, hash, documents[i], outcomes.remove(&i))?
                 }
             };
             match outcome {
@@ -443,12 +460,11 @@ impl SyncRun<'_> {
         bytes: &[u8],
         hash: &ContentHash,
         planned: Option<DocumentId>,
-        parsed: Option<std::result::Result<Parsed, IngestError>>,
+        parsed: Option<std::result::Result<DocumentId, String>>,
     ) -> Result<std::result::Result<DocumentId, String>> {
         Ok(match (planned, parsed) {
             (Some(doc), _) => Ok(doc),
-            (None, Some(Ok(parsed))) => Ok(parsed.document.id),
-            (None, Some(Err(e))) => Err(e.to_string()),
+            (None, Some(outcome)) => outcome,
             (None, None) => {
                 let detected = detect_file(path, bytes).ok();
                 match detected.and_then(|d| txn.document_for_content(hash, d.mime_type).transpose())
