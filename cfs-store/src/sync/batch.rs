@@ -246,7 +246,9 @@ impl SyncRun<'_> {
         let freed = std::thread::spawn(move || drop(parsed));
         let bound = self.bind_batch(txn, &reads, plan, outcomes);
         drop(reads);
-        freed.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        freed
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
         bound
     }
 
