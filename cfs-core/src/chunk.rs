@@ -184,6 +184,53 @@ pub struct ChunkDraft {
     pub text: String,
 }
 
+/// The canonical encodings of a document's chunks, one after the other in one buffer:
+/// what their leaves are hashed over, kept for a store that writes them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChunkEncodings {
+    bytes: Vec<u8>,
+    /// Where each encoding ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl ChunkEncodings {
+    /// The encodings of `chunks`, in their order.
+    pub fn of(chunks: &[Chunk]) -> Self {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            borsh::to_writer(&mut bytes, chunk)
+                .expect("canonical encoding of a value within spec bounds");
+            ends.push(bytes.len());
+        }
+        Self { bytes, ends }
+    }
+
+    /// How many encodings there are.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True if there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The encoding of the `i`-th chunk.
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let end = *self.ends.get(i)?;
+        let start = i.checked_sub(1).map_or(0, |j| self.ends[j]);
+        self.bytes.get(start..end)
+    }
+
+    /// Each chunk's Merkle leaf over its encoding (`[i]` of the `i`-th), hashed
+    /// together.
+    pub fn leaves(&self) -> Vec<LeafHash> {
+        let inputs: Vec<&[u8]> = (0..self.len()).filter_map(|i| self.get(i)).collect();
+        hash::leaf_chunks(&inputs)
+    }
+}
+
 impl Chunk {
     /// Builds a chunk, deriving its text hash and id.
     #[allow(clippy::too_many_arguments)]
@@ -304,23 +351,7 @@ impl Chunk {
     /// The Merkle leaf of each chunk (`[i]` of `chunks[i]`), hashed together: one
     /// encoding buffer for all, and their hashes side by side.
     pub fn leaf_hashes(chunks: &[Chunk]) -> Vec<LeafHash> {
-        let mut encoded = Vec::new();
-        let mut ends = Vec::with_capacity(chunks.len());
-        for chunk in chunks {
-            borsh::to_writer(&mut encoded, chunk)
-                .expect("canonical encoding of a value within spec bounds");
-            ends.push(encoded.len());
-        }
-        let mut start = 0;
-        let inputs: Vec<&[u8]> = ends
-            .iter()
-            .map(|&end| {
-                let input = &encoded[start..end];
-                start = end;
-                input
-            })
-            .collect();
-        hash::leaf_chunks(&inputs)
+        ChunkEncodings::of(chunks).leaves()
     }
 
     /// End of the span (exclusive), in bytes.
@@ -455,6 +486,56 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// A document's chunks made together are `Chunk::new` of each, and their encodings
+    /// and batched leaves are each chunk's own.
+    #[test]
+    fn chunks_made_and_hashed_together_are_made_one_by_one() {
+        let doc = DocumentId([5; 16]);
+        let texts: Vec<String> = (0..40)
+            .map(|i| format!("line {i}\n").repeat(1 + i * 17))
+            .collect();
+        let drafts: Vec<ChunkDraft> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| ChunkDraft {
+                byte_offset: i as u64 * 10_000,
+                start_line: 1,
+                end_line: 1,
+                kind: ChunkKind::Text,
+                text: text.clone(),
+            })
+            .collect();
+        let together = Chunk::new_in_sequence(doc, drafts).unwrap();
+        let one_by_one: Vec<Chunk> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let seq = i as u32;
+                Chunk::new(
+                    doc,
+                    seq,
+                    i as u64 * 10_000,
+                    1,
+                    1,
+                    ChunkKind::Text,
+                    text.clone(),
+                )
+                .unwrap()
+            })
+            .collect();
+        assert_eq!(together, one_by_one);
+        let encodings = ChunkEncodings::of(&together);
+        assert_eq!(encodings.len(), together.len());
+        for (i, c) in together.iter().enumerate() {
+            assert_eq!(encodings.get(i), Some(c.encode().as_slice()));
+        }
+        assert_eq!(encodings.get(together.len()), None);
+        let leaves: Vec<LeafHash> = together.iter().map(Chunk::leaf_hash).collect();
+        assert_eq!(encodings.leaves(), leaves);
+        assert_eq!(Chunk::leaf_hashes(&together), leaves);
+        assert!(ChunkEncodings::of(&[]).leaves().is_empty());
     }
 
     #[test]

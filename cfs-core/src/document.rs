@@ -7,7 +7,7 @@
 
 use borsh::{BorshDeserialize, BorshSerialize};
 
-use crate::chunk::{Chunk, hierarchical_hash_of_leaves};
+use crate::chunk::{Chunk, ChunkEncodings, hierarchical_hash_of_leaves};
 use crate::encode::{Canonical, check_len};
 use crate::error::CoreError;
 use crate::hash::{self, ContentHash, HASH_LEN, LeafHash, MerkleRoot, ProfileHash};
@@ -144,6 +144,27 @@ impl Document {
         metadata: Vec<MetaEntry>,
         chunks: &[Chunk],
     ) -> Result<(Self, Vec<[u8; HASH_LEN]>), CoreError> {
+        Self::new_with_encodings(
+            content_hash,
+            size_bytes,
+            profile,
+            text_length_bytes,
+            metadata,
+            chunks,
+        )
+        .map(|(document, leaves, _)| (document, leaves))
+    }
+
+    /// [`Document::new_with_leaves`], also returning the chunks' encodings the leaves
+    /// were hashed over (for a store that writes them: not encoded again).
+    pub fn new_with_encodings(
+        content_hash: ContentHash,
+        size_bytes: u64,
+        profile: ParseProfile,
+        text_length_bytes: u64,
+        metadata: Vec<MetaEntry>,
+        chunks: &[Chunk],
+    ) -> Result<(Self, Vec<[u8; HASH_LEN]>, ChunkEncodings), CoreError> {
         let id = DocumentId::derive(&content_hash, &profile.hash());
         if let Some(stray) = chunks.iter().find(|c| c.document_id != id) {
             return Err(CoreError::invalid(
@@ -156,10 +177,8 @@ impl Document {
         }
         let n_chunks = u32::try_from(chunks.len())
             .map_err(|_| CoreError::invalid(Self::KIND, "more than u32::MAX chunks"))?;
-        let leaves: Vec<[u8; HASH_LEN]> = Chunk::leaf_hashes(chunks)
-            .into_iter()
-            .map(|l| l.0)
-            .collect();
+        let encodings = ChunkEncodings::of(chunks);
+        let leaves: Vec<[u8; HASH_LEN]> = encodings.leaves().into_iter().map(|l| l.0).collect();
         let document = Self {
             id,
             content_hash,
@@ -171,7 +190,7 @@ impl Document {
             metadata,
         };
         document.validate()?;
-        Ok((document, leaves))
+        Ok((document, leaves, encodings))
     }
 
     /// The Merkle leaf of this document.

@@ -29,7 +29,9 @@ pub use bucket::{
     BUCKET_BITS, Bucket, BucketedTable, N_BUCKETS, TopTree, bucket_roots_from_sorted,
     table_root_from_sorted,
 };
-pub use chunk::{Chunk, ChunkDraft, ChunkKind, Symbol, SymbolKind, Window, hierarchical_hash};
+pub use chunk::{
+    Chunk, ChunkDraft, ChunkEncodings, ChunkKind, Symbol, SymbolKind, Window, hierarchical_hash,
+};
 pub use diff::{StateDiff, TableDiff};
 pub use document::{Document, MetaEntry, ParseProfile};
 pub use edge::{Edge, EdgeKind, EntityId};

@@ -5,8 +5,8 @@
 //! file gives the same document, chunks and embeddings on every machine.
 
 use cfs_core::{
-    Chunk, ChunkDraft, ChunkKind, ContentHash, Document, DocumentId, Edge, EdgeKind, Embedding,
-    MetaEntry, ParseProfile,
+    Chunk, ChunkDraft, ChunkEncodings, ChunkKind, ContentHash, Document, DocumentId, Edge,
+    EdgeKind, Embedding, MetaEntry, ParseProfile,
 };
 
 use crate::code::{GRAMMARS, chunk_code};
@@ -76,6 +76,9 @@ pub struct Parsed {
     /// The Merkle leaf of each chunk (`chunk_leaves[i]` of `chunks[i]`), hashed once
     /// for the document's hierarchical hash; a store writing the chunks reuses them.
     pub chunk_leaves: Vec<[u8; 32]>,
+    /// The chunks' canonical encodings those leaves were hashed over; a store writing
+    /// the chunks writes these.
+    pub chunk_encodings: ChunkEncodings,
 }
 
 /// A parsed, chunked and embedded file.
@@ -156,7 +159,7 @@ pub fn parse_file_hashed(
             ))
         })
         .collect();
-    let (document, chunk_leaves) = Document::new_with_leaves(
+    let (document, chunk_leaves, chunk_encodings) = Document::new_with_encodings(
         content_hash,
         size,
         profile,
@@ -171,6 +174,7 @@ pub fn parse_file_hashed(
         window_edges,
         encoding,
         chunk_leaves,
+        chunk_encodings,
     })
 }
 
@@ -401,7 +405,9 @@ pub fn ingest_file(
     config: &IngestConfig,
     embedder: &dyn Embedder,
 ) -> Result<Ingested, IngestError> {
-    let parsed = parse_file(path, bytes, config)?;
+    let mut parsed = parse_file(path, bytes, config)?;
+    // Kept in memory with the rest of a tree, not written: no second copy of the text.
+    parsed.chunk_encodings = ChunkEncodings::default();
     let embeddings = embed_chunks(path, &parsed.chunks, embedder)?;
     Ok(Ingested { parsed, embeddings })
 }

@@ -8,9 +8,9 @@
 use std::collections::BTreeSet;
 
 use cfs_core::{
-    Bucket, Canonical, ChangeSummary, Chunk, Document, DocumentId, Edge, EdgeKind, Embedding,
-    EmbeddingId, Entity, MerkleRoot, PathEntry, PathId, StateRecord, StateRoot, Table, TableChange,
-    TopTree, merkle_root,
+    Bucket, Canonical, ChangeSummary, Chunk, ChunkEncodings, Document, DocumentId, Edge, EdgeKind,
+    Embedding, EmbeddingId, Entity, MerkleRoot, PathEntry, PathId, StateRecord, StateRoot, Table,
+    TableChange, TopTree, merkle_root,
 };
 use rayon::prelude::*;
 use redb::ReadableTable;
@@ -130,6 +130,9 @@ pub struct NewDocument<'a> {
     /// their leaves, hashed there, are these (`leaves[i]` of `chunks[i]`). Only the sync
     /// sets them; a document handed in from outside is checked and hashed in full.
     derived_leaves: Option<&'a [[u8; 32]]>,
+    /// The encodings those leaves were hashed over (`cfs_core::ChunkEncodings`), written
+    /// as they are.
+    encodings: Option<&'a ChunkEncodings>,
 }
 
 impl<'a> NewDocument<'a> {
@@ -146,6 +149,7 @@ impl<'a> NewDocument<'a> {
             embeddings,
             window_edges,
             derived_leaves: None,
+            encodings: None,
         }
     }
 
@@ -154,6 +158,7 @@ impl<'a> NewDocument<'a> {
     pub(crate) fn parsed(parsed: &'a cfs_ingest::Parsed, embeddings: &'a [Embedding]) -> Self {
         Self {
             derived_leaves: Some(&parsed.chunk_leaves),
+            encodings: Some(&parsed.chunk_encodings),
             ..Self::new(
                 &parsed.document,
                 &parsed.chunks,
@@ -173,7 +178,10 @@ struct Written {
 }
 
 /// The rows one new document adds, with its index entries.
-struct DocumentRows {
+struct DocumentRows<'a> {
+    /// The chunks' rows, their encodings to go to the chunk log.
+    chunk_rows: Vec<ChunkRow<'a>>,
+    /// The other rows.
     rows: Vec<Row>,
     vectors: Vec<(VectorHash, Vec<u8>)>,
     /// The document's `CHUNKS_BY_DOCUMENT` row: its id, and its chunk ids (empty
@@ -185,25 +193,13 @@ struct DocumentRows {
 
 /// The rows of one new document, checked, each entity encoded and hashed once: the
 /// chunks' leaves serve both the check of the hierarchical hash and the rows.
-fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
+fn document_rows<'a>(d: &NewDocument<'a>) -> Result<DocumentRows<'a>> {
     let doc = d.document;
     let derived = d
         .derived_leaves
         .filter(|leaves| leaves.len() == d.chunks.len());
-    let chunk_rows: Vec<Row> = d
-        .chunks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| canonical_row(c, c.id.0.to_vec(), derived.map(|leaves| &leaves[i])))
-        .collect();
-    let leaves: Vec<[u8; 32]> = chunk_rows
-        .iter()
-        .map(|r| {
-            *r.value
-                .first_chunk::<{ tables::LEAF_LEN }>()
-                .expect("a row value starts with its leaf")
-        })
-        .collect();
+    let chunk_rows = chunk_rows(d.chunks, derived, d.encodings);
+    let leaves: Vec<[u8; 32]> = chunk_rows.iter().map(|r| r.leaf).collect();
     let edges = cfs_core::document_edges_of(&cfs_core::DocumentParts {
         document: doc,
         chunks: d.chunks,
@@ -212,9 +208,8 @@ fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
         window_edges: d.window_edges,
         chunks_derived: derived.is_some(),
     })?;
-    let mut rows = Vec::with_capacity(1 + d.chunks.len() + d.embeddings.len() + edges.len());
+    let mut rows = Vec::with_capacity(1 + d.embeddings.len() + edges.len());
     rows.push(canonical_row(doc, doc.id.0.to_vec(), None));
-    rows.extend(chunk_rows);
     // Embedding rows name their vector by hash; each distinct vector is written once
     // (vectors.rs).
     let mut vectors = Vec::with_capacity(d.embeddings.len());
@@ -234,6 +229,7 @@ fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
             .map(|e| canonical_row(e, e.key().to_vec(), None)),
     );
     Ok(DocumentRows {
+        chunk_rows,
         rows,
         vectors,
         chunk_index: {
@@ -254,6 +250,54 @@ fn document_rows(d: &NewDocument<'_>) -> Result<DocumentRows> {
             doc.id.0,
         ),
     })
+}
+
+/// A chunk's row before its encoding goes to the chunk log: its key, its leaf and its
+/// encoding (borrowed from the parse that encoded it to hash the leaf, or made here).
+struct ChunkRow<'a> {
+    key: [u8; 16],
+    leaf: [u8; 32],
+    encoding: std::borrow::Cow<'a, [u8]>,
+}
+
+/// The rows of `chunks`: their encodings and leaves as the parse made them when it
+/// gave both (`derived`, `encodings`), else encoded and hashed here.
+fn chunk_rows<'a>(
+    chunks: &[Chunk],
+    derived: Option<&[[u8; 32]]>,
+    encodings: Option<&'a ChunkEncodings>,
+) -> Vec<ChunkRow<'a>> {
+    let encodings = encodings.filter(|e| e.len() == chunks.len());
+    chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let key = c.id.0;
+            match (derived, encodings.and_then(|e| e.get(i))) {
+                (Some(leaves), Some(encoding)) => {
+                    debug_assert_eq!(encoding, c.encode().as_slice(), "a parse's encoding");
+                    debug_assert_eq!(leaves[i], Chunk::leaf_of_encoding(encoding).0);
+                    ChunkRow {
+                        key,
+                        leaf: leaves[i],
+                        encoding: std::borrow::Cow::Borrowed(encoding),
+                    }
+                }
+                (derived, _) => {
+                    let encoding = c.encode();
+                    let leaf = match derived {
+                        Some(leaves) => leaves[i],
+                        None => Chunk::leaf_of_encoding(&encoding).0,
+                    };
+                    ChunkRow {
+                        key,
+                        leaf,
+                        encoding: std::borrow::Cow::Owned(encoding),
+                    }
+                }
+            }
+        })
+        .collect()
 }
 
 /// Rows of new documents written at once rather than staged: documents, vectors and
@@ -624,7 +668,7 @@ impl<'s> WriteTxn<'s> {
             }
         }
         // Every document is checked and its rows built on its own (in parallel).
-        let built: Vec<DocumentRows> = fresh
+        let built: Vec<DocumentRows<'_>> = fresh
             .par_iter()
             .map(|d| document_rows(d))
             .collect::<Result<_>>()?;
@@ -644,11 +688,21 @@ impl<'s> WriteTxn<'s> {
     /// whenever they pass their budget (so that one large batch cannot overshoot it);
     /// returns the rows written at once: documents, vectors and content-index entries,
     /// which are read while the transaction goes on.
-    fn stage(&mut self, built: Vec<DocumentRows>) -> Result<Unstaged> {
+    fn stage(&mut self, built: Vec<DocumentRows<'_>>) -> Result<Unstaged> {
         let mut unstaged = Unstaged::default();
+        let chunks_slot = staged_slot(Table::Chunks).expect("chunk rows are staged");
         for b in built {
             if self.staged.bytes > self.staged_limit {
                 self.spill()?;
+            }
+            // A chunk's encoding goes to the chunk log; its row holds its leaf and where
+            // the encoding lies.
+            for row in b.chunk_rows {
+                change(&mut self.summary, Table::Chunks).added += 1;
+                self.touch(Table::Chunks, Bucket::of_key(&row.key).0);
+                let extent = self.log.append(&row.encoding)?;
+                let value = tables::row_value(&row.leaf, &extent.encode());
+                self.staged.push(chunks_slot, row.key.to_vec(), value);
             }
             for row in b.rows {
                 let Some(slot) = staged_slot(row.table) else {
@@ -657,11 +711,7 @@ impl<'s> WriteTxn<'s> {
                 };
                 change(&mut self.summary, row.table).added += 1;
                 self.touch(row.table, Bucket::of_key(&row.key).0);
-                let value = match row.table {
-                    Table::Chunks => self.log_row(&row.value)?,
-                    _ => row.value,
-                };
-                self.staged.push(slot, row.key, value);
+                self.staged.push(slot, row.key, row.value);
             }
             unstaged.vectors.extend(b.vectors);
             let (document, chunk_ids) = b.chunk_index;
@@ -679,14 +729,6 @@ impl<'s> WriteTxn<'s> {
             self.spill()?;
         }
         Ok(unstaged)
-    }
-
-    /// A chunk's row as stored: its encoding (after the leaf in `value`) appended to the
-    /// chunk log, the row its leaf and where the encoding lies.
-    fn log_row(&mut self, value: &[u8]) -> Result<Vec<u8>> {
-        let (leaf, encoding) = tables::split_row(value)?;
-        let extent = self.log.append(encoding)?;
-        Ok(tables::row_value(leaf, &extent.encode()))
     }
 
     /// Binds a path to a present document, replacing its previous binding; a document
