@@ -83,6 +83,15 @@ impl WriteTxn<'_> {
         Ok(())
     }
 
+    /// Records the stat rows of many paths, the table opened once.
+    pub(crate) fn put_stats(&self, stats: &[(&str, Stat)]) -> Result<()> {
+        let mut t = self.raw().open_table(tables::STAT_CACHE)?;
+        for (path, stat) in stats {
+            t.insert(path.as_bytes(), stat.encode().as_slice())?;
+        }
+        Ok(())
+    }
+
     /// Drops the stat rows of `paths` (an explicit list).
     pub(crate) fn remove_stats<'p>(&self, paths: impl IntoIterator<Item = &'p str>) -> Result<()> {
         let mut t = self.raw().open_table(tables::STAT_CACHE)?;

@@ -395,8 +395,9 @@ impl SyncRun<'_> {
         Ok(embedded)
     }
 
-    /// Binds every path of a batch to its document, in path order, with its stat row;
-    /// a file that failed is forgotten (its failure recorded when its bytes are known).
+    /// Binds every path of a batch to its document, in path order, with its stat row
+    /// (all of them at the end, each table opened once); a file that failed is
+    /// forgotten (its failure recorded when its bytes are known).
     fn bind_batch(
         &mut self,
         txn: &mut WriteTxn<'_>,
@@ -409,6 +410,8 @@ impl SyncRun<'_> {
             mut known_failures,
             ..
         } = plan;
+        let mut entries = Vec::with_capacity(reads.len());
+        let mut stats = Vec::with_capacity(reads.len());
         for (i, read) in reads.iter().enumerate() {
             let path = read.entry.rel_path.as_str();
             (self.progress)(SyncProgress::File(path));
@@ -435,8 +438,8 @@ impl SyncRun<'_> {
             };
             match outcome {
                 Ok(document_id) => {
-                    self.bind(txn, path, document_id)?;
-                    txn.put_stat(path, &stat_of(*hash, None))?;
+                    entries.push(self.counted_entry(txn, path, document_id)?);
+                    stats.push((path, stat_of(*hash, None)));
                 }
                 Err(reason) => {
                     self.report.failed.push((path.to_owned(), reason.clone()));
@@ -449,7 +452,8 @@ impl SyncRun<'_> {
                 }
             }
         }
-        Ok(())
+        txn.bind_paths(&entries)?;
+        txn.put_stats(&stats)
     }
 
     /// The document a read file binds to: the one its plan named, the one parsing made,
@@ -478,9 +482,14 @@ impl SyncRun<'_> {
         })
     }
 
-    /// Binds `path` to `document_id` and counts it: unchanged, updated, renamed (a
-    /// leaving path had its content) or added.
-    fn bind(&mut self, txn: &mut WriteTxn<'_>, path: &str, document_id: DocumentId) -> Result<()> {
+    /// The entry binding `path` to `document_id`, counted: unchanged, updated, renamed
+    /// (a leaving path had its content) or added.
+    fn counted_entry(
+        &mut self,
+        txn: &WriteTxn<'_>,
+        path: &str,
+        document_id: DocumentId,
+    ) -> Result<PathEntry> {
         let resolution = self.options.registry.resolve(path);
         let entry = PathEntry {
             path: path.to_owned(),
@@ -506,7 +515,7 @@ impl SyncRun<'_> {
                 }
             }
         }
-        txn.bind_path(&entry)
+        Ok(entry)
     }
 }
 
