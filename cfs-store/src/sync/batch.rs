@@ -1,13 +1,11 @@
-//! One batch of a sync run: its files read, planned (which need parsing), parsed,
-//! embedded (the cache first), written as new documents, and bound to their paths.
+//! One batch of a sync run: its files read, planned (which need parsing), embedded (the
+//! cache first), written as new documents (beside their parse: `stream.rs`), and bound
+//! to their paths.
 
 use std::collections::BTreeMap;
 
 use cfs_core::{ContentHash, DocumentId, Embedding, PathEntry, TextHash, encode_vector};
-use cfs_ingest::{
-    IngestConfig, IngestError, Parsed, WalkEntry, detect_file, embedding_text, parse_file,
-    parse_file_hashed,
-};
+use cfs_ingest::{IngestConfig, IngestError, Parsed, WalkEntry, detect_file};
 use rayon::prelude::*;
 
 use super::{EMBED_BATCH, RACY_WINDOW_NS, SyncProgress, SyncRun};
@@ -18,8 +16,8 @@ use crate::write::{NewDocument, WriteTxn};
 
 /// One file read in this sync.
 pub(super) struct Read {
-    entry: WalkEntry,
-    result: std::result::Result<(Vec<u8>, ContentHash), IngestError>,
+    pub(super) entry: WalkEntry,
+    pub(super) result: std::result::Result<(Vec<u8>, ContentHash), IngestError>,
 }
 
 /// What planning decided for each file of a batch.
@@ -27,29 +25,22 @@ pub(super) struct Plan {
     /// The document a file is bound to without parsing, when known.
     documents: Vec<Option<DocumentId>>,
     /// The files to parse: each new content once, largest first.
-    to_parse: Vec<usize>,
+    pub(super) to_parse: Vec<usize>,
     /// Files whose same bytes failed before, with the reason.
     known_failures: BTreeMap<usize, String>,
 }
 
 /// The hash of the text a chunk is embedded from, and that text when it is not the
 /// chunk's own.
-type EmbeddingText = (TextHash, Option<String>);
+pub(super) type EmbeddingText = (TextHash, Option<String>);
 
 /// Each parsed file's result, by its place in the batch.
-type Results = BTreeMap<usize, std::result::Result<Parsed, IngestError>>;
+pub(super) type Results = BTreeMap<usize, std::result::Result<Parsed, IngestError>>;
 
 /// A parsed file's place in the batch and the embedding text of each of its chunks.
-type FileTexts = (usize, Vec<EmbeddingText>);
+pub(super) type FileTexts = (usize, Vec<EmbeddingText>);
 /// Per parsed file, its document or why it has none.
-type Outcomes = BTreeMap<usize, std::result::Result<DocumentId, String>>;
-
-/// A batch parsed: each parsed file's result and its chunks' embedding texts.
-pub(super) struct ParsedBatch {
-    results: Results,
-    /// Per parsed file, per chunk.
-    texts: Vec<FileTexts>,
-}
+pub(super) type Outcomes = BTreeMap<usize, std::result::Result<DocumentId, String>>;
 
 /// Memory budget per chunk of a write slice: a slice of a sixteenth of the budget at
 /// about 4 KB a chunk (its vector, embedding, encoded rows), 8,192 chunks at 512 MiB.
@@ -57,17 +48,10 @@ const SLICE_BYTES_PER_CHUNK: usize = 64 << 10;
 
 /// `texts` cut into runs of whole files of at most `most` chunks each (a file with more
 /// makes a run of its own).
-fn slices(texts: &[FileTexts], most: usize) -> Vec<&[FileTexts]> {
+pub(super) fn slices(texts: &[FileTexts], most: usize) -> Vec<&[FileTexts]> {
     super::runs(texts, usize::MAX, most as u64, |(_, file)| {
         file.len() as u64
     })
-}
-
-/// A batch read, planned and parsed, waiting to be written.
-pub(super) struct Batch {
-    pub(super) reads: Vec<Read>,
-    pub(super) plan: Plan,
-    pub(super) parsed: ParsedBatch,
 }
 
 /// Vectors computed for one group of texts: (text, vector hash, encoded vector,
@@ -81,49 +65,6 @@ fn read_file(
     let bytes = cfs_ingest::read_entry(entry, config)?;
     let hash = ContentHash::of(&bytes);
     Ok((bytes, hash))
-}
-
-/// Parses the files a plan names and, if `texts_wanted`, the texts their chunks are
-/// embedded from (else each chunk's own text stands for it, unread): no store access,
-/// so it runs while the batch before is written.
-pub(super) fn parse_batch(
-    reads: &[Read],
-    plan: &Plan,
-    config: &IngestConfig,
-    texts_wanted: bool,
-) -> ParsedBatch {
-    // One file a task: any idle core takes the next file (a run of files given to one
-    // core ends with it working alone).
-    let results: BTreeMap<usize, std::result::Result<Parsed, IngestError>> = plan
-        .to_parse
-        .par_iter()
-        .with_max_len(1)
-        .map(|&i| {
-            let path = &reads[i].entry.rel_path;
-            let parsed = match &reads[i].result {
-                Ok((bytes, hash)) => parse_file_hashed(path, bytes, *hash, config),
-                Err(_) => parse_file(path, &[], config),
-            };
-            (i, parsed)
-        })
-        .collect();
-    let texts = results
-        .par_iter()
-        .filter_map(|(i, parsed)| Some((*i, parsed.as_ref().ok()?)))
-        .map(|(i, parsed)| {
-            let texts = parsed
-                .chunks
-                .iter()
-                .map(|chunk| match texts_wanted.then(|| embedding_text(chunk)) {
-                    // Most chunks are embedded from their own text, hashed already.
-                    None | Some(std::borrow::Cow::Borrowed(_)) => (chunk.text_hash, None),
-                    Some(std::borrow::Cow::Owned(owned)) => (TextHash::of(&owned), Some(owned)),
-                })
-                .collect();
-            (i, texts)
-        })
-        .collect();
-    ParsedBatch { results, texts }
 }
 
 /// Removes a path that can no longer be indexed; its stat row records the failure
@@ -216,44 +157,16 @@ impl SyncRun<'_> {
         Ok((reads, plan))
     }
 
-    /// Embeds (cache first), writes the new documents and binds every path of a batch.
-    /// The documents go in slices of a bounded number of chunks (by the memory budget,
-    /// [`SLICE_BYTES_PER_CHUNK`]), so that a group of dense files (generated code: a
-    /// chunk per 100 bytes) never holds every vector, embedding and encoded row of its
-    /// group at once.
-    pub(super) fn write_batch(&mut self, txn: &mut WriteTxn<'_>, batch: Batch) -> Result<()> {
-        let Batch {
-            reads,
-            plan,
-            parsed,
-        } = batch;
-        self.report.parsed += parsed.results.len();
-        let most = (self.options.memory_bytes / SLICE_BYTES_PER_CHUNK).max(1);
-        for texts in slices(&parsed.texts, most) {
-            self.write_documents(txn, &reads, &parsed.results, texts)?;
-        }
-        let outcomes: Outcomes = parsed
-            .results
-            .iter()
-            .map(|(i, parsed)| {
-                let outcome = parsed.as_ref().map(|p| p.document.id);
-                (*i, outcome.map_err(ToString::to_string))
-            })
-            .collect();
-        // The parsed files (every chunk's text and strings) and the files' bytes are
-        // freed by a thread of their own: the last part's write runs while the other
-        // cores have nothing left to parse, and freeing its chunks was a sixth of it.
-        let freed = std::thread::spawn(move || drop(parsed));
-        let bound = self.bind_batch(txn, &reads, plan, outcomes);
-        drop(reads);
-        freed
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        bound
+    /// The most chunks a write slice holds: a batch's documents go in slices of a
+    /// bounded number of chunks (by the memory budget, [`SLICE_BYTES_PER_CHUNK`]), so
+    /// that a group of dense files (generated code: a chunk per 100 bytes) never holds
+    /// every vector, embedding and encoded row of its group at once.
+    pub(super) fn slice_chunks(&self) -> usize {
+        (self.options.memory_bytes / SLICE_BYTES_PER_CHUNK).max(1)
     }
 
     /// Embeds and writes the documents of the parsed files `texts` names.
-    fn write_documents(
+    pub(super) fn write_documents(
         &mut self,
         txn: &mut WriteTxn<'_>,
         reads: &[Read],
@@ -398,7 +311,7 @@ impl SyncRun<'_> {
     /// Binds every path of a batch to its document, in path order, with its stat row
     /// (all of them at the end, each table opened once); a file that failed is
     /// forgotten (its failure recorded when its bytes are known).
-    fn bind_batch(
+    pub(super) fn bind_batch(
         &mut self,
         txn: &mut WriteTxn<'_>,
         reads: &[Read],

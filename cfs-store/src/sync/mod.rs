@@ -20,8 +20,9 @@ use crate::tables::{self, Stat};
 use crate::write::WriteTxn;
 
 mod batch;
+mod stream;
 
-use batch::{Batch, Read, parse_batch, read_files, reads_of};
+use batch::{Read, read_files, reads_of};
 
 /// Files written per transaction at most (a cold sync of up to this many files is one
 /// commit: see `sync_scope`).
@@ -526,9 +527,9 @@ impl<'a> SyncRun<'a> {
     /// Reads, parses and writes the files, one part after another, into one transaction
     /// until it holds `batch_files` files or `COMMIT_BYTES` of content: a commit
     /// rewrites every page it touches that an earlier commit wrote, so fewer commits
-    /// write far less. The next part is parsed while one is written, unless a commit
-    /// comes between them, and the part after it is read meanwhile (reading needs no
-    /// store: only the plan, made between the joins, does). Returns the open
+    /// write far less. A part's documents are written beside its parse
+    /// (`stream.rs`), and the next part is read meanwhile (reading needs no store: only
+    /// the plan, made after the part before is bound, does). Returns the open
     /// transaction for `finish`.
     fn write_files<'s>(
         &mut self,
@@ -543,70 +544,27 @@ impl<'a> SyncRun<'a> {
         // A deferred sync adds nothing to the cache: what it holds now it holds throughout.
         self.texts_wanted =
             !self.options.defer_embeddings || txn.caches_vectors_of(&self.embedder.model_hash())?;
-        let texts = self.texts_wanted;
         let config = &self.options.config;
         let (mut files_pending, mut bytes_pending) = (0usize, 0u64);
-        let mut ahead: Option<Batch> = None;
-        // The files of part `.0`, read during the join before.
+        // The files of part `.0`, read during the part before.
         let mut read_ahead: Option<(usize, Vec<Read>)> = None;
         for (n, part) in parts.iter().enumerate() {
-            let batch = match ahead.take() {
-                Some(batch) => batch,
-                None => {
-                    let reads = reads_of(&mut read_ahead, n, part, config);
-                    let (reads, plan) = self.plan(&txn, reads)?;
-                    let (parsed, read) = rayon::join(
-                        || parse_batch(&reads, &plan, config, texts),
-                        || {
-                            parts
-                                .get(n + 1)
-                                .map(|part| (n + 1, read_files(part, config)))
-                        },
-                    );
-                    read_ahead = read;
-                    Batch {
-                        reads,
-                        plan,
-                        parsed,
-                    }
-                }
-            };
-            files_pending += part.len();
-            bytes_pending += part.iter().map(|f| f.size_bytes).sum::<u64>();
-            let commit_due = files_pending >= per_commit || bytes_pending >= COMMIT_BYTES;
-            // The next part's plan is made before this batch's writes: it may miss a
-            // document this batch adds (that content is then parsed twice, to the same
-            // document), and it may name a document this batch releases (kept, as
-            // released documents are removed only at commit).
-            let next = match parts.get(n + 1).filter(|_| !commit_due) {
-                Some(following) => {
-                    let reads = reads_of(&mut read_ahead, n + 1, following, config);
-                    Some(self.plan(&txn, reads)?)
-                }
-                None => None,
-            };
-            let to_read = n + 1 + usize::from(next.is_some());
-            let (written, (next_parsed, read)) = rayon::join(
-                || self.write_batch(&mut txn, batch),
+            let reads = reads_of(&mut read_ahead, n, part, config);
+            let (reads, plan) = self.plan(&txn, reads)?;
+            let (outcomes, read) = rayon::join(
+                || self.parse_and_write(&mut txn, &reads, &plan),
                 || {
-                    rayon::join(
-                        || next.as_ref().map(|(r, p)| parse_batch(r, p, config, texts)),
-                        || {
-                            parts
-                                .get(to_read)
-                                .map(|part| (to_read, read_files(part, config)))
-                        },
-                    )
+                    parts
+                        .get(n + 1)
+                        .map(|part| (n + 1, read_files(part, config)))
                 },
             );
-            written?;
             read_ahead = read;
-            ahead = next.zip(next_parsed).map(|((reads, plan), parsed)| Batch {
-                reads,
-                plan,
-                parsed,
-            });
-            if commit_due {
+            self.bind_batch(&mut txn, &reads, plan, outcomes?)?;
+            drop(reads);
+            files_pending += part.len();
+            bytes_pending += part.iter().map(|f| f.size_bytes).sum::<u64>();
+            if files_pending >= per_commit || bytes_pending >= COMMIT_BYTES {
                 self.commit(txn)?;
                 txn = self.begin_write()?;
                 (files_pending, bytes_pending) = (0, 0);

@@ -900,3 +900,53 @@ fn creating_where_a_file_is_fails_and_leaves_it() {
     assert!(std::fs::read(&file).unwrap() == before, "the file changed");
     Store::open(&file).unwrap();
 }
+
+/// A cold index in pools of one, two and four threads: the same root, the same chunk
+/// log (after its header's random id), whatever order the files finish parsing in
+/// (their documents are written beside the parse, in the plan's order). Files of very
+/// different sizes, the largest in the middle of the walk, a failing file, a duplicate.
+#[test]
+fn a_cold_index_is_the_same_on_any_number_of_threads() {
+    let tree = tempfile::tempdir().unwrap();
+    for i in 0..60 {
+        let body = "fn f() { let x = 1; }\n".repeat(1 + (i * 37) % 50);
+        write(
+            tree.path(),
+            &format!("src/m{i:02}.rs"),
+            &format!("// {i}\n{body}"),
+        );
+    }
+    write(
+        tree.path(),
+        "src/big.rs",
+        &"pub fn g(a: u32) -> u32 { a + 1 }\n".repeat(3000),
+    );
+    write(tree.path(), "docs/a.md", "# A\n\nalpha text\n");
+    write(tree.path(), "docs/copy.md", "# A\n\nalpha text\n");
+    write(tree.path(), "bad.json", "{ not json");
+    let options = SyncOptions::default();
+    let embedder = HashEmbedder::new(32);
+    let expected = clean_root(tree.path(), &options, &embedder);
+    let mut logs = Vec::new();
+    for threads in [1, 2, 4] {
+        let db = tempfile::tempdir().unwrap();
+        let file = db.path().join("store.redb");
+        let store = Store::create(&file, settings(&options, &embedder)).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let report = pool
+            .install(|| store.sync(tree.path(), &options, &embedder, &|_| {}))
+            .unwrap();
+        assert_eq!(report.root, expected, "{threads} threads");
+        assert_eq!(report.failed.len(), 1, "{:?}", report.failed);
+        drop(store);
+        let log = std::fs::read(cfs_store::chunk_log_path(&file)).unwrap();
+        logs.push(log[64..].to_vec());
+    }
+    assert!(
+        logs.windows(2).all(|w| w[0] == w[1]),
+        "the chunk log's layout varies"
+    );
+}
