@@ -587,32 +587,46 @@ mod tests {
     /// Each instruction set's compression gives the portable one's bits.
     #[test]
     fn every_path_agrees() {
-        let bytes: Vec<Vec<u8>> = (0..LANES)
-            .map(|lane| (0..lane * 4 + 1).map(|i| (i * 7 + lane) as u8).collect())
-            .collect();
-        let blocks: [&[u8]; LANES] = std::array::from_fn(|lane| bytes[lane].as_slice());
-        let state = || {
-            let mut state = State::new();
-            for (lane, block) in blocks.iter().enumerate() {
-                state.start(lane, &IV, lane as u64 * 0x1_0000_0001);
-                state.set(lane, block.len(), (lane as u32) & 0x7f);
-            }
-            state
-        };
-        let mut portable = state();
-        compress_lanes(&mut portable, &words_by_lane(&blocks));
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw")
+        // Each lane's block length under three patterns: growing (0 to 61 bytes), every
+        // lane full, and idle lanes (empty) between full and short ones.
+        let patterns: [fn(usize) -> usize; 3] = [
+            |lane| lane * 4 + 1,
+            |_| BLOCK_LEN,
+            |lane| [0, BLOCK_LEN, 3, 0][lane % 4],
+        ];
+        for (p, len_of) in patterns.iter().enumerate() {
+            let bytes: Vec<Vec<u8>> = (0..LANES)
+                .map(|lane| {
+                    (0..len_of(lane))
+                        .map(|i| (i * 7 + lane + p) as u8)
+                        .collect()
+                })
+                .collect();
+            let blocks: [&[u8]; LANES] = std::array::from_fn(|lane| bytes[lane].as_slice());
+            let state = || {
+                let mut state = State::new();
+                for (lane, block) in blocks.iter().enumerate() {
+                    state.start(lane, &IV, lane as u64 * 0x1_0000_0001);
+                    state.set(lane, block.len(), (lane as u32) & 0x7f);
+                }
+                state
+            };
+            let mut portable = state();
+            compress_lanes(&mut portable, &words_by_lane(&blocks));
+            #[cfg(target_arch = "x86_64")]
             {
-                let mut s = state();
-                simd::compress_avx512(&mut s, &blocks);
-                assert_eq!(s.cv, portable.cv);
-            }
-            if std::is_x86_feature_detected!("avx2") {
-                let mut s = state();
-                simd::compress_avx2(&mut s, &blocks);
-                assert_eq!(s.cv, portable.cv);
+                if std::is_x86_feature_detected!("avx512f")
+                    && std::is_x86_feature_detected!("avx512bw")
+                {
+                    let mut s = state();
+                    simd::compress_avx512(&mut s, &blocks);
+                    assert_eq!(s.cv, portable.cv, "pattern {p}");
+                }
+                if std::is_x86_feature_detected!("avx2") {
+                    let mut s = state();
+                    simd::compress_avx2(&mut s, &blocks);
+                    assert_eq!(s.cv, portable.cv, "pattern {p}");
+                }
             }
         }
     }
