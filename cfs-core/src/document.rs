@@ -122,28 +122,6 @@ impl Document {
         metadata: Vec<MetaEntry>,
         chunks: &[Chunk],
     ) -> Result<Self, CoreError> {
-        Self::new_with_leaves(
-            content_hash,
-            size_bytes,
-            profile,
-            text_length_bytes,
-            metadata,
-            chunks,
-        )
-        .map(|(document, _)| document)
-    }
-
-    /// [`Document::new`], also returning the leaf of each chunk (`leaves[i]` of
-    /// `chunks[i]`, as [`Chunk::leaf_hash`] gives it) that its hierarchical hash is made
-    /// of, for a caller that stores the chunks and need not hash them again.
-    pub fn new_with_leaves(
-        content_hash: ContentHash,
-        size_bytes: u64,
-        profile: ParseProfile,
-        text_length_bytes: u64,
-        metadata: Vec<MetaEntry>,
-        chunks: &[Chunk],
-    ) -> Result<(Self, Vec<[u8; HASH_LEN]>), CoreError> {
         Self::new_with_encodings(
             content_hash,
             size_bytes,
@@ -152,11 +130,13 @@ impl Document {
             metadata,
             chunks,
         )
-        .map(|(document, leaves, _)| (document, leaves))
+        .map(|(document, _, _)| document)
     }
 
-    /// [`Document::new_with_leaves`], also returning the chunks' encodings the leaves
-    /// were hashed over (for a store that writes them: not encoded again).
+    /// [`Document::new`], also returning the leaf of each chunk (`leaves[i]` of
+    /// `chunks[i]`, as [`Chunk::leaf_hash`] gives it) that its hierarchical hash is made
+    /// of, and the encodings they were hashed over: for a caller that stores the chunks
+    /// and need not encode or hash them again.
     pub fn new_with_encodings(
         content_hash: ContentHash,
         size_bytes: u64,

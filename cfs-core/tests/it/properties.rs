@@ -423,14 +423,14 @@ fn document_edges_accept_their_chunks_leaves_in_any_order() {
     assert!(with(&flipped).is_err());
 }
 
-/// `Document::new_with_leaves` is `Document::new` and each chunk's own leaf, whatever
-/// the chunks' order.
+/// `Document::new_with_encodings` is `Document::new`, each chunk's own leaf and its own
+/// encoding, whatever the chunks' order.
 #[test]
 fn a_document_made_with_leaves_gives_each_chunks_leaf() {
     let content = "a\nb\nc\n";
     let (doc, mut chunks, _) = document(content);
     chunks.reverse();
-    let (made, leaves) = Document::new_with_leaves(
+    let (made, leaves, encodings) = Document::new_with_encodings(
         doc.content_hash,
         doc.size_bytes,
         doc.profile.clone(),
@@ -442,6 +442,9 @@ fn a_document_made_with_leaves_gives_each_chunks_leaf() {
     assert_eq!(made, doc);
     let each: Vec<[u8; 32]> = chunks.iter().map(|c| c.leaf_hash().0).collect();
     assert_eq!(leaves, each);
+    for (i, c) in chunks.iter().enumerate() {
+        assert_eq!(encodings.get(i), Some(c.encode().as_slice()));
+    }
 }
 
 /// Chunks vouched for as made by `Chunk::new` are not derived again, but their fields
