@@ -78,13 +78,14 @@ impl WriteTxn<'_> {
 
     /// Records the stat row of `path`.
     pub(crate) fn put_stat(&self, path: &str, stat: &Stat) -> Result<()> {
-        let mut t = self.raw().open_table(tables::STAT_CACHE)?;
-        t.insert(path.as_bytes(), stat.encode().as_slice())?;
-        Ok(())
+        self.put_stats([(path, stat)])
     }
 
     /// Records the stat rows of many paths, the table opened once.
-    pub(crate) fn put_stats(&self, stats: &[(&str, Stat)]) -> Result<()> {
+    pub(crate) fn put_stats<'p>(
+        &self,
+        stats: impl IntoIterator<Item = (&'p str, &'p Stat)>,
+    ) -> Result<()> {
         let mut t = self.raw().open_table(tables::STAT_CACHE)?;
         for (path, stat) in stats {
             t.insert(path.as_bytes(), stat.encode().as_slice())?;

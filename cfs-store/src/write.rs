@@ -713,6 +713,7 @@ impl<'s> WriteTxn<'s> {
                 self.staged.push(chunks_slot, row.key.to_vec(), value);
             }
             for row in b.rows {
+                debug_assert_ne!(row.table, Table::Chunks, "chunk rows go by chunk_rows");
                 let Some(slot) = staged_slot(row.table) else {
                     unstaged.documents.push(row);
                     continue;

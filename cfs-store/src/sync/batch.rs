@@ -366,7 +366,7 @@ impl SyncRun<'_> {
             }
         }
         txn.bind_paths(&entries)?;
-        txn.put_stats(&stats)
+        txn.put_stats(stats.iter().map(|(path, stat)| (*path, stat)))
     }
 
     /// The document a read file binds to: the one its plan named, the one parsing made,
