@@ -391,32 +391,12 @@ mod simd {
             }
         });
         // t[4k..4k+4]: rows 4k..4k+4 interleaved by 32 bits.
-        let t: [__m512i; 16] = std::array::from_fn(|i| {
-            let (k, j) = (i / 4 * 4, i % 4);
-            let (a, b) = if j < 2 {
-                (r[k], r[k + 1])
-            } else {
-                (r[k + 2], r[k + 3])
-            };
-            if j % 2 == 0 {
-                _mm512_unpacklo_epi32(a, b)
-            } else {
-                _mm512_unpackhi_epi32(a, b)
-            }
+        let t = interleave(&r, [(0, 1), (2, 3)], |a, b| {
+            (_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b))
         });
         // u[4k+j]: in each quarter q, word 4q+j of rows 4k..4k+4.
-        let u: [__m512i; 16] = std::array::from_fn(|i| {
-            let (k, j) = (i / 4 * 4, i % 4);
-            let (a, b) = if j < 2 {
-                (t[k], t[k + 2])
-            } else {
-                (t[k + 1], t[k + 3])
-            };
-            if j % 2 == 0 {
-                _mm512_unpacklo_epi64(a, b)
-            } else {
-                _mm512_unpackhi_epi64(a, b)
-            }
+        let u = interleave(&t, [(0, 2), (1, 3)], |a, b| {
+            (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b))
         });
         let mut out = [[0u32; LANES]; 16];
         for j in 0..4 {
@@ -433,6 +413,24 @@ mod simd {
             for (w, v) in words {
                 // SAFETY: each row of `out` is 64 bytes, written unaligned.
                 unsafe { _mm512_storeu_si512(out[w].as_mut_ptr().cast(), v) };
+            }
+        }
+        out
+    }
+
+    /// One interleave step of the transpose, within each group of four registers
+    /// `4k..4k+4`: for each of the two `pairs` of positions in the group, the low and
+    /// high halves `step` gives of that pair, in positions `4k + 2p` and `4k + 2p + 1`.
+    #[target_feature(enable = "avx512f")]
+    fn interleave(
+        v: &[__m512i; 16],
+        pairs: [(usize, usize); 2],
+        step: impl Fn(__m512i, __m512i) -> (__m512i, __m512i),
+    ) -> [__m512i; 16] {
+        let mut out = *v;
+        for k in (0..16).step_by(4) {
+            for (p, (a, b)) in pairs.into_iter().enumerate() {
+                (out[k + 2 * p], out[k + 2 * p + 1]) = step(v[k + a], v[k + b]);
             }
         }
         out
