@@ -631,6 +631,22 @@ fn embedders_text_first_and_a_missing_model() {
         !root.join(".cfs/store.redb").exists(),
         "no store made without its embedder"
     );
+    // A model file of the wrong length (a cut download): the same, naming the file.
+    std::fs::write(empty.path().join("minilm-int-v1.cfsm"), vec![0u8; 1000]).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
+        .args(["index"])
+        .current_dir(root)
+        .env("CFS_MODEL_DIR", empty.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("minilm-int-v1.cfsm") && err.contains("1000 bytes"),
+        "{err}"
+    );
+    assert!(err.contains("scripts/fetch-model"), "{err}");
+    assert!(!root.join(".cfs/store.redb").exists(), "no store made");
 
     // --no-wait: the text is committed and searchable, the vectors wait.
     let (code, out, err) = cfs_in(root, &["index", "--no-wait", "--json"]);
