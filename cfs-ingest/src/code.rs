@@ -70,11 +70,20 @@ fn grammar(language: Language) -> Option<tree_sitter::Language> {
     })
 }
 
+thread_local! {
+    /// This thread's parser, kept from file to file: a new one allocates its stack,
+    /// lexer and node pools again. A parse that completes leaves it reset (none here is
+    /// cancelled or timed out, which would leave one to resume).
+    static PARSER: std::cell::RefCell<Parser> = std::cell::RefCell::new(Parser::new());
+}
+
 /// The tree of `text` by the grammar of `language`, or `None` without one.
 pub(crate) fn parse_tree(text: &str, language: Language) -> Option<tree_sitter::Tree> {
-    let mut parser = Parser::new();
-    parser.set_language(&grammar(language)?).ok()?;
-    parser.parse(text, None)
+    let grammar = grammar(language)?;
+    PARSER.with_borrow_mut(|parser| {
+        parser.set_language(&grammar).ok()?;
+        parser.parse(text, None)
+    })
 }
 
 /// A symbol found in the tree, before chunking.
@@ -512,6 +521,30 @@ mod tests {
         chunk_code(text, language, &ChunkParams::default())
             .unwrap()
             .unwrap()
+    }
+
+    /// The thread's parser serves one file after another of any language: a file's
+    /// tree is the one a fresh thread (a new parser) gives, whatever came before it,
+    /// a file that failed to parse as another language included.
+    #[test]
+    fn a_files_tree_does_not_depend_on_what_its_thread_parsed_before() {
+        let rust = "/// Doc.\npub fn one() -> u32 { 1 }\nstruct Two { a: u8 }\n";
+        let sources = [
+            ("def f(x):\n    return x\n", Language::Python),
+            ("fn broken( {{{\n", Language::Rust),
+            ("export class A { m(): void {} }\n", Language::TypeScript),
+            ("package main\nfunc main() {}\n", Language::Go),
+        ];
+        let fresh = std::thread::spawn(move || parse_tree(rust, Language::Rust).unwrap())
+            .join()
+            .unwrap()
+            .root_node()
+            .to_sexp();
+        for (text, language) in sources {
+            parse_tree(text, language).unwrap();
+            let after = parse_tree(rust, Language::Rust).unwrap();
+            assert_eq!(after.root_node().to_sexp(), fresh, "after {language:?}");
+        }
     }
 
     fn names(doc: &CodeDoc) -> Vec<(String, Option<String>, &'static str)> {
