@@ -51,7 +51,7 @@ pub(crate) type TableDef = redb::TableDefinition<'static, &'static [u8], &'stati
 #[derive(Default)]
 pub(crate) struct Staged {
     /// Per entry of `STAGED_TABLES`: (key, value) in the order staged.
-    pub(crate) rows: [Vec<(Vec<u8>, Vec<u8>)>; 5],
+    pub(crate) rows: [Rows; 5],
     /// Heap bytes of `rows`.
     pub(crate) bytes: usize,
     /// Per entry of `STAGED_TABLES`: rows spilled earlier, in staging order; only for a
@@ -138,7 +138,7 @@ pub(crate) fn write_staged(
     txn: &redb::WriteTransaction,
     def: TableDef,
     committed: bool,
-    rows: Vec<(Vec<u8>, Vec<u8>)>,
+    rows: Rows,
 ) -> Result<StagedWrite> {
     let mut out = StagedWrite::default();
     if rows.is_empty() {
@@ -190,52 +190,64 @@ pub(crate) fn write_staged(
     Ok(out)
 }
 
-/// Where one table's staged rows go when the staged rows outgrow their budget: for an
-/// empty table, sorted into a run in `dir` (appended to `runs`), to be merged when the
-/// table is written; for a table that holds rows, inserted now.
-pub(crate) fn spill_staged(
-    txn: &redb::WriteTransaction,
-    table: (TableDef, bool),
-    rows: Vec<(Vec<u8>, Vec<u8>)>,
-    runs: &mut Vec<Run>,
-    dir: &std::path::Path,
-) -> Result<StagedWrite> {
-    if rows.is_empty() {
-        return Ok(StagedWrite::default());
+/// One staged table's destination: the transaction, the table, whether it is a
+/// committed table (each value starts with its leaf), and the folder its spilled runs
+/// go to.
+pub(crate) struct TableLoad<'a> {
+    pub(crate) txn: &'a redb::WriteTransaction,
+    pub(crate) def: TableDef,
+    pub(crate) committed: bool,
+    pub(crate) dir: &'a std::path::Path,
+}
+
+/// `TableLoad::spill` or `TableLoad::write`: one table's staged rows and runs.
+pub(crate) type LoadStaged = fn(&TableLoad<'_>, Rows, &mut Vec<Run>) -> Result<StagedWrite>;
+
+/// Staged (key, value) rows.
+pub(crate) type Rows = Vec<(Vec<u8>, Vec<u8>)>;
+
+impl TableLoad<'_> {
+    /// Where the table's staged rows go when the staged rows outgrow their budget: for
+    /// an empty table, sorted into a run (appended to `runs`), to be merged when the
+    /// table is written; for a table that holds rows, inserted now.
+    pub(crate) fn spill(&self, rows: Rows, runs: &mut Vec<Run>) -> Result<StagedWrite> {
+        if rows.is_empty() {
+            return Ok(StagedWrite::default());
+        }
+        if runs.is_empty() && !self.txn.open_table(self.def)?.is_empty()? {
+            return write_staged(self.txn, self.def, self.committed, rows);
+        }
+        runs.push(sorted_run(rows, self.dir)?);
+        Ok(StagedWrite::default())
     }
-    if runs.is_empty() && !txn.open_table(table.0)?.is_empty()? {
-        return write_staged(txn, table.0, table.1, rows);
+
+    /// Writes the table's staged rows, those spilled into `runs` before them included
+    /// (the runs are taken): with runs, every row goes through the merge into the
+    /// table, which is still empty.
+    pub(crate) fn write(&self, rows: Rows, runs: &mut Vec<Run>) -> Result<StagedWrite> {
+        let runs = std::mem::take(runs);
+        if runs.is_empty() {
+            return write_staged(self.txn, self.def, self.committed, rows);
+        }
+        write_merged(self, rows, runs)
     }
-    runs.push(sorted_run(rows, dir)?);
-    Ok(StagedWrite::default())
 }
 
 /// `rows` in key order (equal keys in the order staged) in a new run in `dir`.
-fn sorted_run(rows: Vec<(Vec<u8>, Vec<u8>)>, dir: &std::path::Path) -> Result<Run> {
+fn sorted_run(rows: Rows, dir: &std::path::Path) -> Result<Run> {
     let order = key_order(&rows);
     let run = Run::write(dir, &rows, order.into_iter().map(|(i, _)| i))?;
     rayon::spawn(move || drop(rows));
     Ok(run)
 }
 
-/// Writes one table's staged rows, those spilled into `runs` before them included (the
-/// runs are taken): with runs, every row goes through the merge into the table, which
-/// is still empty.
-pub(crate) fn write_staged_and_spilled(
-    txn: &redb::WriteTransaction,
-    table: (TableDef, bool),
-    rows: Vec<(Vec<u8>, Vec<u8>)>,
-    runs: &mut Vec<Run>,
-    dir: &std::path::Path,
-) -> Result<StagedWrite> {
-    let mut runs = std::mem::take(runs);
-    if runs.is_empty() {
-        return write_staged(txn, table.0, table.1, rows);
-    }
+/// `TableLoad::write` with runs: the staged rows become one more run, and the merge of
+/// all of them fills the empty table in key order.
+fn write_merged(load: &TableLoad<'_>, rows: Rows, mut runs: Vec<Run>) -> Result<StagedWrite> {
     if !rows.is_empty() {
-        runs.push(sorted_run(rows, dir)?);
+        runs.push(sorted_run(rows, load.dir)?);
     }
-    let mut t = txn.open_table(table.0)?;
+    let mut t = load.txn.open_table(load.def)?;
     if !t.is_empty()? {
         return Err(StoreError::Internal(
             "rows spilled for an empty table, and the table has rows".into(),
@@ -244,7 +256,7 @@ pub(crate) fn write_staged_and_spilled(
     let mut merged = MergedRows {
         merge: Merge::new(runs)?,
         out: StagedWrite::default(),
-        leaves: table.1.then(Vec::new),
+        leaves: load.committed.then(Vec::new),
     };
     let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
     let mut last: Option<Vec<u8>> = None;
@@ -342,11 +354,9 @@ fn key_order(rows: &[(Vec<u8>, Vec<u8>)]) -> Vec<(usize, bool)> {
 mod tests {
     use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 
-    use super::{StagedWrite, key_order, spill_staged, write_staged, write_staged_and_spilled};
+    use super::{Rows, StagedWrite, TableLoad, key_order, write_staged};
 
     const T: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("t");
-
-    type Rows = Vec<(Vec<u8>, Vec<u8>)>;
 
     fn table_rows(db: &redb::Database) -> Rows {
         let read = db.begin_read().unwrap();
@@ -494,8 +504,14 @@ mod tests {
         let (dir, spilled) = database();
         let txn = spilled.begin_write().unwrap();
         let mut runs = Vec::new();
+        let load = TableLoad {
+            txn: &txn,
+            def: T,
+            committed: true,
+            dir: dir.path(),
+        };
         for part in &parts[..3] {
-            let none = spill_staged(&txn, (T, true), part.clone(), &mut runs, dir.path()).unwrap();
+            let none = load.spill(part.clone(), &mut runs).unwrap();
             assert_eq!(
                 (none.present, none.differed, none.bucket_roots),
                 (0, 0, None)
@@ -503,8 +519,8 @@ mod tests {
         }
         assert_eq!(runs.len(), 3);
         let rest = parts[3].clone();
-        let merged =
-            write_staged_and_spilled(&txn, (T, true), rest, &mut runs, dir.path()).unwrap();
+        let merged = load.write(rest, &mut runs).unwrap();
+        assert!(runs.is_empty(), "the runs are taken");
         txn.commit().unwrap();
 
         let counts = |w: &StagedWrite| (w.present, w.differed);
@@ -528,7 +544,13 @@ mod tests {
         write_staged(&txn, T, true, leaf_rows(0..100, 1)).unwrap();
         let mut runs = Vec::new();
         let rows = leaf_rows(50..150, 2);
-        let written = spill_staged(&txn, (T, true), rows, &mut runs, dir.path()).unwrap();
+        let load = TableLoad {
+            txn: &txn,
+            def: T,
+            committed: true,
+            dir: dir.path(),
+        };
+        let written = load.spill(rows, &mut runs).unwrap();
         assert!(runs.is_empty(), "no run for a table that holds rows");
         assert_eq!((written.present, written.differed), (50, 50));
         txn.commit().unwrap();

@@ -16,8 +16,8 @@ use rayon::prelude::*;
 use redb::ReadableTable;
 
 use crate::bulk::{
-    CHUNK_INDEX_SLOT, STAGED_BYTES, STAGED_TABLES, Staged, StagedWrite, TARGET_INDEX_SLOT,
-    spill_staged, staged_slot, write_staged_and_spilled,
+    CHUNK_INDEX_SLOT, LoadStaged, STAGED_BYTES, STAGED_TABLES, Staged, StagedWrite,
+    TARGET_INDEX_SLOT, TableLoad, staged_slot,
 };
 use crate::chunk_log::Appender;
 use crate::error::{Result, StoreError};
@@ -428,15 +428,6 @@ fn spill_dir(path: &std::path::Path) -> std::path::PathBuf {
     }
 }
 
-/// `spill_staged` or `write_staged_and_spilled`: one table's staged rows and runs.
-type WriteStaged = fn(
-    &redb::WriteTransaction,
-    (crate::bulk::TableDef, bool),
-    Vec<(Vec<u8>, Vec<u8>)>,
-    &mut Vec<crate::spill::Run>,
-    &std::path::Path,
-) -> Result<StagedWrite>;
-
 /// One committed row ready to write: its key and its value (leaf, then payload).
 struct Row {
     table: Table,
@@ -482,7 +473,7 @@ impl<'s> WriteTxn<'s> {
         if self.staged.is_empty() {
             return Ok(());
         }
-        self.each_staged_table(write_staged_and_spilled)
+        self.each_staged_table(|table: &TableLoad<'_>, rows, runs| table.write(rows, runs))
     }
 
     /// Writes the staged rows, and meanwhile syncs the chunk log's new bytes (on a
@@ -501,15 +492,15 @@ impl<'s> WriteTxn<'s> {
         })
     }
 
-    /// Staged rows over their budget: spilled or written (`spill_staged`); the staged
+    /// Staged rows over their budget: spilled or written (`TableLoad::spill`); the staged
     /// rows are empty afterwards, the runs kept.
     fn spill(&mut self) -> Result<()> {
-        self.each_staged_table(spill_staged)
+        self.each_staged_table(|table: &TableLoad<'_>, rows, runs| table.spill(rows, runs))
     }
 
     /// Takes the staged rows and gives each table's, with its runs, to `write` (each
     /// table by a task of its own), then counts what went into the tables.
-    fn each_staged_table(&mut self, write: WriteStaged) -> Result<()> {
+    fn each_staged_table(&mut self, load: LoadStaged) -> Result<()> {
         let rows = std::mem::take(&mut self.staged.rows);
         self.staged.bytes = 0;
         let (txn, dir) = (&self.txn, self.spill_dir.as_path());
@@ -519,8 +510,13 @@ impl<'s> WriteTxn<'s> {
             .zip(self.staged.runs.par_iter_mut())
             .with_max_len(1)
             .map(|(((def, table), rows), runs)| {
-                let target = (def, table.is_some());
-                Ok((table, write(txn, target, rows, runs, dir)?))
+                let target = TableLoad {
+                    txn,
+                    def,
+                    committed: table.is_some(),
+                    dir,
+                };
+                Ok((table, load(&target, rows, runs)?))
             })
             .collect::<Result<_>>()?;
         self.account(results);

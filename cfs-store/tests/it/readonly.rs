@@ -87,15 +87,25 @@ fn corpus(root: &Path) {
     write(root, "notes.txt", "Remember the milk.\n");
 }
 
-/// A committed store file of `corpus` under `db`.
-fn committed_store(tree: &Path, db: &Path) -> (std::path::PathBuf, HashEmbedder) {
-    corpus(tree);
+/// A committed store of `corpus`: the tree, the store's folder (both removed when
+/// dropped), the store file and its embedder.
+fn committed_store() -> (
+    tempfile::TempDir,
+    tempfile::TempDir,
+    std::path::PathBuf,
+    HashEmbedder,
+) {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    corpus(tree.path());
     let options = SyncOptions::default();
     let embedder = HashEmbedder::default();
-    let file = db.join("store.redb");
+    let file = db.path().join("store.redb");
     let store = Store::create(&file, settings(&options, &embedder)).unwrap();
-    store.sync(tree, &options, &embedder, &|_| {}).unwrap();
-    (file, embedder)
+    store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    (tree, db, file, embedder)
 }
 
 /// Everything a read command does: roots, counts, log, show, prove, verify, vectors,
@@ -131,9 +141,7 @@ fn read_everything(store: &Store, embedder: &HashEmbedder) -> cfs_core::StateRoo
 #[test]
 fn every_read_path_works_on_storage_that_refuses_writes() {
     static WRITES: AtomicU64 = AtomicU64::new(0);
-    let tree = tempfile::tempdir().unwrap();
-    let db = tempfile::tempdir().unwrap();
-    let (file, embedder) = committed_store(tree.path(), db.path());
+    let (tree, _db, file, embedder) = committed_store();
     let writable_root = Store::open(&file).unwrap().state_root().unwrap();
     let store = ReadOnlyBackend::open(&file, &WRITES);
     assert!(store.is_read_only());
@@ -152,9 +160,7 @@ fn every_read_path_works_on_storage_that_refuses_writes() {
 
 #[test]
 fn a_read_only_open_changes_no_byte_of_the_file() {
-    let tree = tempfile::tempdir().unwrap();
-    let db = tempfile::tempdir().unwrap();
-    let (file, embedder) = committed_store(tree.path(), db.path());
+    let (_tree, _db, file, embedder) = committed_store();
     let before = std::fs::read(&file).unwrap();
     let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
     {
@@ -170,9 +176,7 @@ fn a_read_only_open_changes_no_byte_of_the_file() {
 
 #[test]
 fn a_read_only_store_follows_commits_of_a_writer() {
-    let tree = tempfile::tempdir().unwrap();
-    let db = tempfile::tempdir().unwrap();
-    let (file, embedder) = committed_store(tree.path(), db.path());
+    let (tree, _db, file, embedder) = committed_store();
     let reader = Store::open_read_only(&file).unwrap();
     let writer = Store::open(&file).unwrap();
     let first = reader.state_root().unwrap();
@@ -207,9 +211,7 @@ fn writer_helper() {
 
 #[test]
 fn a_reader_never_waits_for_a_writer_in_another_process() {
-    let tree = tempfile::tempdir().unwrap();
-    let db = tempfile::tempdir().unwrap();
-    let (file, embedder) = committed_store(tree.path(), db.path());
+    let (_tree, _db, file, embedder) = committed_store();
     let committed = Store::open(&file).unwrap().state_root().unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -264,9 +266,7 @@ fn a_reader_never_waits_for_a_writer_in_another_process() {
 
 #[test]
 fn a_cache_that_cannot_be_written_leaves_no_temporary_file() {
-    let tree = tempfile::tempdir().unwrap();
-    let db = tempfile::tempdir().unwrap();
-    let (file, embedder) = committed_store(tree.path(), db.path());
+    let (_tree, db, file, embedder) = committed_store();
     let store = Store::open_read_only(&file).unwrap();
     let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
     // A folder where the cache file should go: the final rename fails.
@@ -307,9 +307,7 @@ fn walkdir(root: &Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn a_read_only_store_tells_whether_a_sync_would_write_anything() {
     static WRITES: AtomicU64 = AtomicU64::new(0);
-    let tree = tempfile::tempdir().unwrap();
-    let db = tempfile::tempdir().unwrap();
-    let (file, embedder) = committed_store(tree.path(), db.path());
+    let (tree, _db, file, embedder) = committed_store();
     age_files(tree.path());
     let options = SyncOptions::default();
     let writable = Store::open(&file).unwrap();
@@ -328,39 +326,25 @@ fn a_read_only_store_tells_whether_a_sync_would_write_anything() {
     assert_eq!(WRITES.load(Ordering::SeqCst), 0, "the check wrote");
 
     // An edit, a new file, a removed file: each is work for the sync.
-    write(tree.path(), "notes.txt", "Remember the bread too.\n");
-    age_files(tree.path());
-    assert!(
-        open()
-            .unchanged(tree.path(), &options, &embedder)
-            .unwrap()
-            .is_none()
-    );
-    Store::open(&file)
-        .unwrap()
-        .sync(tree.path(), &options, &embedder, &|_| {})
-        .unwrap();
-    assert!(
+    let nothing_to_sync = || {
         open()
             .unchanged(tree.path(), &options, &embedder)
             .unwrap()
             .is_some()
-    );
+    };
+    write(tree.path(), "notes.txt", "Remember the bread too.\n");
+    age_files(tree.path());
+    assert!(!nothing_to_sync(), "an edit");
+    Store::open(&file)
+        .unwrap()
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert!(nothing_to_sync(), "synced");
     write(tree.path(), "src/new.rs", "pub fn added() {}\n");
     age_files(tree.path());
-    assert!(
-        open()
-            .unchanged(tree.path(), &options, &embedder)
-            .unwrap()
-            .is_none()
-    );
+    assert!(!nothing_to_sync(), "a new file");
     std::fs::remove_file(tree.path().join("src/new.rs")).unwrap();
     std::fs::remove_file(tree.path().join("notes.txt")).unwrap();
-    assert!(
-        open()
-            .unchanged(tree.path(), &options, &embedder)
-            .unwrap()
-            .is_none()
-    );
+    assert!(!nothing_to_sync(), "a file removed");
     assert_eq!(WRITES.load(Ordering::SeqCst), 0);
 }

@@ -48,6 +48,14 @@ fn setup() -> (
     (tree, db, store, options, embedder)
 }
 
+/// Opens the store in `db` again: it is at `root`, and verifies.
+fn reopens_verified_at(db: &Path, root: cfs_core::StateRoot) {
+    let store = Store::open(&db.join("store.redb")).unwrap();
+    assert_eq!(store.state_root().unwrap(), root);
+    let verified = store.verify().unwrap();
+    assert!(verified.is_ok(), "{:?}", verified.problems);
+}
+
 #[test]
 fn sync_matches_clean_index_and_second_sync_is_a_no_op() {
     let (tree, _db, store, options, embedder) = setup();
@@ -683,10 +691,7 @@ fn gc_removes_the_vectors_no_embedding_names_and_nothing_else() {
     assert!(report.vectors_removed > 0);
     assert!(report.bytes_after <= report.bytes_before, "{report:?}");
     drop(store);
-    let store = Store::open(&db.path().join("store.redb")).unwrap();
-    assert_eq!(store.state_root().unwrap(), root);
-    let verified = store.verify().unwrap();
-    assert!(verified.is_ok(), "{:?}", verified.problems);
+    reopens_verified_at(db.path(), root);
 }
 
 /// `shrink` leaves a file with little free space alone, and compacts one whose free
@@ -739,10 +744,7 @@ fn shrink_compacts_only_past_its_policy_and_keeps_the_state() {
     };
     assert!(!store.wants_shrink(quarter).unwrap(), "compacted already");
     drop(store);
-    let store = Store::open(&db.path().join("store.redb")).unwrap();
-    assert_eq!(store.state_root().unwrap(), root);
-    let verified = store.verify().unwrap();
-    assert!(verified.is_ok(), "{:?}", verified.problems);
+    reopens_verified_at(db.path(), root);
 }
 
 #[test]
