@@ -7,7 +7,8 @@
 use std::hint::black_box;
 
 use cfs_core::{
-    Bucket, BucketedTable, Chunk, ChunkKind, DocumentId, TableRoots, table_root_from_sorted,
+    Bucket, BucketedTable, Chunk, ChunkKind, DocumentId, MerkleRoot, N_BUCKETS, TableRoots,
+    TopTree, merkle_root, table_root_from_sorted,
 };
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rayon::prelude::*;
@@ -122,5 +123,34 @@ fn chunk_leaf_hashing(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, state_root_at_one_million, chunk_leaf_hashing);
+/// The table root over its bucket roots, which every commit computes for each table it
+/// touched (the bucket roots read back from the store).
+fn top_tree(c: &mut Criterion) {
+    let roots: Vec<MerkleRoot> = (0..N_BUCKETS as u32)
+        .map(|i| MerkleRoot(*blake3::hash(&i.to_le_bytes()).as_bytes()))
+        .collect();
+    let flat: Vec<[u8; 32]> = roots.iter().map(|r| r.0).collect();
+    let tree = TopTree::from_bucket_roots(&roots).expect("1024 roots");
+    assert_eq!(
+        tree.root(),
+        merkle_root(&flat),
+        "the top tree is the Merkle tree"
+    );
+    c.bench_function("top_tree_from_1024_bucket_roots", |b| {
+        b.iter(|| {
+            black_box(
+                TopTree::from_bucket_roots(black_box(&roots))
+                    .expect("roots")
+                    .root(),
+            )
+        })
+    });
+}
+
+criterion_group!(
+    benches,
+    state_root_at_one_million,
+    chunk_leaf_hashing,
+    top_tree
+);
 criterion_main!(benches);

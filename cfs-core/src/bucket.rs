@@ -82,8 +82,21 @@ impl TopTree {
         for (slot, root) in nodes[N_BUCKETS..].iter_mut().zip(roots) {
             *slot = root.0;
         }
-        for i in (1..N_BUCKETS).rev() {
-            nodes[i] = hash::node(&nodes[2 * i], &nodes[2 * i + 1]);
+        // A level at a time, its nodes hashed side by side: node `i` over `2i, 2i + 1`.
+        let mut level = N_BUCKETS / 2;
+        while level >= 1 {
+            let (upper, lower) = nodes.split_at_mut(2 * level);
+            let pairs: Vec<[u8; 2 * HASH_LEN]> = lower[..2 * level]
+                .chunks_exact(2)
+                .map(|two| {
+                    let mut both = [0; 2 * HASH_LEN];
+                    both[..HASH_LEN].copy_from_slice(&two[0]);
+                    both[HASH_LEN..].copy_from_slice(&two[1]);
+                    both
+                })
+                .collect();
+            upper[level..].copy_from_slice(&hash::nodes(&pairs));
+            level /= 2;
         }
         Ok(Self { nodes })
     }
@@ -316,6 +329,15 @@ mod tests {
             let again = TopTree::root_from_siblings(Bucket(b), roots[usize::from(b)], &siblings);
             assert_eq!(again.unwrap(), tree.root());
         }
+        // Every node of the tree built a level at a time is the one `set` hashes alone.
+        let mut by_set = TopTree::new();
+        for (b, root) in roots.iter().enumerate() {
+            by_set.set(Bucket(b as u16), *root);
+        }
+        assert!(
+            by_set == tree,
+            "a level at a time and one path at a time differ"
+        );
     }
 
     #[test]
