@@ -1,25 +1,31 @@
-//! A part's parse with its write beside it: each parsed file's document is written as
-//! soon as it and every file planned before it are parsed, by whichever core finishes a
+//! A part's parse with its write beside it: each parsed file's document is written
+//! once it and every file planned before it are parsed, by whichever core finishes a
 //! file and finds the writer free.
 //!
 //! Written after the whole part, the write ran on one core while the others waited (the
 //! TypeScript tree is one part: 11-12 ms of a 165 ms cold index), and a part's parsed
-//! files were all held until then. Here a parse task that finishes a file and finds the
-//! writer free writes what is ready, then goes back to parsing; a task that finds it
-//! busy leaves its file to the writer's next round or to the round after the parse. The
-//! writer never blocks a core: a busy writer is skipped, and its own parallel steps
-//! (rows, embeddings) run in the same pool.
+//! files were all held until then. Here a parse task that finishes a file, finds a
+//! quarter of the part ready in order and the writer free writes what is ready, then
+//! goes back to parsing; a task that finds it busy leaves its file to the writer's next
+//! round or to the round after the parse. The writer never blocks a core: a busy writer
+//! is skipped, and its own parallel steps (rows, embeddings) run in the same pool.
 //!
-//! Files are written in the plan's order (largest first, the order they are parsed in),
-//! so the chunk log's layout depends on the files alone, not on the timing. The cost of
-//! that order: a large file parsed late holds back the small files after it (the
-//! TypeScript tree's write still mostly comes at the end; in the order files finish it
-//! would have been 2 ms faster). The gain: a part's parsed files are freed as they are
-//! written, not at the part's end (the 110 MB tree with vectors inline peaked at 474 MB
-//! instead of 544), and the Python library's cold index took 15-31 ms less
-//! (docs/benchmarks.md).
+//! Files are written in the plan's order (largest first), so the chunk log's layout
+//! depends on the files alone, not on the timing, and they are handed to the cores in
+//! that same order, one at a time from a shared counter: the last files parsed are the
+//! smallest, and the write after the parse is short. (Split by rayon, the order was
+//! each core's half of the list: a mid-sized file parsed last held back every file
+//! after it, and the other core waited 6-12 ms while they were written.) A round of
+//! writing has a fixed cost (tables opened, a parallel row build joined) and takes the
+//! parser's data out of the caches: written a file at a time the TypeScript tree's
+//! cold index took 4 ms longer, a quarter of the part at a time 4 ms less than before
+//! (docs/benchmarks.md, "The parse in the plan's order"). A part's parsed files are
+//! still freed as they are written (the 110 MB tree with vectors inline peaked at 474
+//! MB instead of 544 when the write came after the part), and the Python library's
+//! cold index is 15-31 ms shorter than with the write after the part.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use cfs_core::TextHash;
@@ -32,6 +38,9 @@ use super::SyncRun;
 use super::batch::{EmbeddingText, FileTexts, Outcomes, Plan, Read, Results, slices};
 use crate::error::{Result, StoreError};
 use crate::write::WriteTxn;
+
+/// The writer is called when this share of a part (a quarter) is parsed in order.
+const WRITE_ROUNDS: usize = 4;
 
 /// A parsed file: its place in the batch, its parse, and its chunks' embedding texts.
 type ParsedFile = (
@@ -49,6 +58,11 @@ struct Ready {
 }
 
 impl Ready {
+    /// Whether the `n` files from `next` on are all parsed.
+    fn has_run_of(&self, n: usize) -> bool {
+        self.files.range(self.next..self.next + n).count() == n
+    }
+
     /// The parsed files from `next` on with no gap, in order.
     fn take(&mut self) -> Vec<ParsedFile> {
         let mut out = Vec::new();
@@ -119,9 +133,9 @@ impl Writer<'_, '_, '_> {
 }
 
 impl SyncRun<'_> {
-    /// Parses the files `plan` names (one file a task, largest first, on every core) and
-    /// writes their documents beside the parse (see the module); returns each parsed
-    /// file's document or why it has none.
+    /// Parses the files `plan` names (one file at a time on every core, in the plan's
+    /// order: largest first) and writes their documents beside the parse (see the
+    /// module); returns each parsed file's document or why it has none.
     pub(super) fn parse_and_write(
         &mut self,
         txn: &mut WriteTxn<'_>,
@@ -138,17 +152,28 @@ impl SyncRun<'_> {
             outcomes: Outcomes::new(),
             failed: None,
         });
-        plan.to_parse
-            .par_iter()
-            .enumerate()
-            .with_max_len(1)
-            .for_each(|(place, &i)| {
+        let count = plan.to_parse.len();
+        let round = count.div_ceil(WRITE_ROUNDS).max(1);
+        let claimed = AtomicUsize::new(0);
+        let cores = rayon::current_num_threads().min(count);
+        (0..cores).into_par_iter().with_max_len(1).for_each(|_| {
+            // Each core takes the next file of the plan until none is left.
+            loop {
+                let place = claimed.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = plan.to_parse.get(place) else {
+                    break;
+                };
                 let file = parse_one(reads, i, config, texts_wanted);
-                lock(&ready).files.insert(place, file);
-                if let Ok(mut writer) = writer.try_lock() {
+                let due = {
+                    let mut ready = lock(&ready);
+                    ready.files.insert(place, file);
+                    ready.has_run_of(round)
+                };
+                if due && let Ok(mut writer) = writer.try_lock() {
                     writer.drain(&ready);
                 }
-            });
+            }
+        });
         let mut writer = writer.into_inner().unwrap_or_else(|e| e.into_inner());
         writer.drain(&ready);
         debug_assert!(lock(&ready).files.is_empty(), "every parsed file written");
