@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use cfs_core::{
     Bucket, BucketedTable, Chunk, ChunkKind, DocumentId, MerkleRoot, N_BUCKETS, TableRoots,
-    TopTree, merkle_root, table_root_from_sorted,
+    TextHash, TopTree, merkle_root, table_root_from_sorted,
 };
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rayon::prelude::*;
@@ -147,10 +147,33 @@ fn top_tree(c: &mut Criterion) {
     });
 }
 
+/// Text hashes of many texts at once against one at a time by the `blake3` crate: 1,024
+/// texts of 1 KiB (one BLAKE3 chunk each, sixteen blocks) and of 64 bytes (one block).
+fn many_texts(c: &mut Criterion) {
+    let mut group = c.benchmark_group("text_hashes");
+    for len in [1024usize, 64] {
+        let texts: Vec<String> = (0..1024)
+            .map(|i| format!("{i:08}").repeat(len / 8))
+            .collect();
+        let borrowed: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let alone: Vec<TextHash> = borrowed.iter().map(|t| TextHash::of(t)).collect();
+        assert_eq!(TextHash::of_many(&borrowed), alone, "batched hashes differ");
+        group.throughput(criterion::Throughput::Bytes((len * texts.len()) as u64));
+        group.bench_function(format!("1024_of_{len}_bytes_one_at_a_time"), |b| {
+            b.iter(|| black_box(borrowed.iter().map(|t| TextHash::of(t)).collect::<Vec<_>>()))
+        });
+        group.bench_function(format!("1024_of_{len}_bytes_side_by_side"), |b| {
+            b.iter(|| black_box(TextHash::of_many(black_box(&borrowed))))
+        });
+    }
+    group.finish();
+}
+
 criterion_group!(
     benches,
     state_root_at_one_million,
     chunk_leaf_hashing,
-    top_tree
+    top_tree,
+    many_texts
 );
 criterion_main!(benches);
