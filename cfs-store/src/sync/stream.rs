@@ -157,7 +157,10 @@ impl SyncRun<'_> {
         let claimed = AtomicUsize::new(0);
         let cores = rayon::current_num_threads().min(count);
         (0..cores).into_par_iter().with_max_len(1).for_each(|_| {
-            // Each core takes the next file of the plan until none is left.
+            // Each core takes the next file of the plan until none is left. (A core
+            // waiting inside the writer's own parallel steps may take up a loop not yet
+            // begun and run it there, the writer held: its files then wait for the
+            // round after the parse, still written in order.)
             loop {
                 let place = claimed.fetch_add(1, Ordering::Relaxed);
                 let Some(&i) = plan.to_parse.get(place) else {
