@@ -86,16 +86,7 @@ impl TopTree {
         let mut level = N_BUCKETS / 2;
         while level >= 1 {
             let (upper, lower) = nodes.split_at_mut(2 * level);
-            let pairs: Vec<[u8; 2 * HASH_LEN]> = lower[..2 * level]
-                .chunks_exact(2)
-                .map(|two| {
-                    let mut both = [0; 2 * HASH_LEN];
-                    both[..HASH_LEN].copy_from_slice(&two[0]);
-                    both[HASH_LEN..].copy_from_slice(&two[1]);
-                    both
-                })
-                .collect();
-            upper[level..].copy_from_slice(&hash::nodes(&pairs));
+            upper[level..].copy_from_slice(&hash::nodes(&lower[..2 * level]));
             level /= 2;
         }
         Ok(Self { nodes })

@@ -107,8 +107,18 @@ pub(crate) fn node(left: &[u8; HASH_LEN], right: &[u8; HASH_LEN]) -> [u8; HASH_L
     derive(&NODE, &[left, right])
 }
 
-/// [`node`] of many `left || right` pairs at once.
-pub(crate) fn nodes(pairs: &[[u8; 2 * HASH_LEN]]) -> Vec<[u8; HASH_LEN]> {
+/// [`node`] over each pair of neighbours of `layer` (`2i` and `2i + 1`), all at once; a
+/// last hash without a neighbour is left out.
+pub(crate) fn nodes(layer: &[[u8; HASH_LEN]]) -> Vec<[u8; HASH_LEN]> {
+    let pairs: Vec<[u8; 2 * HASH_LEN]> = layer
+        .chunks_exact(2)
+        .map(|two| {
+            let mut both = [0; 2 * HASH_LEN];
+            both[..HASH_LEN].copy_from_slice(&two[0]);
+            both[HASH_LEN..].copy_from_slice(&two[1]);
+            both
+        })
+        .collect();
     let inputs: Vec<&[u8]> = pairs.iter().map(|p| p.as_slice()).collect();
     hash_many(&inputs, Mode::DeriveKey(&NODE_KEY))
 }

@@ -62,16 +62,7 @@ pub fn merkle_root(leaves: &[[u8; HASH_LEN]]) -> MerkleRoot {
 /// The layer above `layer`: each pair of neighbours hashed into their node, the last
 /// of an odd layer promoted.
 fn next_layer(layer: &[[u8; HASH_LEN]]) -> Vec<[u8; HASH_LEN]> {
-    let pairs: Vec<[u8; 2 * HASH_LEN]> = layer
-        .chunks_exact(2)
-        .map(|pair| {
-            let mut both = [0; 2 * HASH_LEN];
-            both[..HASH_LEN].copy_from_slice(&pair[0]);
-            both[HASH_LEN..].copy_from_slice(&pair[1]);
-            both
-        })
-        .collect();
-    let mut next = hash::nodes(&pairs);
+    let mut next = hash::nodes(layer);
     if layer.len() % 2 == 1 {
         next.extend(layer.last());
     }
