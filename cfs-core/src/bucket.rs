@@ -51,6 +51,19 @@ impl Default for TopTree {
     }
 }
 
+/// The root of a table with no rows, computed once: each level's node is the one below
+/// it paired with itself ([`BUCKET_BITS`] hashes, no tree built).
+pub(crate) fn empty_table_root() -> MerkleRoot {
+    static ROOT: std::sync::LazyLock<MerkleRoot> = std::sync::LazyLock::new(|| {
+        let mut node = MerkleRoot::empty().0;
+        for _ in 0..BUCKET_BITS {
+            node = hash::node(&node, &node);
+        }
+        MerkleRoot(node)
+    });
+    *ROOT
+}
+
 impl TopTree {
     /// The tree of a table whose buckets are all empty. Each level's nodes are then one
     /// node repeated: one hash per level ([`BUCKET_BITS`]) instead of one per node (a
@@ -292,11 +305,13 @@ impl<K: Ord + Clone + Send + Sync> BucketedTable<K> {
 mod tests {
     use super::*;
 
-    /// The empty tree built a level at a time is the tree over empty bucket roots.
+    /// The empty tree built a level at a time is the tree over empty bucket roots, and
+    /// its root the empty table's.
     #[test]
     fn the_empty_tree_is_the_tree_of_empty_buckets() {
         let empty = vec![MerkleRoot::empty(); N_BUCKETS];
         assert_eq!(TopTree::new(), TopTree::from_bucket_roots(&empty).unwrap());
+        assert_eq!(TopTree::new().root(), empty_table_root());
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub struct TableRoots {
 impl TableRoots {
     /// The roots of five empty tables.
     pub fn empty() -> Self {
-        let root = crate::bucket::TopTree::new().root();
+        let root = crate::bucket::empty_table_root();
         Self {
             paths: root,
             documents: root,
