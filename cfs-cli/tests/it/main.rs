@@ -615,14 +615,19 @@ fn embedders_text_first_and_a_missing_model() {
     let root = dir.path();
     // Without the model file: a clear error that says how to get it, and no store.
     let empty = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
-        .args(["index"])
-        .current_dir(root)
-        .env("CFS_MODEL_DIR", empty.path())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    // `cfs index` with the model looked for in `empty`: exit 1; its stderr.
+    let index_failing = || -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
+            .args(["index"])
+            .current_dir(root)
+            .env("CFS_MODEL_DIR", empty.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        err
+    };
+    let err = index_failing();
     assert!(
         err.contains("minilm-int-v1.cfsm") && err.contains("scripts/fetch-model"),
         "{err}"
@@ -633,14 +638,7 @@ fn embedders_text_first_and_a_missing_model() {
     );
     // A model file of the wrong length (a cut download): the same, naming the file.
     std::fs::write(empty.path().join("minilm-int-v1.cfsm"), vec![0u8; 1000]).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
-        .args(["index"])
-        .current_dir(root)
-        .env("CFS_MODEL_DIR", empty.path())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let err = index_failing();
     assert!(
         err.contains("minilm-int-v1.cfsm") && err.contains("1000 bytes"),
         "{err}"
