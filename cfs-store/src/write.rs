@@ -568,14 +568,20 @@ impl<'s> WriteTxn<'s> {
         if previous.as_deref() == Some(value.as_slice()) {
             return Ok(());
         }
+        self.count_put(table, key, previous.is_some());
+        Ok(())
+    }
+
+    /// Counts a committed row written with a value its key did not hold (`replaced`: it
+    /// held another) and touches its bucket.
+    fn count_put(&mut self, table: Table, key: &[u8], replaced: bool) {
         let counts = change(&mut self.summary, table);
-        if previous.is_some() {
+        if replaced {
             counts.changed += 1;
         } else {
             counts.added += 1;
         }
         self.touch(table, Bucket::of_key(key).0);
-        Ok(())
     }
 
     fn delete_row(&mut self, table: Table, key: &[u8]) -> Result<bool> {
@@ -784,14 +790,8 @@ impl<'s> WriteTxn<'s> {
                 }
             }
         }
-        for (id, changed) in counted {
-            let counts = change(&mut self.summary, Table::Paths);
-            if changed {
-                counts.changed += 1;
-            } else {
-                counts.added += 1;
-            }
-            self.touch(Table::Paths, Bucket::of_key(&id.0).0);
+        for (id, replaced) in counted {
+            self.count_put(Table::Paths, &id.0, replaced);
         }
         for (document, path) in released {
             self.release(document, path)?;
