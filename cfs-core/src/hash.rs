@@ -13,6 +13,7 @@ use borsh::{BorshDeserialize, BorshSerialize};
 
 use crate::error::CoreError;
 use crate::hash_many::{Mode, hash_many};
+use blake3::hazmat::HasherExt;
 
 /// Length in bytes of every hash in cfs.
 pub const HASH_LEN: usize = 32;
@@ -51,19 +52,22 @@ macro_rules! derive_hasher {
 
 derive_hasher!(LEAF_PATH, context::LEAF_PATH);
 derive_hasher!(LEAF_DOCUMENT, context::LEAF_DOCUMENT);
-derive_hasher!(LEAF_CHUNK, context::LEAF_CHUNK);
 derive_hasher!(LEAF_EMBEDDING, context::LEAF_EMBEDDING);
 derive_hasher!(LEAF_EDGE, context::LEAF_EDGE);
-derive_hasher!(NODE, context::NODE);
 derive_hasher!(STATE, context::STATE_ROOT);
 derive_hasher!(PROFILE, context::PARSE_PROFILE);
 derive_hasher!(MODEL, context::MODEL);
 
-/// The derive-key context keys of the kinds hashed many at a time (`hash_many`).
+/// The derive-key context keys of the kinds hashed many at a time (`hash_many`), and
+/// their one-at-a-time hashers made from them.
 static LEAF_CHUNK_KEY: LazyLock<[u8; HASH_LEN]> =
     LazyLock::new(|| blake3::hazmat::hash_derive_key_context(context::LEAF_CHUNK));
 static NODE_KEY: LazyLock<[u8; HASH_LEN]> =
     LazyLock::new(|| blake3::hazmat::hash_derive_key_context(context::NODE));
+static LEAF_CHUNK: LazyLock<blake3::Hasher> =
+    LazyLock::new(|| blake3::Hasher::new_from_context_key(&LEAF_CHUNK_KEY));
+static NODE: LazyLock<blake3::Hasher> =
+    LazyLock::new(|| blake3::Hasher::new_from_context_key(&NODE_KEY));
 
 static EMPTY: LazyLock<[u8; HASH_LEN]> = LazyLock::new(|| blake3::derive_key(context::EMPTY, b""));
 

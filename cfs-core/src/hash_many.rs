@@ -10,10 +10,9 @@
 //! nodes of every input side by side. The result is BLAKE3's, bit for bit, on every path
 //! (checked against the `blake3` crate in the tests); only the speed depends on the CPU.
 //!
-//! The compression is written over arrays of lanes (4, 8 or 16, as many as the inputs
-//! fill) and compiled for AVX-512 and for AVX2 (chosen at run time) and for the target's
-//! baseline, which is what other CPUs get (a vector unit there, e.g. NEON, still runs
-//! the lanes together).
+//! The compression is written over arrays of sixteen lanes and compiled for AVX-512 and
+//! for AVX2 (chosen at run time) and for the target's baseline, which is what other CPUs
+//! get (a vector unit there, e.g. NEON, still runs the lanes together).
 
 use std::cmp::Reverse;
 
