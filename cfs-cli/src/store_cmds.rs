@@ -411,6 +411,7 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         print_sync_report(&no_op.report, &root, &no_op.file, &done, args.common.json)?;
         return Ok(ExitCode::SUCCESS);
     }
+    crate::alloc::huge_page_heaps();
     let opened = open_or_create(&root, &args.common, args.embedder, args.memory_bytes())?;
     let started = std::time::Instant::now();
     let (report, changed_head) = sync_tree(&opened, &root, part.as_deref(), args)?;

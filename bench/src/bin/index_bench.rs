@@ -63,13 +63,17 @@ fn stat_seconds(first: usize) -> f64 {
 }
 
 /// The allocator settings of the `cfs` binary (`cfs-cli/src/alloc.rs`), as glibc's
-/// environment variables: a parse-only process runs under them too.
-fn cfs_malloc_env() -> [(&'static str, String); 3] {
+/// environment variables: a parse-only process runs under them too. `cfs index` marks
+/// its threads' heaps for transparent huge pages; glibc's `hugetlb` tunable marks those
+/// and more (the main thread's heap, large allocations), so the parse only gets at least
+/// what `cfs` gets.
+fn cfs_malloc_env() -> [(&'static str, String); 4] {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     [
         ("MALLOC_MMAP_THRESHOLD_", "131072".into()),
         ("MALLOC_TOP_PAD_", "16777216".into()),
         ("MALLOC_ARENA_MAX", (cores + 1).to_string()),
+        ("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1".into()),
     ]
 }
 
