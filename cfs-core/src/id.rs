@@ -92,8 +92,21 @@ id_newtype!(
     EmbeddingId
 );
 
+/// UUIDv5 of `name` under `namespace`. SHA-1 through the `sha1` crate, which uses the
+/// processor's SHA instructions where it has them (the `uuid` crate's SHA-1 is portable
+/// code only: 1.3 ms of a cold index of the 6 MB TypeScript tree, a chunk id for each of
+/// 8,500 chunks); a test checks it against `Uuid::new_v5`.
 fn v5(namespace: &Uuid, name: &[u8]) -> [u8; 16] {
-    Uuid::new_v5(namespace, name).into_bytes()
+    use sha1::Digest;
+    let digest = sha1::Sha1::new()
+        .chain_update(namespace.as_bytes())
+        .chain_update(name)
+        .finalize();
+    let mut id: [u8; 16] = digest[..16].try_into().expect("SHA-1 has 20 bytes");
+    // RFC 9562: version 5 in the high nibble of byte 6, variant 0b10 in byte 8.
+    id[6] = (id[6] & 0x0f) | 0x50;
+    id[8] = (id[8] & 0x3f) | 0x80;
+    id
 }
 
 impl PathId {
@@ -158,8 +171,29 @@ mod tests {
     #[test]
     fn rfc9562_v5_example() {
         // RFC 9562, appendix A.4.
-        let id = Uuid::new_v5(&Uuid::NAMESPACE_DNS, b"www.example.com");
+        let id = Uuid::from_bytes(v5(&Uuid::NAMESPACE_DNS, b"www.example.com"));
         assert_eq!(id.to_string(), "2ed6657d-e927-568b-95e1-2665a8aea6a2");
+    }
+
+    #[test]
+    fn v5_is_the_uuid_crates_for_names_of_every_length_around_sha1_blocks() {
+        // Names from empty to three SHA-1 blocks past the 16-byte namespace, each byte
+        // value, under every published namespace.
+        for ns in [
+            namespace::PATH,
+            namespace::DOCUMENT,
+            namespace::CHUNK,
+            namespace::EMBEDDING,
+        ] {
+            for len in 0..200usize {
+                let name: Vec<u8> = (0..len).map(|i| (i * 37 + len) as u8).collect();
+                assert_eq!(
+                    v5(&ns, &name),
+                    Uuid::new_v5(&ns, &name).into_bytes(),
+                    "{len}"
+                );
+            }
+        }
     }
 
     #[test]
