@@ -53,7 +53,6 @@ macro_rules! derive_hasher {
 derive_hasher!(LEAF_PATH, context::LEAF_PATH);
 derive_hasher!(LEAF_DOCUMENT, context::LEAF_DOCUMENT);
 derive_hasher!(LEAF_EMBEDDING, context::LEAF_EMBEDDING);
-derive_hasher!(LEAF_EDGE, context::LEAF_EDGE);
 derive_hasher!(STATE, context::STATE_ROOT);
 derive_hasher!(PROFILE, context::PARSE_PROFILE);
 derive_hasher!(MODEL, context::MODEL);
@@ -64,8 +63,12 @@ static LEAF_CHUNK_KEY: LazyLock<[u8; HASH_LEN]> =
     LazyLock::new(|| blake3::hazmat::hash_derive_key_context(context::LEAF_CHUNK));
 static NODE_KEY: LazyLock<[u8; HASH_LEN]> =
     LazyLock::new(|| blake3::hazmat::hash_derive_key_context(context::NODE));
+static LEAF_EDGE_KEY: LazyLock<[u8; HASH_LEN]> =
+    LazyLock::new(|| blake3::hazmat::hash_derive_key_context(context::LEAF_EDGE));
 static LEAF_CHUNK: LazyLock<blake3::Hasher> =
     LazyLock::new(|| blake3::Hasher::new_from_context_key(&LEAF_CHUNK_KEY));
+static LEAF_EDGE: LazyLock<blake3::Hasher> =
+    LazyLock::new(|| blake3::Hasher::new_from_context_key(&LEAF_EDGE_KEY));
 static NODE: LazyLock<blake3::Hasher> =
     LazyLock::new(|| blake3::Hasher::new_from_context_key(&NODE_KEY));
 
@@ -104,6 +107,13 @@ pub(crate) fn leaf_embedding_parts(parts: &[&[u8]]) -> LeafHash {
 }
 pub(crate) fn leaf_edge(encoded: &[u8]) -> LeafHash {
     LeafHash(derive(&LEAF_EDGE, &[encoded]))
+}
+/// [`leaf_edge`] of many encodings at once.
+pub(crate) fn leaf_edges(encoded: &[&[u8]]) -> Vec<LeafHash> {
+    hash_many(encoded, Mode::DeriveKey(&LEAF_EDGE_KEY))
+        .into_iter()
+        .map(LeafHash)
+        .collect()
 }
 
 /// The inner-node hash of every cfs Merkle tree.

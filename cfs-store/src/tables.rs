@@ -152,6 +152,33 @@ pub fn row_value_with(
     out
 }
 
+/// [`row_value_with`] of many items of one kind: `encode` appends each item's payload
+/// (`capacity` bytes reserved), then `leaves` gives the leaves of all the payloads at
+/// once, in order (hashed side by side).
+pub fn row_values_with<T>(
+    items: &[T],
+    capacity: impl Fn(&T) -> usize,
+    encode: impl Fn(&T, &mut Vec<u8>),
+    leaves: impl FnOnce(&[&[u8]]) -> Vec<[u8; 32]>,
+) -> Vec<Vec<u8>> {
+    let mut values: Vec<Vec<u8>> = items
+        .iter()
+        .map(|item| {
+            let mut out = Vec::with_capacity(LEAF_LEN + capacity(item));
+            out.resize(LEAF_LEN, 0);
+            encode(item, &mut out);
+            out
+        })
+        .collect();
+    let payloads: Vec<&[u8]> = values.iter().map(|v| &v[LEAF_LEN..]).collect();
+    let leaves = leaves(&payloads);
+    assert_eq!(leaves.len(), values.len(), "a leaf for every row");
+    for (value, leaf) in values.iter_mut().zip(leaves) {
+        value[..LEAF_LEN].copy_from_slice(&leaf);
+    }
+    values
+}
+
 /// A committed row's value split into its leaf hash and its payload.
 pub fn split_row(value: &[u8]) -> Result<(&[u8; 32], &[u8])> {
     value

@@ -223,11 +223,7 @@ fn document_rows<'a>(d: &NewDocument<'a>) -> Result<DocumentRows<'a>> {
         });
         vectors.push((stored.vector, encoded));
     }
-    rows.extend(
-        edges
-            .iter()
-            .map(|e| canonical_row(e, e.key().to_vec(), None)),
-    );
+    rows.extend(canonical_rows(&edges, |e| e.key().to_vec()));
     Ok(DocumentRows {
         chunk_rows,
         rows,
@@ -393,6 +389,34 @@ fn write_index<'a>(
 /// thousands of rows, and none holds spare capacity), and hashed once unless its leaf is
 /// known already (a chunk the sync has just parsed, whose leaf its document was made
 /// from: checked against the encoding in debug builds).
+/// [`canonical_row`] of many entities of one kind, each under its `key`, their leaves
+/// hashed side by side (`Entity::leaves_of_encodings`).
+fn canonical_rows<E: Entity>(entities: &[E], key: impl Fn(&E) -> Vec<u8>) -> Vec<Row> {
+    let values = tables::row_values_with(
+        entities,
+        |e| borsh::object_length(e).unwrap_or_default(),
+        |e, out| {
+            borsh::BorshSerialize::serialize(e, out)
+                .expect("canonical encoding of a value within spec bounds");
+        },
+        |payloads| {
+            E::leaves_of_encodings(payloads)
+                .into_iter()
+                .map(|leaf| leaf.0)
+                .collect()
+        },
+    );
+    entities
+        .iter()
+        .zip(values)
+        .map(|(e, value)| Row {
+            table: E::TABLE,
+            key: key(e),
+            value,
+        })
+        .collect()
+}
+
 fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>, leaf: Option<&[u8; 32]>) -> Row {
     let length = borsh::object_length(entity).unwrap_or_default();
     let value = tables::row_value_with(
