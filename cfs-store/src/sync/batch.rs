@@ -2,7 +2,7 @@
 //! cache first), written as new documents (beside their parse: `stream.rs`), and bound
 //! to their paths.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cfs_core::{ContentHash, DocumentId, Embedding, PathEntry, TextHash, encode_vector};
 use cfs_ingest::{IngestConfig, IngestError, Parsed, WalkEntry, detect_file};
@@ -39,8 +39,9 @@ pub(super) type Results = BTreeMap<usize, std::result::Result<Parsed, IngestErro
 
 /// A parsed file's place in the batch and the embedding text of each of its chunks.
 pub(super) type FileTexts = (usize, Vec<EmbeddingText>);
-/// Per parsed file, its document or why it has none.
-pub(super) type Outcomes = BTreeMap<usize, std::result::Result<DocumentId, String>>;
+/// The places in the batch of the files bound beside the parse (`stream.rs`), as their
+/// documents were written: every file parsed.
+pub(super) type Bound = BTreeSet<usize>;
 
 /// Memory budget per chunk of a write slice: a slice of a sixteenth of the budget at
 /// about 4 KB a chunk (its vector, embedding, encoded rows), 8,192 chunks at 512 MiB.
@@ -83,6 +84,24 @@ fn forget(
         txn.unbind_path(path)?;
     }
     Ok(())
+}
+
+/// Paths to bind to their documents, with their stat rows.
+#[derive(Default)]
+pub(super) struct Bindings<'r> {
+    entries: Vec<PathEntry>,
+    stats: Vec<(&'r str, Stat)>,
+}
+
+impl Bindings<'_> {
+    /// Writes them, each table opened once.
+    pub(super) fn write(self, txn: &mut WriteTxn<'_>) -> Result<()> {
+        if self.entries.is_empty() && self.stats.is_empty() {
+            return Ok(());
+        }
+        txn.bind_paths(&self.entries)?;
+        txn.put_stats(self.stats.iter().map(|(path, stat)| (*path, stat)))
+    }
 }
 
 /// Reads the files of a part, in parallel, with their content hashes: no store access,
@@ -308,68 +327,80 @@ impl SyncRun<'_> {
         Ok(embedded)
     }
 
-    /// Binds every path of a batch to its document, in path order, with its stat row
-    /// (all of them at the end, each table opened once); a file that failed is
-    /// forgotten (its failure recorded when its bytes are known).
+    /// Binds every path of a batch not bound beside the parse to its document, in path
+    /// order, with its stat row (all of them at the end, each table opened once); a
+    /// file that failed is forgotten (its failure recorded when its bytes are known).
     pub(super) fn bind_batch(
         &mut self,
         txn: &mut WriteTxn<'_>,
         reads: &[Read],
         plan: Plan,
-        mut outcomes: Outcomes,
+        bound: &Bound,
     ) -> Result<()> {
         let Plan {
             documents,
             mut known_failures,
             ..
         } = plan;
-        let mut entries = Vec::with_capacity(reads.len());
-        let mut stats = Vec::with_capacity(reads.len());
+        let mut bindings = Bindings::default();
         for (i, read) in reads.iter().enumerate() {
-            let path = read.entry.rel_path.as_str();
-            (self.progress)(SyncProgress::File(path));
-            let racy = self.started_ns.saturating_sub(read.entry.mtime_ns) < RACY_WINDOW_NS;
-            let stat_of = |hash: ContentHash, failure: Option<String>| Stat {
-                size: read.entry.size_bytes,
-                mtime_ns: if racy { 0 } else { read.entry.mtime_ns },
-                hash,
-                failure,
-            };
-            let (bytes, hash) = match &read.result {
-                Ok(ok) => ok,
-                Err(e) => {
-                    self.report.failed.push((path.to_owned(), e.to_string()));
-                    forget(txn, path, &self.existing, None)?;
-                    continue;
-                }
-            };
-            let outcome = match known_failures.remove(&i) {
-                Some(reason) => Err(reason),
-                None => {
-                    self.document_of(txn, path, bytes, hash, documents[i], outcomes.remove(&i))?
-                }
-            };
-            match outcome {
-                Ok(document_id) => {
-                    entries.push(self.counted_entry(txn, path, document_id)?);
-                    stats.push((path, stat_of(*hash, None)));
-                }
-                Err(reason) => {
-                    self.report.failed.push((path.to_owned(), reason.clone()));
-                    forget(
-                        txn,
-                        path,
-                        &self.existing,
-                        Some(stat_of(*hash, Some(reason))),
-                    )?;
-                }
+            if bound.contains(&i) {
+                continue;
             }
+            let path = read.entry.rel_path.as_str();
+            let outcome = match (&read.result, known_failures.remove(&i)) {
+                (Err(e), _) => Err(e.to_string()),
+                (Ok(_), Some(reason)) => Err(reason),
+                (Ok((bytes, hash)), None) => {
+                    self.document_of(txn, path, bytes, hash, documents[i])?
+                }
+            };
+            self.bind_one(txn, read, outcome, &mut bindings)?;
         }
-        txn.bind_paths(&entries)?;
-        txn.put_stats(stats.iter().map(|(path, stat)| (*path, stat)))
+        bindings.write(txn)
     }
 
-    /// The document a read file binds to: the one its plan named, the one parsing made,
+    /// Adds to `bindings` the path of a read file bound to `outcome` (its document) with
+    /// its stat row; a file without a document (`outcome` says why) is recorded as
+    /// failed and forgotten instead.
+    pub(super) fn bind_one<'r>(
+        &mut self,
+        txn: &mut WriteTxn<'_>,
+        read: &'r Read,
+        outcome: std::result::Result<DocumentId, String>,
+        bindings: &mut Bindings<'r>,
+    ) -> Result<()> {
+        let path = read.entry.rel_path.as_str();
+        (self.progress)(SyncProgress::File(path));
+        let racy = self.started_ns.saturating_sub(read.entry.mtime_ns) < RACY_WINDOW_NS;
+        let stat_of = |hash: ContentHash, failure: Option<String>| Stat {
+            size: read.entry.size_bytes,
+            mtime_ns: if racy { 0 } else { read.entry.mtime_ns },
+            hash,
+            failure,
+        };
+        let hash = match &read.result {
+            Ok((_, hash)) => *hash,
+            Err(e) => {
+                self.report.failed.push((path.to_owned(), e.to_string()));
+                return forget(txn, path, &self.existing, None);
+            }
+        };
+        match outcome {
+            Ok(document_id) => {
+                let entry = self.counted_entry(txn, path, document_id)?;
+                bindings.entries.push(entry);
+                bindings.stats.push((path, stat_of(hash, None)));
+                Ok(())
+            }
+            Err(reason) => {
+                self.report.failed.push((path.to_owned(), reason.clone()));
+                forget(txn, path, &self.existing, Some(stat_of(hash, Some(reason))))
+            }
+        }
+    }
+
+    /// The document a read file that was not parsed binds to: the one its plan named,
     /// or (same new content as an earlier file of this batch, parsed once) the one of
     /// its content; or why it has none.
     fn document_of(
@@ -379,20 +410,17 @@ impl SyncRun<'_> {
         bytes: &[u8],
         hash: &ContentHash,
         planned: Option<DocumentId>,
-        parsed: Option<std::result::Result<DocumentId, String>>,
     ) -> Result<std::result::Result<DocumentId, String>> {
-        Ok(match (planned, parsed) {
-            (Some(doc), _) => Ok(doc),
-            (None, Some(outcome)) => outcome,
-            (None, None) => {
-                let detected = detect_file(path, bytes).ok();
-                match detected.and_then(|d| txn.document_for_content(hash, d.mime_type).transpose())
-                {
-                    Some(doc) => Ok(doc?),
-                    None => Err("the same content failed earlier in this batch".to_owned()),
-                }
-            }
-        })
+        if let Some(doc) = planned {
+            return Ok(Ok(doc));
+        }
+        let detected = detect_file(path, bytes).ok();
+        Ok(
+            match detected.and_then(|d| txn.document_for_content(hash, d.mime_type).transpose()) {
+                Some(doc) => Ok(doc?),
+                None => Err("the same content failed earlier in this batch".to_owned()),
+            },
+        )
     }
 
     /// The entry binding `path` to `document_id`, counted: unchanged, updated, renamed

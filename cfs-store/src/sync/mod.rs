@@ -551,7 +551,7 @@ impl<'a> SyncRun<'a> {
         for (n, part) in parts.iter().enumerate() {
             let reads = reads_of(&mut read_ahead, n, part, config);
             let (reads, plan) = self.plan(&txn, reads)?;
-            let (outcomes, read) = rayon::join(
+            let (bound, read) = rayon::join(
                 || self.parse_and_write(&mut txn, &reads, &plan),
                 || {
                     parts
@@ -560,7 +560,7 @@ impl<'a> SyncRun<'a> {
                 },
             );
             read_ahead = read;
-            self.bind_batch(&mut txn, &reads, plan, outcomes?)?;
+            self.bind_batch(&mut txn, &reads, plan, &bound?)?;
             drop(reads);
             files_pending += part.len();
             bytes_pending += part.iter().map(|f| f.size_bytes).sum::<u64>();

@@ -35,7 +35,7 @@ use cfs_ingest::{
 use rayon::prelude::*;
 
 use super::SyncRun;
-use super::batch::{EmbeddingText, FileTexts, Outcomes, Plan, Read, Results, slices};
+use super::batch::{Bindings, Bound, EmbeddingText, FileTexts, Plan, Read, Results, slices};
 use crate::error::{Result, StoreError};
 use crate::write::WriteTxn;
 
@@ -74,12 +74,12 @@ impl Ready {
     }
 }
 
-/// The writer's state: the sync, its transaction, what was written, the first failure.
+/// The writer's state: the sync, its transaction, the files bound, the first failure.
 struct Writer<'w, 'a, 't> {
     run: &'w mut SyncRun<'a>,
     txn: &'w mut WriteTxn<'t>,
     reads: &'w [Read],
-    outcomes: Outcomes,
+    bound: Bound,
     failed: Option<StoreError>,
 }
 
@@ -107,7 +107,7 @@ impl Writer<'_, '_, '_> {
     }
 
     /// Writes the documents of `files`, in slices bounded by the memory budget, and
-    /// records each file's document or why it has none.
+    /// binds their paths.
     fn write(&mut self, files: Vec<ParsedFile>) -> Result<()> {
         self.run.report.parsed += files.len();
         let mut results = Results::new();
@@ -123,25 +123,36 @@ impl Writer<'_, '_, '_> {
             self.run
                 .write_documents(self.txn, self.reads, &results, slice)?;
         }
-        for (i, parsed) in &results {
+        self.bind(&results)
+    }
+
+    /// Binds the paths of the files whose documents were just written (or records why
+    /// they have none): done here, beside the parse, rather than in the serial tail
+    /// before the commit.
+    fn bind(&mut self, results: &Results) -> Result<()> {
+        let mut bindings = Bindings::default();
+        for (&i, parsed) in results {
             let outcome = parsed.as_ref().map(|p| p.document.id);
-            self.outcomes
-                .insert(*i, outcome.map_err(ToString::to_string));
+            let outcome = outcome.map_err(ToString::to_string);
+            self.run
+                .bind_one(self.txn, &self.reads[i], outcome, &mut bindings)?;
+            self.bound.insert(i);
         }
-        Ok(())
+        bindings.write(self.txn)
     }
 }
 
 impl SyncRun<'_> {
     /// Parses the files `plan` names (one file at a time on every core, in the plan's
     /// order: largest first) and writes their documents beside the parse (see the
-    /// module); returns each parsed file's document or why it has none.
+    /// module), binding each parsed file's path as its document is written; returns
+    /// the files bound.
     pub(super) fn parse_and_write(
         &mut self,
         txn: &mut WriteTxn<'_>,
         reads: &[Read],
         plan: &Plan,
-    ) -> Result<Outcomes> {
+    ) -> Result<Bound> {
         let config = &self.options.config;
         let texts_wanted = self.texts_wanted;
         let ready = Mutex::new(Ready::default());
@@ -149,7 +160,7 @@ impl SyncRun<'_> {
             run: self,
             txn,
             reads,
-            outcomes: Outcomes::new(),
+            bound: Bound::new(),
             failed: None,
         });
         let count = plan.to_parse.len();
@@ -182,7 +193,7 @@ impl SyncRun<'_> {
         debug_assert!(lock(&ready).files.is_empty(), "every parsed file written");
         match writer.failed {
             Some(e) => Err(e),
-            None => Ok(writer.outcomes),
+            None => Ok(writer.bound),
         }
     }
 }
