@@ -7,8 +7,8 @@
 use std::hint::black_box;
 
 use cfs_core::{
-    Bucket, BucketedTable, Chunk, ChunkKind, DocumentId, MerkleRoot, N_BUCKETS, TableRoots,
-    TextHash, TopTree, merkle_root, table_root_from_sorted,
+    Bucket, BucketedTable, Chunk, ChunkKind, DocumentId, Edge, Entity, LeafHash, MerkleRoot,
+    N_BUCKETS, TableRoots, TextHash, TopTree, merkle_root, table_root_from_sorted,
 };
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rayon::prelude::*;
@@ -169,11 +169,51 @@ fn many_texts(c: &mut Criterion) {
     group.finish();
 }
 
+/// Small batches, where `hash_many` either hashes side by side or leaves the inputs to
+/// the crate one by one: 8,640 edge leaves (38-byte encodings) in groups of 2 to 8, and
+/// the roots of 1,080 trees of 8 leaves (a bucket's, in a 8,640-leaf table).
+fn small_batches(c: &mut Criterion) {
+    let encodings: Vec<Vec<u8>> = (0..8640u64)
+        .map(|i| {
+            let mut e = vec![0u8; 38];
+            e[..8].copy_from_slice(&i.to_le_bytes());
+            e
+        })
+        .collect();
+    let refs: Vec<&[u8]> = encodings.iter().map(Vec::as_slice).collect();
+    let alone: Vec<LeafHash> = refs.iter().map(|e| Edge::leaf_of_encoding(e)).collect();
+    let mut group = c.benchmark_group("small_batches");
+    for size in [2usize, 3, 4, 5, 8] {
+        let batched: Vec<LeafHash> = refs
+            .chunks(size)
+            .flat_map(Edge::leaves_of_encodings)
+            .collect();
+        assert_eq!(batched, alone, "batched edge leaves differ");
+        group.bench_function(format!("8640_edge_leaves_{size}_a_batch"), |b| {
+            b.iter(|| {
+                for batch in refs.chunks(size) {
+                    black_box(Edge::leaves_of_encodings(black_box(batch)));
+                }
+            })
+        });
+    }
+    let leaves: Vec<[u8; 32]> = alone.iter().map(|l| l.0).collect();
+    group.bench_function("1080_roots_of_8_leaves", |b| {
+        b.iter(|| {
+            for tree in leaves.chunks(8) {
+                black_box(merkle_root(black_box(tree)));
+            }
+        })
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     state_root_at_one_million,
     chunk_leaf_hashing,
     top_tree,
-    many_texts
+    many_texts,
+    small_batches
 );
 criterion_main!(benches);
