@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use cfs_core::{
     Bucket, BucketedTable, Chunk, ChunkKind, DocumentId, Edge, Entity, LeafHash, MerkleRoot,
-    N_BUCKETS, TableRoots, TextHash, TopTree, merkle_root, table_root_from_sorted,
+    N_BUCKETS, TableRoots, TextHash, TopTree, merkle_root, merkle_roots, table_root_from_sorted,
 };
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use rayon::prelude::*;
@@ -204,6 +204,12 @@ fn small_batches(c: &mut Criterion) {
                 black_box(merkle_root(black_box(tree)));
             }
         })
+    });
+    let trees: Vec<&[[u8; 32]]> = leaves.chunks(8).collect();
+    let each: Vec<MerkleRoot> = trees.iter().map(|t| merkle_root(t)).collect();
+    assert_eq!(merkle_roots(&trees), each, "roots of many trees differ");
+    group.bench_function("1080_roots_of_8_leaves_together", |b| {
+        b.iter(|| black_box(merkle_roots(black_box(&trees))))
     });
     group.finish();
 }

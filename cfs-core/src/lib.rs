@@ -44,7 +44,7 @@ pub use hash::{
 };
 pub use id::{ChunkId, DocumentId, EmbeddingId, PathId, namespace};
 pub use lookup::PrefixIndex;
-pub use merkle::{MerklePath, PathStep, merkle_path, merkle_root, root_from_path};
+pub use merkle::{MerklePath, PathStep, merkle_path, merkle_root, merkle_roots, root_from_path};
 pub use path::{MAX_PATH_BYTES, PathEntry, validate_rel_path};
 pub use proof::{ChunkProof, InclusionProof};
 pub use record::{ChangeSummary, StateRecord, TableChange};

@@ -59,6 +59,51 @@ pub fn merkle_root(leaves: &[[u8; HASH_LEN]]) -> MerkleRoot {
     }
 }
 
+/// The roots of many trees ([`merkle_root`] of each, in order), a layer of all of them
+/// at a time: a table's buckets are a thousand trees of a few leaves, whose layers
+/// alone would be hashed a node or two at a time (bench `small_batches`).
+pub fn merkle_roots(trees: &[&[[u8; HASH_LEN]]]) -> Vec<MerkleRoot> {
+    let mut layers: Vec<Vec<[u8; HASH_LEN]>> = next_layers(trees);
+    while layers.iter().any(|layer| layer.len() > 1) {
+        let borrowed: Vec<&[[u8; HASH_LEN]]> = layers.iter().map(Vec::as_slice).collect();
+        layers = next_layers(&borrowed);
+    }
+    layers
+        .iter()
+        .map(|layer| {
+            layer
+                .first()
+                .map_or_else(MerkleRoot::empty, |&h| MerkleRoot(h))
+        })
+        .collect()
+}
+
+/// The layer above each of `layers` (a layer of one node or none stays as it is): the
+/// pairs of all of them hashed by one call, each layer's last node promoted when odd.
+fn next_layers(layers: &[&[[u8; HASH_LEN]]]) -> Vec<Vec<[u8; HASH_LEN]>> {
+    // Each layer's pairs, side by side: an even count from each keeps every pair
+    // within its layer.
+    let paired: Vec<[u8; HASH_LEN]> = layers
+        .iter()
+        .filter(|layer| layer.len() > 1)
+        .flat_map(|layer| layer[..layer.len() / 2 * 2].iter().copied())
+        .collect();
+    let mut nodes = hash::nodes(&paired).into_iter();
+    layers
+        .iter()
+        .map(|layer| {
+            if layer.len() <= 1 {
+                return layer.to_vec();
+            }
+            let mut next: Vec<[u8; HASH_LEN]> = nodes.by_ref().take(layer.len() / 2).collect();
+            if layer.len() % 2 == 1 {
+                next.extend(layer.last());
+            }
+            next
+        })
+        .collect()
+}
+
 /// The layer above `layer`: each pair of neighbours hashed into their node, the last
 /// of an odd layer promoted.
 fn next_layer(layer: &[[u8; HASH_LEN]]) -> Vec<[u8; HASH_LEN]> {
@@ -180,6 +225,25 @@ mod tests {
             let theirs = MerkleTree::<NodeHasher>::from_leaves(&l).root().unwrap();
             assert_eq!(merkle_root(&l), MerkleRoot(theirs), "n={n}");
         }
+    }
+
+    /// Many trees at once, of every size to 40 and none, in a scattered order: each
+    /// root is the one tree's alone.
+    #[test]
+    fn roots_of_many_trees_are_each_trees_root() {
+        let sizes: Vec<u8> = (0..=40).chain([1, 0, 7, 2, 33, 1]).rev().collect();
+        let trees: Vec<Vec<[u8; 32]>> = sizes
+            .iter()
+            .enumerate()
+            .map(|(t, &n)| (0..n).map(|i| [i ^ t as u8; 32]).collect())
+            .collect();
+        let borrowed: Vec<&[[u8; 32]]> = trees.iter().map(Vec::as_slice).collect();
+        let roots = merkle_roots(&borrowed);
+        assert_eq!(roots.len(), trees.len());
+        for (tree, root) in trees.iter().zip(&roots) {
+            assert_eq!(*root, merkle_root(tree), "{} leaves", tree.len());
+        }
+        assert!(merkle_roots(&[]).is_empty());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! committed table are hashed from the same in-memory rows beside the cursor, so the
 //! commit does not read them back.
 
-use cfs_core::{Bucket, MerkleRoot, Table, merkle_root};
+use cfs_core::{Bucket, MerkleRoot, Table, merkle_roots};
 use rayon::prelude::*;
 use redb::ReadableTableMetadata;
 
@@ -99,8 +99,11 @@ fn bucket_roots_of(rows: &[(Vec<u8>, Vec<u8>)], kept: &[usize]) -> Option<Vec<(u
     Some(roots_of_leaves(&leaves))
 }
 
-/// The root of each bucket of `leaves` (bucket, leaf), in key order.
+/// The root of each bucket of `leaves` (bucket, leaf), in key order: the buckets' trees
+/// hashed a layer of a group of them at a time, the groups in parallel.
 fn roots_of_leaves(leaves: &[(u16, [u8; 32])]) -> Vec<(u16, MerkleRoot)> {
+    /// Buckets hashed together by one task.
+    const GROUP: usize = 128;
     let mut spans: Vec<(u16, usize, usize)> = Vec::new();
     for (at, (bucket, _)) in leaves.iter().enumerate() {
         match spans.last_mut() {
@@ -108,11 +111,16 @@ fn roots_of_leaves(leaves: &[(u16, [u8; 32])]) -> Vec<(u16, MerkleRoot)> {
             _ => spans.push((*bucket, at, at + 1)),
         }
     }
+    let hashes: Vec<[u8; 32]> = leaves.iter().map(|(_, leaf)| *leaf).collect();
     spans
-        .into_par_iter()
-        .map(|(bucket, from, to)| {
-            let leaves: Vec<[u8; 32]> = leaves[from..to].iter().map(|(_, l)| *l).collect();
-            (bucket, merkle_root(&leaves))
+        .par_chunks(GROUP)
+        .flat_map_iter(|group| {
+            let trees: Vec<&[[u8; 32]]> = group
+                .iter()
+                .map(|&(_, from, to)| &hashes[from..to])
+                .collect();
+            let roots = merkle_roots(&trees);
+            group.iter().map(|&(bucket, _, _)| bucket).zip(roots)
         })
         .collect()
 }
