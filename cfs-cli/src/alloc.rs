@@ -56,18 +56,21 @@ pub fn tune() {
 /// pages (2 MiB) where it can (the machine's setting `madvise`, the common default, gives
 /// them only to memory so marked; `always` needs nothing, `never` refuses).
 ///
-/// A short sync touches most of its heap for the first time: a 4 KiB page fault for
-/// every page a parse thread's heap grows by, 10,000 of them in a cold index of a 6 MB
-/// TypeScript tree. With the heaps marked, a fault maps 2 MiB and the sync takes 5% less
-/// time there (1% on the Python library, equal on the Rust tree), at the same peak
-/// memory on the 110 MB tree (docs/benchmarks.md, "Huge pages for the heaps").
+/// A new store's first index touches most of its heap for the first time: a 4 KiB page
+/// fault for every page a parse thread's heap grows by, 10,000 of them in a cold index
+/// of a 6 MB TypeScript tree. With the heaps marked, a fault maps 2 MiB and the index
+/// takes 5% less time there (1% on the Python library, equal on the Rust tree), at the
+/// same peak memory on the 110 MB tree. A sync into an existing store is not marked: 150
+/// changed files of the Python library took 3.5% longer with it (203 -> 210 ms), each
+/// fault zeroing 2 MiB of which the short sync uses little (docs/benchmarks.md, "Huge
+/// pages for the heaps").
 ///
 /// glibc reserves each thread's heap (64 MiB of address space) when the thread first
 /// allocates and grows it inside that mapping, so every heap exists once each thread of
 /// rayon's pool has allocated, and the mark, a property of the mapping, covers its
 /// growth. The main thread's heap grows by new mappings, which are not marked, nor are
-/// allocations of 128 KiB and more, mapped on their own. Call it before a long,
-/// allocating operation; it costs a read of the process's memory map.
+/// allocations of 128 KiB and more, mapped on their own. It costs a read of the
+/// process's memory map.
 pub fn huge_page_heaps() {
     #[cfg(target_os = "linux")]
     {

@@ -298,6 +298,8 @@ pub fn open_or_create(
         let embedder = embedder_for(&store)?;
         (store, embedder)
     } else {
+        // A new store's first index touches most of its heap for the first time.
+        crate::alloc::huge_page_heaps();
         let embedder = choice
             .unwrap_or(EmbedderChoice::MinilmInt)
             .for_new_store()?;
@@ -411,7 +413,6 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         print_sync_report(&no_op.report, &root, &no_op.file, &done, args.common.json)?;
         return Ok(ExitCode::SUCCESS);
     }
-    crate::alloc::huge_page_heaps();
     let opened = open_or_create(&root, &args.common, args.embedder, args.memory_bytes())?;
     let started = std::time::Instant::now();
     let (report, changed_head) = sync_tree(&opened, &root, part.as_deref(), args)?;
