@@ -10,6 +10,12 @@
 //! round or to the round after the parse. The writer never blocks a core: a busy writer
 //! is skipped, and its own parallel steps (rows, embeddings) run in the same pool.
 //!
+//! A parse the writer is done with goes back to the pool thread that made it, which
+//! frees it before its next file. Freed by the writer, the memory of a file parsed on
+//! the other core went back to that core's heap through its lock, while that core was
+//! allocating for its next parse: the TypeScript tree's cold index took 2.6-2.9% longer
+//! (155.7 -> 151.2 ms over 40 alternating rounds; docs/benchmarks.md).
+//!
 //! Files are written in the plan's order (largest first), so the chunk log's layout
 //! depends on the files alone, not on the timing, and they are handed to the cores in
 //! that same order, one at a time from a shared counter: the last files parsed are the
@@ -20,9 +26,10 @@
 //! parser's data out of the caches: written a file at a time the TypeScript tree's
 //! cold index took 4 ms longer, a quarter of the part at a time 4 ms less than before
 //! (docs/benchmarks.md, "The parse in the plan's order"). A part's parsed files are
-//! still freed as they are written (the 110 MB tree with vectors inline peaked at 474
-//! MB instead of 544 when the write came after the part), and the Python library's
-//! cold index is 15-31 ms shorter than with the write after the part.
+//! still freed soon after they are written, by their parser's next file (the 110 MB
+//! tree with vectors inline peaked at 474 MB instead of 544 when the write came after
+//! the part), and the Python library's cold index is 15-31 ms shorter than with the
+//! write after the part.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,12 +49,26 @@ use crate::write::WriteTxn;
 /// The writer is called when this share of a part (a quarter) is parsed in order.
 const WRITE_ROUNDS: usize = 4;
 
-/// A parsed file: its place in the batch, its parse, and its chunks' embedding texts.
+/// A parsed file: its place in the batch, its parse, its chunks' embedding texts, and
+/// the pool thread that parsed it.
 type ParsedFile = (
     usize,
     std::result::Result<Parsed, IngestError>,
     Vec<EmbeddingText>,
+    usize,
 );
+
+/// Per pool thread, the parses it made that the writer is done with: the thread frees
+/// them itself, before its next file (see the module).
+type Returned = Vec<Mutex<Vec<std::result::Result<Parsed, IngestError>>>>;
+
+/// Frees what the writer returned to the calling pool thread.
+fn free_returned(returned: &Returned) {
+    if let Some(mine) = rayon::current_thread_index().and_then(|t| returned.get(t)) {
+        let parses = std::mem::take(&mut *lock(mine));
+        drop(parses);
+    }
+}
 
 /// Files parsed and not yet written, by their place in the plan's order.
 #[derive(Default)]
@@ -79,6 +100,7 @@ struct Writer<'w, 'a, 't> {
     run: &'w mut SyncRun<'a>,
     txn: &'w mut WriteTxn<'t>,
     reads: &'w [Read],
+    returned: &'w Returned,
     bound: Bound,
     failed: Option<StoreError>,
 }
@@ -106,24 +128,32 @@ impl Writer<'_, '_, '_> {
         }
     }
 
-    /// Writes the documents of `files`, in slices bounded by the memory budget, and
-    /// binds their paths.
+    /// Writes the documents of `files`, in slices bounded by the memory budget, binds
+    /// their paths, and returns each parse to the thread that made it.
     fn write(&mut self, files: Vec<ParsedFile>) -> Result<()> {
         self.run.report.parsed += files.len();
         let mut results = Results::new();
         let mut texts: Vec<FileTexts> = Vec::new();
-        for (i, parsed, file_texts) in files {
+        let mut owners = BTreeMap::new();
+        for (i, parsed, file_texts, owner) in files {
             if parsed.is_ok() {
                 texts.push((i, file_texts));
             }
             results.insert(i, parsed);
+            owners.insert(i, owner);
         }
         let most = self.run.slice_chunks();
         for slice in slices(&texts, most) {
             self.run
                 .write_documents(self.txn, self.reads, &results, slice)?;
         }
-        self.bind(&results)
+        self.bind(&results)?;
+        for (i, parsed) in results {
+            if let Some(theirs) = owners.get(&i).and_then(|&t| self.returned.get(t)) {
+                lock(theirs).push(parsed);
+            }
+        }
+        Ok(())
     }
 
     /// Binds the paths of the files whose documents were just written (or records why
@@ -156,10 +186,14 @@ impl SyncRun<'_> {
         let config = &self.options.config;
         let texts_wanted = self.texts_wanted;
         let ready = Mutex::new(Ready::default());
+        let returned: Returned = (0..rayon::current_num_threads())
+            .map(|_| Mutex::default())
+            .collect();
         let writer = Mutex::new(Writer {
             run: self,
             txn,
             reads,
+            returned: &returned,
             bound: Bound::new(),
             failed: None,
         });
@@ -177,6 +211,7 @@ impl SyncRun<'_> {
                 let Some(&i) = plan.to_parse.get(place) else {
                     break;
                 };
+                free_returned(&returned);
                 let file = parse_one(reads, i, config, texts_wanted);
                 let due = {
                     let mut ready = lock(&ready);
@@ -187,6 +222,7 @@ impl SyncRun<'_> {
                     writer.drain(&ready);
                 }
             }
+            free_returned(&returned);
         });
         let mut writer = writer.into_inner().unwrap_or_else(|e| e.into_inner());
         writer.drain(&ready);
@@ -218,5 +254,5 @@ fn parse_one(reads: &[Read], i: usize, config: &IngestConfig, texts_wanted: bool
             .collect(),
         Err(_) => Vec::new(),
     };
-    (i, parsed, texts)
+    (i, parsed, texts, rayon::current_thread_index().unwrap_or(0))
 }
