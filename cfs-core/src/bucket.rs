@@ -51,16 +51,10 @@ impl Default for TopTree {
     }
 }
 
-/// The root of a table with no rows, computed once: each level's node is the one below
-/// it paired with itself ([`BUCKET_BITS`] hashes, no tree built).
+/// The root of a table with no rows, computed once per process.
 pub(crate) fn empty_table_root() -> MerkleRoot {
-    static ROOT: std::sync::LazyLock<MerkleRoot> = std::sync::LazyLock::new(|| {
-        let mut node = MerkleRoot::empty().0;
-        for _ in 0..BUCKET_BITS {
-            node = hash::node(&node, &node);
-        }
-        MerkleRoot(node)
-    });
+    static ROOT: std::sync::LazyLock<MerkleRoot> =
+        std::sync::LazyLock::new(|| TopTree::new().root());
     *ROOT
 }
 

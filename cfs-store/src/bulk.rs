@@ -166,20 +166,8 @@ pub(crate) fn write_staged(
     }
     let mut t = txn.open_table(def)?;
     if t.is_empty()? {
-        // The cursor appends: a key out of order would corrupt the table's order.
-        assert!(
-            kept.windows(2).all(|w| rows[w[0]].0 < rows[w[1]].0),
-            "a packed run is in strictly ascending key order"
-        );
         let (written, roots) = rayon::join(
-            || -> Result<()> {
-                let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
-                for &i in &kept {
-                    cursor.insert_before(rows[i].0.as_slice(), rows[i].1.as_slice())?;
-                }
-                cursor.close()?;
-                Ok(())
-            },
+            || append_ordered(&mut t, kept.iter().map(|&i| Ok((&rows[i].0, &rows[i].1)))),
             || committed.then(|| bucket_roots_of(&rows, &kept)).flatten(),
         );
         written?;
@@ -196,6 +184,28 @@ pub(crate) fn write_staged(
     drop(t);
     rayon::spawn(move || drop(rows));
     Ok(out)
+}
+
+/// Appends `rows` after the last row of `t` (an empty table, for a cold load) through
+/// one cursor, which packs every page. The cursor appends as told, and a key not above
+/// the one before would corrupt the table's order: each is checked.
+pub(crate) fn append_ordered<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    t: &mut redb::Table<'_, &'static [u8], &'static [u8]>,
+    rows: impl IntoIterator<Item = Result<(K, V)>>,
+) -> Result<()> {
+    let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
+    let mut last: Option<K> = None;
+    for row in rows {
+        let (key, value) = row?;
+        assert!(
+            last.as_ref().is_none_or(|l| l.as_ref() < key.as_ref()),
+            "an appended run is in strictly ascending key order"
+        );
+        cursor.insert_before(key.as_ref(), value.as_ref())?;
+        last = Some(key);
+    }
+    cursor.close()?;
+    Ok(())
 }
 
 /// One staged table's destination: the transaction, the table, whether it is a
@@ -266,18 +276,10 @@ fn write_merged(load: &TableLoad<'_>, rows: Rows, mut runs: Vec<Run>) -> Result<
         out: StagedWrite::default(),
         leaves: load.committed.then(Vec::new),
     };
-    let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
-    let mut last: Option<Vec<u8>> = None;
-    while let Some((key, value)) = merged.next_kept()? {
-        // The cursor appends: a key out of order would corrupt the table's order.
-        assert!(
-            last.as_ref().is_none_or(|l| *l < key),
-            "a merged run is in strictly ascending key order"
-        );
-        cursor.insert_before(key.as_slice(), value.as_slice())?;
-        last = Some(key);
-    }
-    cursor.close()?;
+    append_ordered(
+        &mut t,
+        std::iter::from_fn(|| merged.next_kept().transpose()),
+    )?;
     let mut out = merged.out;
     out.bucket_roots = merged.leaves.map(|leaves| roots_of_leaves(&leaves));
     Ok(out)

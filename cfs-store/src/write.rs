@@ -389,42 +389,10 @@ fn write_index<'a>(
 /// thousands of rows, and none holds spare capacity), and hashed once unless its leaf is
 /// known already (a chunk the sync has just parsed, whose leaf its document was made
 /// from: checked against the encoding in debug builds).
-/// [`canonical_row`] of many entities of one kind, each under its `key`, their leaves
-/// hashed side by side (`Entity::leaves_of_encodings`).
-fn canonical_rows<E: Entity>(entities: &[E], key: impl Fn(&E) -> Vec<u8>) -> Vec<Row> {
-    let values = tables::row_values_with(
-        entities,
-        |e| borsh::object_length(e).unwrap_or_default(),
-        |e, out| {
-            borsh::BorshSerialize::serialize(e, out)
-                .expect("canonical encoding of a value within spec bounds");
-        },
-        |payloads| {
-            E::leaves_of_encodings(payloads)
-                .into_iter()
-                .map(|leaf| leaf.0)
-                .collect()
-        },
-    );
-    entities
-        .iter()
-        .zip(values)
-        .map(|(e, value)| Row {
-            table: E::TABLE,
-            key: key(e),
-            value,
-        })
-        .collect()
-}
-
 fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>, leaf: Option<&[u8; 32]>) -> Row {
-    let length = borsh::object_length(entity).unwrap_or_default();
     let value = tables::row_value_with(
-        length,
-        |out| {
-            borsh::BorshSerialize::serialize(entity, out)
-                .expect("canonical encoding of a value within spec bounds");
-        },
+        encoded_len(entity),
+        |out| encode_into(entity, out),
         |encoded| {
             let hashed = || E::leaf_of_encoding(encoded).0;
             match leaf {
@@ -441,6 +409,37 @@ fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>, leaf: Option<&[u8; 32]>) -
         key,
         value,
     }
+}
+
+/// [`canonical_row`] of many entities of one kind, each under its `key`, their leaves
+/// hashed side by side (`Entity::leaves_of_encodings`).
+fn canonical_rows<E: Entity>(entities: &[E], key: impl Fn(&E) -> Vec<u8>) -> Vec<Row> {
+    let values = tables::row_values_with(entities, encoded_len, encode_into, |payloads| {
+        E::leaves_of_encodings(payloads)
+            .into_iter()
+            .map(|leaf| leaf.0)
+            .collect()
+    });
+    entities
+        .iter()
+        .zip(values)
+        .map(|(e, value)| Row {
+            table: E::TABLE,
+            key: key(e),
+            value,
+        })
+        .collect()
+}
+
+/// The length of an entity's canonical encoding, counted without writing it.
+fn encoded_len<E: Entity>(entity: &E) -> usize {
+    borsh::object_length(entity).unwrap_or_default()
+}
+
+/// Appends an entity's canonical encoding to `out`.
+fn encode_into<E: Entity>(entity: &E, out: &mut Vec<u8>) {
+    borsh::BorshSerialize::serialize(entity, out)
+        .expect("canonical encoding of a value within spec bounds");
 }
 
 /// The folder of the store file `path` (`.` for a bare file name), where rows spilled
@@ -1141,22 +1140,10 @@ fn write_bucket_roots(
 ) -> Result<()> {
     roots.sort_unstable_by_key(|&(table, bucket, _)| tables::bucket_root_key(table, bucket));
     if redb::ReadableTableMetadata::is_empty(t)? && roots.iter().all(|r| r.2.is_some()) {
-        // The cursor appends: a key out of order (or twice) would corrupt the table.
-        assert!(
-            roots.windows(2).all(|w| {
-                tables::bucket_root_key(w[0].0, w[0].1) < tables::bucket_root_key(w[1].0, w[1].1)
-            }),
-            "bucket roots are written once each, in key order"
-        );
-        let mut cursor = t.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
-        for (table, bucket, root) in roots
-            .iter()
-            .filter_map(|(t, b, r)| Some((t, b, r.as_ref()?)))
-        {
-            cursor.insert_before(&tables::bucket_root_key(*table, *bucket)[..], &root.0[..])?;
-        }
-        cursor.close()?;
-        return Ok(());
+        let rows = roots.iter().filter_map(|&(table, bucket, root)| {
+            Some(Ok((tables::bucket_root_key(table, bucket), root?.0)))
+        });
+        return crate::bulk::append_ordered(t, rows);
     }
     for (table, bucket, root) in roots {
         let key = tables::bucket_root_key(table, bucket);
