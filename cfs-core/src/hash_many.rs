@@ -10,9 +10,10 @@
 //! nodes of every input side by side. The result is BLAKE3's, bit for bit, on every path
 //! (checked against the `blake3` crate in the tests); only the speed depends on the CPU.
 //!
-//! The compression is written over arrays of sixteen lanes and compiled for AVX-512 and
-//! for AVX2 (chosen at run time) and for the target's baseline, which is what other CPUs
-//! get (a vector unit there, e.g. NEON, still runs the lanes together).
+//! The compression is written over arrays of sixteen lanes and compiled for AVX2 (chosen
+//! at run time) and for the target's baseline, which is what other CPUs get (a vector
+//! unit there, e.g. NEON, still runs the lanes together); for AVX-512 it is written in
+//! its instructions, the state and the message held in its 32 registers.
 
 use std::cmp::Reverse;
 
@@ -166,29 +167,41 @@ fn pieces_of<'a>(inputs: &[&'a [u8]]) -> Vec<Piece<'a>> {
 /// Each input's root from its pieces' chaining values (`cvs`, input after input): a
 /// tree level at a time, each pair of neighbours merged into its parent (the last of an
 /// odd level carried up), every input's parents of a level compressed together. This
-/// is BLAKE3's tree: the left subtree holds the largest power of two of chunks.
-fn merge_all(inputs: &[&[u8]], cvs: Vec<Cv>, key: &Cv, flags: u32, mode: Mode<'_>) -> Vec<Cv> {
-    let mut levels: Vec<Vec<Cv>> = Vec::with_capacity(inputs.len());
-    let mut rest = cvs.into_iter();
+/// is BLAKE3's tree: the left subtree holds the largest power of two of chunks. Each
+/// input's level is kept in place in `cvs`, at the start of its pieces' span: no
+/// allocation per input (a document's leaves are thousands of inputs a call).
+#[inline(never)]
+fn merge_all(inputs: &[&[u8]], mut cvs: Vec<Cv>, key: &Cv, flags: u32, mode: Mode<'_>) -> Vec<Cv> {
+    // Each input's span of `cvs`: where it starts and the width of its level.
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(inputs.len());
+    let mut start = 0;
     for input in inputs {
-        levels.push(rest.by_ref().take(pieces_in(input.len())).collect());
+        let width = pieces_in(input.len());
+        spans.push((start, width));
+        start += width;
     }
+    let mut parents: Vec<([u8; BLOCK_LEN], u32)> = Vec::new();
     loop {
-        let mut parents: Vec<([u8; BLOCK_LEN], u32)> = Vec::new();
-        for level in levels.iter().filter(|l| l.len() > 1) {
-            let root = if level.len() == 2 { ROOT } else { 0 };
-            for pair in level.chunks_exact(2) {
+        parents.clear();
+        for &(start, width) in spans.iter().filter(|(_, width)| *width > 1) {
+            let root = if width == 2 { ROOT } else { 0 };
+            for pair in cvs[start..start + width].chunks_exact(2) {
                 parents.push((block_of(&pair[0], &pair[1]), flags | PARENT | root));
             }
         }
         if parents.is_empty() {
-            return levels.into_iter().map(|l| l[0]).collect();
+            return spans.iter().map(|&(start, _)| cvs[start]).collect();
         }
         let mut merged = compress_parents(&parents, key, mode).into_iter();
-        for level in levels.iter_mut().filter(|l| l.len() > 1) {
-            let odd = (level.len() % 2 == 1).then(|| level[level.len() - 1]);
-            let pairs = level.len() / 2;
-            *level = merged.by_ref().take(pairs).chain(odd).collect();
+        for (start, width) in spans.iter_mut().filter(|(_, width)| *width > 1) {
+            let pairs = *width / 2;
+            for (slot, parent) in cvs[*start..*start + pairs].iter_mut().zip(merged.by_ref()) {
+                *slot = parent;
+            }
+            if *width % 2 == 1 {
+                cvs[*start + pairs] = cvs[*start + *width - 1];
+            }
+            *width = pairs + *width % 2;
         }
     }
 }
@@ -245,7 +258,9 @@ fn to_32(bytes: &[u8]) -> [u8; 32] {
 }
 
 /// The lanes' chaining values and the counters, lengths and flags of their next
-/// compression, word by word.
+/// compression, word by word. Each row is one vector of sixteen lanes, aligned to a
+/// cache line so that its load and store never straddle two.
+#[repr(C, align(64))]
 struct State {
     cv: [Lanes; 8],
     counter_low: Lanes,
@@ -346,12 +361,13 @@ fn compress(state: &mut State, blocks: &[&[u8]; LANES]) {
 #[allow(unsafe_code)]
 mod simd {
     use std::arch::x86_64::{
-        __m512i, _mm512_loadu_si512, _mm512_maskz_loadu_epi8, _mm512_setzero_si512,
-        _mm512_shuffle_i32x4, _mm512_storeu_si512, _mm512_unpackhi_epi32, _mm512_unpackhi_epi64,
-        _mm512_unpacklo_epi32, _mm512_unpacklo_epi64,
+        __m512i, _mm512_add_epi32, _mm512_loadu_si512, _mm512_maskz_loadu_epi8, _mm512_ror_epi32,
+        _mm512_set1_epi32, _mm512_setzero_si512, _mm512_shuffle_i32x4, _mm512_storeu_si512,
+        _mm512_unpackhi_epi32, _mm512_unpackhi_epi64, _mm512_unpacklo_epi32, _mm512_unpacklo_epi64,
+        _mm512_xor_si512,
     };
 
-    use super::{BLOCK_LEN, LANES, Lanes, State, compress_lanes, words_by_lane};
+    use super::{BLOCK_LEN, IV, LANES, Lanes, SCHEDULE, State, compress_lanes, words_by_lane};
 
     pub(super) fn compress_avx512(state: &mut State, blocks: &[&[u8]; LANES]) {
         // SAFETY: called only after `is_x86_feature_detected!` of avx512f and avx512bw.
@@ -363,10 +379,81 @@ mod simd {
         unsafe { avx2(state, blocks) }
     }
 
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    /// BLAKE3's compression of the sixteen lanes in the vector registers: the sixteen
+    /// state rows and the sixteen message words are the 32 registers AVX-512 has.
+    /// (Left to the compiler, the same arithmetic over `[u32; 16]` arrays compiled to
+    /// code whose speed depended on what else the crate held: a change to `merge_all`
+    /// made the chunk leaves of bench `leaf_hashing` 28% slower, the message stored
+    /// and reloaded through the stack, the chaining values scattered.)
+    #[target_feature(enable = "avx512f,avx512bw")]
     fn avx512(state: &mut State, blocks: &[&[u8]; LANES]) {
-        let words = load16(blocks);
-        compress_lanes(state, &words);
+        let m = load16(blocks);
+        // SAFETY: each row of the state is 64 bytes, read unaligned.
+        let row = |r: &Lanes| unsafe { _mm512_loadu_si512(r.as_ptr().cast()) };
+        let iv = |w: usize| _mm512_set1_epi32(IV[w] as i32);
+        let cv = &state.cv;
+        let mut v = [
+            row(&cv[0]),
+            row(&cv[1]),
+            row(&cv[2]),
+            row(&cv[3]),
+            row(&cv[4]),
+            row(&cv[5]),
+            row(&cv[6]),
+            row(&cv[7]),
+            iv(0),
+            iv(1),
+            iv(2),
+            iv(3),
+            row(&state.counter_low),
+            row(&state.counter_high),
+            row(&state.block_len),
+            row(&state.flags),
+        ];
+        // Seven rounds written out, so that every index is a constant and the state and
+        // message stay in registers.
+        round(&mut v, &m, &SCHEDULE[0]);
+        round(&mut v, &m, &SCHEDULE[1]);
+        round(&mut v, &m, &SCHEDULE[2]);
+        round(&mut v, &m, &SCHEDULE[3]);
+        round(&mut v, &m, &SCHEDULE[4]);
+        round(&mut v, &m, &SCHEDULE[5]);
+        round(&mut v, &m, &SCHEDULE[6]);
+        for (w, out) in state.cv.iter_mut().enumerate() {
+            // SAFETY: each row of the state is 64 bytes, written unaligned.
+            unsafe {
+                _mm512_storeu_si512(out.as_mut_ptr().cast(), _mm512_xor_si512(v[w], v[w + 8]))
+            };
+        }
+    }
+
+    /// One round: `G` on the columns, then on the diagonals.
+    #[inline(always)]
+    fn round(v: &mut [__m512i; 16], m: &[__m512i; 16], s: &[usize; 16]) {
+        g(v, [0, 4, 8, 12], m[s[0]], m[s[1]]);
+        g(v, [1, 5, 9, 13], m[s[2]], m[s[3]]);
+        g(v, [2, 6, 10, 14], m[s[4]], m[s[5]]);
+        g(v, [3, 7, 11, 15], m[s[6]], m[s[7]]);
+        g(v, [0, 5, 10, 15], m[s[8]], m[s[9]]);
+        g(v, [1, 6, 11, 12], m[s[10]], m[s[11]]);
+        g(v, [2, 7, 8, 13], m[s[12]], m[s[13]]);
+        g(v, [3, 4, 9, 14], m[s[14]], m[s[15]]);
+    }
+
+    /// BLAKE3's quarter-round `G` on every lane.
+    #[inline(always)]
+    fn g(v: &mut [__m512i; 16], [a, b, c, d]: [usize; 4], x: __m512i, y: __m512i) {
+        // SAFETY (all of it): register arithmetic of AVX-512F, which the callers enable.
+        unsafe {
+            v[a] = _mm512_add_epi32(_mm512_add_epi32(v[a], v[b]), x);
+            v[d] = _mm512_ror_epi32::<16>(_mm512_xor_si512(v[d], v[a]));
+            v[c] = _mm512_add_epi32(v[c], v[d]);
+            v[b] = _mm512_ror_epi32::<12>(_mm512_xor_si512(v[b], v[c]));
+            v[a] = _mm512_add_epi32(_mm512_add_epi32(v[a], v[b]), y);
+            v[d] = _mm512_ror_epi32::<8>(_mm512_xor_si512(v[d], v[a]));
+            v[c] = _mm512_add_epi32(v[c], v[d]);
+            v[b] = _mm512_ror_epi32::<7>(_mm512_xor_si512(v[b], v[c]));
+        }
     }
 
     #[target_feature(enable = "avx2")]
@@ -379,7 +466,7 @@ mod simd {
     /// 32-bit and 64-bit interleaves within each 128-bit quarter, then two shuffles of
     /// the quarters.
     #[target_feature(enable = "avx512f,avx512bw")]
-    fn load16(blocks: &[&[u8]; LANES]) -> [Lanes; 16] {
+    fn load16(blocks: &[&[u8]; LANES]) -> [__m512i; 16] {
         let r: [__m512i; 16] = std::array::from_fn(|i| {
             let block = blocks[i];
             assert!(block.len() <= BLOCK_LEN);
@@ -405,7 +492,7 @@ mod simd {
         let u = interleave(&t, [(0, 2), (1, 3)], |a, b| {
             (_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b))
         });
-        let mut out = [[0u32; LANES]; 16];
+        let mut out = [_mm512_setzero_si512(); 16];
         for j in 0..4 {
             let even_low = _mm512_shuffle_i32x4::<0x88>(u[j], u[4 + j]);
             let odd_low = _mm512_shuffle_i32x4::<0xDD>(u[j], u[4 + j]);
@@ -418,8 +505,7 @@ mod simd {
                 (12 + j, _mm512_shuffle_i32x4::<0xDD>(odd_low, odd_high)),
             ];
             for (w, v) in words {
-                // SAFETY: each row of `out` is 64 bytes, written unaligned.
-                unsafe { _mm512_storeu_si512(out[w].as_mut_ptr().cast(), v) };
+                out[w] = v;
             }
         }
         out
