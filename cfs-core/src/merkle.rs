@@ -61,45 +61,45 @@ pub fn merkle_root(leaves: &[[u8; HASH_LEN]]) -> MerkleRoot {
 
 /// The roots of many trees ([`merkle_root`] of each, in order), a layer of all of them
 /// at a time: a table's buckets are a thousand trees of a few leaves, whose layers
-/// alone would be hashed a node or two at a time (bench `small_batches`).
+/// alone would be hashed a node or two at a time (bench `small_batches`). Each tree's
+/// layer is kept in place in one buffer, at the start of its leaves' span.
 pub fn merkle_roots(trees: &[&[[u8; HASH_LEN]]]) -> Vec<MerkleRoot> {
-    let mut layers: Vec<Vec<[u8; HASH_LEN]>> = next_layers(trees);
-    while layers.iter().any(|layer| layer.len() > 1) {
-        let borrowed: Vec<&[[u8; HASH_LEN]]> = layers.iter().map(Vec::as_slice).collect();
-        layers = next_layers(&borrowed);
+    let mut nodes: Vec<[u8; HASH_LEN]> = trees.concat();
+    // Each tree's span of `nodes`: where it starts and the width of its layer.
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(trees.len());
+    let mut start = 0;
+    for tree in trees {
+        spans.push((start, tree.len()));
+        start += tree.len();
     }
-    layers
-        .iter()
-        .map(|layer| {
-            layer
-                .first()
-                .map_or_else(MerkleRoot::empty, |&h| MerkleRoot(h))
-        })
-        .collect()
-}
-
-/// The layer above each of `layers` (a layer of one node or none stays as it is): the
-/// pairs of all of them hashed by one call, each layer's last node promoted when odd.
-fn next_layers(layers: &[&[[u8; HASH_LEN]]]) -> Vec<Vec<[u8; HASH_LEN]>> {
-    // Each layer's pairs, side by side: an even count from each keeps every pair
-    // within its layer.
-    let paired: Vec<[u8; HASH_LEN]> = layers
-        .iter()
-        .filter(|layer| layer.len() > 1)
-        .flat_map(|layer| layer[..layer.len() / 2 * 2].iter().copied())
-        .collect();
-    let mut nodes = hash::nodes(&paired).into_iter();
-    layers
-        .iter()
-        .map(|layer| {
-            if layer.len() <= 1 {
-                return layer.to_vec();
+    loop {
+        // Each layer's pairs, side by side: an even count from each keeps every pair
+        // within its tree.
+        let paired: Vec<[u8; HASH_LEN]> = spans
+            .iter()
+            .filter(|(_, width)| *width > 1)
+            .flat_map(|&(start, width)| nodes[start..start + width / 2 * 2].iter().copied())
+            .collect();
+        if paired.is_empty() {
+            break;
+        }
+        let mut up = hash::nodes(&paired).into_iter();
+        for (start, width) in spans.iter_mut().filter(|(_, width)| *width > 1) {
+            let pairs = *width / 2;
+            for (slot, node) in nodes[*start..*start + pairs].iter_mut().zip(up.by_ref()) {
+                *slot = node;
             }
-            let mut next: Vec<[u8; HASH_LEN]> = nodes.by_ref().take(layer.len() / 2).collect();
-            if layer.len() % 2 == 1 {
-                next.extend(layer.last());
+            if *width % 2 == 1 {
+                nodes[*start + pairs] = nodes[*start + *width - 1];
             }
-            next
+            *width = pairs + *width % 2;
+        }
+    }
+    spans
+        .iter()
+        .map(|&(start, width)| match width {
+            0 => MerkleRoot::empty(),
+            _ => MerkleRoot(nodes[start]),
         })
         .collect()
 }
