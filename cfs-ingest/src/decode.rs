@@ -37,7 +37,10 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeFailure> {
     if let Some(rest) = bytes.strip_prefix(b"\xFE\xFF") {
         return utf16(rest, UTF_16BE);
     }
-    if memchr::memchr(0, bytes).is_some() {
+    // One scan for both bytes that ask for a closer look (most files have neither):
+    // NUL (binary, or UTF-16) and CR (line ends to canonicalize).
+    let plain = memchr::memchr2(0, b'\r', bytes).is_none();
+    if !plain && memchr::memchr(0, bytes).is_some() {
         // ASCII-range UTF-16 is also valid UTF-8 (full of NULs): decide it first.
         return match utf16_without_bom(bytes) {
             Some(encoding) => utf16(bytes, encoding),
@@ -45,6 +48,13 @@ pub fn decode(bytes: &[u8]) -> Result<Decoded, DecodeFailure> {
         };
     }
     if let Ok(text) = std::str::from_utf8(bytes) {
+        if plain {
+            // Canonical already: no CR, and a BOM was taken care of above.
+            return Ok(Decoded {
+                text: text.to_owned(),
+                encoding: "UTF-8",
+            });
+        }
         return Ok(canonical(text, "UTF-8"));
     }
     let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);

@@ -13,6 +13,7 @@ mod error;
 pub mod fuzz;
 mod html;
 mod ignore_rules;
+mod lines;
 mod markdown;
 pub mod minilm;
 mod parse_only;

@@ -15,6 +15,7 @@ use crate::detect::{Format, detect_file};
 use crate::embed::Embedder;
 use crate::error::IngestError;
 use crate::html::html_to_text;
+use crate::lines::LineIndex;
 use crate::markdown::chunk_markdown;
 use crate::pdf::{PdfConfig, extract_pdf_pages};
 use crate::text::{ChunkParams, chunk_text};
@@ -331,25 +332,6 @@ fn chunk_by_format(
             })
         }
         Format::Text => as_text(ChunkKind::Text, TEXT_PARSER),
-    }
-}
-
-/// Line numbers of byte offsets: the positions of every LF, searched by bisection.
-pub(crate) struct LineIndex {
-    newlines: Vec<usize>,
-}
-
-impl LineIndex {
-    pub(crate) fn new(text: &str) -> Self {
-        Self {
-            newlines: memchr::memchr_iter(b'\n', text.as_bytes()).collect(),
-        }
-    }
-
-    /// 1-based line of the byte at `offset`: one plus the LFs before it.
-    pub(crate) fn line_of(&self, offset: usize) -> u32 {
-        let before = self.newlines.partition_point(|&nl| nl < offset);
-        u32::try_from(before + 1).unwrap_or(u32::MAX)
     }
 }
 
