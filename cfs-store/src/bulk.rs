@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use redb::ReadableTableMetadata;
 
 use crate::error::{Result, StoreError};
+pub(crate) use crate::rows::Rows;
 use crate::spill::{Merge, Run};
 use crate::tables;
 
@@ -36,8 +37,8 @@ pub(crate) fn staged_slot(table: Table) -> Option<usize> {
 /// table that holds rows already, written), unless the write sets its own budget.
 pub(crate) const STAGED_BYTES: usize = 128 << 20;
 
-/// Heap bytes of a staged row besides its key and value bytes: the pair of `Vec`s and
-/// an allocator header for each.
+/// Heap bytes of a staged row besides its key and value bytes, counted as when each row
+/// was a pair of `Vec`s (its span in `Rows` is 16): the budget's rows spill as before.
 const ROW_HEAP: usize = 80;
 
 pub(crate) type TableDef = redb::TableDefinition<'static, &'static [u8], &'static [u8]>;
@@ -60,13 +61,20 @@ pub(crate) struct Staged {
 }
 
 impl Staged {
-    pub(crate) fn push(&mut self, table: usize, key: Vec<u8>, value: Vec<u8>) {
+    pub(crate) fn push(&mut self, table: usize, key: &[u8], value: &[u8]) {
         self.bytes += key.len() + value.len() + ROW_HEAP;
-        self.rows[table].push((key, value));
+        self.rows[table].push(key, value);
+    }
+
+    /// Every row of `rows` (one document's), in order.
+    pub(crate) fn extend(&mut self, table: usize, rows: &Rows) {
+        self.bytes +=
+            rows.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>() + rows.len() * ROW_HEAP;
+        self.rows[table].extend_from(rows);
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.rows.iter().all(Vec::is_empty) && self.runs.iter().all(Vec::is_empty)
+        self.rows.iter().all(Rows::is_empty) && self.runs.iter().all(Vec::is_empty)
     }
 }
 
@@ -84,14 +92,14 @@ pub(crate) struct StagedWrite {
 
 /// The root of each bucket of key-ordered committed rows (values start with the leaf), or
 /// `None` if a value is too short to hold one (the commit's rehash then reports it).
-fn bucket_roots_of(rows: &[(Vec<u8>, Vec<u8>)], kept: &[usize]) -> Option<Vec<(u16, MerkleRoot)>> {
-    if kept.iter().any(|&i| rows[i].1.len() < tables::LEAF_LEN) {
+fn bucket_roots_of(rows: &Rows, kept: &[usize]) -> Option<Vec<(u16, MerkleRoot)>> {
+    if kept.iter().any(|&i| rows.value(i).len() < tables::LEAF_LEN) {
         return None;
     }
     let leaves: Vec<(u16, [u8; 32])> = kept
         .iter()
         .map(|&i| {
-            let (key, value) = &rows[i];
+            let (key, value) = rows.get(i);
             let leaf = value.first_chunk::<{ tables::LEAF_LEN }>();
             (Bucket::of_key(key).0, *leaf.expect("checked above"))
         })
@@ -158,7 +166,7 @@ pub(crate) fn write_staged(
         match kept.last_mut() {
             Some(last) if same_key => {
                 out.present += 1;
-                out.differed += u64::from(!same_row(committed, &rows[*last].1, &rows[i].1));
+                out.differed += u64::from(!same_row(committed, rows.value(*last), rows.value(i)));
                 *last = i;
             }
             _ => kept.push(i),
@@ -167,22 +175,20 @@ pub(crate) fn write_staged(
     let mut t = txn.open_table(def)?;
     if t.is_empty()? {
         let (written, roots) = rayon::join(
-            || append_ordered(&mut t, kept.iter().map(|&i| Ok((&rows[i].0, &rows[i].1)))),
+            || append_ordered(&mut t, kept.iter().map(|&i| Ok(rows.get(i)))),
             || committed.then(|| bucket_roots_of(&rows, &kept)).flatten(),
         );
         written?;
         out.bucket_roots = roots;
     } else {
         for &i in &kept {
-            let (key, value) = &rows[i];
-            if let Some(old) = t.insert(key.as_slice(), value.as_slice())? {
+            let (key, value) = rows.get(i);
+            if let Some(old) = t.insert(key, value)? {
                 out.present += 1;
                 out.differed += u64::from(!same_row(committed, old.value(), value));
             }
         }
     }
-    drop(t);
-    rayon::spawn(move || drop(rows));
     Ok(out)
 }
 
@@ -221,9 +227,6 @@ pub(crate) struct TableLoad<'a> {
 /// `TableLoad::spill` or `TableLoad::write`: one table's staged rows and runs.
 pub(crate) type LoadStaged = fn(&TableLoad<'_>, Rows, &mut Vec<Run>) -> Result<StagedWrite>;
 
-/// Staged (key, value) rows.
-pub(crate) type Rows = Vec<(Vec<u8>, Vec<u8>)>;
-
 impl TableLoad<'_> {
     /// Where the table's staged rows go when the staged rows outgrow their budget: for
     /// an empty table, sorted into a run (appended to `runs`), to be merged when the
@@ -254,9 +257,7 @@ impl TableLoad<'_> {
 /// `rows` in key order (equal keys in the order staged) in a new run in `dir`.
 fn sorted_run(rows: Rows, dir: &std::path::Path) -> Result<Run> {
     let order = key_order(&rows);
-    let run = Run::write(dir, &rows, order.into_iter().map(|(i, _)| i))?;
-    rayon::spawn(move || drop(rows));
-    Ok(run)
+    Run::write(dir, &rows, order.into_iter().map(|(i, _)| i))
 }
 
 /// `TableLoad::write` with runs: the staged rows become one more run, and the merge of
@@ -318,21 +319,26 @@ impl MergedRows {
 /// its key equals the one before. Keys are sorted as big-endian integers made of their
 /// first 34 bytes (every staged table's keys fit), so the sort compares integers next to
 /// each other instead of chasing a pointer per comparison.
-fn key_order(rows: &[(Vec<u8>, Vec<u8>)]) -> Vec<(usize, bool)> {
+fn key_order(rows: &Rows) -> Vec<(usize, bool)> {
     const INLINE: usize = 34;
     if rows.iter().any(|(key, _)| key.len() > INLINE) {
         let mut order: Vec<usize> = (0..rows.len()).collect();
-        order.par_sort_by(|&a, &b| rows[a].0.cmp(&rows[b].0));
+        order.par_sort_by(|&a, &b| rows.key(a).cmp(rows.key(b)));
         return (0..order.len())
-            .map(|j| (order[j], j > 0 && rows[order[j - 1]].0 == rows[order[j]].0))
+            .map(|j| {
+                (
+                    order[j],
+                    j > 0 && rows.key(order[j - 1]) == rows.key(order[j]),
+                )
+            })
             .collect();
     }
     // (bytes 0..16, bytes 16..32, bytes 32..34, length, index): zero padding ties a key
     // with its extensions by zeros, and the length breaks the tie the way byte order does.
-    let mut keys: Vec<(u128, u128, u16, u8, u32)> = rows
-        .par_iter()
-        .enumerate()
-        .map(|(i, (key, _))| {
+    let mut keys: Vec<(u128, u128, u16, u8, u32)> = (0..rows.len())
+        .into_par_iter()
+        .map(|i| {
+            let key = rows.key(i);
             let mut inline = [0u8; INLINE];
             inline[..key.len()].copy_from_slice(key);
             let (a, rest) = inline.split_first_chunk::<16>().expect("34 bytes");
@@ -368,7 +374,7 @@ mod tests {
 
     const T: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("t");
 
-    fn table_rows(db: &redb::Database) -> Rows {
+    fn table_rows(db: &redb::Database) -> Vec<(Vec<u8>, Vec<u8>)> {
         let read = db.begin_read().unwrap();
         let t = read.open_table(T).unwrap();
         t.iter()
@@ -400,8 +406,8 @@ mod tests {
         let mut rows: Rows = (0..20_000u64)
             .map(|i| (key(i), vec![i as u8; 200]))
             .collect();
-        rows.push((key(7), b"later".to_vec())); // a second value for one key
-        rows.push((key(8), vec![8; 200])); // the same value again
+        rows.push(&key(7), b"later"); // a second value for one key
+        rows.push(&key(8), &[8; 200]); // the same value again
         let txn = db.begin_write().unwrap();
         let written = write_staged(&txn, T, false, rows).unwrap();
         assert_eq!((written.present, written.differed), (2, 1));
@@ -491,24 +497,32 @@ mod tests {
             .collect()
     }
 
+    /// `parts`' rows one after the other.
+    fn concat(parts: &[Rows]) -> Rows {
+        let mut all = Rows::default();
+        for part in parts {
+            all.extend_from(part);
+        }
+        all
+    }
+
     #[test]
     fn rows_spilled_in_runs_load_as_if_written_at_once() {
         // Three spills and a rest, with keys repeated across them: key 10..20 again with
         // the same value, 30..40 with another one, 5 three times.
         let parts = [
             leaf_rows(0..3_000, 1),
-            [leaf_rows(3_000..6_000, 1), leaf_rows(10..20, 1)].concat(),
-            [
+            concat(&[leaf_rows(3_000..6_000, 1), leaf_rows(10..20, 1)]),
+            concat(&[
                 leaf_rows(6_000..9_000, 1),
                 leaf_rows(30..40, 2),
                 leaf_rows(5..6, 3),
-            ]
-            .concat(),
-            [leaf_rows(9_000..9_500, 1), leaf_rows(5..6, 1)].concat(),
+            ]),
+            concat(&[leaf_rows(9_000..9_500, 1), leaf_rows(5..6, 1)]),
         ];
         let (_dir, at_once) = database();
         let txn = at_once.begin_write().unwrap();
-        let whole = write_staged(&txn, T, true, parts.concat()).unwrap();
+        let whole = write_staged(&txn, T, true, concat(&parts)).unwrap();
         txn.commit().unwrap();
 
         let (dir, spilled) = database();
@@ -572,10 +586,8 @@ mod tests {
         let keys: [&[u8]; 7] = [b"b", b"ab\0", b"ab", b"", b"a", b"ab", b"\xff"];
         let rows: Rows = keys.iter().map(|k| (k.to_vec(), Vec::new())).collect();
         let order = key_order(&rows);
-        let sorted: Vec<(&[u8], bool)> = order
-            .iter()
-            .map(|&(i, same)| (rows[i].0.as_slice(), same))
-            .collect();
+        let sorted: Vec<(&[u8], bool)> =
+            order.iter().map(|&(i, same)| (rows.key(i), same)).collect();
         assert_eq!(
             sorted,
             [

@@ -284,7 +284,7 @@ fn move_chunks(
             let to = appender.append(&old.read(*extent, committed)?)?;
             chunks.insert(
                 key.as_slice(),
-                tables::row_value(leaf, &to.encode()).as_slice(),
+                tables::chunk_row_value(leaf, &to).as_slice(),
             )?;
         }
     }

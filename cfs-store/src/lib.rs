@@ -29,6 +29,7 @@ mod gc;
 pub mod git;
 mod read;
 mod repair;
+mod rows;
 mod scan;
 pub mod search;
 mod spill;

@@ -15,6 +15,7 @@ use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StoreError};
+use crate::rows::Rows;
 
 /// Bytes buffered per run while writing it and per run while merging.
 const WRITE_BUFFER: usize = 1 << 20;
@@ -32,7 +33,7 @@ impl Run {
     /// Writes `rows[i]` for each `i` of `order` (key order) to a new scratch file in `dir`.
     pub(crate) fn write(
         dir: &Path,
-        rows: &[(Vec<u8>, Vec<u8>)],
+        rows: &Rows,
         order: impl Iterator<Item = usize>,
     ) -> Result<Self> {
         let scratch = |e: std::io::Error| StoreError::Io {
@@ -43,7 +44,7 @@ impl Run {
             BufWriter::with_capacity(WRITE_BUFFER, tempfile::tempfile_in(dir).map_err(scratch)?);
         let mut count = 0u64;
         for i in order {
-            let (key, value) = &rows[i];
+            let (key, value) = rows.get(i);
             out.write_all(&len32(key.len())?.to_le_bytes())
                 .map_err(scratch)?;
             out.write_all(&len32(value.len())?.to_le_bytes())
@@ -157,7 +158,7 @@ impl Merge {
 mod tests {
     use super::*;
 
-    fn rows(keys: &[(u8, u8)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn rows(keys: &[(u8, u8)]) -> Rows {
         keys.iter().map(|&(k, v)| (vec![k], vec![v; 3])).collect()
     }
 
@@ -175,7 +176,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = rows(&[(1, 10), (4, 11), (4, 12), (9, 13)]);
         let b = rows(&[(2, 20), (4, 21), (8, 22)]);
-        let c: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let c = Rows::default();
         let d = rows(&[(0, 40), (4, 41)]);
         let runs: Vec<Run> = [&a, &b, &c, &d]
             .into_iter()
@@ -209,7 +210,8 @@ mod tests {
             (vec![7u8; 300], Vec::new()),
             (vec![8u8; 5], vec![1u8; 70_000]),
         ];
-        let back = merged(vec![Run::write(dir.path(), &rows, 0..2).unwrap()]);
+        let staged: Rows = rows.iter().cloned().collect();
+        let back = merged(vec![Run::write(dir.path(), &staged, 0..2).unwrap()]);
         assert_eq!(back, rows);
         assert!(merged(Vec::new()).is_empty());
     }

@@ -12,6 +12,7 @@ use cfs_core::{
 use redb::TableDefinition;
 
 use crate::error::{Result, StoreError};
+use crate::rows::Rows;
 
 type Bytes = TableDefinition<'static, &'static [u8], &'static [u8]>;
 
@@ -152,31 +153,31 @@ pub fn row_value_with(
     out
 }
 
-/// [`row_value_with`] of many items of one kind: `encode` appends each item's payload
-/// (`capacity` bytes reserved), then `leaves` gives the leaves of all the payloads at
-/// once, in order (hashed side by side).
-pub fn row_values_with<T>(
+/// [`row_value_with`] of many items of one kind into `rows`, each under its `key`:
+/// `encode` appends each item's payload after the room for its leaf, then `leaves`
+/// gives the leaves of all the payloads at once, in order (hashed side by side).
+pub(crate) fn push_row_values_with<T, K: AsRef<[u8]>>(
+    rows: &mut Rows,
     items: &[T],
-    capacity: impl Fn(&T) -> usize,
+    key: impl Fn(&T) -> K,
     encode: impl Fn(&T, &mut Vec<u8>),
     leaves: impl FnOnce(&[&[u8]]) -> Vec<[u8; 32]>,
-) -> Vec<Vec<u8>> {
-    let mut values: Vec<Vec<u8>> = items
-        .iter()
-        .map(|item| {
-            let mut out = Vec::with_capacity(LEAF_LEN + capacity(item));
-            out.resize(LEAF_LEN, 0);
-            encode(item, &mut out);
-            out
-        })
-        .collect();
-    let payloads: Vec<&[u8]> = values.iter().map(|v| &v[LEAF_LEN..]).collect();
-    let leaves = leaves(&payloads);
-    assert_eq!(leaves.len(), values.len(), "a leaf for every row");
-    for (value, leaf) in values.iter_mut().zip(leaves) {
-        value[..LEAF_LEN].copy_from_slice(&leaf);
+) {
+    let first = rows.len();
+    for item in items {
+        rows.push_with(key(item).as_ref(), |out| {
+            out.extend_from_slice(&[0; LEAF_LEN]);
+            encode(item, out);
+        });
     }
-    values
+    let payloads: Vec<&[u8]> = (first..rows.len())
+        .map(|i| &rows.value(i)[LEAF_LEN..])
+        .collect();
+    let leaves = leaves(&payloads);
+    assert_eq!(leaves.len(), items.len(), "a leaf for every row");
+    for (i, leaf) in (first..).zip(leaves) {
+        rows.value_mut(i)[..LEAF_LEN].copy_from_slice(&leaf);
+    }
 }
 
 /// A committed row's value split into its leaf hash and its payload.
@@ -198,6 +199,14 @@ pub struct Extent {
 
 /// Bytes of an encoded [`Extent`].
 pub const EXTENT_LEN: usize = 12;
+
+/// A `CHUNKS` row's value: the chunk's leaf, then where its encoding lies.
+pub fn chunk_row_value(leaf: &[u8; 32], extent: &Extent) -> [u8; LEAF_LEN + EXTENT_LEN] {
+    let mut out = [0u8; LEAF_LEN + EXTENT_LEN];
+    out[..LEAF_LEN].copy_from_slice(leaf);
+    out[LEAF_LEN..].copy_from_slice(&extent.encode());
+    out
+}
 
 impl Extent {
     /// offset (u64 LE) || length (u32 LE).

@@ -21,6 +21,7 @@ use crate::bulk::{
 };
 use crate::chunk_log::Appender;
 use crate::error::{Result, StoreError};
+use crate::rows::Rows;
 use crate::store::Store;
 use crate::tables::{
     self, LogMark, edge_by_target_key, edge_from_key, encode_roots, keys_with_prefix, meta,
@@ -181,8 +182,11 @@ struct Written {
 struct DocumentRows<'a> {
     /// The chunks' rows, their encodings to go to the chunk log.
     chunk_rows: Vec<ChunkRow<'a>>,
-    /// The other rows.
-    rows: Vec<Row>,
+    /// The document's own row, written at once (not staged).
+    document: Row,
+    /// Its embeddings' rows and its edges' rows, each table's in one buffer.
+    embeddings: Rows,
+    edges: Rows,
     vectors: Vec<(VectorHash, Vec<u8>)>,
     /// The document's `CHUNKS_BY_DOCUMENT` row: its id, and its chunk ids (empty
     /// without chunks: then no row).
@@ -208,25 +212,23 @@ fn document_rows<'a>(d: &NewDocument<'a>) -> Result<DocumentRows<'a>> {
         window_edges: d.window_edges,
         chunks_derived: derived.is_some(),
     })?;
-    let mut rows = Vec::with_capacity(1 + d.embeddings.len() + edges.len());
-    rows.push(canonical_row(doc, doc.id.0.to_vec(), None));
     // Embedding rows name their vector by hash; each distinct vector is written once
     // (vectors.rs).
+    let mut embeddings = Rows::default();
     let mut vectors = Vec::with_capacity(d.embeddings.len());
     for e in d.embeddings {
         let (stored, encoded) = vectors::split(e);
         let value = tables::row_value(&stored.leaf(&encoded).0, &stored.encode());
-        rows.push(Row {
-            table: Table::Embeddings,
-            key: e.id.0.to_vec(),
-            value,
-        });
+        embeddings.push(&e.id.0, &value);
         vectors.push((stored.vector, encoded));
     }
-    rows.extend(canonical_rows(&edges, |e| e.key().to_vec()));
+    let mut edge_rows = Rows::default();
+    canonical_rows(&mut edge_rows, &edges, Edge::key);
     Ok(DocumentRows {
         chunk_rows,
-        rows,
+        document: canonical_row(doc, doc.id.0.to_vec(), None),
+        embeddings,
+        edges: edge_rows,
         vectors,
         chunk_index: {
             let mut in_order: Vec<&Chunk> = d.chunks.iter().collect();
@@ -404,31 +406,22 @@ fn canonical_row<E: Entity>(entity: &E, key: Vec<u8>, leaf: Option<&[u8; 32]>) -
             }
         },
     );
-    Row {
-        table: E::TABLE,
-        key,
-        value,
-    }
+    Row { key, value }
 }
 
-/// [`canonical_row`] of many entities of one kind, each under its `key`, their leaves
-/// hashed side by side (`Entity::leaves_of_encodings`).
-fn canonical_rows<E: Entity>(entities: &[E], key: impl Fn(&E) -> Vec<u8>) -> Vec<Row> {
-    let values = tables::row_values_with(entities, encoded_len, encode_into, |payloads| {
+/// [`canonical_row`] of many entities of one kind into `rows`, each under its `key`,
+/// their leaves hashed side by side (`Entity::leaves_of_encodings`).
+fn canonical_rows<E: Entity, K: AsRef<[u8]>>(
+    rows: &mut Rows,
+    entities: &[E],
+    key: impl Fn(&E) -> K,
+) {
+    tables::push_row_values_with(rows, entities, key, encode_into, |payloads| {
         E::leaves_of_encodings(payloads)
             .into_iter()
             .map(|leaf| leaf.0)
             .collect()
     });
-    entities
-        .iter()
-        .zip(values)
-        .map(|(e, value)| Row {
-            table: E::TABLE,
-            key: key(e),
-            value,
-        })
-        .collect()
 }
 
 /// The length of an entity's canonical encoding, counted without writing it.
@@ -453,7 +446,6 @@ fn spill_dir(path: &std::path::Path) -> std::path::PathBuf {
 
 /// One committed row ready to write: its key and its value (leaf, then payload).
 struct Row {
-    table: Table,
     key: Vec<u8>,
     value: Vec<u8>,
 }
@@ -734,28 +726,25 @@ impl<'s> WriteTxn<'s> {
                 change(&mut self.summary, Table::Chunks).added += 1;
                 self.touch(Table::Chunks, Bucket::of_key(&row.key).0);
                 let extent = self.log.append(&row.encoding)?;
-                let value = tables::row_value(&row.leaf, &extent.encode());
-                self.staged.push(chunks_slot, row.key.to_vec(), value);
+                let value = tables::chunk_row_value(&row.leaf, &extent);
+                self.staged.push(chunks_slot, &row.key, &value);
             }
-            for row in b.rows {
-                debug_assert_ne!(row.table, Table::Chunks, "chunk rows go by chunk_rows");
-                let Some(slot) = staged_slot(row.table) else {
-                    unstaged.documents.push(row);
-                    continue;
-                };
-                change(&mut self.summary, row.table).added += 1;
-                self.touch(row.table, Bucket::of_key(&row.key).0);
-                self.staged.push(slot, row.key, row.value);
+            unstaged.documents.push(b.document);
+            for (table, rows) in [(Table::Embeddings, &b.embeddings), (Table::Edges, &b.edges)] {
+                let slot = staged_slot(table).expect("embedding and edge rows are staged");
+                change(&mut self.summary, table).added += rows.len() as u64;
+                for (key, _) in rows.iter() {
+                    self.touch(table, Bucket::of_key(key).0);
+                }
+                self.staged.extend(slot, rows);
             }
             unstaged.vectors.extend(b.vectors);
             let (document, chunk_ids) = b.chunk_index;
             if !chunk_ids.is_empty() {
-                self.staged
-                    .push(CHUNK_INDEX_SLOT, document.to_vec(), chunk_ids);
+                self.staged.push(CHUNK_INDEX_SLOT, &document, &chunk_ids);
             }
             for key in b.target_index {
-                self.staged
-                    .push(TARGET_INDEX_SLOT, key.to_vec(), Vec::new());
+                self.staged.push(TARGET_INDEX_SLOT, &key, &[]);
             }
             unstaged.content_index.push(b.content);
         }
