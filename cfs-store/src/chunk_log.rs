@@ -71,6 +71,9 @@ pub(crate) fn take_new_log(new_path: &Path, path: &Path) -> Result<()> {
 /// its header holds.
 pub(crate) struct ChunkLog {
     storage: Box<dyn StorageBackend>,
+    /// The log's file once more, for a log in a writable file: appends of many chunks
+    /// are written from where they lie by one vectored write (`write_parts`).
+    file: Option<std::fs::File>,
     id: [u8; 16],
     /// The file, or the label of a backend, named in errors.
     label: PathBuf,
@@ -89,6 +92,7 @@ impl ChunkLog {
     pub(crate) fn create(storage: Box<dyn StorageBackend>, label: &Path) -> Result<Self> {
         let log = Self {
             storage,
+            file: None,
             id: new_id(label),
             label: label.to_path_buf(),
         };
@@ -117,6 +121,7 @@ impl ChunkLog {
         }
         Ok(Self {
             storage,
+            file: None,
             id: header[20..36].try_into().expect("16 bytes"),
             label: label.to_path_buf(),
         })
@@ -131,7 +136,12 @@ impl ChunkLog {
             .truncate(true)
             .open(path)
             .map_err(|source| io_error(path, source))?;
-        Self::create(Box::new(LogFile(file)), path)
+        let own = file.try_clone().map_err(|source| io_error(path, source))?;
+        let log = Self::create(Box::new(LogFile(file)), path)?;
+        Ok(Self {
+            file: Some(own),
+            ..log
+        })
     }
 
     /// Opens the log file at `path` that `mark` names. A compaction that committed but
@@ -166,7 +176,12 @@ impl ChunkLog {
                 std::io::ErrorKind::NotFound => corrupted(path, "the store's chunk log is missing"),
                 _ => io_error(path, source),
             })?;
-        Self::open(Box::new(LogFile(file)), path)
+        let own = match read_only {
+            true => None,
+            false => Some(file.try_clone().map_err(|source| io_error(path, source))?),
+        };
+        let log = Self::open(Box::new(LogFile(file)), path)?;
+        Ok(Self { file: own, ..log })
     }
 
     /// The id in the header.
@@ -212,6 +227,20 @@ impl ChunkLog {
             self.io(self.storage.set_len(mark.len))?;
         }
         Ok(())
+    }
+
+    /// Writes `parts` one after the other at `offset`: from where they lie, by vectored
+    /// writes, for a log in a file; gathered into one buffer for another backend.
+    fn write_parts(&self, offset: u64, parts: &[&[u8]]) -> Result<()> {
+        match &self.file {
+            Some(file) => {
+                self.io(write_all_vectored_at(file, offset, parts))?;
+                let len: usize = parts.iter().map(|p| p.len()).sum();
+                start_writeback(file, offset, len);
+                Ok(())
+            }
+            None => self.io(self.storage.write(offset, &parts.concat())),
+        }
     }
 
     /// Makes every byte written durable.
@@ -283,6 +312,25 @@ impl Appender {
             self.write()?;
         }
         Ok(extent)
+    }
+
+    /// Appends the encodings of many chunks (a batch of documents'): written where they
+    /// lie, after what is gathered, by vectored writes (gathered into the buffer first,
+    /// the 8.6 MB of the TypeScript tree's encodings were a 1 ms copy); returns where
+    /// each lies.
+    pub(crate) fn append_all(&mut self, encodings: &[&[u8]]) -> Result<Vec<Extent>> {
+        self.write()?;
+        let mut end = self.written;
+        let mut extents = Vec::with_capacity(encodings.len());
+        for encoding in encodings {
+            let len = u32::try_from(encoding.len())
+                .map_err(|_| corrupted(&self.log.label, "a chunk over 4 GiB"))?;
+            extents.push(Extent { offset: end, len });
+            end += u64::from(len);
+        }
+        self.log.write_parts(self.written, encodings)?;
+        self.written = end;
+        Ok(extents)
     }
 
     /// The log's length with what is gathered.
@@ -368,6 +416,62 @@ impl StorageBackend for LogFile {
         start_writeback(&self.0, offset, data.len());
         Ok(())
     }
+}
+
+/// Writes `parts` one after the other at `offset` of `file`, by `pwritev` of up to
+/// 1,024 parts a call, until every byte is written.
+#[allow(unsafe_code)]
+fn write_all_vectored_at(
+    file: &std::fs::File,
+    offset: u64,
+    parts: &[&[u8]],
+) -> std::io::Result<()> {
+    use std::io::IoSlice;
+    use std::os::fd::AsRawFd;
+    unsafe extern "C" {
+        fn pwritev(
+            fd: std::ffi::c_int,
+            iov: *const IoSlice<'_>,
+            iovcnt: std::ffi::c_int,
+            offset: i64,
+        ) -> isize;
+    }
+    /// The most parts one call takes (`IOV_MAX` on Linux and the BSDs).
+    const MOST: usize = 1024;
+    let mut slices: Vec<IoSlice<'_>> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| IoSlice::new(p))
+        .collect();
+    let mut rest = &mut slices[..];
+    let mut at = offset;
+    while !rest.is_empty() {
+        let count = rest.len().min(MOST);
+        let position = i64::try_from(at).map_err(std::io::Error::other)?;
+        // SAFETY: `IoSlice` is ABI-compatible with `struct iovec` on Unix; the first
+        // `count` of `rest` are valid slices, which pwritev only reads.
+        let written = unsafe {
+            pwritev(
+                file.as_raw_fd(),
+                rest.as_ptr(),
+                count as std::ffi::c_int,
+                position,
+            )
+        };
+        if written < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        at += written as u64;
+        IoSlice::advance_slices(&mut rest, written as usize);
+    }
+    Ok(())
 }
 
 /// Starts writing `offset..offset + len` of `file` to its device, without waiting: the
@@ -465,6 +569,44 @@ mod tests {
         assert!(log.read(header, committed.len).is_err());
         // A reopened log has the same id.
         assert_eq!(ChunkLog::open_file(&path, true).unwrap().id(), log.id());
+    }
+
+    #[test]
+    fn many_encodings_appended_at_once_lie_where_their_extents_say() {
+        // More parts than one vectored write takes, some empty, after a gathered one;
+        // in a file (vectored writes) and on a backend without one (gathered).
+        let parts: Vec<Vec<u8>> = (0..2_500usize)
+            .map(|i| vec![(i % 251) as u8; (i * 37) % 1_100])
+            .collect();
+        let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let in_file = ChunkLog::create_file(&dir.path().join("store.redb.chunks")).unwrap();
+        let other = dir.path().join("other.chunks");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&other)
+            .unwrap();
+        let on_backend = ChunkLog::create(Box::new(super::LogFile(file)), &other).unwrap();
+        for log in [in_file, on_backend] {
+            let log = Arc::new(log);
+            let start = LogMark {
+                id: log.id(),
+                len: HEADER_LEN,
+                dead: 0,
+            };
+            let mut appender = Appender::new(log.clone(), &start).unwrap();
+            let first = appender.append(b"first").unwrap();
+            let extents = appender.append_all(&refs).unwrap();
+            let committed = appender.finish().unwrap();
+            assert_eq!(extents[0].offset, first.end());
+            assert_eq!(committed.len, extents[extents.len() - 1].end());
+            assert_eq!(log.read(first, committed.len).unwrap(), b"first");
+            for (extent, part) in extents.iter().zip(&parts) {
+                assert_eq!(&log.read(*extent, committed.len).unwrap(), part);
+            }
+        }
     }
 
     #[test]

@@ -716,16 +716,21 @@ impl<'s> WriteTxn<'s> {
     fn stage(&mut self, built: Vec<DocumentRows<'_>>) -> Result<Unstaged> {
         let mut unstaged = Unstaged::default();
         let chunks_slot = staged_slot(Table::Chunks).expect("chunk rows are staged");
+        // Every chunk's encoding goes to the chunk log, all of them by one append.
+        let encodings: Vec<&[u8]> = built
+            .iter()
+            .flat_map(|b| b.chunk_rows.iter().map(|row| &*row.encoding))
+            .collect();
+        let mut extents = self.log.append_all(&encodings)?.into_iter();
+        drop(encodings);
         for b in built {
             if self.staged.bytes > self.staged_limit {
                 self.spill()?;
             }
-            // A chunk's encoding goes to the chunk log; its row holds its leaf and where
-            // the encoding lies.
-            for row in b.chunk_rows {
+            // A chunk's row holds its leaf and where its encoding lies in the log.
+            for (row, extent) in b.chunk_rows.iter().zip(extents.by_ref()) {
                 change(&mut self.summary, Table::Chunks).added += 1;
                 self.touch(Table::Chunks, Bucket::of_key(&row.key).0);
-                let extent = self.log.append(&row.encoding)?;
                 let value = tables::chunk_row_value(&row.leaf, &extent);
                 self.staged.push(chunks_slot, &row.key, &value);
             }
