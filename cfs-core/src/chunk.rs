@@ -196,7 +196,13 @@ pub struct ChunkEncodings {
 impl ChunkEncodings {
     /// The encodings of `chunks`, in their order.
     pub fn of(chunks: &[Chunk]) -> Self {
-        let mut bytes = Vec::new();
+        // Sized first (lengths are counted, not written): grown by doubling, the buffer
+        // was copied about once more in all, and the TypeScript tree's is 8.6 MB.
+        let len = chunks
+            .iter()
+            .map(|chunk| borsh::object_length(chunk).unwrap_or_default())
+            .sum();
+        let mut bytes = Vec::with_capacity(len);
         let mut ends = Vec::with_capacity(chunks.len());
         for chunk in chunks {
             borsh::to_writer(&mut bytes, chunk)
