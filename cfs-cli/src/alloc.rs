@@ -70,8 +70,18 @@ pub fn tune() {
 /// rayon's pool has allocated, and the mark, a property of the mapping, covers its
 /// growth. The main thread's heap grows by new mappings, which are not marked, nor are
 /// allocations of 128 KiB and more, mapped on their own. It costs a read of the
-/// process's memory map.
+/// process's memory map, once: later calls do nothing.
+///
+/// It also gives each of rayon's threads its heap, which is why it comes before any
+/// other thread that allocates is started: with one heap per core and one more
+/// (`tune`), a walk's threads alive when the pool starts took the heaps first, and
+/// the two parse threads shared one (a cold index 4% slower).
 pub fn huge_page_heaps() {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(mark_heaps);
+}
+
+fn mark_heaps() {
     #[cfg(target_os = "linux")]
     {
         rayon::broadcast(|_| drop(std::hint::black_box(Box::new(0u64))));

@@ -53,7 +53,7 @@ pub use repair::{Salvage, SalvagedVector, salvage_vectors};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
 pub use sync::{
     DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, DEFAULT_SYNC_MEMORY, SyncOptions, SyncProgress,
-    SyncReport,
+    SyncReport, WalkAhead,
 };
 pub use verify::{VerifyReport, verify};
 pub use write::{NewDocument, WriteTxn};

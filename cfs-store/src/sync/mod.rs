@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use cfs_core::{Canonical, ContentHash, DocumentId, PathEntry, StateRoot};
-use cfs_ingest::{Embedder, IngestConfig, IngestError, Registry, Scope, WalkEntry, walk_scope};
+use cfs_ingest::{Embedder, IngestConfig, IngestError, Registry, Scope, WalkEntry};
 use redb::ReadableTable;
 
 use crate::error::Result;
@@ -21,8 +21,11 @@ use crate::write::WriteTxn;
 
 mod batch;
 mod stream;
+mod walk;
 
 use batch::{Read, read_files, reads_of};
+pub use walk::WalkAhead;
+use walk::{Walked, walk_files};
 
 /// Files written per transaction at most (a cold sync of up to this many files is one
 /// commit: see `sync_scope`).
@@ -217,8 +220,13 @@ impl Store {
         embedder: &dyn Embedder,
         progress: &(dyn Fn(SyncProgress<'_>) + Sync),
     ) -> Result<SyncReport> {
+        let target = Target {
+            root,
+            scope: None,
+            ahead: None,
+        };
         crate::error::guard(self.path(), || {
-            self.sync_scope(root, None, options, embedder, progress)
+            self.sync_scope(target, options, embedder, progress)
         })
     }
 
@@ -240,22 +248,25 @@ impl Store {
                 ..SyncReport::default()
             });
         }
-        let scope = Some(scope).filter(|s| !s.is_everything());
+        let target = Target {
+            root,
+            scope: Some(scope).filter(|s| !s.is_everything()),
+            ahead: None,
+        };
         crate::error::guard(self.path(), || {
-            self.sync_scope(root, scope, options, embedder, progress)
+            self.sync_scope(target, options, embedder, progress)
         })
     }
 
     fn sync_scope(
         &self,
-        root: &Path,
-        scope: Option<&Scope>,
+        target: Target<'_>,
         options: &SyncOptions,
         embedder: &dyn Embedder,
         progress: &(dyn Fn(SyncProgress<'_>) + Sync),
     ) -> Result<SyncReport> {
         let mut run = SyncRun::start(self, options, embedder, progress)?;
-        let triage = run.survey(root, scope)?;
+        let triage = run.survey(target.root, target.scope, target.ahead)?;
         if triage.is_empty() {
             // Nothing to write, not even to a cache: no transaction at all.
             run.report.root = self.state_root()?;
@@ -283,39 +294,11 @@ impl Store {
     ) -> Result<Option<SyncReport>> {
         crate::error::guard(self.path(), || {
             let mut run = SyncRun::start(self, options, embedder, &|_| {})?;
-            if !run.survey(root, None)?.is_empty() {
+            if !run.survey(root, None, None)?.is_empty() {
                 return Ok(None);
             }
             run.report.root = self.state_root()?;
             Ok(Some(run.report))
-        })
-    }
-
-    /// The files of `root` in `scope`, less the store's own file wherever it lives (only
-    /// files with its name are resolved, to keep the walk free of per-file path
-    /// resolution), the walk's failures, and the paths it could not read (a folder
-    /// that cannot be listed does not mean its files are gone).
-    fn walk_files(&self, root: &Path, scope: Option<&Scope>) -> Result<Walked> {
-        let walked = walk_scope(root, scope)?;
-        let store_file = self.path().canonicalize().ok();
-        let store_name = self.path().file_name();
-        let files = walked
-            .files
-            .into_iter()
-            .filter(|f| {
-                f.abs_path.file_name() != store_name
-                    || store_file.as_deref() != f.abs_path.canonicalize().ok().as_deref()
-            })
-            .collect();
-        let failures = walked
-            .errors
-            .iter()
-            .map(|e| (error_path(e), e.to_string()))
-            .collect();
-        Ok(Walked {
-            files,
-            failures,
-            unread: Scope::new(walked.unread),
         })
     }
 }
@@ -323,12 +306,12 @@ impl Store {
 /// A file that could not be indexed: its path and the reason.
 type Failure = (String, String);
 
-/// What the walk found.
-struct Walked {
-    files: Vec<WalkEntry>,
-    failures: Vec<Failure>,
-    /// Folders it could not list and files it could not stat: not gone.
-    unread: Scope,
+/// What a sync covers: the tree, the part of it in scope, and its walk if it was begun
+/// already ([`Store::walk_ahead`]).
+struct Target<'t> {
+    root: &'t Path,
+    scope: Option<&'t Scope>,
+    ahead: Option<WalkAhead>,
 }
 
 /// One sync run: what it compares against, what it has done so far, and how.
@@ -401,11 +384,24 @@ impl<'a> SyncRun<'a> {
 
     /// Walks the tree and compares it with the store, with read transactions only:
     /// what the sync must do with the files found.
-    fn survey(&mut self, root: &Path, scope: Option<&Scope>) -> Result<Triage> {
+    fn survey(
+        &mut self,
+        root: &Path,
+        scope: Option<&Scope>,
+        ahead: Option<WalkAhead>,
+    ) -> Result<Triage> {
         let store = self.store;
         // The walk (system calls) and the read of the store's side run at once.
-        let (walked, state) =
-            rayon::join(|| store.walk_files(root, scope), || self.read_state(scope));
+        let (walked, state) = match ahead {
+            Some(walk) => {
+                let state = self.read_state(scope);
+                (walk.join(), state)
+            }
+            None => rayon::join(
+                || walk_files(store.path(), root, scope),
+                || self.read_state(scope),
+            ),
+        };
         let Walked {
             files,
             failures,

@@ -100,6 +100,38 @@ fn sync_matches_clean_index_and_second_sync_is_a_no_op() {
 }
 
 #[test]
+fn a_walk_begun_before_the_store_is_created_syncs_what_it_found() {
+    let tree = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let (options, embedder) = (SyncOptions::default(), HashEmbedder::new(32));
+    write(tree.path(), "a.md", "# A\n\nalpha text\n");
+    write(tree.path(), "src/lib.rs", "/// Doc.\npub fn f() {}\n");
+    write(tree.path(), "bin.dat", "\0\0\0\u{1}");
+    // The store in the tree's .cfs folder, which the walk skips, created after the walk
+    // began.
+    let file = tree.path().join(".cfs/store.redb");
+    let walk = Store::walk_ahead(tree.path(), &file);
+    let store = Store::create(&file, settings(&options, &embedder)).unwrap();
+    let report = store
+        .sync_walked(walk, &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!((report.added, report.failed.len()), (2, 1));
+    assert_eq!(report.root, clean_root(tree.path(), &options, &embedder));
+    let again = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!((again.root, again.commits), (report.root, 0));
+    // A walk begun for another store is refused, and writes nothing.
+    let other = Store::walk_ahead(tree.path(), &db.path().join("other.redb"));
+    let refused = store.sync_walked(other, &options, &embedder, &|_| {});
+    assert!(
+        matches!(refused, Err(cfs_store::StoreError::InvalidInput(_))),
+        "{refused:?}"
+    );
+    assert_eq!(store.state_root().unwrap(), report.root);
+}
+
+#[test]
 fn rename_rebinds_without_parsing_or_embedding() {
     let (tree, _db, store, options, embedder) = setup();
     write(tree.path(), "docs/old.md", "# Title\n\nsome words here\n");
