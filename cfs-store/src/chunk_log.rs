@@ -530,16 +530,21 @@ mod tests {
     use super::{Appender, ChunkLog, HEADER_LEN};
     use crate::tables::LogMark;
 
+    /// The mark of a new log: its header only.
+    fn fresh(log: &ChunkLog) -> LogMark {
+        LogMark {
+            id: log.id(),
+            len: HEADER_LEN,
+            dead: 0,
+        }
+    }
+
     #[test]
     fn a_transaction_that_never_committed_leaves_a_tail_the_next_one_cuts() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.redb.chunks");
         let log = Arc::new(ChunkLog::create_file(&path).unwrap());
-        let start = LogMark {
-            id: log.id(),
-            len: HEADER_LEN,
-            dead: 0,
-        };
+        let start = fresh(&log);
         // Committed: two encodings, one of them past the gathering buffer.
         let mut first = Appender::new(log.clone(), &start).unwrap();
         let a = first.append(b"alpha").unwrap();
@@ -591,12 +596,7 @@ mod tests {
         let on_backend = ChunkLog::create(Box::new(super::LogFile(file)), &other).unwrap();
         for log in [in_file, on_backend] {
             let log = Arc::new(log);
-            let start = LogMark {
-                id: log.id(),
-                len: HEADER_LEN,
-                dead: 0,
-            };
-            let mut appender = Appender::new(log.clone(), &start).unwrap();
+            let mut appender = Appender::new(log.clone(), &fresh(&log)).unwrap();
             let first = appender.append(b"first").unwrap();
             let extents = appender.append_all(&refs).unwrap();
             let committed = appender.finish().unwrap();
