@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use cfs_core::{Canonical, ContentHash, DocumentId, PathEntry, StateRoot};
-use cfs_ingest::{Embedder, IngestConfig, IngestError, Registry, Scope, WalkEntry};
+use cfs_ingest::{Embedder, IngestConfig, Registry, Scope, WalkEntry};
 use redb::ReadableTable;
 
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::store::{Settings, Store};
 use crate::tables::{self, Stat};
 use crate::write::WriteTxn;
@@ -230,6 +230,43 @@ impl Store {
         })
     }
 
+    /// Begins walking the whole tree at `root` on a thread of its own, for a sync of it
+    /// into the store at `store_path` ([`Store::sync_walked`]), so that the store can be
+    /// created meanwhile. The store file must not appear inside the tree during the
+    /// walk except in a folder the walk skips (`.cfs`, where `cfs index` keeps it):
+    /// before it exists, it cannot be recognised as the store's own.
+    pub fn walk_ahead(root: &Path, store_path: &Path) -> WalkAhead {
+        WalkAhead::begin(root, store_path)
+    }
+
+    /// [`Store::sync`] of the tree `walk` was begun on, with its walk: the tree as the
+    /// walk found it (a file added or removed since is the next sync's). A walk begun
+    /// for another store is an `InvalidInput` error.
+    pub fn sync_walked(
+        &self,
+        walk: WalkAhead,
+        options: &SyncOptions,
+        embedder: &dyn Embedder,
+        progress: &(dyn Fn(SyncProgress<'_>) + Sync),
+    ) -> Result<SyncReport> {
+        if walk.store_path != self.path() {
+            return Err(StoreError::InvalidInput(format!(
+                "a walk begun for the store {} given to the store {}",
+                walk.store_path.display(),
+                self.path().display()
+            )));
+        }
+        let root = walk.root.clone();
+        let target = Target {
+            root: &root,
+            scope: None,
+            ahead: Some(walk),
+        };
+        crate::error::guard(self.path(), || {
+            self.sync_scope(target, options, embedder, progress)
+        })
+    }
+
     /// Syncs only the part of `root` in `scope`: the named files and everything under
     /// the named folders, added, changed or removed (a named path that no longer exists
     /// is removed, with everything under it). The same rules as a whole sync apply, so
@@ -302,9 +339,6 @@ impl Store {
         })
     }
 }
-
-/// A file that could not be indexed: its path and the reason.
-type Failure = (String, String);
 
 /// What a sync covers: the tree, the part of it in scope, and its walk if it was begun
 /// already ([`Store::walk_ahead`]).
@@ -601,19 +635,6 @@ impl<'a> SyncRun<'a> {
         let renamed = self.report.renamed;
         self.report.removed -= renamed.min(self.report.removed);
         Ok(self.report)
-    }
-}
-
-fn error_path(e: &IngestError) -> String {
-    match e {
-        IngestError::Skipped { path, .. }
-        | IngestError::Decode { path, .. }
-        | IngestError::Malformed { path, .. }
-        | IngestError::TooLarge { path, .. }
-        | IngestError::Path { path, .. }
-        | IngestError::Core { path, .. } => path.clone(),
-        IngestError::Io { path, .. } => path.display().to_string(),
-        _ => String::new(),
     }
 }
 

@@ -9,11 +9,12 @@
 
 use std::path::{Path, PathBuf};
 
-use cfs_ingest::{Embedder, Scope, WalkEntry, walk_scope};
+use cfs_ingest::{IngestError, Scope, WalkEntry, walk_scope};
 
-use super::{Failure, SyncOptions, SyncProgress, SyncReport, Target, error_path};
-use crate::error::{Result, StoreError};
-use crate::store::Store;
+use crate::error::Result;
+
+/// A file that could not be indexed: its path and the reason.
+pub(super) type Failure = (String, String);
 
 /// What the walk found.
 pub(super) struct Walked {
@@ -51,11 +52,25 @@ pub(super) fn walk_files(store_path: &Path, root: &Path, scope: Option<&Scope>) 
     })
 }
 
+/// The path an ingestion error names, if any.
+fn error_path(e: &IngestError) -> String {
+    match e {
+        IngestError::Skipped { path, .. }
+        | IngestError::Decode { path, .. }
+        | IngestError::Malformed { path, .. }
+        | IngestError::TooLarge { path, .. }
+        | IngestError::Path { path, .. }
+        | IngestError::Core { path, .. } => path.clone(),
+        IngestError::Io { path, .. } => path.display().to_string(),
+        _ => String::new(),
+    }
+}
+
 /// A walk of a whole tree begun on a thread of its own, for a sync of the tree into the
-/// store at a given path ([`Store::walk_ahead`], [`Store::sync_walked`]).
+/// store at a given path (`Store::walk_ahead`, `Store::sync_walked`).
 pub struct WalkAhead {
-    root: PathBuf,
-    store_path: PathBuf,
+    pub(super) root: PathBuf,
+    pub(super) store_path: PathBuf,
     walking: std::thread::JoinHandle<Result<Walked>>,
 }
 
@@ -69,55 +84,21 @@ impl std::fmt::Debug for WalkAhead {
 }
 
 impl WalkAhead {
+    /// Begins the walk of the whole tree at `root`, leaving out the store file at
+    /// `store_path`.
+    pub(super) fn begin(root: &Path, store_path: &Path) -> Self {
+        let (tree, store) = (root.to_path_buf(), store_path.to_path_buf());
+        Self {
+            root: root.to_path_buf(),
+            store_path: store_path.to_path_buf(),
+            walking: std::thread::spawn(move || walk_files(&store, &tree, None)),
+        }
+    }
+
     /// What the walk found (waited for).
     pub(super) fn join(self) -> Result<Walked> {
         self.walking
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    }
-}
-
-impl Store {
-    /// Begins walking the whole tree at `root` on a thread of its own, for a sync of it
-    /// into the store at `store_path` ([`Store::sync_walked`]), so that the store can be
-    /// created meanwhile. The store file must not appear inside the tree during the
-    /// walk except in a folder the walk skips (`.cfs`, where `cfs index` keeps it):
-    /// before it exists, it cannot be recognised as the store's own.
-    pub fn walk_ahead(root: &Path, store_path: &Path) -> WalkAhead {
-        let (root, store_path) = (root.to_path_buf(), store_path.to_path_buf());
-        let (tree, store) = (root.clone(), store_path.clone());
-        WalkAhead {
-            root,
-            store_path,
-            walking: std::thread::spawn(move || walk_files(&store, &tree, None)),
-        }
-    }
-
-    /// [`Store::sync`] of the tree `walk` was begun on, with its walk: the tree as the
-    /// walk found it (a file added or removed since is the next sync's). A walk begun
-    /// for another store is an `InvalidInput` error.
-    pub fn sync_walked(
-        &self,
-        walk: WalkAhead,
-        options: &SyncOptions,
-        embedder: &dyn Embedder,
-        progress: &(dyn Fn(SyncProgress<'_>) + Sync),
-    ) -> Result<SyncReport> {
-        if walk.store_path != self.path() {
-            return Err(StoreError::InvalidInput(format!(
-                "a walk begun for the store {} given to the store {}",
-                walk.store_path.display(),
-                self.path().display()
-            )));
-        }
-        let root = walk.root.clone();
-        let target = Target {
-            root: &root,
-            scope: None,
-            ahead: Some(walk),
-        };
-        crate::error::guard(self.path(), || {
-            self.sync_scope(target, options, embedder, progress)
-        })
     }
 }
