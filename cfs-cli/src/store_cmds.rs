@@ -448,9 +448,6 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Syncs the tree at `root` (the part `part` of it, or what git says changed since
-/// `--changed-since`) with a progress bar; returns the report and, for
-/// `--changed-since`, git's head.
 /// What `cfs index` syncs: the tree, the part of it asked for, and the walk of the whole
 /// tree if it was begun before the store was created ([`walk_ahead`]).
 struct Tree<'a> {
@@ -471,11 +468,17 @@ fn walk_ahead(root: &Path, args: &IndexArgs, whole: bool) -> Option<cfs_store::W
     }
     let absolute = std::path::absolute(&file).ok()?;
     let apart = !absolute.starts_with(root) || absolute.starts_with(root.join(STORE_DIR));
+    if !apart {
+        return None;
+    }
     // The parse threads' heaps before the walk's threads start (see `huge_page_heaps`).
-    apart.then(crate::alloc::huge_page_heaps)?;
+    crate::alloc::huge_page_heaps();
     Some(Store::walk_ahead(root, &file))
 }
 
+/// Syncs the tree at `root` (the part `part` of it, or what git says changed since
+/// `--changed-since`; the walk begun ahead, if any) with a progress bar; returns the
+/// report and, for `--changed-since`, git's head.
 fn sync_tree(
     opened: &Opened,
     tree: Tree<'_>,

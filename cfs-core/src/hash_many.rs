@@ -170,7 +170,6 @@ fn pieces_of<'a>(inputs: &[&'a [u8]]) -> Vec<Piece<'a>> {
 /// is BLAKE3's tree: the left subtree holds the largest power of two of chunks. Each
 /// input's level is kept in place in `cvs`, at the start of its pieces' span: no
 /// allocation per input (a document's leaves are thousands of inputs a call).
-#[inline(never)]
 fn merge_all(inputs: &[&[u8]], mut cvs: Vec<Cv>, key: &Cv, flags: u32, mode: Mode<'_>) -> Vec<Cv> {
     // Each input's span of `cvs`: where it starts and the width of its level.
     let mut spans: Vec<(usize, usize)> = Vec::with_capacity(inputs.len());
