@@ -4,11 +4,13 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use cfs_ingest::Embedder;
+use cfs_ingest::{Embedder, Role};
 use cfs_store::Store;
 use cfs_store::search::{
-    CODE_CANDIDATES, CacheStatus, Explanation, Filter, Hit, IndexOptions, Mode, Query, SearchIndex,
+    CODE_CANDIDATES, CacheStatus, Explanation, FileHit, Filter, Hit, IndexOptions, Mode, PATH_ONE,
+    Parts, Query, SearchIndex,
 };
+use serde::Serialize;
 use serde_json::json;
 
 use crate::output::{print_json, spinner};
@@ -16,11 +18,16 @@ use crate::store_cmds::{Common, embedder_for, open_read};
 
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
-    /// What to look for: any text (operators and punctuation are just text).
+    /// What to look for: any text (operators and punctuation are just text). A bare
+    /// name (`IntoResponse`, `Router::route`) is looked up as a definition first.
     query: String,
-    /// Number of results.
+    /// Number of results (files with --files).
     #[arg(long, short = 'k', default_value_t = 10)]
     k: usize,
+    /// Answer with files, each ranked by its best chunk plus a bonus for further
+    /// matching ones, with its best chunks' line ranges.
+    #[arg(long)]
+    files: bool,
     /// hybrid (text and vectors fused), vector or text.
     #[arg(long, default_value = "hybrid")]
     mode: Mode,
@@ -36,6 +43,10 @@ pub struct SearchArgs {
     /// Only chunks of this kind: text, section, code or page.
     #[arg(long, value_name = "K")]
     kind: Option<String>,
+    /// Only files of this role: source, declaration, config, docs, example, test,
+    /// generated or vendored.
+    #[arg(long, value_name = "ROLE", value_parser = parse_role)]
+    role: Option<Role>,
     /// Only documents of this MIME type.
     #[arg(long, value_name = "TYPE")]
     mime: Option<String>,
@@ -43,12 +54,19 @@ pub struct SearchArgs {
     /// re-scoring the best candidates.
     #[arg(long)]
     exact: bool,
-    /// Also say how the query ran: segments, terms with their weights, candidates of
-    /// each retriever, fusion, and each result's score parts.
+    /// Also say how the query ran: its intent, segments, terms with their weights,
+    /// candidates of each list, fusion weights, and each result's score parts.
     #[arg(long)]
     explain: bool,
     #[command(flatten)]
     common: Common,
+}
+
+fn parse_role(name: &str) -> Result<Role, String> {
+    Role::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Role::ALL.iter().map(|r| r.name()).collect();
+        format!("unknown role {name:?} ({})", names.join(", "))
+    })
 }
 
 /// The cache file of a store's runtime index: `index.cache` beside `store.redb`.
@@ -115,16 +133,24 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
             language: args.lang.clone(),
             kind: args.kind.clone(),
             mime_type: args.mime.clone(),
+            role: args.role,
         });
     let started = Instant::now();
-    let hits = index.search(&query, &*embedder)?;
+    let found = if args.files {
+        Found::Files(index.search_files(&query, &*embedder)?)
+    } else {
+        Found::Chunks(index.search(&query, &*embedder)?)
+    };
     let ms = started.elapsed().as_secs_f64() * 1e3;
     let explained = args.explain.then(|| index.explain(&query, &*embedder));
     if args.common.json {
-        let hits = json!(hits.iter().map(hit_json).collect::<Vec<_>>());
+        let results = match &found {
+            Found::Chunks(hits) => json!(hits.iter().map(HitJson::of).collect::<Vec<_>>()),
+            Found::Files(files) => json!(files.iter().map(FileJson::of).collect::<Vec<_>>()),
+        };
         match &explained {
-            Some(e) => print_json(&json!({"hits": hits, "explain": explain_json(e)}))?,
-            None => print_json(&hits)?,
+            Some(e) => print_json(&json!({"hits": results, "explain": ExplainJson::of(e)}))?,
+            None => print_json(&results)?,
         }
         std::mem::forget((index, embedder));
         return Ok(ExitCode::SUCCESS);
@@ -133,6 +159,36 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = &explained {
         write_explanation(&mut out, e)?;
     }
+    match &found {
+        Found::Chunks(hits) => write_hits(&mut out, hits, args.explain)?,
+        Found::Files(files) => write_files(&mut out, files, args.explain)?,
+    }
+    if std::io::stderr().is_terminal() {
+        eprintln!("{} results in {ms:.1} ms", found.len());
+    }
+    // The process ends here: its index (documents, paths, maps) and the embedder (a
+    // model's 50 MB of weights) are left to the exit instead of freed piece by piece
+    // (as in the JSON branch above).
+    std::mem::forget((index, embedder));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A search's results: chunks, or files with their best chunks.
+enum Found {
+    Chunks(Vec<Hit>),
+    Files(Vec<FileHit>),
+}
+
+impl Found {
+    fn len(&self) -> usize {
+        match self {
+            Found::Chunks(h) => h.len(),
+            Found::Files(f) => f.len(),
+        }
+    }
+}
+
+fn write_hits(out: &mut impl Write, hits: &[Hit], explain: bool) -> std::io::Result<()> {
     if hits.is_empty() {
         writeln!(out, "no results")?;
     }
@@ -144,63 +200,108 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_default();
         writeln!(
             out,
-            "{:>2}. {}:{}-{}{symbol}  score {:.4}{}",
+            "{:>2}. {}:{}-{}{symbol}{}  score {:.4}{}",
             i + 1,
             hit.path,
             hit.start_line,
             hit.end_line,
+            role_tag(hit.role),
             hit.score,
-            if args.explain {
-                score_parts(hit)
-            } else {
-                parts(hit)
-            }
+            parts_text(&hit.parts, explain)
         )?;
         for line in hit.snippet.lines() {
             writeln!(out, "      {line}")?;
         }
     }
-    if std::io::stderr().is_terminal() {
-        eprintln!("{} results in {ms:.1} ms", hits.len());
-    }
-    // The process ends here: its index (documents, paths, maps) and the embedder (a
-    // model's 50 MB of weights) are left to the exit instead of freed piece by piece
-    // (as in the JSON branch above).
-    std::mem::forget((index, embedder));
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
-fn parts(hit: &Hit) -> String {
+fn write_files(out: &mut impl Write, files: &[FileHit], explain: bool) -> std::io::Result<()> {
+    if files.is_empty() {
+        writeln!(out, "no results")?;
+    }
+    for (i, file) in files.iter().enumerate() {
+        writeln!(
+            out,
+            "{:>2}. {}{}  score {:.4}",
+            i + 1,
+            file.path,
+            role_tag(file.role),
+            file.score
+        )?;
+        for hit in &file.chunks {
+            let symbol = hit.symbol.as_deref().unwrap_or("");
+            let parts = parts_text(&hit.parts, explain);
+            writeln!(
+                out,
+                "      {}-{} {symbol}{parts}",
+                hit.start_line, hit.end_line
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// ` [role]` for a file that is not source.
+fn role_tag(role: Role) -> String {
+    match role {
+        Role::Source => String::new(),
+        other => format!(" [{other}]"),
+    }
+}
+
+/// The lists that found a result with its rank in each; with `explain`, every part of
+/// its score too: the scores behind the ranks (BM25 and the dot product, scaled as in
+/// JSON), the fused sum, the path's points, the role's weight, the file's bonus.
+fn parts_text(p: &Parts, explain: bool) -> String {
     let mut s = String::new();
-    if let Some((_, rank)) = hit.text_score {
+    if let Some(rank) = p.definition {
+        s += &format!(" definition #{rank}");
+    }
+    if let Some((score, rank)) = p.text {
         s += &format!(" text #{rank}");
+        if explain {
+            s += &format!(" (bm25 {:.3})", unit(score));
+        }
     }
-    if let Some((_, rank)) = hit.vector_score {
+    if let Some((dot, rank)) = p.vector {
         s += &format!(" vector #{rank}");
+        if explain {
+            s += &format!(" (dot {:.4})", dot as f64 / (1u64 << 30) as f64);
+        }
+    }
+    if !explain {
+        return s;
+    }
+    s += &format!(" fused {:.4}", unit(p.fused));
+    if p.path.0 > 0 {
+        s += &format!(" path {}/{PATH_ONE} +{:.4}", p.path.0, unit(p.path.1));
+    }
+    if let Some((role, weight)) = p.role
+        && weight != 100
+    {
+        s += &format!(" {role} x{weight}%");
+    }
+    if p.file_bonus > 0 {
+        s += &format!(" file +{:.4}", unit(p.file_bonus));
     }
     s
 }
 
-/// Ranks with the scores behind them: BM25 and the dot product (scaled as in JSON).
-fn score_parts(hit: &Hit) -> String {
-    let mut s = String::new();
-    if let Some((score, rank)) = hit.text_score {
-        s += &format!(
-            " text #{rank} (bm25 {:.3})",
-            score as f64 / (1u64 << 32) as f64
-        );
-    }
-    if let Some((dot, rank)) = hit.vector_score {
-        s += &format!(
-            " vector #{rank} (dot {:.4})",
-            dot as f64 / (1u64 << 30) as f64
-        );
-    }
-    s
+/// A fixed-point score (32 fractional bits) as a float.
+fn unit(v: u64) -> f64 {
+    v as f64 / (1u64 << 32) as f64
 }
 
 fn write_explanation(out: &mut impl Write, e: &Explanation) -> std::io::Result<()> {
     writeln!(out, "state root {}", e.root)?;
+    writeln!(
+        out,
+        "query: {} intent; definitions looked up: {}; words for file names: {}",
+        e.intent.name(),
+        list_or_none(&e.identifiers),
+        list_or_none(&e.words)
+    )?;
     for (i, s) in e.segments.iter().enumerate() {
         writeln!(
             out,
@@ -242,51 +343,210 @@ fn write_explanation(out: &mut impl Write, e: &Explanation) -> std::io::Result<(
     } else {
         writeln!(out, "vectors: not searched")?;
     }
+    let w = &e.weights;
     writeln!(
         out,
-        "fusion: reciprocal rank, vector weight {}% of text\n",
-        e.vector_weight
+        "fusion: reciprocal ranks weighted text {}%, vectors {}%, definitions {}%; a file \
+         named wholly by the query +{}% of a first rank\n",
+        w.text, w.vector, w.definitions, w.path
     )
 }
 
-fn explain_json(e: &Explanation) -> serde_json::Value {
-    json!({
-        "root": e.root.to_hex(),
-        "segments": e.segments.iter().map(|s| json!({
-            "chunks": s.chunks, "live": s.live, "mapped": s.mapped, "graph": s.graph,
-        })).collect::<Vec<_>>(),
-        "terms": e.terms.iter().map(|t| json!({
-            "term": t.term, "df": t.df, "idf": t.idf as f64 / f64::from(1u32 << 16),
-        })).collect::<Vec<_>>(),
-        "depth": e.depth,
-        "text_candidates": e.text_candidates,
-        "vector_runs": e.vector_runs,
-        "vectors": e.vectors,
-        "vector_exact": e.vector_exact,
-        "vector_codes": e.vector_codes,
-        "vector_weight": e.vector_weight,
-    })
+fn list_or_none(list: &[String]) -> String {
+    if list.is_empty() {
+        "none".into()
+    } else {
+        list.join(", ")
+    }
 }
 
-fn hit_json(hit: &Hit) -> serde_json::Value {
-    json!({
-        "path": hit.path,
-        "paths": hit.paths,
-        "start_line": hit.start_line,
-        "end_line": hit.end_line,
-        "byte_offset": hit.byte_offset,
-        "byte_length": hit.byte_length,
-        "score": hit.score,
-        "text_score": hit.text_score.map(|(s, r)| json!({"bm25": s as f64 / (1u64 << 32) as f64, "rank": r})),
-        "vector_score": hit.vector_score.map(|(s, r)| json!({"dot": s, "rank": r})),
-        "chunk_id": hit.chunk_id.to_string(),
-        "kind": hit.kind,
-        "language": hit.language,
-        "symbol": hit.symbol,
-        "snippet": hit.snippet,
-        "text": hit.text,
-        "root": hit.root.to_hex(),
-    })
+/// `--explain` in JSON.
+#[derive(Serialize)]
+struct ExplainJson {
+    root: String,
+    intent: &'static str,
+    identifiers: Vec<String>,
+    words: Vec<String>,
+    segments: Vec<SegmentJson>,
+    terms: Vec<TermJson>,
+    depth: usize,
+    text_candidates: usize,
+    vector_runs: bool,
+    vectors: usize,
+    vector_exact: bool,
+    vector_codes: bool,
+    vector_weight: u32,
+    weights: WeightsJson,
+}
+
+#[derive(Serialize)]
+struct SegmentJson {
+    chunks: usize,
+    live: usize,
+    mapped: bool,
+    graph: bool,
+}
+
+#[derive(Serialize)]
+struct TermJson {
+    term: String,
+    df: u64,
+    idf: f64,
+}
+
+#[derive(Serialize)]
+struct WeightsJson {
+    text: u32,
+    vector: u32,
+    definitions: u32,
+    path: u32,
+}
+
+impl ExplainJson {
+    fn of(e: &Explanation) -> Self {
+        let segment = |s: &cfs_store::search::SegmentExplained| SegmentJson {
+            chunks: s.chunks,
+            live: s.live,
+            mapped: s.mapped,
+            graph: s.graph,
+        };
+        let term = |t: &cfs_store::search::TermExplained| TermJson {
+            term: t.term.clone(),
+            df: t.df,
+            idf: t.idf as f64 / f64::from(1u32 << 16),
+        };
+        Self {
+            root: e.root.to_hex(),
+            intent: e.intent.name(),
+            identifiers: e.identifiers.clone(),
+            words: e.words.clone(),
+            segments: e.segments.iter().map(segment).collect(),
+            terms: e.terms.iter().map(term).collect(),
+            depth: e.depth,
+            text_candidates: e.text_candidates,
+            vector_runs: e.vector_runs,
+            vectors: e.vectors,
+            vector_exact: e.vector_exact,
+            vector_codes: e.vector_codes,
+            vector_weight: e.vector_weight,
+            weights: WeightsJson {
+                text: e.weights.text,
+                vector: e.weights.vector,
+                definitions: e.weights.definitions,
+                path: e.weights.path,
+            },
+        }
+    }
+}
+
+/// A result's BM25 score (as a float) and rank.
+#[derive(Serialize)]
+struct TextScoreJson {
+    bm25: f64,
+    rank: usize,
+}
+
+/// A result's dot product and rank.
+#[derive(Serialize)]
+struct VectorScoreJson {
+    dot: i64,
+    rank: usize,
+}
+
+/// How a result's score was made (`cfs_store::search::Parts`), scores as floats.
+#[derive(Serialize)]
+struct PartsJson {
+    definition_rank: Option<usize>,
+    fused: f64,
+    path_points: u64,
+    path_bonus: f64,
+    role_weight: u32,
+    chunk: f64,
+    file_bonus: f64,
+}
+
+/// One chunk result of `cfs search --json`.
+#[derive(Serialize)]
+struct HitJson {
+    path: String,
+    paths: Vec<String>,
+    start_line: u32,
+    end_line: u32,
+    byte_offset: u64,
+    byte_length: u32,
+    score: f64,
+    text_score: Option<TextScoreJson>,
+    vector_score: Option<VectorScoreJson>,
+    parts: PartsJson,
+    chunk_id: String,
+    kind: String,
+    language: Option<String>,
+    symbol: Option<String>,
+    role: &'static str,
+    snippet: String,
+    text: String,
+    root: String,
+}
+
+impl HitJson {
+    fn of(hit: &Hit) -> Self {
+        let p = &hit.parts;
+        Self {
+            path: hit.path.clone(),
+            paths: hit.paths.clone(),
+            start_line: hit.start_line,
+            end_line: hit.end_line,
+            byte_offset: hit.byte_offset,
+            byte_length: hit.byte_length,
+            score: hit.score,
+            text_score: hit.text_score.map(|(s, rank)| TextScoreJson {
+                bm25: unit(s),
+                rank,
+            }),
+            vector_score: hit
+                .vector_score
+                .map(|(dot, rank)| VectorScoreJson { dot, rank }),
+            parts: PartsJson {
+                definition_rank: p.definition,
+                fused: unit(p.fused),
+                path_points: p.path.0,
+                path_bonus: unit(p.path.1),
+                role_weight: p.role.map_or(100, |r| r.1),
+                chunk: unit(p.chunk),
+                file_bonus: unit(p.file_bonus),
+            },
+            chunk_id: hit.chunk_id.to_string(),
+            kind: hit.kind.clone(),
+            language: hit.language.clone(),
+            symbol: hit.symbol.clone(),
+            role: hit.role.name(),
+            snippet: hit.snippet.clone(),
+            text: hit.text.clone(),
+            root: hit.root.to_hex(),
+        }
+    }
+}
+
+/// One file result of `cfs search --files --json`.
+#[derive(Serialize)]
+struct FileJson {
+    path: String,
+    paths: Vec<String>,
+    role: &'static str,
+    score: f64,
+    chunks: Vec<HitJson>,
+}
+
+impl FileJson {
+    fn of(f: &FileHit) -> Self {
+        Self {
+            path: f.path.clone(),
+            paths: f.paths.clone(),
+            role: f.role.name(),
+            score: f.score,
+            chunks: f.chunks.iter().map(HitJson::of).collect(),
+        }
+    }
 }
 
 /// Rebuilds the runtime index from the committed state, checks it against the state,

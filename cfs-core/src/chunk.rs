@@ -52,6 +52,23 @@ pub enum SymbolKind {
 }
 
 impl SymbolKind {
+    /// Every kind, in encoding order: `ALL[tag]` is the kind of tag `tag`.
+    pub const ALL: [SymbolKind; 13] = [
+        Self::Function,
+        Self::Method,
+        Self::Class,
+        Self::Interface,
+        Self::Type,
+        Self::Const,
+        Self::Var,
+        Self::Impl,
+        Self::Trait,
+        Self::Module,
+        Self::Struct,
+        Self::Enum,
+        Self::Macro,
+    ];
+
     /// Lower-case name, as shown by the CLI.
     pub fn name(self) -> &'static str {
         match self {
@@ -473,6 +490,14 @@ mod tests {
             text.into(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn symbol_kinds_are_listed_in_tag_order() {
+        for (tag, kind) in SymbolKind::ALL.into_iter().enumerate() {
+            assert_eq!(borsh::to_vec(&kind).unwrap(), [tag as u8]);
+            assert_eq!(kind as usize, tag);
+        }
     }
 
     #[test]

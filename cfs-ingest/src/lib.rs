@@ -19,6 +19,7 @@ pub mod minilm;
 mod parse_only;
 mod pdf;
 mod pipeline;
+mod role;
 mod text;
 mod tree;
 mod walk;
@@ -47,6 +48,10 @@ pub use pipeline::{
     CODE_CHUNKER, DEFAULT_MAX_FILE_BYTES, HTML_PARSER, IngestConfig, Ingested, JSON_PARSER,
     MARKDOWN_CHUNKER, MARKDOWN_PARSER, PDF_CHUNKER, PDF_PARSER, Parsed, TEXT_CHUNKER, TEXT_PARSER,
     embed_chunks, embedding_text, ingest_file, parse_file, parse_file_hashed,
+};
+pub use role::{
+    GENERATED_MARKERS, MARKER_BYTES, MINIFIED_LINE_BYTES, MINIFIED_MIN_BYTES, Markers, Role,
+    document_role, path_role,
 };
 pub use text::{ChunkParams, MIN_MAX_BYTES, Span, chunk_text};
 pub use tree::{TreeIndex, index_tree, index_walk, ingest_entry, read_entry};

@@ -7,7 +7,10 @@ use std::str::FromStr;
 
 use cfs_core::ChunkId;
 use cfs_ingest::Embedder;
-use cfs_store::search::{ChunkMeta, DocInfo, Filter, Mode, Query, Snapshot, search};
+use cfs_ingest::Role;
+use cfs_store::search::{
+    ChunkMeta, DocInfo, Filter, Hit, Mode, Query, Snapshot, search, search_files,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +33,12 @@ pub struct SearchParams {
     pub lang: Option<String>,
     /// Only chunks of this kind: text, section, code or page.
     pub kind: Option<String>,
+    /// Only files of this role: source, declaration, config, docs, example, test,
+    /// generated or vendored.
+    pub role: Option<String>,
+    /// Answer with files (each with its best chunks) instead of chunks: for "where is
+    /// the code for this?".
+    pub files: Option<bool>,
     /// Search vectors exactly (the reference) instead of through the ANN graph.
     pub exact: Option<bool>,
 }
@@ -38,8 +47,24 @@ pub struct SearchParams {
 pub struct SearchAnswer {
     /// The state root the results come from.
     pub root: String,
-    /// Best first.
+    /// Chunks, best first (empty when files were asked for).
     pub results: Vec<Found>,
+    /// Files, best first, when files were asked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FoundFile>,
+}
+
+/// A file of a file search.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FoundFile {
+    /// The file (relative to the tree).
+    pub path: String,
+    /// source, declaration, config, docs, example, test, generated or vendored.
+    pub role: String,
+    /// The ranking score: its best chunk's plus a bonus for further matching chunks.
+    pub score: f64,
+    /// Its best chunks, best first.
+    pub chunks: Vec<Found>,
 }
 
 /// Where a chunk is: what every answer about one chunk cites.
@@ -85,6 +110,9 @@ impl Cited {
 pub struct Found {
     #[serde(flatten)]
     pub chunk: Cited,
+    /// Its file's role: source, declaration, config, docs, example, test, generated or
+    /// vendored.
+    pub role: String,
     /// The ranking score (fused in hybrid mode).
     pub score: f64,
     /// A few lines around the first query word.
@@ -109,6 +137,13 @@ pub fn search_answer(
         Some(m) => Mode::from_str(m)
             .map_err(|_| format!("mode must be hybrid, text or vector, not {m:?}"))?,
     };
+    let role = match params.role.as_deref() {
+        None => None,
+        Some(r) => Some(Role::from_name(r).ok_or_else(|| {
+            let names: Vec<&str> = Role::ALL.iter().map(|r| r.name()).collect();
+            format!("role must be one of {}, not {r:?}", names.join(", "))
+        })?),
+    };
     let query = Query::new(params.query)
         .k(k as usize)
         .mode(mode)
@@ -119,23 +154,52 @@ pub fn search_answer(
             language: params.lang,
             kind: params.kind,
             mime_type: None,
+            role,
         });
-    let hits = search(snap, &query, embedder).map_err(|e| e.to_string())?;
-    let mut results = Vec::with_capacity(hits.len());
-    for h in hits {
-        let meta = snap
-            .chunk(&h.chunk_id)
-            .ok_or_else(|| format!("chunk {} left its snapshot", h.chunk_id))?;
-        results.push(Found {
-            chunk: Cited::of(&meta),
-            same_content: h.paths.iter().filter(|p| **p != h.path).cloned().collect(),
-            score: h.score,
-            snippet: h.snippet,
+    let root = snap.state_root().to_hex();
+    if params.files.unwrap_or(false) {
+        let files = search_files(snap, &query, embedder).map_err(|e| e.to_string())?;
+        let files = files
+            .into_iter()
+            .map(|f| {
+                let chunks = f.chunks.into_iter().map(|h| found(snap, h));
+                Ok(FoundFile {
+                    path: f.path,
+                    role: f.role.name().to_owned(),
+                    score: f.score,
+                    chunks: chunks.collect::<Result<_, String>>()?,
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        return Ok(SearchAnswer {
+            root,
+            results: Vec::new(),
+            files,
         });
     }
+    let hits = search(snap, &query, embedder).map_err(|e| e.to_string())?;
+    let results = hits
+        .into_iter()
+        .map(|h| found(snap, h))
+        .collect::<Result<_, String>>()?;
     Ok(SearchAnswer {
-        root: snap.state_root().to_hex(),
+        root,
         results,
+        files: Vec::new(),
+    })
+}
+
+/// The answer's form of a hit.
+fn found(snap: &Snapshot, h: Hit) -> Result<Found, String> {
+    let meta = snap
+        .chunk(&h.chunk_id)
+        .ok_or_else(|| format!("chunk {} left its snapshot", h.chunk_id))?;
+    Ok(Found {
+        chunk: Cited::of(&meta),
+        role: h.role.name().to_owned(),
+        same_content: h.paths.iter().filter(|p| **p != h.path).cloned().collect(),
+        score: h.score,
+        snippet: h.snippet,
     })
 }
 

@@ -1,12 +1,15 @@
-//! What a query does over a snapshot, for `cfs search --explain`: the segments it
-//! reads, the terms it looks up with their document frequencies and weights, how many
-//! chunks each retriever considers, and how the two are fused. The score parts of each
-//! result are on the [`super::Hit`] itself.
+//! What a query does over a snapshot, for `cfs search --explain`: how the query was
+//! read (its intent, identifiers and words), the segments it reads, the terms it looks
+//! up with their document frequencies and weights, how many chunks each retriever
+//! considers, and the weights of the fusion. The score parts of each result are on the
+//! [`super::Hit`] itself ([`super::Parts`]).
 
 use cfs_core::StateRoot;
 
 use super::bm25;
+use super::intent::{Intent, analyze};
 use super::query::{Mode, Query, depth, live_df, vector_needed};
+use super::rank::Weights;
 use super::snapshot::Snapshot;
 use super::tokenize::tokens;
 
@@ -61,11 +64,33 @@ pub struct Explanation {
     pub vector_codes: bool,
     /// Weight of the vector ranks in the fusion, in percent of the text ranks'.
     pub vector_weight: u32,
+    /// The query's intent.
+    pub intent: Intent,
+    /// The identifiers looked up as definitions (`qualifier::name` when qualified).
+    pub identifiers: Vec<String>,
+    /// The words matched against file and folder names.
+    pub words: Vec<String>,
+    /// The fusion's weights for this query (the vector weight as used).
+    pub weights: Weights,
 }
 
-/// How `query` runs over `snap` with the vector weight `weight`, for an embedder whose
+/// How `query` runs over `snap` for an embedder of fusion weight `embedder_weight` whose
 /// vectors may (`sign_codes`) or may not be searched by their sign codes.
-pub fn explain(snap: &Snapshot, query: &Query, weight: u32, sign_codes: bool) -> Explanation {
+pub fn explain(
+    snap: &Snapshot,
+    query: &Query,
+    embedder_weight: u32,
+    sign_codes: bool,
+) -> Explanation {
+    let analysis = analyze(&query.text);
+    let mut weights = query.ranking.weights(analysis.intent);
+    weights.vector = match query.mode {
+        Mode::Vector => 100,
+        _ => query
+            .vector_weight
+            .unwrap_or(weights.vector * embedder_weight / 100),
+    };
+    let weight = weights.vector;
     let segments = snap
         .segments
         .iter()
@@ -132,5 +157,16 @@ pub fn explain(snap: &Snapshot, query: &Query, weight: u32, sign_codes: bool) ->
         vector_exact: query.exact || !has_graph && !codes,
         vector_codes: codes,
         vector_weight: weight,
+        intent: analysis.intent,
+        identifiers: analysis
+            .identifiers
+            .iter()
+            .map(|i| match &i.qualifier {
+                Some(q) => format!("{q}::{}", i.key),
+                None => i.key.clone(),
+            })
+            .collect(),
+        words: analysis.words,
+        weights,
     }
 }

@@ -14,7 +14,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use cfs_core::ChunkId;
+use cfs_core::{ChunkId, SymbolKind};
 use memmap2::Mmap;
 
 use super::mapped_docs::MappedDocs;
@@ -34,6 +34,19 @@ pub(crate) fn map(file: &std::fs::File) -> std::io::Result<Mmap> {
 
 /// Bytes of one chunk record (`docs/format.md`).
 pub(crate) const RECORD_BYTES: usize = 48;
+
+/// A record's last field: the symbol's kind plus one (0: none) in bits 0-7, where its
+/// name starts in the symbol string in bits 8-23, bit 24 set for a later window.
+pub(crate) fn symbol_field(meta: &ChunkMeta) -> u32 {
+    let kind = meta.symbol_kind.map_or(0, |k| k as u32 + 1);
+    kind | u32::from(meta.name_start) << 8 | u32::from(meta.continued) << 24
+}
+
+/// The symbol kind of a record's last field (`None` for 0 or a value no kind has).
+fn symbol_kind_of(field: u32) -> Option<SymbolKind> {
+    let tag = (field & 0xff).checked_sub(1)?;
+    SymbolKind::ALL.get(tag as usize).copied()
+}
 /// A record's string reference meaning "none".
 pub(crate) const NO_STRING: u32 = u32::MAX;
 
@@ -262,6 +275,9 @@ impl Mapped {
             language: self.owned_string(at(32)),
             symbol: self.owned_string(at(36)),
             heading: self.owned_string(at(40)),
+            symbol_kind: symbol_kind_of(at(44)),
+            name_start: (at(44) >> 8) as u16,
+            continued: at(44) >> 24 & 1 != 0,
         })
     }
 }

@@ -11,17 +11,19 @@ use std::sync::{Arc, OnceLock};
 
 use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::{Bucket, ChunkId, DocumentId, PathEntry};
+use cfs_ingest::Markers;
 use memmap2::Mmap;
 
 use super::buckets::{Rows, Source};
 use super::mapped::{cast, span};
 use super::segment::{DocInfo, PathInfo};
 
-/// A document's MIME type and its paths with their collections (its id and chunk ids
-/// are in columns of their own).
+/// A document's MIME type, its markers ([`Markers::bits`]) and its paths with their
+/// collections (its id and chunk ids are in columns of their own).
 #[derive(BorshSerialize, BorshDeserialize)]
 pub(crate) struct CachedDoc {
     pub mime_type: String,
+    pub markers: u8,
     pub paths: Vec<(String, Vec<String>)>,
 }
 
@@ -122,19 +124,21 @@ impl MappedDocs {
             .and_then(cast::<u64>)?;
         let ids: &[[u8; 16]] = list.map.get(self.chunks.clone()).and_then(cast)?;
         let chunks = ids.get(span(ends, i)?)?;
-        Some(DocInfo {
-            id: DocumentId(list.id(i)?),
-            mime_type: meta.mime_type.into(),
-            paths: meta
-                .paths
-                .into_iter()
-                .map(|(p, c)| PathInfo {
-                    path: p.into(),
-                    collections: c.into_iter().map(Into::into).collect(),
-                })
-                .collect(),
-            chunks: chunks.iter().map(|c| ChunkId(*c)).collect(),
-        })
+        let paths = meta
+            .paths
+            .into_iter()
+            .map(|(p, c)| PathInfo {
+                path: p.into(),
+                collections: c.into_iter().map(Into::into).collect(),
+            })
+            .collect();
+        Some(DocInfo::new(
+            DocumentId(list.id(i)?),
+            meta.mime_type.into(),
+            paths,
+            chunks.iter().map(|c| ChunkId(*c)).collect(),
+            Markers::from_bits(meta.markers),
+        ))
     }
 }
 

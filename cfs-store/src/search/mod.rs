@@ -28,13 +28,17 @@ mod cache;
 mod codes;
 mod delta;
 mod explain;
+mod intent;
 mod mapped;
 mod mapped_docs;
 mod merged;
+mod path_words;
 mod query;
+mod rank;
 mod sections;
 mod segment;
 mod snapshot;
+mod symbols;
 mod tokenize;
 mod vector;
 
@@ -42,15 +46,21 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use cfs_core::{ChunkId, StateRoot};
-use cfs_ingest::Embedder;
+use cfs_ingest::{Embedder, Role};
 
 pub use bm25::{idf, log2_fixed, tf_part};
 pub use cache::{CACHE_FORMAT, CacheStatus, DELTA_MIN_CHANGED, SavedAs};
 pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
+pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
+pub use path_words::{
+    FOLDER_POINTS, FileWords, MODULE_STEMS, PATH_ONE, file_words, path_points, word_matches,
+};
 pub use query::{CODE_CANDIDATES, Filter, KINDS, Mode, Query, RRF_K, rrf};
+pub use rank::{Parts, Ranking, Weights};
 pub use segment::{ChunkMeta, DocInfo, PathInfo};
 pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff};
-pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens};
+pub use symbols::{DEFINITION_PREFIX, kind_rank, name_head, name_key};
+pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens, words};
 pub use vector::{EF_CONSTRUCTION, EF_SEARCH, HNSW_SEED, dot, norm2};
 
 use crate::error::{Result, StoreError};
@@ -125,6 +135,10 @@ pub struct Hit {
     pub text_score: Option<(u64, usize)>,
     /// Dot product and rank, when the vector retriever found it.
     pub vector_score: Option<(i64, usize)>,
+    /// The role of its file.
+    pub role: Role,
+    /// How its score was made (`cfs search --explain`).
+    pub parts: Parts,
     /// A few lines of the chunk around the first query word.
     pub snippet: String,
     /// The chunk's text.
@@ -132,6 +146,26 @@ pub struct Hit {
     /// The state root of the snapshot the result came from.
     pub root: StateRoot,
 }
+
+/// One file of a file search: a document by its first path, with its best chunks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileHit {
+    /// The first of its document's paths.
+    pub path: String,
+    /// All of its document's paths, sorted.
+    pub paths: Vec<String>,
+    /// Its role.
+    pub role: Role,
+    /// The ranking score (its best chunk's plus the bonus for further chunks), as a
+    /// float for display.
+    pub score: f64,
+    /// Its best chunks (at most [`FILE_CHUNKS`]), best first; the first one's parts
+    /// hold the file's bonus.
+    pub chunks: Vec<Hit>,
+}
+
+/// Chunks a [`FileHit`] shows.
+pub const FILE_CHUNKS: usize = 3;
 
 /// A runtime index kept in step with a store.
 pub struct SearchIndex {
@@ -379,12 +413,15 @@ impl SearchIndex {
         search(&self.snapshot(), query, embedder)
     }
 
+    /// Runs a query on the current snapshot for files (`query.k` of them).
+    pub fn search_files(&self, query: &Query, embedder: &dyn Embedder) -> Result<Vec<FileHit>> {
+        search_files(&self.snapshot(), query, embedder)
+    }
+
     /// How `query` runs on the current snapshot (see [`explain`]).
     pub fn explain(&self, query: &Query, embedder: &dyn Embedder) -> Explanation {
-        let weight = query
-            .vector_weight
-            .unwrap_or_else(|| embedder.fusion_weight());
-        explain(&self.snapshot(), query, weight, embedder.sign_codes())
+        let (weight, codes) = (embedder.fusion_weight(), embedder.sign_codes());
+        explain(&self.snapshot(), query, weight, codes)
     }
 }
 
@@ -431,81 +468,142 @@ fn check_model(store: &Store, embedder: &dyn Embedder) -> Result<()> {
 /// Runs a query on a snapshot. An empty store, an empty query or a query of operators
 /// gives an empty list, never an error.
 pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
-    let k = query.k;
-    let depth = query::depth(query.mode, k);
-    let text = match query.mode {
-        Mode::Hybrid | Mode::Text => query::text_search(snap, &query.text, depth, &query.filter),
-        Mode::Vector => Vec::new(),
-    };
-    let weight = query
-        .vector_weight
-        .unwrap_or_else(|| embedder.fusion_weight());
-    // With weight 0, vector results only follow the text results: when the text
-    // retriever filled all k places they cannot appear, so they are not computed.
-    let vector_needed = query::vector_needed(query.mode, weight, text.len(), k);
-    let vector = match query.mode {
-        Mode::Hybrid | Mode::Vector if vector_needed && !query.text.trim().is_empty() => {
-            if embedder.model_hash() != snap.model {
-                return Err(StoreError::ModelMismatch {
-                    store: format!("the model {}", snap.model),
-                    embedder: embedder.model_id().to_owned(),
-                });
-            }
-            let v = embedder
-                .embed_batch(&[query.text.as_str()])
-                .map_err(|e| StoreError::Embedder(format!("embedding the query: {e}")))?;
-            let v = v.into_iter().next().unwrap_or_default();
-            let approx = query::Approx {
-                graph: !query.exact,
-                codes: !query.exact && embedder.sign_codes(),
-            };
-            query::vector_search(snap, &v, depth, &query.filter, approx)
-        }
-        _ => Vec::new(),
-    };
-    let fused = match query.mode {
-        Mode::Hybrid => query::fuse(text, vector, k, weight),
-        Mode::Text => query::fuse(text, Vec::new(), k, 0),
-        Mode::Vector => query::fuse(Vec::new(), vector, k, 100),
-    };
-    if fused.is_empty() {
+    let files = ranked(snap, query, embedder, query::depth(query.mode, query.k))?;
+    let chunks = rank::chunk_list(files, query.k);
+    if chunks.is_empty() {
         query::check_filter_values(snap, &query.filter)?;
     }
     let words = tokens(&query.text);
-    // Metadata of the final results only (a damaged index file may not give it).
-    fused
+    chunks.into_iter().map(|c| hit(snap, c, &words)).collect()
+}
+
+/// Runs a query on a snapshot for files: the best `query.k` files, each with its best
+/// chunks. Each list is taken four times as deep as for as many chunks.
+pub fn search_files(
+    snap: &Snapshot,
+    query: &Query,
+    embedder: &dyn Embedder,
+) -> Result<Vec<FileHit>> {
+    let depth = query::depth(query.mode, query.k.saturating_mul(4));
+    let mut files = ranked(snap, query, embedder, depth)?;
+    if files.is_empty() {
+        query::check_filter_values(snap, &query.filter)?;
+    }
+    files.truncate(query.k);
+    let words = tokens(&query.text);
+    files
         .into_iter()
-        .filter_map(|f| Some((f.at.meta(snap)?, f)))
-        .map(|(meta, f)| {
-            let text = snap.chunk_text(&meta.id)?.ok_or_else(|| {
-                StoreError::Corrupted(format!("chunk {} missing from its snapshot", meta.id))
-            })?;
-            let score = match query.mode {
-                Mode::Hybrid => f.fused as f64 / (1u64 << 32) as f64,
-                Mode::Text => f.text.map_or(0.0, |t| t.0 as f64 / (1u64 << 32) as f64),
-                Mode::Vector => f.vector.map_or(0.0, |v| v.0 as f64 / (1u64 << 30) as f64),
-            };
-            let paths: Vec<String> = meta.doc.paths.iter().map(|p| p.path.to_string()).collect();
-            Ok(Hit {
-                root: snap.state_root(),
-                chunk_id: meta.id,
-                path: paths.first().cloned().unwrap_or_default(),
-                paths,
-                start_line: meta.start_line,
-                end_line: meta.end_line,
-                byte_offset: meta.byte_offset,
-                byte_length: meta.byte_length,
-                kind: meta.kind.to_owned(),
-                language: meta.language.as_deref().map(str::to_owned),
-                symbol: meta.symbol.as_deref().map(str::to_owned),
+        .map(|f| {
+            let score = f.score as f64 / (1u64 << 32) as f64;
+            let chunks = f
+                .chunks
+                .into_iter()
+                .take(FILE_CHUNKS)
+                .map(|c| hit(snap, c, &words))
+                .collect::<Result<Vec<Hit>>>()?;
+            let first = chunks.first();
+            Ok(FileHit {
+                path: first.map(|h| h.path.clone()).unwrap_or_default(),
+                paths: first.map(|h| h.paths.clone()).unwrap_or_default(),
+                role: first.map_or(Role::Source, |h| h.role),
                 score,
-                text_score: f.text,
-                vector_score: f.vector,
-                snippet: snippet(&text, &words),
-                text,
+                chunks,
             })
         })
         .collect()
+}
+
+/// The files of a query's lists (each `depth` deep), ranked.
+fn ranked(
+    snap: &Snapshot,
+    query: &Query,
+    embedder: &dyn Embedder,
+    depth: usize,
+) -> Result<Vec<rank::RankedFile>> {
+    let analysis = analyze(&query.text);
+    let ranking = &query.ranking;
+    let words_run = query.mode != Mode::Vector;
+    let text = match words_run {
+        true => query::text_search(snap, &query.text, depth, &query.filter),
+        false => Vec::new(),
+    };
+    let definitions = match words_run && ranking.definitions && !analysis.identifiers.is_empty() {
+        true => symbols::definitions(snap, &analysis.identifiers, depth, &query.filter),
+        false => Vec::new(),
+    };
+    let weight = match query.mode {
+        Mode::Vector => 100,
+        _ => query.vector_weight.unwrap_or_else(|| {
+            ranking.weights(analysis.intent).vector * embedder.fusion_weight() / 100
+        }),
+    };
+    // With weight 0, vector results only follow the others: when the text retriever
+    // filled all k places they cannot appear, so they are not computed.
+    let vector_needed = query::vector_needed(query.mode, weight, text.len(), query.k);
+    let vector = if vector_needed && !query.text.trim().is_empty() {
+        vector_list(snap, query, embedder, depth)?
+    } else {
+        Vec::new()
+    };
+    let lists = rank::Lists {
+        text,
+        vector,
+        definitions,
+    };
+    Ok(rank::rank(snap, lists, &analysis, ranking, Some(weight)))
+}
+
+/// The vector list of a query: its `depth` nearest chunks passing the filter.
+fn vector_list(
+    snap: &Snapshot,
+    query: &Query,
+    embedder: &dyn Embedder,
+    depth: usize,
+) -> Result<Vec<query::Scored<i64>>> {
+    if embedder.model_hash() != snap.model {
+        return Err(StoreError::ModelMismatch {
+            store: format!("the model {}", snap.model),
+            embedder: embedder.model_id().to_owned(),
+        });
+    }
+    let v = embedder
+        .embed_batch(&[query.text.as_str()])
+        .map_err(|e| StoreError::Embedder(format!("embedding the query: {e}")))?;
+    let v = v.into_iter().next().unwrap_or_default();
+    let approx = query::Approx {
+        graph: !query.exact,
+        codes: !query.exact && embedder.sign_codes(),
+    };
+    Ok(query::vector_search(snap, &v, depth, &query.filter, approx))
+}
+
+/// The hit of a ranked chunk.
+fn hit(snap: &Snapshot, c: rank::RankedChunk, words: &[String]) -> Result<Hit> {
+    let meta = &c.meta;
+    let text = snap.chunk_text(&meta.id)?.ok_or_else(|| {
+        StoreError::Corrupted(format!("chunk {} missing from its snapshot", meta.id))
+    })?;
+    let paths: Vec<String> = meta.doc.paths.iter().map(|p| p.path.to_string()).collect();
+    Ok(Hit {
+        root: snap.state_root(),
+        chunk_id: meta.id,
+        path: paths.first().cloned().unwrap_or_default(),
+        paths,
+        start_line: meta.start_line,
+        end_line: meta.end_line,
+        byte_offset: meta.byte_offset,
+        byte_length: meta.byte_length,
+        kind: meta.kind.to_owned(),
+        language: meta.language.as_deref().map(str::to_owned),
+        symbol: meta.symbol.as_deref().map(str::to_owned),
+        score: c.parts.score as f64 / (1u64 << 32) as f64,
+        text_score: c.parts.text,
+        vector_score: c.parts.vector,
+        role: meta.doc.role,
+        snippet: snippet(&text, words),
+        text,
+        parts: c.parts,
+    })
 }
 
 /// Most bytes in a snippet.

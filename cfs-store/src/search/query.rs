@@ -6,11 +6,13 @@ use std::cmp::Reverse;
 use std::sync::Arc;
 
 use cfs_core::ChunkId;
+use cfs_ingest::Role;
 use rayon::prelude::*;
 
 use super::bm25;
 use super::codes::{nearest, sign_code};
 use super::mapped::Mapped;
+use super::rank::Ranking;
 use super::segment::{ChunkMeta, Live};
 use super::snapshot::Snapshot;
 use super::tokenize::tokens;
@@ -54,6 +56,8 @@ pub struct Filter {
     pub kind: Option<String>,
     /// The document's MIME type.
     pub mime_type: Option<String>,
+    /// The file's role (`cfs_ingest::path_role`, markers of generated code).
+    pub role: Option<Role>,
 }
 
 impl Filter {
@@ -86,6 +90,11 @@ impl Filter {
         }
         if let Some(m) = &self.mime_type
             && *meta.doc.mime_type != **m
+        {
+            return false;
+        }
+        if let Some(r) = self.role
+            && meta.doc.role != r
         {
             return false;
         }
@@ -172,8 +181,11 @@ pub struct Query {
     /// Search vectors exactly even where an HNSW graph exists.
     pub exact: bool,
     /// Weight of the vector ranks in hybrid fusion, in percent of the text ranks'
-    /// weight; `None` takes the embedder's [`cfs_ingest::Embedder::fusion_weight`].
+    /// weight; `None` takes the query intent's weight scaled by the embedder's
+    /// [`cfs_ingest::Embedder::fusion_weight`] (in percent).
     pub vector_weight: Option<u32>,
+    /// The ranking stack (the spec's by default).
+    pub ranking: Ranking,
 }
 
 impl Query {
@@ -186,6 +198,7 @@ impl Query {
             filter: Filter::default(),
             exact: false,
             vector_weight: None,
+            ranking: Ranking::default(),
         }
     }
 
@@ -212,6 +225,12 @@ impl Query {
         self.filter = filter;
         self
     }
+
+    /// With a ranking stack.
+    pub fn ranking(mut self, ranking: Ranking) -> Self {
+        self.ranking = ranking;
+        self
+    }
 }
 
 /// A chunk of a snapshot by its place: its segment and local index (a live chunk is
@@ -224,7 +243,7 @@ pub(crate) struct At {
 }
 
 impl At {
-    fn new(seg: usize, i: usize) -> Self {
+    pub(crate) fn new(seg: usize, i: usize) -> Self {
         Self {
             seg: seg as u32,
             i: i as u32,
@@ -254,7 +273,11 @@ pub(crate) struct Scored<S> {
 /// Sorts by score descending, then chunk id, and keeps the first `k`, ranked. Local
 /// indexes follow chunk ids within a segment, so ids are read only where equal scores
 /// fall in different segments.
-fn top<S: Ord + Copy>(snap: &Snapshot, mut all: Vec<(S, At)>, k: usize) -> Vec<Scored<S>> {
+pub(crate) fn top<S: Ord + Copy>(
+    snap: &Snapshot,
+    mut all: Vec<(S, At)>,
+    k: usize,
+) -> Vec<Scored<S>> {
     if k == 0 {
         return Vec::new();
     }
@@ -518,61 +541,4 @@ pub const RRF_K: u64 = 10;
 /// Fused score of a rank, fixed point with 32 fractional bits: `2^32 / (10 + rank)`.
 pub fn rrf(rank: usize) -> u64 {
     (1u64 << 32) / (RRF_K + rank as u64)
-}
-
-/// A fused result: the chunk and its parts.
-#[derive(Clone, Debug)]
-pub(crate) struct Fused {
-    pub at: At,
-    pub fused: u64,
-    pub text: Option<(u64, usize)>,
-    pub vector: Option<(i64, usize)>,
-}
-
-impl Fused {
-    /// A chunk no retriever has scored yet.
-    fn of(at: At) -> Self {
-        Self {
-            at,
-            fused: 0,
-            text: None,
-            vector: None,
-        }
-    }
-}
-
-/// Weighted reciprocal rank fusion of text and vector results: a text rank adds
-/// `rrf(rank)`, a vector rank `rrf(rank) * vector_weight / 100`. Ties go to the better
-/// text rank, then the better vector rank (so with weight 0 the text ranking stands
-/// and vector-only results follow in vector order); two chunks cannot tie on both
-/// ranks, each rank naming one chunk.
-pub(crate) fn fuse(
-    text: Vec<Scored<u64>>,
-    vector: Vec<Scored<i64>>,
-    k: usize,
-    vector_weight: u32,
-) -> Vec<Fused> {
-    let mut by_place: std::collections::HashMap<At, Fused> = std::collections::HashMap::new();
-    for t in text {
-        let e = by_place.entry(t.at).or_insert_with(|| Fused::of(t.at));
-        e.fused += rrf(t.rank);
-        e.text = Some((t.score, t.rank));
-    }
-    for v in vector {
-        let e = by_place.entry(v.at).or_insert_with(|| Fused::of(v.at));
-        e.fused += rrf(v.rank) * u64::from(vector_weight) / 100;
-        e.vector = Some((v.score, v.rank));
-    }
-    let mut all: Vec<Fused> = by_place.into_values().collect();
-    let rank = |r: Option<usize>| r.unwrap_or(usize::MAX);
-    all.sort_unstable_by_key(|f| {
-        (
-            Reverse(f.fused),
-            rank(f.text.map(|t| t.1)),
-            rank(f.vector.map(|v| v.1)),
-            f.at,
-        )
-    });
-    all.truncate(k);
-    all
 }

@@ -13,7 +13,7 @@ use cfs_core::{DocumentId, PathEntry};
 use super::cache::{ALIGN, Section};
 use super::codes;
 use super::delta::BucketBits;
-use super::mapped::{NO_STRING, RECORD_BYTES};
+use super::mapped::{NO_STRING, RECORD_BYTES, symbol_field};
 use super::mapped_docs::CachedDoc;
 use super::query::KINDS;
 use super::segment::{ChunkMeta, DocInfo, Posting, Vectors};
@@ -224,7 +224,7 @@ impl ChunkColumns {
             string(&m.language),
             string(&m.symbol),
             string(&m.heading),
-            0,
+            symbol_field(m),
         ];
         self.records
             .extend(fields.iter().flat_map(|f| f.to_le_bytes()));
@@ -342,6 +342,7 @@ pub(crate) fn internal(e: std::io::Error) -> StoreError {
 pub(crate) fn cached_doc(d: &DocInfo) -> CachedDoc {
     CachedDoc {
         mime_type: d.mime_type.to_string(),
+        markers: d.markers.bits(),
         paths: d
             .paths
             .iter()

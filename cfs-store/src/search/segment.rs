@@ -9,9 +9,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use cfs_core::{ChunkId, DocumentId};
+use cfs_core::{ChunkId, DocumentId, SymbolKind};
+use cfs_ingest::{Markers, Role};
 
 use super::mapped::Mapped;
+use super::symbols::definition_term;
 use super::tokenize::for_each_token;
 
 /// What a snapshot knows about one document.
@@ -25,6 +27,31 @@ pub struct DocInfo {
     pub paths: Vec<PathInfo>,
     /// Its chunks in sequence order.
     pub chunks: Vec<ChunkId>,
+    /// Markers found in the start of its text (generated, minified).
+    pub markers: Markers,
+    /// Its role, from its paths and markers (`cfs_ingest::document_role`).
+    pub role: Role,
+}
+
+impl DocInfo {
+    /// The info of a document, its role derived from its paths and markers.
+    pub fn new(
+        id: DocumentId,
+        mime_type: Box<str>,
+        paths: Vec<PathInfo>,
+        chunks: Vec<ChunkId>,
+        markers: Markers,
+    ) -> Self {
+        let role = cfs_ingest::document_role(paths.iter().map(|p| &*p.path), markers);
+        Self {
+            id,
+            mime_type,
+            paths,
+            chunks,
+            markers,
+            role,
+        }
+    }
 }
 
 /// One path of a document.
@@ -61,6 +88,25 @@ pub struct ChunkMeta {
     pub symbol: Option<Box<str>>,
     /// Heading path of a section, joined with ` > `.
     pub heading: Option<Box<str>>,
+    /// Kind of the symbol of a code chunk.
+    pub symbol_kind: Option<SymbolKind>,
+    /// Where the symbol's own name starts in `symbol` (after `parent::`).
+    pub name_start: u16,
+    /// A window after the first of a symbol split by sliding windows.
+    pub continued: bool,
+}
+
+impl ChunkMeta {
+    /// The symbol's own name (without its parent).
+    pub fn name(&self) -> Option<&str> {
+        self.symbol.as_deref()?.get(usize::from(self.name_start)..)
+    }
+
+    /// The symbol's parent, if it has one.
+    pub fn parent(&self) -> Option<&str> {
+        let start = usize::from(self.name_start).checked_sub(2)?;
+        self.symbol.as_deref()?.get(..start)
+    }
 }
 
 /// A chunk on its way into a segment: metadata, token counts, vector.
@@ -74,12 +120,15 @@ pub(crate) struct NewChunk {
 
 /// A chunk's distinct tokens with their counts, in one buffer (two allocations a
 /// chunk, not one per token: a segment of a million chunks is built on one thread,
-/// which frees what the preparing threads allocated).
+/// which frees what the preparing threads allocated). A symbol chunk's definition
+/// term ([`definition_term`]) is among them, but not among the tokens BM25 counts.
 #[derive(Debug, Default)]
 pub(crate) struct Terms {
     bytes: String,
     /// (end of the token in `bytes`, count), in token order.
     ends: Vec<(u32, u32)>,
+    /// Number of text tokens.
+    total: u32,
 }
 
 impl Terms {
@@ -88,9 +137,10 @@ impl Terms {
         self.ends.push((self.bytes.len() as u32, count));
     }
 
-    /// Number of tokens (each distinct one as often as it occurs).
+    /// Number of text tokens (each distinct one as often as it occurs): the chunk's
+    /// length for BM25.
     pub fn total(&self) -> u32 {
-        self.ends.iter().map(|&(_, count)| count).sum()
+        self.total
     }
 
     /// The tokens and their counts, in order.
@@ -122,9 +172,18 @@ pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> Terms {
             spans.push((start, all.len() as u32));
         });
     }
+    let n_tokens = spans.len() as u32;
+    if let Some(term) = definition_term(meta) {
+        let start = all.len() as u32;
+        all.push_str(&term);
+        spans.push((start, all.len() as u32));
+    }
     let token = |&(a, b): &(u32, u32)| &all[a as usize..b as usize];
     spans.sort_unstable_by(|x, y| token(x).cmp(token(y)));
-    let mut terms = Terms::default();
+    let mut terms = Terms {
+        total: n_tokens,
+        ..Terms::default()
+    };
     for same in spans.chunk_by(|x, y| token(x) == token(y)) {
         terms.push(token(&same[0]), same.len() as u32);
     }
@@ -574,15 +633,16 @@ mod tests {
     fn meta(symbol: Option<&str>, path: &str) -> ChunkMeta {
         ChunkMeta {
             id: ChunkId([7; 16]),
-            doc: Arc::new(DocInfo {
-                id: DocumentId([1; 16]),
-                mime_type: "text/x-rust".into(),
-                paths: vec![PathInfo {
+            doc: Arc::new(DocInfo::new(
+                DocumentId([1; 16]),
+                "text/x-rust".into(),
+                vec![PathInfo {
                     path: path.into(),
                     collections: Vec::new(),
                 }],
-                chunks: Vec::new(),
-            }),
+                Vec::new(),
+                Markers::default(),
+            )),
             sequence: 0,
             byte_offset: 0,
             byte_length: 0,
@@ -592,12 +652,16 @@ mod tests {
             language: None,
             symbol: symbol.map(Into::into),
             heading: None,
+            symbol_kind: None,
+            name_start: 0,
+            continued: false,
         }
     }
 
     /// Every token of the symbol, the paths and the text counted once per place, the
-    /// distinct ones in byte order; a segment built of two chunks posts each term once
-    /// per chunk with its count.
+    /// distinct ones in byte order, and the symbol's definition term (not counted in
+    /// the chunk's length); a segment built of two chunks posts each term once per
+    /// chunk with its count.
     #[test]
     fn chunk_terms_count_every_field_and_the_builder_posts_them() {
         let m = meta(Some("parse_config"), "src/cfg.rs");
@@ -606,6 +670,7 @@ mod tests {
         assert_eq!(
             got,
             [
+                ("\u{1}parse_config", 1),
                 ("cfg", 2),
                 ("config", 2),
                 ("fn", 1),

@@ -15,6 +15,7 @@ use cfs_core::{
     Chunk, ChunkId, ChunkKind, DocumentId, MerkleRoot, ModelHash, N_BUCKETS, PathEntry, PathId,
     StateRoot, Table, TableRoots,
 };
+use cfs_ingest::Markers;
 use rayon::prelude::*;
 
 use super::buckets::BucketMap;
@@ -475,7 +476,8 @@ impl Snapshot {
                 docs.remove(&id.0);
                 continue;
             };
-            let info = doc_info(id, found, paths)?;
+            let markers = first_chunk_markers(txn, &found)?;
+            let info = doc_info(id, found, paths, markers)?;
             if let Some(old) = self.docs.get(&id.0)
                 && **old != info
             {
@@ -563,17 +565,26 @@ fn needs_merge(segments: &[Live], merge_min: usize) -> bool {
 }
 
 pub(crate) fn chunk_meta(chunk: &Chunk, doc: Arc<DocInfo>) -> ChunkMeta {
-    let (language, symbol, heading) = match &chunk.kind {
-        ChunkKind::Code { language, symbol } => (
-            Some(language.as_str().into()),
-            symbol.as_ref().map(|s| s.qualified_name().into()),
-            None,
-        ),
-        ChunkKind::Section { heading_path } if !heading_path.is_empty() => {
-            (None, None, Some(heading_path.join(" > ").into()))
+    let (mut language, mut symbol, mut heading) = (None, None, None);
+    let (mut symbol_kind, mut name_start, mut continued) = (None, 0, false);
+    match &chunk.kind {
+        ChunkKind::Code {
+            language: l,
+            symbol: s,
+        } => {
+            language = Some(l.as_str().into());
+            if let Some(s) = s {
+                symbol = Some(s.qualified_name().into());
+                symbol_kind = Some(s.kind);
+                name_start = s.parent.as_ref().map_or(0, |p| p.len() + 2) as u16;
+                continued = s.window.is_some_and(|w| w.index > 0);
+            }
         }
-        _ => (None, None, None),
-    };
+        ChunkKind::Section { heading_path } if !heading_path.is_empty() => {
+            heading = Some(heading_path.join(" > ").into());
+        }
+        _ => {}
+    }
     ChunkMeta {
         id: chunk.id,
         doc,
@@ -586,6 +597,9 @@ pub(crate) fn chunk_meta(chunk: &Chunk, doc: Arc<DocInfo>) -> ChunkMeta {
         language,
         symbol,
         heading,
+        symbol_kind,
+        name_start,
+        continued,
     }
 }
 
@@ -623,6 +637,7 @@ fn doc_info(
     id: &DocumentId,
     found: IndexedDocument,
     paths: &BucketMap<PathEntry>,
+    markers: Markers,
 ) -> Result<DocInfo> {
     let mut doc_paths = Vec::with_capacity(found.paths.len());
     for path_id in &found.paths {
@@ -639,12 +654,28 @@ fn doc_info(
         });
     }
     doc_paths.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(DocInfo {
-        id: *id,
-        mime_type: found.document.profile.mime_type.as_str().into(),
-        paths: doc_paths,
-        chunks: found.chunks,
-    })
+    Ok(DocInfo::new(
+        *id,
+        found.document.profile.mime_type.as_str().into(),
+        doc_paths,
+        found.chunks,
+        markers,
+    ))
+}
+
+/// The markers of a document ([`Markers::of`]), from the text of its first chunk.
+fn first_chunk_markers(txn: &ReadTxn, found: &IndexedDocument) -> Result<Markers> {
+    let Some(first) = found.chunks.first() else {
+        return Ok(Markers::default());
+    };
+    let chunk = txn.chunk(first)?.ok_or_else(|| {
+        StoreError::Corrupted(format!(
+            "document {} names a missing chunk",
+            found.document.id
+        ))
+    })?;
+    let is_code = matches!(chunk.kind, ChunkKind::Code { .. });
+    Ok(Markers::of(&chunk.text, is_code))
 }
 
 /// The segment of `fresh` (sorted by id; `None` when empty), built in batches: a

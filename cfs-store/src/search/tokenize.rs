@@ -28,25 +28,7 @@ pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
         lower.clear();
         lower.extend(compound.chars().flat_map(char::to_lowercase));
         emit(&lower);
-        parts.clear();
-        for piece in compound.split('-') {
-            if piece.is_ascii() {
-                identifier_part_ranges(piece, &mut ranges);
-                parts.extend(
-                    ranges
-                        .iter()
-                        .map(|&(a, b)| piece[a..b].to_ascii_lowercase()),
-                );
-            } else {
-                for word in piece.unicode_words() {
-                    parts.extend(
-                        word.split('_')
-                            .filter(|p| !p.is_empty())
-                            .map(|p| p.chars().flat_map(char::to_lowercase).collect()),
-                    );
-                }
-            }
-        }
+        compound_parts(compound, &mut ranges, &mut parts);
         // A compound of one part is that part, emitted already unless it differs.
         if parts.len() > 1 || parts.first().is_some_and(|p| *p != lower) {
             for part in &parts {
@@ -54,6 +36,48 @@ pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
             }
         }
     }
+}
+
+/// The parts of `compound` into `parts`: split at `-`, then an all-ASCII piece into
+/// identifier parts, ASCII-lower-cased, any other into Unicode words split at `_`.
+fn compound_parts(compound: &str, ranges: &mut Vec<(usize, usize)>, parts: &mut Vec<String>) {
+    parts.clear();
+    for piece in compound.split('-') {
+        if piece.is_ascii() {
+            identifier_part_ranges(piece, ranges);
+            parts.extend(
+                ranges
+                    .iter()
+                    .map(|&(a, b)| piece[a..b].to_ascii_lowercase()),
+            );
+        } else {
+            for word in piece.unicode_words() {
+                parts.extend(
+                    word.split('_')
+                        .filter(|p| !p.is_empty())
+                        .map(|p| p.chars().flat_map(char::to_lowercase).collect()),
+                );
+            }
+        }
+    }
+}
+
+/// The words of `text`: the parts of its compounds (a compound's tokens without the
+/// compound itself, unless it is its only part), in order, at most
+/// [`MAX_TOKEN_BYTES`] each.
+pub fn words(text: &str) -> Vec<String> {
+    let mut ranges = Vec::new();
+    let mut parts = Vec::new();
+    let mut out = Vec::new();
+    for compound in compounds(text) {
+        compound_parts(compound, &mut ranges, &mut parts);
+        out.extend(
+            parts
+                .drain(..)
+                .filter(|p| !p.is_empty() && p.len() <= MAX_TOKEN_BYTES),
+        );
+    }
+    out
 }
 
 /// The tokens of `text`, in order.

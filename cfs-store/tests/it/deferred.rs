@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use cfs_ingest::{Embedder, HashEmbedder};
-use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
+use cfs_store::search::{IndexOptions, Mode, Query, Ranking, SearchIndex};
 use cfs_store::{EmbedOptions, EmbedProgress, Store, SyncOptions};
 
 use crate::store::{clean_root, settings, write};
@@ -83,12 +83,11 @@ fn deferred_vectors_reach_the_inline_root_through_stops_and_resumes() {
         .search(&Query::new("zebra").mode(Mode::Text), &embedder)
         .unwrap();
     assert_eq!(hits[0].path, "notes.txt");
+    // The vector list as it is (no file priors: notes.txt is prose).
     let vector = |index: &SearchIndex| {
+        let q = Query::new("zebra quantum").mode(Mode::Vector).k(50);
         index
-            .search(
-                &Query::new("zebra quantum").mode(Mode::Vector).k(50),
-                &embedder,
-            )
+            .search(&q.ranking(Ranking::plain()), &embedder)
             .unwrap()
     };
     assert!(

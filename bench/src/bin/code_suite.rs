@@ -1,0 +1,484 @@
+//! Code search quality on the team's labelled multi-language suite (`bench/suite/`):
+//!
+//! `cargo run --release --bin code_suite -- REPOS --stores DIR [--suite DIR] [--embedder E]
+//!  [--repos a,b] [--split dev|test] [--modes text,vector,hybrid] [--variants V,..]
+//!  [--show N] [--json FILE]`
+//!
+//! `bench/suite/repos.json` names each repository (its GitHub name, the commit measured,
+//! its main language, and whether it is in the `dev` split, on which ranking may be
+//! tuned, or the `test` split, which is only ever reported); `bench/suite/queries/*.jsonl`
+//! holds the queries, written by people reading the code, each with its kind (`name`,
+//! `behaviour`, `architecture`), the language of its answer and its relevant files with a
+//! grade (2: the answer, 1: also right). REPOS holds each repository checked out at its
+//! commit in a folder of the suite's name (the repositories' files are never committed).
+//!
+//! Each repository is synced into its own store under `--stores DIR` (kept, so a later
+//! run only syncs what changed and embeds nothing again), its index opened exactly
+//! (no approximation), and every query run in each mode. The answer is a list of files:
+//! the engine's file answer (`files`: `SearchIndex::search_files`, 10 files), and the
+//! files of its chunk answer in their order, each once (`chunks`: the first 10 chunk
+//! results, as an agent sees them). Scores: NDCG@10 (gain 2^grade - 1) and MRR@10
+//! (first file of grade 1 or more). Variants of the ranking stack (`--variants`, default
+//! `full`): `full` (the spec's), `plain` (text and vectors fused, nothing else), and
+//! `-definitions`, `-paths`, `-roles`, `-files`, `-intent` (the full stack without one
+//! signal; `-intent` weighs every query as a description; `-name-priors` gives names
+//! the priors of words), and `set:KEY=V;KEY=V` (the full stack with other weights, see
+//! `with_settings`: for measuring on the dev split). Prints the overall scores of
+//! each variant and mode per split, then a table per language, kind and repository of
+//! the first variant; `--json FILE` writes every query's result. `--show N` prints the
+//! N worst dev queries of the first variant in hybrid mode with their first files.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use cfs_bench::flag;
+use cfs_ingest::{Embedder, HashEmbedder, MiniLmInt};
+use cfs_store::search::{Hit, IndexOptions, Mode, Query, Ranking, SearchIndex};
+use cfs_store::{EmbedOptions, Settings, Store, SyncOptions};
+use serde_json::{Value, json};
+
+/// One labelled query.
+#[derive(Clone, Debug)]
+struct Labelled {
+    id: String,
+    repo: String,
+    kind: String,
+    lang: String,
+    query: String,
+    relevant: BTreeMap<String, u32>,
+}
+
+/// One repository of the suite.
+#[derive(Clone, Debug)]
+struct Repo {
+    name: String,
+    split: String,
+}
+
+/// A file ranking's scores.
+#[derive(Clone, Copy, Debug, Default)]
+struct Scores {
+    ndcg: f64,
+    mrr: f64,
+}
+
+fn load_repos(suite: &Path) -> Vec<Repo> {
+    let text = std::fs::read_to_string(suite.join("repos.json")).expect("repos.json");
+    let v: Value = serde_json::from_str(&text).expect("repos.json is JSON");
+    v["repos"]
+        .as_array()
+        .expect("repos")
+        .iter()
+        .map(|r| Repo {
+            name: r["name"].as_str().expect("name").to_owned(),
+            split: r["split"].as_str().expect("split").to_owned(),
+        })
+        .collect()
+}
+
+fn load_queries(suite: &Path) -> Vec<Labelled> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(suite.join("queries"))
+        .expect("queries folder")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("queries file");
+        for (n, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{}:{}: {e}", file.display(), n + 1));
+            let repo = v["repo"].as_str().expect("repo").to_owned();
+            let relevant = v["relevant"]
+                .as_object()
+                .expect("relevant")
+                .iter()
+                .map(|(p, g)| (p.clone(), g.as_u64().expect("grade") as u32))
+                .collect();
+            out.push(Labelled {
+                id: format!("{repo}-{:02}", n + 1),
+                repo,
+                kind: v["kind"].as_str().expect("kind").to_owned(),
+                lang: v["lang"].as_str().expect("lang").to_owned(),
+                query: v["query"].as_str().expect("query").to_owned(),
+                relevant,
+            });
+        }
+    }
+    out
+}
+
+/// NDCG@10 and MRR@10 of a file ranking.
+fn score(files: &[String], relevant: &BTreeMap<String, u32>) -> Scores {
+    let gain = |g: u32| f64::from((1u32 << g) - 1);
+    let discount = |i: usize| 1.0 / ((i + 2) as f64).log2();
+    let dcg: f64 = files
+        .iter()
+        .take(10)
+        .enumerate()
+        .map(|(i, f)| relevant.get(f).map_or(0.0, |&g| gain(g) * discount(i)))
+        .sum();
+    let mut ideal: Vec<u32> = relevant.values().copied().collect();
+    ideal.sort_unstable_by(|a, b| b.cmp(a));
+    let idcg: f64 = ideal
+        .iter()
+        .take(10)
+        .enumerate()
+        .map(|(i, &g)| gain(g) * discount(i))
+        .sum();
+    let mrr = files
+        .iter()
+        .take(10)
+        .position(|f| relevant.get(f).is_some_and(|&g| g > 0))
+        .map_or(0.0, |r| 1.0 / (r as f64 + 1.0));
+    Scores {
+        ndcg: if idcg > 0.0 { dcg / idcg } else { 0.0 },
+        mrr,
+    }
+}
+
+/// The distinct files of chunk results, in order.
+fn files_of(hits: &[Hit], n: usize) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for h in hits {
+        if seen.insert(h.path.clone()) {
+            out.push(h.path.clone());
+            if out.len() == n {
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn embedder_named(name: &str) -> Box<dyn Embedder> {
+    match name {
+        "hash" => Box::new(HashEmbedder::default()),
+        "minilm-int" => Box::new(MiniLmInt::open_default().expect("minilm-int model file")),
+        other => panic!("--embedder hash|minilm-int, not {other}"),
+    }
+}
+
+/// The repository's store under `stores`, synced with its tree and fully embedded.
+fn synced_store(tree: &Path, stores: &Path, embedder: &dyn Embedder) -> Store {
+    let options = SyncOptions {
+        defer_embeddings: true,
+        ..SyncOptions::default()
+    };
+    let dir = stores.join(embedder.model_id().replace('/', "-"));
+    std::fs::create_dir_all(&dir).expect("stores folder");
+    let name = tree.file_name().expect("repository folder name");
+    let file = dir.join(name).with_extension("redb");
+    let store = if file.is_file() {
+        Store::open(&file).expect("the kept store")
+    } else {
+        let settings = Settings {
+            chunk: options.config.chunk,
+            model_id: embedder.model_id().into(),
+        };
+        Store::create(&file, settings).expect("store")
+    };
+    let t = Instant::now();
+    let synced = store.sync(tree, &options, embedder, &|_| {}).expect("sync");
+    let embedded = store
+        .embed_pending(embedder, &EmbedOptions::default(), &|_| {})
+        .expect("embed");
+    if synced.added + synced.updated + embedded.chunks > 0 {
+        eprintln!(
+            "{}: {} files added, {} updated, {} chunks embedded in {:.1} s",
+            name.to_string_lossy(),
+            synced.added,
+            synced.updated,
+            embedded.chunks,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    store
+}
+
+/// What one query gave in one mode.
+struct Outcome {
+    files: Scores,
+    chunks: Scores,
+    first: Vec<String>,
+}
+
+/// The ranking stack of a variant's name.
+fn variant(name: &str) -> Ranking {
+    let full = Ranking::default();
+    match name {
+        "full" => full,
+        "plain" => Ranking::plain(),
+        "-definitions" => Ranking {
+            definitions: false,
+            ..full
+        },
+        "-paths" => Ranking {
+            paths: false,
+            ..full
+        },
+        "-roles" => Ranking {
+            roles: false,
+            ..full
+        },
+        "-files" => Ranking {
+            files: false,
+            ..full
+        },
+        "-intent" => Ranking {
+            name: full.description,
+            mixed: full.description,
+            ..full
+        },
+        "-name-priors" => Ranking {
+            name_priors: full.priors,
+            ..full
+        },
+        other => match other.strip_prefix("set:") {
+            Some(settings) => with_settings(full, settings),
+            None => panic!("unknown variant {other}"),
+        },
+    }
+}
+
+/// `ranking` with `key=value` settings separated by `;`: `name.text`, `name.vector`,
+/// `name.definitions`, `name.path` (and the same under `mixed.` and `description.`),
+/// `priors` and `name_priors` (eight percentages joined by `/`), `file_bonus_cap`.
+fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
+    for setting in settings.split(';').filter(|s| !s.is_empty()) {
+        let (key, value) = setting.split_once('=').expect("key=value");
+        let num = || value.parse::<u32>().expect("a number");
+        let list = || -> [u32; 8] {
+            let v: Vec<u32> = value
+                .split('/')
+                .map(|x| x.parse().expect("number"))
+                .collect();
+            v.try_into().expect("eight numbers")
+        };
+        match key {
+            "priors" => r.priors = list(),
+            "name_priors" => r.name_priors = list(),
+            "file_bonus_cap" => r.file_bonus_cap = num(),
+            _ => {
+                let (intent, field) = key.split_once('.').expect("intent.field");
+                let w = match intent {
+                    "name" => &mut r.name,
+                    "mixed" => &mut r.mixed,
+                    "description" => &mut r.description,
+                    _ => panic!("unknown intent {intent}"),
+                };
+                match field {
+                    "text" => w.text = num(),
+                    "vector" => w.vector = num(),
+                    "definitions" => w.definitions = num(),
+                    "path" => w.path = num(),
+                    _ => panic!("unknown weight {field}"),
+                }
+            }
+        }
+    }
+    r
+}
+
+fn run_query(
+    index: &SearchIndex,
+    e: &dyn Embedder,
+    q: &Labelled,
+    mode: Mode,
+    ranking: &Ranking,
+) -> Outcome {
+    let mut query = Query::new(q.query.clone())
+        .mode(mode)
+        .k(10)
+        .exact(true)
+        .ranking(ranking.clone());
+    if *ranking == Ranking::plain() {
+        // The fusion as it was: one vector weight, the embedder's, for every query.
+        query.vector_weight = Some(e.fusion_weight());
+    }
+    let files: Vec<String> = index
+        .search_files(&query, e)
+        .expect("search files")
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    let chunks = index.search(&query, e).expect("search");
+    Outcome {
+        files: score(&files, &q.relevant),
+        chunks: score(&files_of(&chunks, 10), &q.relevant),
+        first: files.into_iter().take(5).collect(),
+    }
+}
+
+/// Sums of scores over a group of queries.
+#[derive(Default, Clone, Copy)]
+struct Sum {
+    n: usize,
+    files: (f64, f64),
+    chunks: (f64, f64),
+}
+
+impl Sum {
+    fn add(&mut self, o: &Outcome) {
+        self.n += 1;
+        self.files.0 += o.files.ndcg;
+        self.files.1 += o.files.mrr;
+        self.chunks.0 += o.chunks.ndcg;
+        self.chunks.1 += o.chunks.mrr;
+    }
+
+    fn mean(&self) -> (f64, f64, f64) {
+        let n = self.n.max(1) as f64;
+        (self.files.0 / n, self.files.1 / n, self.chunks.0 / n)
+    }
+}
+
+/// A group's key: variant, mode, split (`dev`, `test` or `all`), grouping (`all`,
+/// `lang`, `kind`, `repo`) and its value.
+type Key = (String, String, String, String, String);
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let get = |name: &str| flag(&args, name);
+    let repos_dir = PathBuf::from(args.get(1).expect("REPOS"));
+    let suite = get("--suite").map_or_else(|| PathBuf::from("suite"), PathBuf::from);
+    let stores = PathBuf::from(get("--stores").expect("--stores DIR"));
+    let embedder = embedder_named(&get("--embedder").unwrap_or_else(|| "minilm-int".into()));
+    let only: Option<BTreeSet<String>> =
+        get("--repos").map(|r| r.split(',').map(Into::into).collect());
+    let split = get("--split");
+    let modes: Vec<Mode> = get("--modes")
+        .unwrap_or_else(|| "text,vector,hybrid".into())
+        .split(',')
+        .map(|m| m.parse().expect("mode"))
+        .collect();
+    let variants: Vec<String> = get("--variants")
+        .unwrap_or_else(|| "full".into())
+        .split(',')
+        .map(Into::into)
+        .collect();
+    let show: usize = get("--show").map_or(0, |n| n.parse().expect("--show N"));
+
+    let repos: Vec<Repo> = load_repos(&suite)
+        .into_iter()
+        .filter(|r| only.as_ref().is_none_or(|o| o.contains(&r.name)))
+        .filter(|r| split.as_ref().is_none_or(|s| *s == r.split))
+        .collect();
+    let queries = load_queries(&suite);
+    let mut groups: BTreeMap<Key, Sum> = BTreeMap::new();
+    let mut rows = Vec::new();
+    let mut worst: Vec<(f64, String)> = Vec::new();
+    for repo in &repos {
+        let tree = repos_dir.join(&repo.name);
+        let store = synced_store(&tree, &stores, &*embedder);
+        let index = SearchIndex::open(&store, &*embedder, IndexOptions::exact()).expect("index");
+        for q in queries.iter().filter(|q| q.repo == repo.name) {
+            for (vi, v) in variants.iter().enumerate() {
+                let ranking = variant(v);
+                for &mode in &modes {
+                    let o = run_query(&index, &*embedder, q, mode, &ranking);
+                    let m = format!("{mode:?}").to_lowercase();
+                    for (g, value) in [
+                        ("all", "all"),
+                        ("lang", q.lang.as_str()),
+                        ("kind", q.kind.as_str()),
+                        ("repo", q.repo.as_str()),
+                    ] {
+                        for s in [repo.split.as_str(), "all"] {
+                            let key = (v.clone(), m.clone(), s.into(), g.into(), value.into());
+                            groups.entry(key).or_default().add(&o);
+                        }
+                    }
+                    if vi == 0 && mode == Mode::Hybrid && repo.split == "dev" {
+                        worst.push((
+                            o.files.ndcg,
+                            format!(
+                                "{} [{}] {:?} -> {:?} (want {:?})",
+                                q.id,
+                                q.kind,
+                                q.query,
+                                o.first,
+                                q.relevant.keys().collect::<Vec<_>>()
+                            ),
+                        ));
+                    }
+                    rows.push(json!({
+                        "id": q.id, "split": repo.split, "lang": q.lang, "kind": q.kind,
+                        "variant": v, "mode": m, "query": q.query,
+                        "files_ndcg10": o.files.ndcg, "files_mrr10": o.files.mrr,
+                        "chunks_ndcg10": o.chunks.ndcg, "first": o.first,
+                    }));
+                }
+            }
+        }
+    }
+    print_overall(&groups);
+    if let Some(first) = variants.first() {
+        print_table(&groups, first);
+    }
+    if show > 0 {
+        worst.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (s, line) in worst.iter().take(show) {
+            println!("{s:.2} {line}");
+        }
+    }
+    if let Some(out) = get("--json") {
+        let groups: Vec<Value> = groups
+            .iter()
+            .map(|((v, m, s, g, value), sum)| {
+                let (ndcg, mrr, chunks) = sum.mean();
+                json!({"variant": v, "mode": m, "split": s, "group": g, "value": value,
+                       "queries": sum.n, "files_ndcg10": ndcg, "files_mrr10": mrr,
+                       "chunks_ndcg10": chunks})
+            })
+            .collect();
+        let mut f = std::fs::File::create(&out).expect("--json FILE");
+        writeln!(f, "{}", json!({"groups": groups, "queries": rows})).expect("write");
+    }
+}
+
+/// Each variant and mode over all queries of each split: files NDCG@10 / MRR@10 and the
+/// chunk answer's NDCG@10.
+fn print_overall(groups: &BTreeMap<Key, Sum>) {
+    println!("| variant | mode | split | n | files NDCG@10 | files MRR@10 | chunks NDCG@10 |");
+    println!("|---|---|---|---:|---:|---:|---:|");
+    for ((v, m, s, g, _), sum) in groups {
+        if g == "all" {
+            let (ndcg, mrr, chunks) = sum.mean();
+            println!(
+                "| {v} | {m} | {s} | {} | {ndcg:.3} | {mrr:.3} | {chunks:.3} |",
+                sum.n
+            );
+        }
+    }
+}
+
+/// One line per split, grouping and value of `variant`: NDCG@10 / MRR@10 of the file
+/// answer in each mode.
+fn print_table(groups: &BTreeMap<Key, Sum>, variant: &str) {
+    let mut lines: BTreeMap<(String, String, String), Vec<(String, Sum)>> = BTreeMap::new();
+    for ((v, m, s, g, value), sum) in groups {
+        if v == variant && g != "all" {
+            let key = (s.clone(), g.clone(), value.clone());
+            lines.entry(key).or_default().push((m.clone(), *sum));
+        }
+    }
+    println!("\n{variant}: files NDCG@10 / MRR@10 by mode");
+    println!("| split | group | value | n | modes |");
+    println!("|---|---|---|---:|---|");
+    for ((s, g, value), modes) in lines {
+        let n = modes.first().map_or(0, |m| m.1.n);
+        let cells: Vec<String> = modes
+            .iter()
+            .map(|(m, sum)| {
+                let (ndcg, mrr, _) = sum.mean();
+                format!("{m} {ndcg:.3} / {mrr:.3}")
+            })
+            .collect();
+        println!("| {s} | {g} | {value} | {n} | {} |", cells.join(" · "));
+    }
+}

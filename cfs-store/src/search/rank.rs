@@ -1,0 +1,306 @@
+//! Ranking for code: the text, vector and definition lists fused with weights chosen by
+//! the query's intent, paths as evidence, file roles as priors, and files as answers
+//! (a file's best chunk plus a bounded bonus for its further ones), with chunk lists
+//! that decay a file's further chunks. Every score is an integer; every order ends with
+//! the chunk id (`docs/spec.md`, "Ranking for code").
+
+use std::cmp::Reverse;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cfs_core::{ChunkId, DocumentId};
+use cfs_ingest::Role;
+
+use super::intent::{Analysis, Intent, Mentions};
+use super::path_words::{PATH_ONE, file_words, path_points};
+use super::query::{At, Scored, rrf};
+use super::segment::ChunkMeta;
+use super::snapshot::Snapshot;
+
+/// The weights of one intent's lists, in percent of a text rank's reciprocal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Weights {
+    /// The BM25 list.
+    pub text: u32,
+    /// The vector list.
+    pub vector: u32,
+    /// The definition list.
+    pub definitions: u32,
+    /// A file whose name the query names wholly gets this share of a first rank.
+    pub path: u32,
+}
+
+/// The ranking stack's weights and switches. [`Ranking::default`] is the spec's; the
+/// switches exist to measure each signal's part (benchmarks), not for everyday use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ranking {
+    /// Look the query's identifiers up as definitions.
+    pub definitions: bool,
+    /// Count file and folder names the query names.
+    pub paths: bool,
+    /// Weigh chunks by their file's role.
+    pub roles: bool,
+    /// Rank files by their best chunk plus a bonus for further ones, and decay a file's
+    /// further chunks in chunk lists (else chunks stand alone).
+    pub files: bool,
+    /// Weights for a bare name.
+    pub name: Weights,
+    /// Weights for words with identifiers among them.
+    pub mixed: Weights,
+    /// Weights for words only.
+    pub description: Weights,
+    /// Each role's weight in percent, in the order of [`Role::ALL`], for a query of
+    /// words.
+    pub priors: [u32; 8],
+    /// The same for a bare name, which asks for a definition: one in source.
+    pub name_priors: [u32; 8],
+    /// A file's bonus for further chunks is at most this percent of its best chunk's
+    /// score.
+    pub file_bonus_cap: u32,
+}
+
+impl Default for Ranking {
+    fn default() -> Self {
+        Self {
+            definitions: true,
+            paths: true,
+            roles: true,
+            files: true,
+            name: Weights {
+                text: 100,
+                vector: 25,
+                definitions: 300,
+                path: 100,
+            },
+            mixed: Weights {
+                text: 100,
+                vector: 100,
+                definitions: 150,
+                path: 50,
+            },
+            description: Weights {
+                text: 100,
+                vector: 100,
+                definitions: 0,
+                path: 50,
+            },
+            // source, declaration, config, docs, example, test, generated, vendored
+            priors: [100, 60, 50, 60, 50, 40, 30, 30],
+            name_priors: [100, 60, 30, 30, 30, 30, 30, 30],
+            file_bonus_cap: 50,
+        }
+    }
+}
+
+impl Ranking {
+    /// The plain fusion of text and vectors: every signal of code ranking off.
+    pub fn plain() -> Self {
+        let description = Self::default().description;
+        Self {
+            definitions: false,
+            paths: false,
+            roles: false,
+            files: false,
+            name: description,
+            mixed: description,
+            ..Self::default()
+        }
+    }
+
+    /// The weights for `intent`.
+    pub fn weights(&self, intent: Intent) -> Weights {
+        match intent {
+            Intent::Name => self.name,
+            Intent::Mixed => self.mixed,
+            Intent::Description => self.description,
+        }
+    }
+
+    /// The weight of `role` for a query of `intent` naming `mentions`, in percent: 100
+    /// for a role the query names.
+    pub fn prior(&self, role: Role, intent: Intent, mentions: Mentions) -> u32 {
+        let named = match role {
+            Role::Test => mentions.test,
+            Role::Example => mentions.example,
+            Role::Docs => mentions.docs,
+            _ => false,
+        };
+        let place = Role::ALL.iter().position(|r| *r == role).unwrap_or(0);
+        let priors = match intent {
+            Intent::Name => &self.name_priors,
+            _ => &self.priors,
+        };
+        if named || !self.roles {
+            100
+        } else {
+            priors[place]
+        }
+    }
+}
+
+/// How one chunk's score was made.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parts {
+    /// BM25 score (32 fractional bits) and rank.
+    pub text: Option<(u64, usize)>,
+    /// Dot product and rank.
+    pub vector: Option<(i64, usize)>,
+    /// Rank in the definition list.
+    pub definition: Option<usize>,
+    /// The weighted reciprocal ranks, summed.
+    pub fused: u64,
+    /// The file's path points ([`PATH_ONE`] = its name wholly named) and their bonus.
+    pub path: (u64, u64),
+    /// The file's role and its weight in percent.
+    pub role: Option<(Role, u32)>,
+    /// `(fused + path bonus) * weight / 100`.
+    pub chunk: u64,
+    /// The file's bonus for further chunks (on a file's best chunk only).
+    pub file_bonus: u64,
+    /// The score the chunk is ranked by: the file's score for its best chunk, else its
+    /// own score halved once for each better chunk of its file.
+    pub score: u64,
+}
+
+/// A chunk as ranked.
+#[derive(Clone, Debug)]
+pub(crate) struct RankedChunk {
+    pub meta: Arc<ChunkMeta>,
+    pub parts: Parts,
+}
+
+/// A file (a document) as ranked: its score and its chunks, best first.
+#[derive(Clone, Debug)]
+pub(crate) struct RankedFile {
+    pub score: u64,
+    pub chunks: Vec<RankedChunk>,
+}
+
+/// The order of equal scores: text rank, vector rank, definition rank (absent ones
+/// last), then chunk id.
+fn tie_key(c: &RankedChunk) -> (usize, usize, usize, ChunkId) {
+    let rank = |r: Option<usize>| r.unwrap_or(usize::MAX);
+    (
+        rank(c.parts.text.map(|t| t.1)),
+        rank(c.parts.vector.map(|v| v.1)),
+        rank(c.parts.definition),
+        c.meta.id,
+    )
+}
+
+/// The lists a query ranks.
+pub(crate) struct Lists {
+    pub text: Vec<Scored<u64>>,
+    pub vector: Vec<Scored<i64>>,
+    pub definitions: Vec<Scored<u64>>,
+}
+
+/// Ranks the chunks of `lists` for a query read as `analysis`: files best first, each
+/// with its chunks best first. `vector_weight` replaces the intent's vector weight.
+pub(crate) fn rank(
+    snap: &Snapshot,
+    lists: Lists,
+    analysis: &Analysis,
+    ranking: &Ranking,
+    vector_weight: Option<u32>,
+) -> Vec<RankedFile> {
+    let mut weights = ranking.weights(analysis.intent);
+    if let Some(w) = vector_weight {
+        weights.vector = w;
+    }
+    let mut parts: HashMap<At, Parts> = HashMap::new();
+    let weighed = |rank: usize, w: u32| rrf(rank) * u64::from(w) / 100;
+    for t in lists.text {
+        let p = parts.entry(t.at).or_default();
+        p.text = Some((t.score, t.rank));
+        p.fused += weighed(t.rank, weights.text);
+    }
+    for v in lists.vector {
+        let p = parts.entry(v.at).or_default();
+        p.vector = Some((v.score, v.rank));
+        p.fused += weighed(v.rank, weights.vector);
+    }
+    if ranking.definitions {
+        for d in lists.definitions {
+            let p = parts.entry(d.at).or_default();
+            p.definition = Some(d.rank);
+            p.fused += weighed(d.rank, weights.definitions);
+        }
+    }
+    let mut points: HashMap<DocumentId, u64> = HashMap::new();
+    let mut files: HashMap<DocumentId, Vec<RankedChunk>> = HashMap::new();
+    for (at, mut p) in parts {
+        // A damaged index file may not give a chunk's metadata: it is left out.
+        let Some(meta) = at.meta(snap) else { continue };
+        let doc = &meta.doc;
+        let pts = if ranking.paths {
+            *points.entry(doc.id).or_insert_with(|| {
+                doc.paths
+                    .iter()
+                    .map(|p| path_points(&analysis.words, &file_words(&p.path), analysis.intent))
+                    .max()
+                    .unwrap_or(0)
+            })
+        } else {
+            0
+        };
+        let bonus = rrf(1) * u64::from(weights.path) / 100 * pts / PATH_ONE;
+        let prior = ranking.prior(doc.role, analysis.intent, analysis.mentions);
+        p.path = (pts, bonus);
+        p.role = Some((doc.role, prior));
+        p.chunk = (p.fused + bonus) * u64::from(prior) / 100;
+        p.score = p.chunk;
+        files
+            .entry(doc.id)
+            .or_default()
+            .push(RankedChunk { meta, parts: p });
+    }
+    let mut ranked: Vec<RankedFile> = files
+        .into_values()
+        .map(|chunks| file_of(chunks, ranking))
+        .collect();
+    ranked.sort_unstable_by(|a, b| {
+        (Reverse(a.score), tie_key(&a.chunks[0])).cmp(&(Reverse(b.score), tie_key(&b.chunks[0])))
+    });
+    ranked
+}
+
+/// A file of its chunks: sorted best first; its score the best one's plus the others'
+/// scores halved once per better chunk, that sum at most [`Ranking::file_bonus_cap`]
+/// percent of the best; each further chunk's rank score its own halved once per better
+/// chunk. With [`Ranking::files`] off, each chunk keeps its own score.
+fn file_of(mut chunks: Vec<RankedChunk>, ranking: &Ranking) -> RankedFile {
+    chunks.sort_unstable_by(|a, b| {
+        (Reverse(a.parts.chunk), tie_key(a)).cmp(&(Reverse(b.parts.chunk), tie_key(b)))
+    });
+    let best = chunks[0].parts.chunk;
+    if !ranking.files {
+        return RankedFile {
+            score: best,
+            chunks,
+        };
+    }
+    let mut more = 0u64;
+    for (j, c) in chunks.iter_mut().enumerate().skip(1) {
+        let decayed = c.parts.chunk >> j.min(63);
+        c.parts.score = decayed;
+        more += decayed;
+    }
+    let bonus = more.min(best * u64::from(ranking.file_bonus_cap) / 100);
+    chunks[0].parts.file_bonus = bonus;
+    chunks[0].parts.score = best + bonus;
+    RankedFile {
+        score: best + bonus,
+        chunks,
+    }
+}
+
+/// The chunk list of ranked files: every chunk by its rank score, then the tie order.
+pub(crate) fn chunk_list(files: Vec<RankedFile>, k: usize) -> Vec<RankedChunk> {
+    let mut all: Vec<RankedChunk> = files.into_iter().flat_map(|f| f.chunks).collect();
+    all.sort_unstable_by(|a, b| {
+        (Reverse(a.parts.score), tie_key(a)).cmp(&(Reverse(b.parts.score), tie_key(b)))
+    });
+    all.truncate(k);
+    all
+}
