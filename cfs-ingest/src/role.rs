@@ -17,7 +17,8 @@ pub enum Role {
     Declaration,
     /// Build files and configuration (`Cargo.toml`, `package.json`, YAML, CI).
     Config,
-    /// Prose: Markdown, text, HTML, PDF, and any non-code file under a docs folder.
+    /// Prose: Markdown, text, HTML, PDF, any file under a docs folder that is not
+    /// code, and any file whose type is known by its content only.
     Docs,
     /// Examples, samples, demos, tutorials.
     Example,
@@ -241,6 +242,9 @@ pub fn path_role(path: &str) -> Role {
     if in_dirs(&EXAMPLE_DIRS) || in_dirs(&DOCS_DIRS) && is_code {
         return Role::Example;
     }
+    if in_dirs(&DOCS_DIRS) {
+        return Role::Docs;
+    }
     if CONFIG_NAMES.contains(&lower.as_str())
         || folders.iter().any(|f| CONFIG_DIRS.contains(&f.as_str()))
         || CONFIG_EXTS.contains(&ext)
@@ -248,11 +252,8 @@ pub fn path_role(path: &str) -> Role {
     {
         return Role::Config;
     }
-    let prose = matches!(
-        format,
-        Some(Format::Markdown | Format::Pdf | Format::Html | Format::Text)
-    );
-    if prose || in_dirs(&DOCS_DIRS) && !is_code {
+    // Prose, and text of a kind cfs does not name (man pages, `VERSION`, `LICENSE-MIT`).
+    if !is_code {
         return Role::Docs;
     }
     Role::Source
@@ -380,7 +381,6 @@ mod tests {
             "Latest.java",
             "contest.py",
             "src/util/strings.rs",
-            "bin/rackup",
             "include/fmt/format.h",
         ] {
             check(p, Role::Source);
@@ -424,6 +424,9 @@ mod tests {
         check("docs/guide/snippet.py", Role::Example);
         check("docs/guide/index.md", Role::Docs);
         check("README.md", Role::Docs);
+        check("jq.1.prebuilt", Role::Docs);
+        check("bin/rackup", Role::Docs);
+        check("docs/content/manual/v1.7/manual.yml", Role::Docs);
         check("Cargo.toml", Role::Config);
         check("package.json", Role::Config);
         check(".github/workflows/ci.yml", Role::Config);

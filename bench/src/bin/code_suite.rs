@@ -20,7 +20,7 @@
 //! results, as an agent sees them). Scores: NDCG@10 (gain 2^grade - 1) and MRR@10
 //! (first file of grade 1 or more). Variants of the ranking stack (`--variants`, default
 //! `full`): `full` (the spec's), `plain` (text and vectors fused, nothing else), and
-//! `-definitions`, `-paths`, `-roles`, `-files`, `-intent` (the full stack without one
+//! `-definitions`, `-variants`, `-paths`, `-roles`, `-files`, `-intent` (the full stack without one
 //! signal; `-intent` weighs every query as a description; `-name-priors` gives names
 //! the priors of words), and `set:KEY=V;KEY=V` (the full stack with other weights, see
 //! `with_settings`: for measuring on the dev split). Prints the overall scores of
@@ -169,7 +169,12 @@ fn synced_store(tree: &Path, stores: &Path, embedder: &dyn Embedder) -> Store {
         defer_embeddings: true,
         ..SyncOptions::default()
     };
-    let dir = stores.join(embedder.model_id().replace('/', "-"));
+    let model = embedder
+        .model_id()
+        .split_whitespace()
+        .next()
+        .unwrap_or("model");
+    let dir = stores.join(model.replace('/', "-"));
     std::fs::create_dir_all(&dir).expect("stores folder");
     let name = tree.file_name().expect("repository folder name");
     let file = dir.join(name).with_extension("redb");
@@ -215,6 +220,10 @@ fn variant(name: &str) -> Ranking {
         "plain" => Ranking::plain(),
         "-definitions" => Ranking {
             definitions: false,
+            ..full
+        },
+        "-variants" => Ranking {
+            variants: false,
             ..full
         },
         "-paths" => Ranking {

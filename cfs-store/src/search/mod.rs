@@ -26,6 +26,7 @@ mod buckets;
 mod build;
 mod cache;
 mod codes;
+mod declared;
 mod delta;
 mod explain;
 mod intent;
@@ -50,6 +51,10 @@ use cfs_ingest::{Embedder, Role};
 
 pub use bm25::{idf, log2_fixed, tf_part};
 pub use cache::{CACHE_FORMAT, CacheStatus, DELTA_MIN_CHANGED, SavedAs};
+pub use declared::{
+    Declared, KEYWORDS, MAX_DECLARATION_LINE_BYTES, MODIFIERS, STATEMENT_WORDS, declared,
+    for_each_declared,
+};
 pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
 pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
 pub use path_words::{
@@ -59,8 +64,10 @@ pub use query::{CODE_CANDIDATES, Filter, KINDS, Mode, Query, RRF_K, rrf};
 pub use rank::{Parts, Ranking, Weights};
 pub use segment::{ChunkMeta, DocInfo, PathInfo};
 pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff};
-pub use symbols::{DEFINITION_PREFIX, kind_rank, name_head, name_key};
-pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens, words};
+pub use symbols::{
+    DECLARED_PREFIX, DEFINITION_PREFIX, kind_rank, match_level, name_head, name_key,
+};
+pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens, variants, words};
 pub use vector::{EF_CONSTRUCTION, EF_SEARCH, HNSW_SEED, dot, norm2};
 
 use crate::error::{Result, StoreError};
@@ -524,7 +531,7 @@ fn ranked(
     let ranking = &query.ranking;
     let words_run = query.mode != Mode::Vector;
     let text = match words_run {
-        true => query::text_search(snap, &query.text, depth, &query.filter),
+        true => query::text_search(snap, &query.text, depth, &query.filter, ranking.variants),
         false => Vec::new(),
     };
     let definitions = match words_run && ranking.definitions && !analysis.identifiers.is_empty() {

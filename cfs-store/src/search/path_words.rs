@@ -50,8 +50,10 @@ pub fn word_matches(q: &str, w: &str) -> bool {
         return true;
     }
     let (short, long) = if q.len() <= w.len() { (q, w) } else { (w, q) };
-    let rest = &long[short.len()..];
-    long.starts_with(short) && (short.len() >= 4 || short.len() >= 3 && matches!(rest, "s" | "es"))
+    let Some(rest) = long.strip_prefix(short) else {
+        return false;
+    };
+    short.len() >= 4 || short.len() >= 3 && matches!(rest, "s" | "es")
 }
 
 /// How much of `file`'s words the query's `words` name, in [`PATH_ONE`] units: the
@@ -118,6 +120,10 @@ mod tests {
         assert!(!word_matches("io", "ioutil"));
         assert!(!word_matches("abc", "abcd"));
         assert!(!word_matches("router", "routing"));
+        assert!(!word_matches("大", "日本") && !word_matches("日本", "大"));
+        assert!(word_matches("日本", "日本語"), "six bytes are four or more");
+        assert!(!word_matches("大", "日本") && !word_matches("日本", "大"));
+        assert!(word_matches("日本", "日本語"), "six bytes are four or more");
     }
 
     #[test]

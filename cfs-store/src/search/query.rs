@@ -15,7 +15,7 @@ use super::mapped::Mapped;
 use super::rank::Ranking;
 use super::segment::{ChunkMeta, Live};
 use super::snapshot::Snapshot;
-use super::tokenize::tokens;
+use super::tokenize::{tokens, variants};
 use super::vector::{dot, norm2};
 use crate::error::{Result, StoreError};
 
@@ -347,16 +347,38 @@ pub(crate) fn live_df(snap: &Snapshot, term: &str) -> u64 {
         .sum()
 }
 
-/// BM25 over the snapshot's live chunks: the top `k` passing `filter`.
+/// The distinct tokens of a query, sorted, each with the right shift of its weight: 0
+/// for a token, 1 (half) for a [`variants`] form of one that is not itself a token of
+/// the query (with `expand`).
+pub(crate) fn query_terms(query: &str, expand: bool) -> Vec<(String, u32)> {
+    let mut words = tokens(query);
+    words.sort_unstable();
+    words.dedup();
+    let mut terms: Vec<(String, u32)> = words.iter().map(|w| (w.clone(), 0)).collect();
+    if expand {
+        for w in &words {
+            for v in variants(w) {
+                if words.binary_search(&v).is_err() {
+                    terms.push((v, 1));
+                }
+            }
+        }
+        terms.sort_unstable();
+        terms.dedup_by(|b, a| a.0 == b.0);
+    }
+    terms
+}
+
+/// BM25 over the snapshot's live chunks: the top `k` passing `filter`; with `expand`,
+/// the query's words' [`variants`] at half weight too.
 pub(crate) fn text_search(
     snap: &Snapshot,
     query: &str,
     k: usize,
     filter: &Filter,
+    expand: bool,
 ) -> Vec<Scored<u64>> {
-    let mut terms = tokens(query);
-    terms.sort_unstable();
-    terms.dedup();
+    let terms = query_terms(query, expand);
     let n = snap.n_chunks() as u64;
     let total = snap.live_len();
     if terms.is_empty() || n == 0 || k == 0 {
@@ -364,7 +386,7 @@ pub(crate) fn text_search(
     }
     let mut acc: Vec<Vec<u64>> = snap.segments.iter().map(|_| Vec::new()).collect();
     let mut touched: Vec<Vec<u32>> = snap.segments.iter().map(|_| Vec::new()).collect();
-    for term in &terms {
+    for (term, shift) in &terms {
         let df = live_df(snap, term);
         if df == 0 {
             continue;
@@ -387,7 +409,7 @@ pub(crate) fn text_search(
                 if acc[s][i] == 0 {
                     touched[s].push(i as u32);
                 }
-                acc[s][i] += idf * bm25::tf_part(u64::from(tf), dl, n, total) + 1;
+                acc[s][i] += ((idf * bm25::tf_part(u64::from(tf), dl, n, total)) >> shift) + 1;
             }
         }
     }

@@ -36,6 +36,9 @@ pub struct Weights {
 pub struct Ranking {
     /// Look the query's identifiers up as definitions.
     pub definitions: bool,
+    /// Also look up other forms of the query's words (plurals, `-ing`, `-ed`) at half
+    /// weight in text search.
+    pub variants: bool,
     /// Count file and folder names the query names.
     pub paths: bool,
     /// Weigh chunks by their file's role.
@@ -63,6 +66,7 @@ impl Default for Ranking {
     fn default() -> Self {
         Self {
             definitions: true,
+            variants: true,
             paths: true,
             roles: true,
             files: true,
@@ -85,8 +89,8 @@ impl Default for Ranking {
                 path: 50,
             },
             // source, declaration, config, docs, example, test, generated, vendored
-            priors: [100, 60, 50, 60, 50, 40, 30, 30],
-            name_priors: [100, 60, 30, 30, 30, 30, 30, 30],
+            priors: [100, 60, 20, 20, 25, 25, 15, 15],
+            name_priors: [100, 60, 20, 20, 20, 20, 15, 15],
             file_bonus_cap: 50,
         }
     }
@@ -98,6 +102,7 @@ impl Ranking {
         let description = Self::default().description;
         Self {
             definitions: false,
+            variants: false,
             paths: false,
             roles: false,
             files: false,

@@ -13,7 +13,7 @@ use cfs_core::{ChunkId, DocumentId, SymbolKind};
 use cfs_ingest::{Markers, Role};
 
 use super::mapped::Mapped;
-use super::symbols::definition_term;
+use super::symbols::definition_terms;
 use super::tokenize::for_each_token;
 
 /// What a snapshot knows about one document.
@@ -120,8 +120,8 @@ pub(crate) struct NewChunk {
 
 /// A chunk's distinct tokens with their counts, in one buffer (two allocations a
 /// chunk, not one per token: a segment of a million chunks is built on one thread,
-/// which frees what the preparing threads allocated). A symbol chunk's definition
-/// term ([`definition_term`]) is among them, but not among the tokens BM25 counts.
+/// which frees what the preparing threads allocated). A code chunk's definition terms
+/// ([`definition_terms`]) come first, but are not among the tokens BM25 counts.
 #[derive(Debug, Default)]
 pub(crate) struct Terms {
     bytes: String,
@@ -172,18 +172,16 @@ pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> Terms {
             spans.push((start, all.len() as u32));
         });
     }
-    let n_tokens = spans.len() as u32;
-    if let Some(term) = definition_term(meta) {
-        let start = all.len() as u32;
-        all.push_str(&term);
-        spans.push((start, all.len() as u32));
-    }
     let token = |&(a, b): &(u32, u32)| &all[a as usize..b as usize];
     spans.sort_unstable_by(|x, y| token(x).cmp(token(y)));
     let mut terms = Terms {
-        total: n_tokens,
+        total: spans.len() as u32,
         ..Terms::default()
     };
+    // Definition terms start with a control character: before every token.
+    for (term, value) in definition_terms(meta, text) {
+        terms.push(&term, value);
+    }
     for same in spans.chunk_by(|x, y| token(x) == token(y)) {
         terms.push(token(&same[0]), same.len() as u32);
     }

@@ -7,6 +7,7 @@
 use cfs_core::SymbolKind;
 use cfs_ingest::{Role, is_word_char};
 
+use super::declared::for_each_declared;
 use super::intent::Identifier;
 use super::query::{At, Filter, Scored, top};
 use super::segment::ChunkMeta;
@@ -51,14 +52,50 @@ pub fn name_key(name: &str, kind: Option<SymbolKind>) -> Option<String> {
     (!key.is_empty() && key.len() <= super::tokenize::MAX_TOKEN_BYTES).then_some(key)
 }
 
-/// The definition term of a chunk: [`DEFINITION_PREFIX`] and its symbol's name key, for
-/// a symbol chunk that is not a later window of a split symbol.
-pub(crate) fn definition_term(meta: &ChunkMeta) -> Option<String> {
+/// The first character of the terms of names a chunk's lines declare
+/// ([`super::declared`]): `DECLARED_PREFIX` and the name's key, and, when the
+/// declaration is qualified (or the chunk's own symbol holds it), also
+/// `DECLARED_PREFIX`, the qualifier's key, `::` and the name's key.
+pub const DECLARED_PREFIX: char = '\u{2}';
+
+/// The definition terms of a chunk, sorted, each once, with the value its posting
+/// carries: its symbol's ([`DEFINITION_PREFIX`] and the key of its name; value 1), for a
+/// symbol chunk that is not a later window of a split symbol; for a code chunk, the
+/// names its lines declare ([`DECLARED_PREFIX`]; value the declaration's kind tag plus
+/// one), but not its own symbol's name again.
+pub(crate) fn definition_terms(meta: &ChunkMeta, text: &str) -> Vec<(String, u32)> {
+    let mut out: Vec<(String, u32)> = Vec::new();
     if meta.continued {
-        return None;
+        return out;
     }
-    let key = name_key(meta.name()?, meta.symbol_kind)?;
-    Some(format!("{DEFINITION_PREFIX}{key}"))
+    let own = meta.name().and_then(|n| name_key(n, meta.symbol_kind));
+    if let Some(key) = &own {
+        out.push((format!("{DEFINITION_PREFIX}{key}"), 1));
+    }
+    if meta.kind != "code" {
+        return out;
+    }
+    for_each_declared(text, |d| {
+        let Some(key) = name_key(d.name, None) else {
+            return;
+        };
+        if own.as_deref() == Some(key.as_str()) {
+            return;
+        }
+        let value = d.kind as u32 + 1;
+        let qualifier = d
+            .qualifier
+            .map(|q| name_key(q, None))
+            .unwrap_or_else(|| own.clone());
+        if let Some(q) = &qualifier {
+            out.push((format!("{DECLARED_PREFIX}{q}::{key}"), value));
+        }
+        out.push((format!("{DECLARED_PREFIX}{key}"), value));
+    });
+    // Each term once, the first declaration's value kept.
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.dedup_by(|b, a| a.0 == b.0);
+    out
 }
 
 /// How well a kind of symbol answers a name: types first, then functions and macros,
@@ -74,22 +111,42 @@ pub fn kind_rank(kind: Option<SymbolKind>) -> u64 {
     }
 }
 
-/// How a definition matches an identifier: 3 its parent is the identifier's qualifier;
-/// 2 its name key is the identifier's, and its name (cut as for the key) is the
-/// identifier's name case and all; 1 the key alone (or a qualifier its parent does not
-/// match).
-pub fn match_level(meta: &ChunkMeta, ident: &Identifier) -> u64 {
-    let Some(name) = meta.name() else { return 0 };
-    if let Some(q) = &ident.qualifier {
-        let parent_key = meta.parent().and_then(|p| name_key(p, None));
-        return if parent_key.as_deref() == Some(q.as_str()) {
-            3
-        } else {
-            1
+/// How a chunk found under a definition term matches an identifier (larger is
+/// better). Its own symbol (a [`DEFINITION_PREFIX`] term): 6 when the identifier's
+/// qualifier is the key of the symbol's parent or of its file's stem, 3 when the
+/// identifier has another qualifier, else 5 when the name's head is the identifier's
+/// name case and all, 4 when only the keys agree. A name its lines declare (a
+/// [`DECLARED_PREFIX`] term): 5 when the qualified term matched or the qualifier is its
+/// file's stem, 2 when the identifier has another qualifier, else 3.
+pub fn match_level(meta: &ChunkMeta, ident: &Identifier, own: bool, qualified: bool) -> u64 {
+    let stem_key = || {
+        let path = meta.doc.paths.first().map_or("", |p| &*p.path);
+        let name = path.rsplit('/').next().unwrap_or(path);
+        name_key(name.split('.').next().unwrap_or(""), None)
+    };
+    let q = ident.qualifier.as_deref();
+    let q_is_stem = q.is_some() && stem_key().as_deref() == q;
+    if !own {
+        return match q {
+            Some(_) if qualified || q_is_stem => 5,
+            Some(_) => 2,
+            None => 3,
         };
     }
-    let exact = name_head(name, meta.symbol_kind) == ident.name;
-    if exact { 2 } else { 1 }
+    let Some(name) = meta.name() else { return 0 };
+    if let Some(q) = q {
+        let parent_key = meta.parent().and_then(|p| name_key(p, None));
+        return if parent_key.as_deref() == Some(q) || q_is_stem {
+            6
+        } else {
+            3
+        };
+    }
+    if name_head(name, meta.symbol_kind) == ident.name {
+        5
+    } else {
+        4
+    }
 }
 
 /// The score a definition is ordered by: match level, then the role's place in
@@ -99,8 +156,24 @@ fn definition_score(level: u64, role: Role, kind: Option<SymbolKind>) -> u64 {
     level << 16 | (7 - role_place) << 8 | (4 - kind_rank(kind))
 }
 
+/// The terms an identifier is looked up by: its own-symbol term, its declared term,
+/// and (qualified) its qualified declared term; with whether each is an own symbol's
+/// and whether it is qualified.
+fn lookup_terms(ident: &Identifier) -> Vec<(String, bool, bool)> {
+    let k = &ident.key;
+    let mut terms = vec![
+        (format!("{DEFINITION_PREFIX}{k}"), true, false),
+        (format!("{DECLARED_PREFIX}{k}"), false, false),
+    ];
+    if let Some(q) = &ident.qualifier {
+        terms.push((format!("{DECLARED_PREFIX}{q}::{k}"), false, true));
+    }
+    terms
+}
+
 /// The live chunks passing `filter` that define one of `idents`, best first (by
-/// [`definition_score`], then chunk id), at most `k`.
+/// [`definition_score`], then chunk id), at most `k`. A chunk found several ways keeps
+/// its best score.
 pub(crate) fn definitions(
     snap: &Snapshot,
     idents: &[Identifier],
@@ -109,27 +182,33 @@ pub(crate) fn definitions(
 ) -> Vec<Scored<u64>> {
     let mut best: std::collections::HashMap<At, u64> = std::collections::HashMap::new();
     for ident in idents {
-        let term = format!("{DEFINITION_PREFIX}{}", ident.key);
-        for (s, live) in snap.segments.iter().enumerate() {
-            let Some(postings) = live.segment.postings(&term) else {
-                continue;
-            };
-            for &[i, _] in postings {
-                let i = i as usize;
-                if i >= live.segment.len() || live.is_dead(i) {
-                    continue;
-                }
-                let Some(meta) = live.segment.meta(i) else {
+        for (term, own, qualified) in lookup_terms(ident) {
+            for (s, live) in snap.segments.iter().enumerate() {
+                let Some(postings) = live.segment.postings(&term) else {
                     continue;
                 };
-                if !filter.matches(&meta) {
-                    continue;
+                for &[i, value] in postings {
+                    let i = i as usize;
+                    if i >= live.segment.len() || live.is_dead(i) {
+                        continue;
+                    }
+                    let Some(meta) = live.segment.meta(i) else {
+                        continue;
+                    };
+                    if !filter.matches(&meta) {
+                        continue;
+                    }
+                    let kind = match own {
+                        true => meta.symbol_kind,
+                        false => value
+                            .checked_sub(1)
+                            .and_then(|t| SymbolKind::ALL.get(t as usize).copied()),
+                    };
+                    let level = match_level(&meta, ident, own, qualified);
+                    let score = definition_score(level, meta.doc.role, kind);
+                    let e = best.entry(At::new(s, i)).or_insert(score);
+                    *e = (*e).max(score);
                 }
-                let score =
-                    definition_score(match_level(&meta, ident), meta.doc.role, meta.symbol_kind);
-                let at = At::new(s, i);
-                let e = best.entry(at).or_insert(score);
-                *e = (*e).max(score);
             }
         }
     }

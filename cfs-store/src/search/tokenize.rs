@@ -80,6 +80,47 @@ pub fn words(text: &str) -> Vec<String> {
     out
 }
 
+/// The other forms of a query word that text search also looks up, at half weight: a
+/// plural's singular and a base word's plural, an `-ing` or `-ed` form's base and the
+/// base's `-ing` and `-ed` forms (`retries` -> `retry`, `matching` -> `match`,
+/// `match`, `compile` -> `compiles`, `compiling`, `compiled`). Only for words of four
+/// or more ASCII letters; each variant of three or more letters, other than the word.
+pub fn variants(word: &str) -> Vec<String> {
+    let n = word.len();
+    if n < 4 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return Vec::new();
+    }
+    let cut = |k: usize| word[..n - k].to_owned();
+    let mut out: Vec<String> = Vec::new();
+    if let Some(stem) = word.strip_suffix("ies").filter(|s| s.len() >= 2) {
+        out.push(format!("{stem}y"));
+    } else if word.ends_with("ing") && n >= 6 {
+        out.extend([cut(3), format!("{}e", cut(3))]);
+    } else if (word.ends_with("ed") || word.ends_with("es")) && n >= 5 {
+        out.extend([cut(2), cut(1)]);
+    } else if word.ends_with('s') && !word.ends_with("ss") {
+        out.push(cut(1));
+    } else if let Some(stem) = word.strip_suffix('e') {
+        out.extend([format!("{word}s"), format!("{stem}ing"), format!("{word}d")]);
+    } else if let Some(stem) = word.strip_suffix('y') {
+        out.extend([
+            format!("{stem}ies"),
+            format!("{word}ing"),
+            format!("{word}s"),
+        ]);
+    } else {
+        out.extend([
+            format!("{word}s"),
+            format!("{word}es"),
+            format!("{word}ing"),
+            format!("{word}ed"),
+        ]);
+    }
+    out.retain(|v| v.len() >= 3 && v != word);
+    out.dedup();
+    out
+}
+
 /// The tokens of `text`, in order.
 pub fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -142,6 +183,23 @@ mod tests {
         assert_eq!(tokens("Grüße aus Köln"), ["grüße", "aus", "köln"]);
         assert_eq!(tokens("日本語"), ["日本語", "日", "本", "語"]);
         assert_eq!(tokens("ÉCOLE"), ["école"]);
+    }
+
+    #[test]
+    fn variants_of_query_words() {
+        use super::variants;
+        assert_eq!(variants("retries"), ["retry"]);
+        assert_eq!(variants("matching"), ["match", "matche"]);
+        assert_eq!(variants("compiled"), ["compil", "compile"]);
+        assert_eq!(variants("headers"), ["header"]);
+        assert_eq!(variants("boxes"), ["box", "boxe"]);
+        assert_eq!(variants("compile"), ["compiles", "compiling", "compiled"]);
+        assert_eq!(variants("retry"), ["retries", "retrying", "retrys"]);
+        assert_eq!(variants("route"), ["routes", "routing", "routed"]);
+        assert_eq!(variants("match"), ["matchs", "matches", "matching", "matched"]);
+        assert_eq!(variants("class"), ["classs", "classes", "classing", "classed"]);
+        assert!(variants("api").is_empty() && variants("Parse").is_empty());
+        assert!(variants("naïve").is_empty() && variants("http2").is_empty());
     }
 
     #[test]
