@@ -255,8 +255,11 @@ fn role_tag(role: Role) -> String {
 /// JSON), the fused sum, the path's points, the role's weight, the file's bonus.
 fn parts_text(p: &Parts, explain: bool) -> String {
     let mut s = String::new();
-    if let Some(rank) = p.definition {
+    if let Some((rank, level)) = p.definition {
         s += &format!(" definition #{rank}");
+        if explain {
+            s += &format!(" (level {level})");
+        }
     }
     if let Some((score, rank)) = p.text {
         s += &format!(" text #{rank}");
@@ -274,8 +277,18 @@ fn parts_text(p: &Parts, explain: bool) -> String {
         return s;
     }
     s += &format!(" fused {:.4}", unit(p.fused));
-    if p.path.0 > 0 {
-        s += &format!(" path {}/{PATH_ONE} +{:.4}", p.path.0, unit(p.path.1));
+    let e = &p.evidence;
+    if e.path > 0 {
+        s += &format!(" path {}/{PATH_ONE}", e.path);
+    }
+    if e.coverage > 0 {
+        s += &format!(" coverage {}/{PATH_ONE}", e.coverage);
+    }
+    if let Some(rank) = e.vector_rank {
+        s += &format!(" file vector #{rank}");
+    }
+    if p.evidence_bonus > 0 {
+        s += &format!(" file evidence +{:.4}", unit(p.evidence_bonus));
     }
     if let Some((role, weight)) = p.role
         && weight != 100
@@ -457,9 +470,12 @@ struct VectorScoreJson {
 #[derive(Serialize)]
 struct PartsJson {
     definition_rank: Option<usize>,
+    definition_level: Option<u64>,
     fused: f64,
     path_points: u64,
-    path_bonus: f64,
+    coverage_points: u64,
+    file_vector_rank: Option<usize>,
+    evidence_bonus: f64,
     role_weight: u32,
     chunk: f64,
     file_bonus: f64,
@@ -507,10 +523,13 @@ impl HitJson {
                 .vector_score
                 .map(|(dot, rank)| VectorScoreJson { dot, rank }),
             parts: PartsJson {
-                definition_rank: p.definition,
+                definition_rank: p.definition.map(|d| d.0),
+                definition_level: p.definition.map(|d| d.1),
                 fused: unit(p.fused),
-                path_points: p.path.0,
-                path_bonus: unit(p.path.1),
+                path_points: p.evidence.path,
+                coverage_points: p.evidence.coverage,
+                file_vector_rank: p.evidence.vector_rank,
+                evidence_bonus: unit(p.evidence_bonus),
                 role_weight: p.role.map_or(100, |r| r.1),
                 chunk: unit(p.chunk),
                 file_bonus: unit(p.file_bonus),

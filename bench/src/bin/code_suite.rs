@@ -226,6 +226,10 @@ fn variant(name: &str) -> Ranking {
             variants: false,
             ..full
         },
+        "-coverage" => Ranking {
+            coverage: false,
+            ..full
+        },
         "-paths" => Ranking {
             paths: false,
             ..full
@@ -285,6 +289,8 @@ fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
                     "vector" => w.vector = num(),
                     "definitions" => w.definitions = num(),
                     "path" => w.path = num(),
+                    "coverage" => w.coverage = num(),
+                    "file_vector" => w.file_vector = num(),
                     _ => panic!("unknown weight {field}"),
                 }
             }

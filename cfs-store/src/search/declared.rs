@@ -116,8 +116,11 @@ pub fn declared(line: &str) -> Option<Declared<'_>> {
             kind: SymbolKind::Macro,
         });
     }
-    if !line.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+    if !line.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$') {
         return None;
+    }
+    if let Some(d) = assigned_function(line) {
+        return Some(d);
     }
     let mut rest = line;
     loop {
@@ -136,6 +139,47 @@ pub fn declared(line: &str) -> Option<Declared<'_>> {
         }
         .trim_start();
     }
+}
+
+/// A function assigned to a name (`exports.compile = function (`, `Foo.prototype.bar
+/// = async function`, `handler = (req) =>`): the last segment of the left side, which
+/// is words joined by `.` only.
+fn assigned_function(line: &str) -> Option<Declared<'_>> {
+    let (left, right) = line.split_once('=')?;
+    let right = right.trim_start();
+    if right.starts_with('=') || right.starts_with('>') {
+        return None; // `==`, `=>` right after the name
+    }
+    let right = right.strip_prefix("async ").map_or(right, str::trim_start);
+    let is_function = right.starts_with("function")
+        && !right["function".len()..].starts_with(|c: char| is_word_char(c))
+        || right.starts_with('(') && right.contains("=>");
+    let left = left.trim_end();
+    let left = left
+        .strip_prefix("const ")
+        .or_else(|| left.strip_prefix("let "))
+        .or_else(|| left.strip_prefix("var "))
+        .unwrap_or(left)
+        .trim_start();
+    let valid = |seg: &str| !seg.is_empty() && seg.chars().all(|c| is_word_char(c) || c == '$');
+    if !is_function || !left.split('.').all(valid) {
+        return None;
+    }
+    let segments: Vec<&str> = left.split('.').collect();
+    let (name, before) = segments.split_last()?;
+    if matches!(*name, "exports" | "prototype") {
+        return None;
+    }
+    let qualifier = before
+        .iter()
+        .rev()
+        .copied()
+        .find(|q| !matches!(*q, "prototype" | "exports" | "module" | "this" | "self"));
+    Some(Declared {
+        name,
+        qualifier,
+        kind: SymbolKind::Function,
+    })
 }
 
 /// The word at the start of `s` and what follows it.
@@ -286,6 +330,34 @@ mod tests {
     }
 
     #[test]
+    fn assigned_functions() {
+        use SymbolKind::Function;
+        check(
+            "exports.compileTrust = function(val) {",
+            "compileTrust",
+            None,
+            Function,
+        );
+        check(
+            "res.json = function json(obj) {",
+            "json",
+            Some("res"),
+            Function,
+        );
+        check(
+            "Router.prototype.handle = async function handle(req) {",
+            "handle",
+            Some("Router"),
+            Function,
+        );
+        check("const onError = (err) => {", "onError", None, Function);
+        assert_eq!(
+            name("module.exports = function createApplication() {"),
+            None
+        );
+    }
+
+    #[test]
     fn signatures() {
         use SymbolKind::Function;
         check("jv jq_next(jq_state *jq) {", "jq_next", None, Function);
@@ -338,6 +410,8 @@ mod tests {
             "}",
             "else if (a(b))",
             "host.toCanonicalHost()",
+            "x = a == b",
+            "res.locals = Object.create(null)",
             "  response.promisesBody() -> {",
         ] {
             assert_eq!(name(line), None, "{line}");

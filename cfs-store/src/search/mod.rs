@@ -28,6 +28,7 @@ mod cache;
 mod codes;
 mod declared;
 mod delta;
+mod evidence;
 mod explain;
 mod intent;
 mod mapped;
@@ -55,6 +56,7 @@ pub use declared::{
     Declared, KEYWORDS, MAX_DECLARATION_LINE_BYTES, MODIFIERS, STATEMENT_WORDS, declared,
     for_each_declared,
 };
+pub use evidence::{Evidence, FILE_VECTOR_CHUNKS};
 pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
 pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
 pub use path_words::{
@@ -532,7 +534,11 @@ fn ranked(
     let words_run = query.mode != Mode::Vector;
     let text = match words_run {
         true => query::text_search(snap, &query.text, depth, &query.filter, ranking.variants),
-        false => Vec::new(),
+        false => query::TextFound {
+            list: Vec::new(),
+            masks: Default::default(),
+            word_weights: Vec::new(),
+        },
     };
     let definitions = match words_run && ranking.definitions && !analysis.identifiers.is_empty() {
         true => symbols::definitions(snap, &analysis.identifiers, depth, &query.filter),
@@ -546,27 +552,29 @@ fn ranked(
     };
     // With weight 0, vector results only follow the others: when the text retriever
     // filled all k places they cannot appear, so they are not computed.
-    let vector_needed = query::vector_needed(query.mode, weight, text.len(), query.k);
-    let vector = if vector_needed && !query.text.trim().is_empty() {
+    let vector_needed = query::vector_needed(query.mode, weight, text.list.len(), query.k);
+    let (vector, query_vector) = if vector_needed && !query.text.trim().is_empty() {
         vector_list(snap, query, embedder, depth)?
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let lists = rank::Lists {
         text,
         vector,
         definitions,
+        query_vector,
     };
     Ok(rank::rank(snap, lists, &analysis, ranking, Some(weight)))
 }
 
-/// The vector list of a query: its `depth` nearest chunks passing the filter.
+/// The vector list of a query: its `depth` nearest chunks passing the filter, and the
+/// query's vector.
 fn vector_list(
     snap: &Snapshot,
     query: &Query,
     embedder: &dyn Embedder,
     depth: usize,
-) -> Result<Vec<query::Scored<i64>>> {
+) -> Result<(Vec<query::Scored<i64>>, Vec<i16>)> {
     if embedder.model_hash() != snap.model {
         return Err(StoreError::ModelMismatch {
             store: format!("the model {}", snap.model),
@@ -581,7 +589,8 @@ fn vector_list(
         graph: !query.exact,
         codes: !query.exact && embedder.sign_codes(),
     };
-    Ok(query::vector_search(snap, &v, depth, &query.filter, approx))
+    let list = query::vector_search(snap, &v, depth, &query.filter, approx);
+    Ok((list, v))
 }
 
 /// The hit of a ranked chunk.

@@ -347,26 +347,39 @@ pub(crate) fn live_df(snap: &Snapshot, term: &str) -> u64 {
         .sum()
 }
 
-/// The distinct tokens of a query, sorted, each with the right shift of its weight: 0
-/// for a token, 1 (half) for a [`variants`] form of one that is not itself a token of
-/// the query (with `expand`).
-pub(crate) fn query_terms(query: &str, expand: bool) -> Vec<(String, u32)> {
+/// The terms of a query: its distinct tokens (its *words*, sorted), and with `expand`
+/// their [`variants`] that are not words themselves; each with the right shift of its
+/// weight (0 for a word, 1 for a variant: half) and the index of its word.
+pub(crate) fn query_terms(query: &str, expand: bool) -> (Vec<String>, Vec<(String, u32, usize)>) {
     let mut words = tokens(query);
     words.sort_unstable();
     words.dedup();
-    let mut terms: Vec<(String, u32)> = words.iter().map(|w| (w.clone(), 0)).collect();
+    let mut terms: Vec<(String, u32, usize)> = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.clone(), 0, i))
+        .collect();
     if expand {
-        for w in &words {
+        for (i, w) in words.iter().enumerate() {
             for v in variants(w) {
                 if words.binary_search(&v).is_err() {
-                    terms.push((v, 1));
+                    terms.push((v, 1, i));
                 }
             }
         }
         terms.sort_unstable();
         terms.dedup_by(|b, a| a.0 == b.0);
     }
-    terms
+    (words, terms)
+}
+
+/// What text search found: the ranked chunks, and for each which of the query's words
+/// (bit `i` for word `i`, the first 64) it holds, in a form or another; with each
+/// word's weight: the largest idf of its forms held anywhere (0 for a stop word).
+pub(crate) struct TextFound {
+    pub list: Vec<Scored<u64>>,
+    pub masks: std::collections::HashMap<At, u64>,
+    pub word_weights: Vec<u64>,
 }
 
 /// BM25 over the snapshot's live chunks: the top `k` passing `filter`; with `expand`,
@@ -377,27 +390,38 @@ pub(crate) fn text_search(
     k: usize,
     filter: &Filter,
     expand: bool,
-) -> Vec<Scored<u64>> {
-    let terms = query_terms(query, expand);
+) -> TextFound {
+    let (words, terms) = query_terms(query, expand);
     let n = snap.n_chunks() as u64;
     let total = snap.live_len();
+    let mut found = TextFound {
+        list: Vec::new(),
+        masks: std::collections::HashMap::new(),
+        word_weights: vec![0; words.len()],
+    };
     if terms.is_empty() || n == 0 || k == 0 {
-        return Vec::new();
+        return found;
     }
     let mut acc: Vec<Vec<u64>> = snap.segments.iter().map(|_| Vec::new()).collect();
+    let mut masks: Vec<Vec<u64>> = snap.segments.iter().map(|_| Vec::new()).collect();
     let mut touched: Vec<Vec<u32>> = snap.segments.iter().map(|_| Vec::new()).collect();
-    for (term, shift) in &terms {
+    for (term, shift, word) in &terms {
         let df = live_df(snap, term);
         if df == 0 {
             continue;
         }
         let idf = bm25::idf(n, df);
+        if !super::intent::STOP_WORDS.contains(&words[*word].as_str()) {
+            found.word_weights[*word] = found.word_weights[*word].max(idf);
+        }
+        let bit = if *word < 64 { 1u64 << word } else { 0 };
         for (s, live) in snap.segments.iter().enumerate() {
             let Some(postings) = live.segment.postings(term) else {
                 continue;
             };
             if acc[s].is_empty() {
                 acc[s] = vec![0; live.segment.len()];
+                masks[s] = vec![0; live.segment.len()];
             }
             for &[i, tf] in postings {
                 let i = i as usize;
@@ -410,6 +434,7 @@ pub(crate) fn text_search(
                     touched[s].push(i as u32);
                 }
                 acc[s][i] += ((idf * bm25::tf_part(u64::from(tf), dl, n, total)) >> shift) + 1;
+                masks[s][i] |= bit;
             }
         }
     }
@@ -425,7 +450,13 @@ pub(crate) fn text_search(
             }
         }
     }
-    top(snap, all, k)
+    found.list = top(snap, all, k);
+    found.masks = found
+        .list
+        .iter()
+        .map(|c| (c.at, masks[c.at.seg as usize][c.at.i as usize]))
+        .collect();
+    found
 }
 
 /// Which approximations a vector search may use; with neither it is exact.

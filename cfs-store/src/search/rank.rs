@@ -11,11 +11,12 @@ use std::sync::Arc;
 use cfs_core::{ChunkId, DocumentId};
 use cfs_ingest::Role;
 
+use super::evidence::{Evidence, file_evidence};
 use super::intent::{Analysis, Intent, Mentions};
-use super::path_words::{PATH_ONE, file_words, path_points};
-use super::query::{At, Scored, rrf};
+use super::query::{At, Scored, TextFound, rrf};
 use super::segment::ChunkMeta;
 use super::snapshot::Snapshot;
+use super::symbols::{MAX_LEVEL, definition_level};
 
 /// The weights of one intent's lists, in percent of a text rank's reciprocal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +29,11 @@ pub struct Weights {
     pub definitions: u32,
     /// A file whose name the query names wholly gets this share of a first rank.
     pub path: u32,
+    /// A file whose text-matched chunks hold every word of the query gets this share of
+    /// a first rank (in proportion to the idf of the words held).
+    pub coverage: u32,
+    /// The list of candidate files by their vector (the sum of their chunks' vectors).
+    pub file_vector: u32,
 }
 
 /// The ranking stack's weights and switches. [`Ranking::default`] is the spec's; the
@@ -41,6 +47,8 @@ pub struct Ranking {
     pub variants: bool,
     /// Count file and folder names the query names.
     pub paths: bool,
+    /// Count how much of the query a file's text-matched chunks hold.
+    pub coverage: bool,
     /// Weigh chunks by their file's role.
     pub roles: bool,
     /// Rank files by their best chunk plus a bonus for further ones, and decay a file's
@@ -68,6 +76,7 @@ impl Default for Ranking {
             definitions: true,
             variants: true,
             paths: true,
+            coverage: true,
             roles: true,
             files: true,
             name: Weights {
@@ -75,18 +84,24 @@ impl Default for Ranking {
                 vector: 25,
                 definitions: 300,
                 path: 100,
+                coverage: 0,
+                file_vector: 0,
             },
             mixed: Weights {
                 text: 100,
                 vector: 100,
                 definitions: 150,
                 path: 50,
+                coverage: 100,
+                file_vector: 100,
             },
             description: Weights {
                 text: 100,
                 vector: 100,
                 definitions: 0,
                 path: 50,
+                coverage: 100,
+                file_vector: 100,
             },
             // source, declaration, config, docs, example, test, generated, vendored
             priors: [100, 60, 20, 20, 25, 25, 15, 15],
@@ -104,6 +119,7 @@ impl Ranking {
             definitions: false,
             variants: false,
             paths: false,
+            coverage: false,
             roles: false,
             files: false,
             name: description,
@@ -150,15 +166,17 @@ pub struct Parts {
     pub text: Option<(u64, usize)>,
     /// Dot product and rank.
     pub vector: Option<(i64, usize)>,
-    /// Rank in the definition list.
-    pub definition: Option<usize>,
+    /// Rank in the definition list and match level (`search::match_level`).
+    pub definition: Option<(usize, u64)>,
     /// The weighted reciprocal ranks, summed.
     pub fused: u64,
-    /// The file's path points ([`PATH_ONE`] = its name wholly named) and their bonus.
-    pub path: (u64, u64),
+    /// What its file's path, coverage and file vector add ([`Evidence`]).
+    pub evidence: Evidence,
+    /// The sum `evidence` adds, by the intent's weights.
+    pub evidence_bonus: u64,
     /// The file's role and its weight in percent.
     pub role: Option<(Role, u32)>,
-    /// `(fused + path bonus) * weight / 100`.
+    /// `(fused + evidence_bonus) * weight / 100`.
     pub chunk: u64,
     /// The file's bonus for further chunks (on a file's best chunk only).
     pub file_bonus: u64,
@@ -170,6 +188,7 @@ pub struct Parts {
 /// A chunk as ranked.
 #[derive(Clone, Debug)]
 pub(crate) struct RankedChunk {
+    pub at: At,
     pub meta: Arc<ChunkMeta>,
     pub parts: Parts,
 }
@@ -188,16 +207,18 @@ fn tie_key(c: &RankedChunk) -> (usize, usize, usize, ChunkId) {
     (
         rank(c.parts.text.map(|t| t.1)),
         rank(c.parts.vector.map(|v| v.1)),
-        rank(c.parts.definition),
+        rank(c.parts.definition.map(|d| d.0)),
         c.meta.id,
     )
 }
 
 /// The lists a query ranks.
 pub(crate) struct Lists {
-    pub text: Vec<Scored<u64>>,
+    pub text: TextFound,
     pub vector: Vec<Scored<i64>>,
     pub definitions: Vec<Scored<u64>>,
+    /// The query's vector (empty when vectors were not searched).
+    pub query_vector: Vec<i16>,
 }
 
 /// Ranks the chunks of `lists` for a query read as `analysis`: files best first, each
@@ -213,52 +234,28 @@ pub(crate) fn rank(
     if let Some(w) = vector_weight {
         weights.vector = w;
     }
-    let mut parts: HashMap<At, Parts> = HashMap::new();
-    let weighed = |rank: usize, w: u32| rrf(rank) * u64::from(w) / 100;
-    for t in lists.text {
-        let p = parts.entry(t.at).or_default();
-        p.text = Some((t.score, t.rank));
-        p.fused += weighed(t.rank, weights.text);
-    }
-    for v in lists.vector {
-        let p = parts.entry(v.at).or_default();
-        p.vector = Some((v.score, v.rank));
-        p.fused += weighed(v.rank, weights.vector);
-    }
-    if ranking.definitions {
-        for d in lists.definitions {
-            let p = parts.entry(d.at).or_default();
-            p.definition = Some(d.rank);
-            p.fused += weighed(d.rank, weights.definitions);
-        }
-    }
-    let mut points: HashMap<DocumentId, u64> = HashMap::new();
-    let mut files: HashMap<DocumentId, Vec<RankedChunk>> = HashMap::new();
-    for (at, mut p) in parts {
-        // A damaged index file may not give a chunk's metadata: it is left out.
-        let Some(meta) = at.meta(snap) else { continue };
-        let doc = &meta.doc;
-        let pts = if ranking.paths {
-            *points.entry(doc.id).or_insert_with(|| {
-                doc.paths
-                    .iter()
-                    .map(|p| path_points(&analysis.words, &file_words(&p.path), analysis.intent))
-                    .max()
-                    .unwrap_or(0)
+    let chunks: Vec<RankedChunk> = fuse(&lists, &weights, ranking)
+        .into_iter()
+        .filter_map(|(at, parts)| {
+            Some(RankedChunk {
+                at,
+                meta: at.meta(snap)?,
+                parts,
             })
-        } else {
-            0
-        };
-        let bonus = rrf(1) * u64::from(weights.path) / 100 * pts / PATH_ONE;
+        })
+        .collect();
+    let evidence = file_evidence(snap, &chunks, &lists, analysis, ranking);
+    let mut files: HashMap<DocumentId, Vec<RankedChunk>> = HashMap::new();
+    for mut c in chunks {
+        let doc = &c.meta.doc;
+        let p = &mut c.parts;
+        p.evidence = evidence.get(&doc.id).copied().unwrap_or_default();
+        p.evidence_bonus = p.evidence.bonus(&weights);
         let prior = ranking.prior(doc.role, analysis.intent, analysis.mentions);
-        p.path = (pts, bonus);
         p.role = Some((doc.role, prior));
-        p.chunk = (p.fused + bonus) * u64::from(prior) / 100;
+        p.chunk = (p.fused + p.evidence_bonus) * u64::from(prior) / 100;
         p.score = p.chunk;
-        files
-            .entry(doc.id)
-            .or_default()
-            .push(RankedChunk { meta, parts: p });
+        files.entry(doc.id).or_default().push(c);
     }
     let mut ranked: Vec<RankedFile> = files
         .into_values()
@@ -268,6 +265,30 @@ pub(crate) fn rank(
         (Reverse(a.score), tie_key(&a.chunks[0])).cmp(&(Reverse(b.score), tie_key(&b.chunks[0])))
     });
     ranked
+}
+
+/// Each listed chunk's parts from the lists: its ranks and their weighted reciprocals,
+/// summed; a definition's counts in proportion to its match level.
+fn fuse(lists: &Lists, weights: &Weights, ranking: &Ranking) -> HashMap<At, Parts> {
+    let mut parts: HashMap<At, Parts> = HashMap::new();
+    let weighed = |rank: usize, w: u32| rrf(rank) * u64::from(w) / 100;
+    for t in &lists.text.list {
+        let p = parts.entry(t.at).or_default();
+        p.text = Some((t.score, t.rank));
+        p.fused += weighed(t.rank, weights.text);
+    }
+    for v in &lists.vector {
+        let p = parts.entry(v.at).or_default();
+        p.vector = Some((v.score, v.rank));
+        p.fused += weighed(v.rank, weights.vector);
+    }
+    for d in lists.definitions.iter().filter(|_| ranking.definitions) {
+        let p = parts.entry(d.at).or_default();
+        let level = definition_level(d.score);
+        p.definition = Some((d.rank, level));
+        p.fused += weighed(d.rank, weights.definitions) * level / MAX_LEVEL;
+    }
+    parts
 }
 
 /// A file of its chunks: sorted best first; its score the best one's plus the others'

@@ -149,6 +149,14 @@ pub fn match_level(meta: &ChunkMeta, ident: &Identifier, own: bool, qualified: b
     }
 }
 
+/// The best match level ([`match_level`]).
+pub const MAX_LEVEL: u64 = 6;
+
+/// The match level of a definition's score ([`definition_score`]).
+pub fn definition_level(score: u64) -> u64 {
+    score >> 16
+}
+
 /// The score a definition is ordered by: match level, then the role's place in
 /// [`Role::ALL`] (source first), then [`kind_rank`]; larger is better.
 fn definition_score(level: u64, role: Role, kind: Option<SymbolKind>) -> u64 {

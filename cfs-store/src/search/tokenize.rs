@@ -196,8 +196,14 @@ mod tests {
         assert_eq!(variants("compile"), ["compiles", "compiling", "compiled"]);
         assert_eq!(variants("retry"), ["retries", "retrying", "retrys"]);
         assert_eq!(variants("route"), ["routes", "routing", "routed"]);
-        assert_eq!(variants("match"), ["matchs", "matches", "matching", "matched"]);
-        assert_eq!(variants("class"), ["classs", "classes", "classing", "classed"]);
+        assert_eq!(
+            variants("match"),
+            ["matchs", "matches", "matching", "matched"]
+        );
+        assert_eq!(
+            variants("class"),
+            ["classs", "classes", "classing", "classed"]
+        );
         assert!(variants("api").is_empty() && variants("Parse").is_empty());
         assert!(variants("naïve").is_empty() && variants("http2").is_empty());
     }
