@@ -10,6 +10,7 @@ failure.
 
 import hashlib
 import json
+import math
 import struct
 import sys
 import uuid
@@ -827,6 +828,9 @@ def compute_ingest(case):
     kind, inp = case["kind"], case["input"]
     if kind in ("tokens", "log2", "bm25", "rrf"):
         return compute_search(case)
+    ranking = compute_ranking(case)
+    if ranking is not None:
+        return ranking
     if kind == "detect":
         return detect(inp["path"], bytes.fromhex(inp["head"]))
     if kind == "decode":
@@ -846,6 +850,590 @@ def compute_ingest(case):
         model_id = f"cfs-hash-embed/1 dim={inp['dimension']}"
         return {"model_id": model_id, "model_hash": model_hash(model_id).hex(),
                 "vector": embed(inp["text"], inp["dimension"])}
+    return None
+
+
+# Sections 21.2 and 21.4 to 21.10: ranking for code.
+WHITE_SPACE = set("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | {
+    chr(c) for c in range(0x2000, 0x200B)}
+STOP_WORDS = set("""a an and are as at be by can do does for from get gets how i if in into is it
+its of on or our should that the their them then there this to use used what when where
+which with why""".split())
+SEPARATORS = ["::", "->", ".", "\\", "#"]
+
+
+def split_white(text):
+    out, cur = [], ""
+    for c in text:
+        if c in WHITE_SPACE:
+            if cur:
+                out.append(cur)
+            cur = ""
+        else:
+            cur += c
+    if cur:
+        out.append(cur)
+    return out
+
+
+def lower(s):
+    return "".join(c.lower() for c in s)
+
+
+def utf8_len(s):
+    return len(s.encode("utf-8"))
+
+
+def compound_parts(compound):
+    parts = []
+    for piece in compound.split("-"):
+        if piece.isascii():
+            parts += identifier_parts(piece)
+        else:
+            for word in unicode_words(piece):
+                parts += [lower(p) for p in word.split("_") if p]
+    return parts
+
+
+def text_words(text):
+    """21.1: the parts of the compounds, each at most 64 bytes."""
+    return [p for c in compounds(text) for p in compound_parts(c) if p and utf8_len(p) <= 64]
+
+
+def segments_of(piece):
+    if not piece:
+        return None
+    out, rest = [], piece
+    while True:
+        end = 0
+        while end < len(rest) and is_word_char(rest[end]):
+            end += 1
+        if end == 0:
+            return None
+        out.append(rest[:end])
+        rest = rest[end:]
+        if not rest:
+            return out
+        sep = next((s for s in SEPARATORS if rest.startswith(s)), None)
+        if sep is None:
+            return None
+        rest = rest[len(sep):]
+
+
+def analyze(query):
+    pieces = split_white(query)
+    single = len(pieces) == 1
+    idents, shaped = [], 0
+    for i, raw in enumerate(pieces):
+        piece = raw
+        while piece and not is_word_char(piece[0]):
+            piece = piece[1:]
+        while piece and not is_word_char(piece[-1]):
+            piece = piece[:-1]
+        segs = segments_of(piece)
+        if segs is None:
+            continue
+        shaped += 1
+        called = raw
+        while called and not is_word_char(called[-1]) and called[-1] not in "()":
+            called = called[:-1]
+        camel = any((a.isascii() and (a.islower() or a.isdigit())) and (b.isascii() and b.isupper())
+                    for a, b in zip(piece, piece[1:]))
+        like = (len(segs) > 1 or "_" in piece.strip("_") or camel
+                or (i > 0 and any(c.isupper() for c in piece)))
+        if not (single or like or called.endswith("()")):
+            continue
+        key = lower(segs[-1])
+        if utf8_len(key) > 64:
+            continue
+        ident = {"name": segs[-1], "key": key,
+                 "qualifier": lower(segs[-2]) if len(segs) > 1 else None}
+        if ident not in idents:
+            idents.append(ident)
+    intent = "name" if single and shaped == 1 else ("mixed" if idents else "description")
+    words = []
+    for w in text_words(query):
+        if w not in words:
+            words.append(w)
+    has = lambda names: any(w in names.split() for w in words)
+    mentions = {"test": has("test tests testing spec specs unittest"),
+                "example": has("example examples sample samples demo demos"),
+                "docs": has("doc docs documentation readme guide")}
+    if intent != "name":
+        words = [w for w in words if w not in STOP_WORDS]
+    return {"intent": intent, "identifiers": idents, "words": words, "mentions": mentions}
+
+
+def variants(word):
+    n = len(word)
+    if n < 4 or not all("a" <= c <= "z" for c in word):
+        return []
+    if word.endswith("ies") and n - 3 >= 2:
+        out = [word[:-3] + "y"]
+    elif word.endswith("ing") and n >= 6:
+        out = [word[:-3], word[:-3] + "e"]
+    elif (word.endswith("ed") or word.endswith("es")) and n >= 5:
+        out = [word[:-2], word[:-1]]
+    elif word.endswith("s") and not word.endswith("ss"):
+        out = [word[:-1]]
+    elif word.endswith("e"):
+        out = [word + "s", word[:-1] + "ing", word + "d"]
+    elif word.endswith("y"):
+        out = [word[:-1] + "ies", word + "ing", word + "s"]
+    else:
+        out = [word + "s", word + "es", word + "ing", word + "ed"]
+    kept = []
+    for v in out:
+        if len(v) >= 3 and v != word and v not in kept:
+            kept.append(v)
+    return kept
+
+
+# 21.7: file roles.
+R_VENDORED = set("vendor vendors vendored third_party third-party thirdparty 3rdparty external "
+                 "externals deps node_modules bower_components pods carthage".split())
+R_GENERATED = set("generated __generated__ autogenerated".split())
+R_TEST = set("test tests __tests__ testing testdata test-data fixtures __mocks__ spec specs e2e "
+             "benches benchmarks".split())
+R_EXAMPLE = set("example examples sample samples demo demos docs_src playground tutorial "
+                "tutorials cookbook".split())
+R_DOCS = set("docs doc documentation".split())
+R_CONFIG_DIRS = set(".github .circleci .gitlab .vscode".split())
+R_CONFIG_NAMES = set("""cargo.toml cargo.lock package.json package-lock.json yarn.lock
+pnpm-lock.yaml makefile gnumakefile cmakelists.txt dockerfile containerfile build.gradle
+build.gradle.kts settings.gradle settings.gradle.kts gradle.properties pom.xml gemfile
+gemfile.lock rakefile composer.json composer.lock package.swift pyproject.toml setup.cfg
+go.mod go.sum build.rs""".split())
+R_CONFIG_EXTS = set("toml yaml yml json jsonc ini cfg conf properties env lock xml csproj sln "
+                    "props targets gradle cmake".split())
+ROLES = ["source", "declaration", "config", "docs", "example", "test", "generated", "vendored"]
+
+
+def path_role(path):
+    dirs, _, name = path.rpartition("/")
+    folders_raw = [d for d in dirs.split("/") if d]
+    folders = [ascii_lower(d) for d in folders_raw]
+    low = ascii_lower(name)
+    comps = low.split(".")
+    ext = comps[-1] if len(comps) > 1 else ""
+    middle = comps[1:-1]
+    in_dirs = lambda s: any(f in s for f in folders)
+    if in_dirs(R_VENDORED):
+        return "vendored"
+    if (in_dirs(R_GENERATED) or any(m in ("pb", "generated", "g", "freezed", "designer") for m in middle)
+            or (middle and middle[-1] == "min" and ext in ("js", "mjs", "cjs", "css"))
+            or comps[0].endswith("_pb2") or comps[0].endswith("_pb2_grpc")):
+        return "generated"
+    if (middle and middle[-1] == "d" and ext in ("ts", "mts", "cts")) or ext == "pyi":
+        return "declaration"
+
+    def test_dir(d):
+        parts = identifier_parts(d.rsplit(".", 1)[-1])
+        return len(parts) > 1 and parts[-1] in ("test", "tests")
+
+    def test_name():
+        first = name.split(".")[0]
+        if any(m in ("test", "tests", "spec", "specs") for m in middle):
+            return True
+        if ascii_lower(first) == "conftest":
+            return True
+        parts = identifier_parts(first)
+        scripted = ext in ("rb", "js", "mjs", "cjs", "ts", "jsx", "tsx")
+        return len(parts) > 1 and (parts[0] in ("test", "tests") or parts[-1] in ("test", "tests")
+                                   or (scripted and parts[-1] in ("spec", "specs")))
+
+    if in_dirs(R_TEST) or any(test_dir(d) for d in dirs.split("/")) or test_name():
+        return "test"
+    named = by_name(path)
+    is_code = named is not None and named[1].startswith("code:")
+    if in_dirs(R_EXAMPLE) or (in_dirs(R_DOCS) and is_code):
+        return "example"
+    if in_dirs(R_DOCS):
+        return "docs"
+    if (low in R_CONFIG_NAMES or in_dirs(R_CONFIG_DIRS) or ext in R_CONFIG_EXTS
+            or (low.startswith("tsconfig") and ext == "json")):
+        return "config"
+    return "source" if is_code else "docs"
+
+
+MARKERS = ["@generated", "DO NOT EDIT", "Code generated by", "<auto-generated",
+           "This file is automatically generated", "This file was automatically generated",
+           "This file is generated", "This file was generated"]
+
+
+def markers_of(text, code):
+    raw = text.encode("utf-8")[:1024]
+    head = raw.decode("utf-8", errors="ignore")  # cut down to a character boundary
+    n = utf8_len(head)
+    lines = head.count("\n") + 1
+    return {"generated": any(m in head for m in MARKERS),
+            "minified": bool(code and n >= 1000 and n // lines >= 300)}
+
+
+def document_role(paths, bits):
+    best = min((path_role(p) for p in paths), key=ROLES.index, default="source")
+    if bits & 3 and best != "vendored":
+        return "generated"
+    return best
+
+
+# 21.8: the symbol index.
+def name_head(name, kind):
+    if kind == "impl" and " for " in name:
+        name = name[name.rfind(" for ") + 5:]
+    name = name.lstrip("&* ")
+    cut = next((i for i, c in enumerate(name) if c in "<([" or c in WHITE_SPACE), len(name))
+    name = name[:cut]
+    starts = [0]
+    if "::" in name:
+        starts.append(name.rfind("::") + 2)
+    dot = max(name.rfind("."), name.rfind("\\"))
+    if dot >= 0:
+        starts.append(dot + 1)
+    name = name[max(starts):]
+    end = 0
+    while end < len(name) and is_word_char(name[end]):
+        end += 1
+    return name[:end]
+
+
+def name_key(name, kind):
+    key = lower(name_head(name, kind))
+    return key if key and utf8_len(key) <= 64 else None
+
+
+MODIFIERS = set("""abstract async const data declare default export extern final fileprivate
+implicit inline internal lazy mutating native open override partial private protected pub
+public readonly sealed static strictfp suspend synchronized typedef unsafe virtual volatile
+constexpr explicit operator""".split())
+KEYWORDS = {"class": "class", "struct": "struct", "interface": "interface", "trait": "trait",
+            "enum": "enum", "protocol": "interface", "object": "class", "record": "struct",
+            "union": "struct", "type": "type", "typealias": "type", "def": "function",
+            "fn": "function", "fun": "function", "func": "function", "function": "function",
+            "sub": "function", "macro": "macro", "macro_rules": "macro", "define": "macro",
+            "module": "module", "namespace": "module", "package": "module"}
+STATEMENT_WORDS = set("""return if else while for switch case new throw throws delete sizeof
+await yield do goto typeof assert raise not and or""".split())
+KIND_TAGS = ["function", "method", "class", "interface", "type", "const", "var", "impl", "trait",
+             "module", "struct", "enum", "macro"]
+
+
+def word_at(s):
+    end = 0
+    while end < len(s) and is_word_char(s[end]):
+        end += 1
+    return (s[:end], s[end:]) if end else None
+
+
+def lstrip_white(s):
+    i = 0
+    while i < len(s) and s[i] in WHITE_SPACE:
+        i += 1
+    return s[i:]
+
+
+def assigned_function(line):
+    if "=" not in line:
+        return None
+    left, right = line.split("=", 1)
+    right = lstrip_white(right)
+    if right.startswith("=") or right.startswith(">"):
+        return None
+    if right.startswith("async "):
+        right = lstrip_white(right[len("async "):])
+    is_function = ((right.startswith("function") and not (len(right) > 8 and is_word_char(right[8])))
+                   or (right.startswith("(") and "=>" in right))
+    left = left.rstrip("".join(WHITE_SPACE))
+    for p in ("const ", "let ", "var "):
+        if left.startswith(p):
+            left = left[len(p):]
+            break
+    left = lstrip_white(left)
+    valid = lambda seg: seg != "" and all(is_word_char(c) or c == "$" for c in seg)
+    segs = left.split(".")
+    if not is_function or not all(valid(s) for s in segs):
+        return None
+    name, before = segs[-1], segs[:-1]
+    if name in ("exports", "prototype"):
+        return None
+    q = next((b for b in reversed(before) if b not in ("prototype", "exports", "module", "this", "self")), None)
+    return {"name": name, "qualifier": q, "kind": "function"}
+
+
+def keyword_name(after, kind):
+    s = lstrip_white(after)
+    if s.startswith("("):
+        close = s.find(")")
+        if close < 0:
+            return None
+        s = lstrip_white(s[close + 1:])
+    s = s.lstrip("*& ")
+    segs, rest = [], s
+    while True:
+        w = word_at(rest)
+        if not w:
+            return None
+        segs.append(w[0])
+        after_word = w[1]
+        sep = next((x for x in (".", "::") if after_word.startswith(x)), None)
+        if sep is None:
+            break
+        rest = after_word[len(sep):]
+    q = segs[-2] if len(segs) > 1 and segs[-2] != "self" else None
+    return {"name": segs[-1], "qualifier": q, "kind": kind}
+
+
+def signature_name(line):
+    open_at = line.find("(")
+    if open_at < 0:
+        return None
+    head = line[:open_at].rstrip("".join(WHITE_SPACE))
+    if not all(is_word_char(c) or c in " \t*&:<>[]?,." for c in head):
+        return None
+    first = word_at(head)
+    if not first or first[0] in STATEMENT_WORDS:
+        return None
+    start = len(head)
+    while start > 0 and (is_word_char(head[start - 1]) or head[start - 1] == ":"):
+        start -= 1
+    path = head[start:]
+    if start == 0 or not path or head[:start].endswith("."):
+        return None
+    segs = [s for s in path.split("::") if s]
+    if not segs:
+        return None
+    name = segs[-1]
+    if not (name[0].isalpha() or name[0] == "_"):
+        return None
+    return {"name": name, "qualifier": segs[-2] if len(segs) > 1 else None, "kind": "function"}
+
+
+def declared(line):
+    line = lstrip_white(line)
+    if line.startswith("#define"):
+        w = word_at(lstrip_white(line[len("#define"):]))
+        return {"name": w[0], "qualifier": None, "kind": "macro"} if w else None
+    if not line or not (line[0].isascii() and (line[0].isalpha() or line[0] in "_$")):
+        return None
+    d = assigned_function(line)
+    if d:
+        return d
+    rest = line
+    while True:
+        w = word_at(rest)
+        if not w:
+            return None
+        word, after = w
+        if word in KEYWORDS:
+            if after.startswith("!"):
+                after = after[1:]
+            return keyword_name(after, KEYWORDS[word])
+        if word not in MODIFIERS:
+            return signature_name(rest)
+        if after.startswith("("):
+            close = after.find(")")
+            if close < 0:
+                return None
+            after = after[close + 1:]
+        rest = lstrip_white(after)
+
+
+def text_lines(text):
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [l[:-1] if l.endswith("\r") else l for l in lines]
+
+
+def definition_terms(symbol, window, text):
+    out = []
+    if window > 0:
+        return out
+    own = name_key(symbol[1], symbol[0]) if symbol else None
+    if own:
+        out.append([f"\x01{own}", 1])
+    for line in text_lines(text):
+        if utf8_len(line) > 400:
+            continue
+        d = declared(line)
+        if not d:
+            continue
+        key = name_key(d["name"], None)
+        if key is None or key == own:
+            continue
+        value = KIND_TAGS.index(d["kind"]) + 1
+        q = name_key(d["qualifier"], None) if d["qualifier"] is not None else own
+        if q is not None:
+            out.append([f"\x02{q}::{key}", value])
+        out.append([f"\x02{key}", value])
+    out.sort(key=lambda t: t[0].encode("utf-8"))
+    kept = []
+    for t in out:
+        if not kept or kept[-1][0] != t[0]:
+            kept.append(t)
+    return kept
+
+
+def match_level(symbol, path, ident, own, qualified):
+    fname = path.rsplit("/", 1)[-1]
+    stem_key = name_key(fname.split(".")[0], None)
+    q = ident["qualifier"]
+    q_is_stem = q is not None and stem_key == q
+    if not own:
+        if q is not None:
+            return 5 if qualified or q_is_stem else 2
+        return 3
+    kind, name, parent = symbol
+    if q is not None:
+        parent_key = name_key(parent, None) if parent is not None else None
+        return 6 if parent_key == q or q_is_stem else 3
+    return 5 if name_head(name, kind) == ident["name"] else 4
+
+
+# 21.9 and 21.10: paths and files as evidence.
+def file_words(path):
+    parts = [p for p in path.split("/") if p]
+    name = parts.pop() if parts else ""
+    stem = name.lstrip(".").split(".")[0]
+    if ascii_lower(stem) in ("mod", "index", "__init__") and parts:
+        stem = parts.pop()
+    return text_words(stem), (text_words(parts[-1]) if parts else [])
+
+
+def word_names(q, w):
+    if q == w:
+        return True
+    short, long_ = (q, w) if utf8_len(q) <= utf8_len(w) else (w, q)
+    if not long_.startswith(short):
+        return False
+    rest = long_[len(short):]
+    return utf8_len(short) >= 4 or (utf8_len(short) >= 3 and rest in ("s", "es"))
+
+
+def path_points(words, path, intent):
+    stem, folder = file_words(path)
+    named = lambda w: any(word_names(q, w) for q in words)
+    share = lambda lst, scale: scale * sum(1 for w in lst if named(w)) // len(lst) if lst else 0
+    points = share(stem, 1024)
+    if intent == "name" and points > 0:
+        used = sum(1 for q in words if any(word_names(q, w) for w in stem))
+        points = points * used // max(len(words), 1)
+    return {"stem": stem, "folder": folder, "points": points + share(folder, 256)}
+
+
+def coverage_points(weights, mask):
+    ws = weights[:64]
+    total = sum(ws)
+    got = sum(w for b, w in enumerate(ws) if mask >> b & 1)
+    return got * 1024 // total if total else 0
+
+
+def file_vector_score(vectors, q):
+    if not vectors:
+        return None
+    s = [sum(v[j] for v in vectors) for j in range(len(q))]
+    dot = sum(a * b for a, b in zip(s, q))
+    norm = math.isqrt(sum(a * a for a in s))
+    if norm == 0:
+        return None
+    num = dot << 15
+    quotient = abs(num) // norm
+    return str(quotient if num >= 0 else -quotient)
+
+
+WEIGHTS = {"name": (100, 25, 300, 100, 0, 0), "mixed": (100, 100, 150, 50, 100, 100),
+           "description": (100, 100, 0, 50, 100, 100)}
+PRIORS = {"words": (100, 60, 20, 20, 25, 25, 15, 15), "name": (100, 60, 20, 20, 20, 20, 15, 15)}
+
+
+def rrf(rank):
+    return (1 << 32) // (10 + rank)
+
+
+def rank_case(inp):
+    intent = inp["intent"]
+    text_w, vec_w, def_w, path_w, cov_w, fv_w = WEIGHTS[intent]
+    if inp.get("vector_weight") is not None:
+        vec_w = inp["vector_weight"]
+    mentions = inp.get("mentions", {})
+    docs = []
+    for d in inp["docs"]:
+        role = document_role(d["paths"], d.get("markers", 0))
+        named = {"test": mentions.get("test"), "example": mentions.get("example"),
+                 "docs": mentions.get("docs")}.get(role, False)
+        prior = 100 if named else PRIORS["name" if intent == "name" else "words"][ROLES.index(role)]
+        e = d["evidence"]
+        bonus = ((rrf(1) * path_w // 100) * e.get("path", 0) // 1024
+                 + (rrf(1) * cov_w // 100) * e.get("coverage", 0) // 1024
+                 + (rrf(e["vector_rank"]) * fv_w // 100 if e.get("vector_rank") is not None else 0))
+        docs.append({"role": role, "prior": prior, "bonus": bonus})
+    inf = float("inf")
+    chunks = []
+    for c in inp["chunks"]:
+        fused = 0
+        if c["text"]:
+            fused += rrf(c["text"][1]) * text_w // 100
+        if c["vector"]:
+            fused += rrf(c["vector"][1]) * vec_w // 100
+        if c["definition"]:
+            rank, level = c["definition"]
+            fused += (rrf(rank) * def_w // 100) * level // 6
+        d = docs[c["doc"]]
+        chunk = (fused + d["bonus"]) * d["prior"] // 100
+        tie = (c["text"][1] if c["text"] else inf, c["vector"][1] if c["vector"] else inf,
+               c["definition"][0] if c["definition"] else inf, uuid.UUID(c["id"]).bytes)
+        chunks.append({"id": c["id"], "doc": c["doc"], "fused": fused, "chunk": chunk,
+                       "score": chunk, "tie": tie})
+    files = []
+    for di in sorted({c["doc"] for c in chunks}):
+        mine = sorted((c for c in chunks if c["doc"] == di), key=lambda c: (-c["chunk"], c["tie"]))
+        best = mine[0]["chunk"]
+        more = 0
+        for j, c in enumerate(mine[1:], start=1):
+            c["score"] = c["chunk"] >> j
+            more += c["score"]
+        score = best + min(more, best * 50 // 100)
+        mine[0]["score"] = score
+        files.append({"doc": di, "score": score, "chunks": mine})
+    files.sort(key=lambda f: (-f["score"], f["chunks"][0]["tie"]))
+    order = sorted(chunks, key=lambda c: (-c["score"], c["tie"]))
+    return {"files": [{"doc": f["doc"], "role": docs[f["doc"]]["role"], "score": str(f["score"]),
+                       "chunks": [{"id": c["id"], "fused": str(c["fused"]), "chunk": str(c["chunk"]),
+                                   "score": str(c["score"])} for c in f["chunks"]]}
+                      for f in files],
+            "chunk_order": [c["id"] for c in order]}
+
+
+def compute_ranking(case):
+    kind, inp = case["kind"], case["input"]
+    if kind == "query":
+        return analyze(inp["text"])
+    if kind == "variants":
+        return {"variants": variants(inp["word"])}
+    if kind == "role":
+        return {"role": path_role(inp["path"])}
+    if kind == "markers":
+        return markers_of(inp["text"], inp["code"])
+    if kind == "document_role":
+        return {"role": document_role(inp["paths"], inp["markers"])}
+    if kind == "name_key":
+        return {"head": name_head(inp["name"], inp["symbol_kind"]),
+                "key": name_key(inp["name"], inp["symbol_kind"])}
+    if kind == "declared":
+        return declared(inp["line"]) or {"name": None}
+    if kind == "definition_terms":
+        return {"terms": definition_terms(inp["symbol"], inp["window"], inp["text"])}
+    if kind == "match_level":
+        ident = analyze(inp["query"])["identifiers"][0]
+        return {"level": match_level(inp["symbol"], inp["path"], ident, inp["own"], inp["qualified"])}
+    if kind == "path_points":
+        return path_points(inp["words"], inp["path"], inp["intent"])
+    if kind == "coverage":
+        return {"points": coverage_points(inp["weights"], inp["mask"])}
+    if kind == "file_vector":
+        return {"score": file_vector_score(inp["vectors"], inp["query"])}
+    if kind == "rank":
+        return rank_case(inp)
     return None
 
 

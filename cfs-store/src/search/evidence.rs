@@ -13,7 +13,7 @@ use cfs_core::DocumentId;
 
 use super::intent::Analysis;
 use super::path_words::{PATH_ONE, file_words, path_points};
-use super::query::{TextFound, rrf};
+use super::query::{At, TextFound, rrf};
 use super::rank::{Lists, RankedChunk, Ranking, Weights};
 use super::segment::DocInfo;
 use super::snapshot::Snapshot;
@@ -50,17 +50,17 @@ impl Evidence {
 /// The evidence of every file holding a candidate chunk.
 pub(crate) fn file_evidence(
     snap: &Snapshot,
-    chunks: &[RankedChunk],
+    chunks: &[(At, RankedChunk)],
     lists: &Lists,
     analysis: &Analysis,
     ranking: &Ranking,
 ) -> HashMap<DocumentId, Evidence> {
-    let mut docs: Vec<&Arc<DocInfo>> = chunks.iter().map(|c| &c.meta.doc).collect();
+    let mut docs: Vec<&Arc<DocInfo>> = chunks.iter().map(|(_, c)| &c.meta.doc).collect();
     docs.sort_unstable_by_key(|d| d.id);
     docs.dedup_by_key(|d| d.id);
     let mut held: HashMap<DocumentId, u64> = HashMap::new();
-    for c in chunks {
-        if let Some(mask) = lists.text.masks.get(&c.at) {
+    for (at, c) in chunks {
+        if let Some(mask) = lists.text.masks.get(at) {
             *held.entry(c.meta.doc.id).or_default() |= mask;
         }
     }
@@ -90,7 +90,13 @@ pub(crate) fn file_evidence(
 
 /// The idf share of the query's words that `mask` holds, in [`PATH_ONE`] units.
 fn coverage(text: &TextFound, mask: u64) -> u64 {
-    let weights = text.word_weights.iter().take(64);
+    coverage_points(&text.word_weights, mask)
+}
+
+/// Coverage points: `floor(1024 * (the weights of the words whose bit is set in
+/// mask) / (every word's weight))` over the first 64 words; 0 when they weigh 0.
+pub fn coverage_points(word_weights: &[u64], mask: u64) -> u64 {
+    let weights = word_weights.iter().take(64);
     let all: u64 = weights.clone().sum();
     let got: u64 = weights
         .enumerate()
@@ -119,24 +125,31 @@ fn file_vector_ranks(
         .collect()
 }
 
-/// The score of a document's file vector: the sum `v` of the vectors of its first
-/// [`FILE_VECTOR_CHUNKS`] chunks that have one, scored
-/// `floor(dot(q, v) * 2^15 / isqrt(|v|^2))` (exact integers); `None` when none of them
-/// has a vector.
+/// The score of a document's file vector ([`file_vector_score_of`]) from the vectors
+/// of its first [`FILE_VECTOR_CHUNKS`] chunks that have one; `None` when none has.
 fn file_vector_score(snap: &Snapshot, doc: &DocInfo, q: &[i16]) -> Option<i128> {
+    let vectors: Vec<&[i16]> = doc
+        .chunks
+        .iter()
+        .take(FILE_VECTOR_CHUNKS)
+        .filter_map(|id| {
+            let (live, i) = snap
+                .segments
+                .iter()
+                .find_map(|l| Some((l, l.segment.position(id)?)))?;
+            (!live.is_dead(i) && live.segment.has_vector(i)).then(|| live.segment.vector(i))
+        })
+        .collect();
+    file_vector_score_of(&vectors, q)
+}
+
+/// The score of the file vector `v`, the sum of `vectors`, for the query vector `q`:
+/// `floor(dot(q, v) * 2^15 / isqrt(|v|^2))` in exact integers, rounded towards zero;
+/// `None` without vectors or when `v` is zero.
+pub fn file_vector_score_of(vectors: &[&[i16]], q: &[i16]) -> Option<i128> {
     let mut sum = vec![0i64; q.len()];
-    let mut any = false;
-    for id in doc.chunks.iter().take(FILE_VECTOR_CHUNKS) {
-        let found = snap
-            .segments
-            .iter()
-            .find_map(|l| Some((l, l.segment.position(id)?)));
-        let Some((live, i)) = found else { continue };
-        if live.is_dead(i) || !live.segment.has_vector(i) {
-            continue;
-        }
-        any = true;
-        for (s, &x) in sum.iter_mut().zip(live.segment.vector(i)) {
+    for v in vectors {
+        for (s, &x) in sum.iter_mut().zip(*v) {
             *s += i64::from(x);
         }
     }
@@ -150,5 +163,5 @@ fn file_vector_score(snap: &Snapshot, doc: &DocInfo, q: &[i16]) -> Option<i128> 
         .map(|&s| (i128::from(s) * i128::from(s)) as u128)
         .sum();
     let norm = norm2.isqrt();
-    (any && norm > 0).then(|| (dot << 15) / norm as i128)
+    (!vectors.is_empty() && norm > 0).then(|| (dot << 15) / norm as i128)
 }

@@ -56,18 +56,21 @@ pub use declared::{
     Declared, KEYWORDS, MAX_DECLARATION_LINE_BYTES, MODIFIERS, STATEMENT_WORDS, declared,
     for_each_declared,
 };
-pub use evidence::{Evidence, FILE_VECTOR_CHUNKS};
+pub use evidence::{Evidence, FILE_VECTOR_CHUNKS, coverage_points, file_vector_score_of};
 pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
 pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
 pub use path_words::{
     FOLDER_POINTS, FileWords, MODULE_STEMS, PATH_ONE, file_words, path_points, word_matches,
 };
 pub use query::{CODE_CANDIDATES, Filter, KINDS, Mode, Query, RRF_K, rrf};
-pub use rank::{Parts, Ranking, Weights};
+pub use rank::{
+    Parts, RankedChunk, RankedFile, Ranking, Weights, chunk_list, fuse_ranks, rank_chunks,
+};
 pub use segment::{ChunkMeta, DocInfo, PathInfo};
 pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff};
 pub use symbols::{
-    DECLARED_PREFIX, DEFINITION_PREFIX, kind_rank, match_level, name_head, name_key,
+    DECLARED_PREFIX, DEFINITION_PREFIX, MAX_LEVEL, definition_terms, kind_rank, match_level,
+    name_head, name_key,
 };
 pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens, variants, words};
 pub use vector::{EF_CONSTRUCTION, EF_SEARCH, HNSW_SEED, dot, norm2};
@@ -478,7 +481,7 @@ fn check_model(store: &Store, embedder: &dyn Embedder) -> Result<()> {
 /// gives an empty list, never an error.
 pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
     let files = ranked(snap, query, embedder, query::depth(query.mode, query.k))?;
-    let chunks = rank::chunk_list(files, query.k);
+    let chunks = chunk_list(files, query.k);
     if chunks.is_empty() {
         query::check_filter_values(snap, &query.filter)?;
     }
@@ -528,7 +531,7 @@ fn ranked(
     query: &Query,
     embedder: &dyn Embedder,
     depth: usize,
-) -> Result<Vec<rank::RankedFile>> {
+) -> Result<Vec<RankedFile>> {
     let analysis = analyze(&query.text);
     let ranking = &query.ranking;
     let words_run = query.mode != Mode::Vector;
@@ -594,7 +597,7 @@ fn vector_list(
 }
 
 /// The hit of a ranked chunk.
-fn hit(snap: &Snapshot, c: rank::RankedChunk, words: &[String]) -> Result<Hit> {
+fn hit(snap: &Snapshot, c: RankedChunk, words: &[String]) -> Result<Hit> {
     let meta = &c.meta;
     let text = snap.chunk_text(&meta.id)?.ok_or_else(|| {
         StoreError::Corrupted(format!("chunk {} missing from its snapshot", meta.id))

@@ -185,18 +185,21 @@ pub struct Parts {
     pub score: u64,
 }
 
-/// A chunk as ranked.
+/// A chunk as ranked: its metadata and how its score was made.
 #[derive(Clone, Debug)]
-pub(crate) struct RankedChunk {
-    pub at: At,
+pub struct RankedChunk {
+    /// The chunk.
     pub meta: Arc<ChunkMeta>,
+    /// Its score's parts.
     pub parts: Parts,
 }
 
 /// A file (a document) as ranked: its score and its chunks, best first.
 #[derive(Clone, Debug)]
-pub(crate) struct RankedFile {
+pub struct RankedFile {
+    /// Its best chunk's score plus its bonus for further chunks.
     pub score: u64,
+    /// Its chunks, best first.
     pub chunks: Vec<RankedChunk>,
 }
 
@@ -234,23 +237,39 @@ pub(crate) fn rank(
     if let Some(w) = vector_weight {
         weights.vector = w;
     }
-    let chunks: Vec<RankedChunk> = fuse(&lists, &weights, ranking)
+    let chunks: Vec<(At, RankedChunk)> = listed(&lists, &weights, ranking)
         .into_iter()
         .filter_map(|(at, parts)| {
-            Some(RankedChunk {
+            Some((
                 at,
-                meta: at.meta(snap)?,
-                parts,
-            })
+                RankedChunk {
+                    meta: at.meta(snap)?,
+                    parts,
+                },
+            ))
         })
         .collect();
     let evidence = file_evidence(snap, &chunks, &lists, analysis, ranking);
+    let chunks = chunks.into_iter().map(|(_, c)| c).collect();
+    rank_chunks(chunks, &evidence, analysis, ranking, &weights)
+}
+
+/// Ranks chunks whose parts hold their fused ranks: each file's evidence added to its
+/// chunks, each chunk weighed by its file's role, then files ranked by
+/// [`file_of`], best first, ties by their best chunks' tie order.
+pub fn rank_chunks(
+    chunks: Vec<RankedChunk>,
+    evidence: &HashMap<DocumentId, Evidence>,
+    analysis: &Analysis,
+    ranking: &Ranking,
+    weights: &Weights,
+) -> Vec<RankedFile> {
     let mut files: HashMap<DocumentId, Vec<RankedChunk>> = HashMap::new();
     for mut c in chunks {
         let doc = &c.meta.doc;
         let p = &mut c.parts;
         p.evidence = evidence.get(&doc.id).copied().unwrap_or_default();
-        p.evidence_bonus = p.evidence.bonus(&weights);
+        p.evidence_bonus = p.evidence.bonus(weights);
         let prior = ranking.prior(doc.role, analysis.intent, analysis.mentions);
         p.role = Some((doc.role, prior));
         p.chunk = (p.fused + p.evidence_bonus) * u64::from(prior) / 100;
@@ -267,28 +286,34 @@ pub(crate) fn rank(
     ranked
 }
 
-/// Each listed chunk's parts from the lists: its ranks and their weighted reciprocals,
-/// summed; a definition's counts in proportion to its match level.
-fn fuse(lists: &Lists, weights: &Weights, ranking: &Ranking) -> HashMap<At, Parts> {
+/// Each listed chunk's parts: its ranks in the lists, fused ([`fuse_ranks`]).
+fn listed(lists: &Lists, weights: &Weights, ranking: &Ranking) -> HashMap<At, Parts> {
     let mut parts: HashMap<At, Parts> = HashMap::new();
-    let weighed = |rank: usize, w: u32| rrf(rank) * u64::from(w) / 100;
     for t in &lists.text.list {
-        let p = parts.entry(t.at).or_default();
-        p.text = Some((t.score, t.rank));
-        p.fused += weighed(t.rank, weights.text);
+        parts.entry(t.at).or_default().text = Some((t.score, t.rank));
     }
     for v in &lists.vector {
-        let p = parts.entry(v.at).or_default();
-        p.vector = Some((v.score, v.rank));
-        p.fused += weighed(v.rank, weights.vector);
+        parts.entry(v.at).or_default().vector = Some((v.score, v.rank));
     }
     for d in lists.definitions.iter().filter(|_| ranking.definitions) {
-        let p = parts.entry(d.at).or_default();
-        let level = definition_level(d.score);
-        p.definition = Some((d.rank, level));
-        p.fused += weighed(d.rank, weights.definitions) * level / MAX_LEVEL;
+        parts.entry(d.at).or_default().definition = Some((d.rank, definition_level(d.score)));
+    }
+    for p in parts.values_mut() {
+        fuse_ranks(p, weights);
     }
     parts
+}
+
+/// Sets `p.fused`: each rank's reciprocal ([`rrf`]) times its list's weight in percent
+/// (rounded down), a definition's then times its level over [`MAX_LEVEL`] (rounded
+/// down), summed.
+pub fn fuse_ranks(p: &mut Parts, weights: &Weights) {
+    let weighed = |rank: usize, w: u32| rrf(rank) * u64::from(w) / 100;
+    p.fused = p.text.map_or(0, |t| weighed(t.1, weights.text))
+        + p.vector.map_or(0, |v| weighed(v.1, weights.vector))
+        + p.definition.map_or(0, |(rank, level)| {
+            weighed(rank, weights.definitions) * level / MAX_LEVEL
+        });
 }
 
 /// A file of its chunks: sorted best first; its score the best one's plus the others'
@@ -322,7 +347,7 @@ fn file_of(mut chunks: Vec<RankedChunk>, ranking: &Ranking) -> RankedFile {
 }
 
 /// The chunk list of ranked files: every chunk by its rank score, then the tie order.
-pub(crate) fn chunk_list(files: Vec<RankedFile>, k: usize) -> Vec<RankedChunk> {
+pub fn chunk_list(files: Vec<RankedFile>, k: usize) -> Vec<RankedChunk> {
     let mut all: Vec<RankedChunk> = files.into_iter().flat_map(|f| f.chunks).collect();
     all.sort_unstable_by(|a, b| {
         (Reverse(a.parts.score), tie_key(a)).cmp(&(Reverse(b.parts.score), tie_key(b)))

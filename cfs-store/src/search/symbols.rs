@@ -63,7 +63,7 @@ pub const DECLARED_PREFIX: char = '\u{2}';
 /// symbol chunk that is not a later window of a split symbol; for a code chunk, the
 /// names its lines declare ([`DECLARED_PREFIX`]; value the declaration's kind tag plus
 /// one), but not its own symbol's name again.
-pub(crate) fn definition_terms(meta: &ChunkMeta, text: &str) -> Vec<(String, u32)> {
+pub fn definition_terms(meta: &ChunkMeta, text: &str) -> Vec<(String, u32)> {
     let mut out: Vec<(String, u32)> = Vec::new();
     if meta.continued {
         return out;
