@@ -41,8 +41,11 @@ impl CfsServer {
         }
     }
 
-    /// Search the indexed files: BM25 text and vector similarity, fused by reciprocal
-    /// rank. Each result cites a file and line range; get_chunk gives the whole text.
+    /// Search the indexed files for where code is: a bare name finds its definition
+    /// first; words find the files that implement them (BM25, vectors and definitions
+    /// fused; tests, docs and vendored files weigh less unless asked for). files: true
+    /// answers with files and their best chunks. Each result cites a file and line
+    /// range; get_chunk gives the whole text.
     #[tool(name = "search")]
     async fn search(
         &self,

@@ -128,7 +128,7 @@ pub fn explain(
             idf,
         });
     }
-    let depth = depth(query.mode, query.k);
+    let depth = depth(query.k);
     let vectors = snap
         .segments
         .iter()

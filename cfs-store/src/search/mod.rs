@@ -480,7 +480,7 @@ fn check_model(store: &Store, embedder: &dyn Embedder) -> Result<()> {
 /// Runs a query on a snapshot. An empty store, an empty query or a query of operators
 /// gives an empty list, never an error.
 pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
-    let files = ranked(snap, query, embedder, query::depth(query.mode, query.k))?;
+    let files = ranked(snap, query, embedder, query::depth(query.k))?;
     let chunks = chunk_list(files, query.k);
     if chunks.is_empty() {
         query::check_filter_values(snap, &query.filter)?;
@@ -496,7 +496,7 @@ pub fn search_files(
     query: &Query,
     embedder: &dyn Embedder,
 ) -> Result<Vec<FileHit>> {
-    let depth = query::depth(query.mode, query.k.saturating_mul(4));
+    let depth = query::depth(query.k.saturating_mul(4));
     let mut files = ranked(snap, query, embedder, depth)?;
     if files.is_empty() {
         query::check_filter_values(snap, &query.filter)?;

@@ -315,12 +315,11 @@ fn order_ties_by_id<S: Eq + Copy>(snap: &Snapshot, all: &mut [(S, At)]) {
     }
 }
 
-/// Results each retriever gives before fusion, for `k` results.
-pub(crate) fn depth(mode: Mode, k: usize) -> usize {
-    match mode {
-        Mode::Hybrid => k.saturating_mul(4).max(50),
-        _ => k,
-    }
+/// Results each list gives before ranking, for `k` results, in every mode: ranking
+/// moves chunks (a file's further chunks decay, files gain by their evidence), so a
+/// list as short as the answer would leave it nothing to choose from.
+pub(crate) fn depth(k: usize) -> usize {
+    k.saturating_mul(4).max(50)
 }
 
 /// Whether the vector retriever is needed, given the text results found.
@@ -403,7 +402,6 @@ pub(crate) fn text_search(
         return found;
     }
     let mut acc: Vec<Vec<u64>> = snap.segments.iter().map(|_| Vec::new()).collect();
-    let mut masks: Vec<Vec<u64>> = snap.segments.iter().map(|_| Vec::new()).collect();
     let mut touched: Vec<Vec<u32>> = snap.segments.iter().map(|_| Vec::new()).collect();
     for (term, shift, word) in &terms {
         let df = live_df(snap, term);
@@ -414,14 +412,12 @@ pub(crate) fn text_search(
         if !super::intent::STOP_WORDS.contains(&words[*word].as_str()) {
             found.word_weights[*word] = found.word_weights[*word].max(idf);
         }
-        let bit = if *word < 64 { 1u64 << word } else { 0 };
         for (s, live) in snap.segments.iter().enumerate() {
             let Some(postings) = live.segment.postings(term) else {
                 continue;
             };
             if acc[s].is_empty() {
                 acc[s] = vec![0; live.segment.len()];
-                masks[s] = vec![0; live.segment.len()];
             }
             for &[i, tf] in postings {
                 let i = i as usize;
@@ -434,7 +430,6 @@ pub(crate) fn text_search(
                     touched[s].push(i as u32);
                 }
                 acc[s][i] += ((idf * bm25::tf_part(u64::from(tf), dl, n, total)) >> shift) + 1;
-                masks[s][i] |= bit;
             }
         }
     }
@@ -451,12 +446,35 @@ pub(crate) fn text_search(
         }
     }
     found.list = top(snap, all, k);
-    found.masks = found
-        .list
-        .iter()
-        .map(|c| (c.at, masks[c.at.seg as usize][c.at.i as usize]))
-        .collect();
+    found.masks = word_masks(snap, &found.list, &terms);
     found
+}
+
+/// For each listed chunk, the query words it holds in a form or another (bit `i` for
+/// word `i`, the first 64): each term's postings searched for the chunk's local index.
+fn word_masks(
+    snap: &Snapshot,
+    list: &[Scored<u64>],
+    terms: &[(String, u32, usize)],
+) -> std::collections::HashMap<At, u64> {
+    let mut masks = std::collections::HashMap::with_capacity(list.len());
+    for (s, live) in snap.segments.iter().enumerate() {
+        let here: Vec<&Scored<u64>> = list.iter().filter(|c| c.at.seg as usize == s).collect();
+        if here.is_empty() {
+            continue;
+        }
+        for (term, _, word) in terms.iter().filter(|t| t.2 < 64) {
+            let Some(postings) = live.segment.postings(term) else {
+                continue;
+            };
+            for c in &here {
+                if postings.binary_search_by_key(&c.at.i, |p| p[0]).is_ok() {
+                    *masks.entry(c.at).or_insert(0u64) |= 1 << word;
+                }
+            }
+        }
+    }
+    masks
 }
 
 /// Which approximations a vector search may use; with neither it is exact.

@@ -7,6 +7,7 @@ mod deferred;
 mod delta;
 mod git;
 mod model;
+mod ranking;
 mod ranking_vectors;
 mod readonly;
 mod repair;

@@ -1,0 +1,247 @@
+//! Ranking for code over a real store: a name finds its definition before its uses
+//! (parsed symbols and names declared on the lines of code chunked as text), files named
+//! after the query gain, tests and docs weigh less unless asked for, file answers and
+//! role filters, diversity in chunk lists, and the same answers from the index file as
+//! from memory and on any thread count.
+
+use std::path::Path;
+
+use cfs_ingest::{HashEmbedder, Role};
+use cfs_store::search::{FileHit, Filter, Hit, IndexOptions, Mode, Query, Ranking, SearchIndex};
+use cfs_store::{Store, SyncOptions};
+
+use crate::store::{settings, write};
+
+/// A small repository: a Rust trait defined once and used in many places, a Java
+/// class chunked as text, its test, docs and an example about the same things.
+fn repo(root: &Path) {
+    write(
+        root,
+        "src/response/into_response.rs",
+        "/// Turns a value into a response.\npub trait IntoResponse {\n    fn into_response(self) -> Response;\n}\n",
+    );
+    for (i, name) in ["json", "html", "redirect", "status"].iter().enumerate() {
+        write(
+            root,
+            &format!("src/response/{name}.rs"),
+            &format!(
+                "use crate::IntoResponse;\n\npub struct Kind{i};\n\nimpl IntoResponse for Kind{i} {{\n    fn into_response(self) -> Response {{\n        // IntoResponse for {name}: IntoResponse IntoResponse\n        Response::new()\n    }}\n}}\n"
+            ),
+        );
+    }
+    write(
+        root,
+        "src/main/java/org/x/Entities.java",
+        "package org.x;\n\npublic class Entities {\n    public enum EscapeMode { base, extended }\n\n    static String escape(String s, EscapeMode mode) {\n        return s;\n    }\n}\n",
+    );
+    write(
+        root,
+        "src/main/java/org/x/Document.java",
+        "package org.x;\n\npublic class Document {\n    Entities.EscapeMode escapeMode = Entities.EscapeMode.base;\n    // uses Entities.EscapeMode EscapeMode EscapeMode\n    Entities.EscapeMode mode() { return escapeMode; }\n}\n",
+    );
+    write(
+        root,
+        "src/retry.rs",
+        "/// Waits longer before each new attempt.\npub fn backoff_delay(attempt: u32) -> u64 {\n    100 << attempt\n}\n",
+    );
+    write(
+        root,
+        "tests/retry.rs",
+        "#[test]\nfn retry_backoff_retry_backoff_waits_longer() {\n    // retry backoff retry backoff attempt delay\n    assert!(backoff_delay(2) > backoff_delay(1));\n}\n",
+    );
+    write(
+        root,
+        "docs/retry.md",
+        "# Retry with backoff\n\nEach retry waits longer: the backoff delay doubles per attempt. Retry backoff retry.\n",
+    );
+}
+
+fn setup(root: &Path, db: &Path) -> (Store, HashEmbedder) {
+    let options = SyncOptions::default();
+    let embedder = HashEmbedder::default();
+    let store = Store::create(&db.join("store.redb"), settings(&options, &embedder)).unwrap();
+    store.sync(root, &options, &embedder, &|_| {}).unwrap();
+    (store, embedder)
+}
+
+fn files(index: &SearchIndex, e: &HashEmbedder, query: Query) -> Vec<FileHit> {
+    index.search_files(&query, e).unwrap()
+}
+
+fn paths(found: &[FileHit]) -> Vec<&str> {
+    found.iter().map(|f| f.path.as_str()).collect()
+}
+
+#[test]
+fn a_name_finds_its_definition_before_its_uses() {
+    let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    repo(tree.path());
+    let (store, e) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
+    for mode in [Mode::Text, Mode::Hybrid] {
+        let found = files(&index, &e, Query::new("IntoResponse").mode(mode));
+        assert_eq!(
+            found[0].path,
+            "src/response/into_response.rs",
+            "{mode:?}: {:?}",
+            paths(&found)
+        );
+        let first = &found[0].chunks[0];
+        assert_eq!(first.symbol.as_deref(), Some("IntoResponse"));
+        assert!(
+            matches!(first.parts.definition, Some((1, 5))),
+            "{:?}",
+            first.parts
+        );
+        // Without definitions the uses, which say the name more often, come first.
+        let plain = Query::new("IntoResponse")
+            .mode(mode)
+            .ranking(Ranking::plain());
+        assert_ne!(
+            files(&index, &e, plain)[0].path,
+            "src/response/into_response.rs"
+        );
+    }
+    // A Java enum nested in a class, qualified by its file's class: a declared name.
+    let found = files(
+        &index,
+        &e,
+        Query::new("Entities.EscapeMode").mode(Mode::Text),
+    );
+    assert_eq!(
+        found[0].path,
+        "src/main/java/org/x/Entities.java",
+        "{:?}",
+        paths(&found)
+    );
+    assert!(matches!(found[0].chunks[0].parts.definition, Some((1, 5))));
+}
+
+#[test]
+fn tests_and_docs_weigh_less_unless_the_query_names_them() {
+    let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    repo(tree.path());
+    let (store, e) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
+    let found = files(
+        &index,
+        &e,
+        Query::new("retry backoff delay").mode(Mode::Text),
+    );
+    assert_eq!(found[0].path, "src/retry.rs", "{:?}", paths(&found));
+    assert_eq!(found[0].role, Role::Source);
+    let roles: Vec<(&str, Role)> = found.iter().map(|f| (f.path.as_str(), f.role)).collect();
+    assert!(roles.contains(&("tests/retry.rs", Role::Test)), "{roles:?}");
+    assert!(roles.contains(&("docs/retry.md", Role::Docs)), "{roles:?}");
+    // Without roles the test, which repeats the words, is first.
+    let no_roles = Ranking {
+        roles: false,
+        ..Ranking::default()
+    };
+    let q = Query::new("retry backoff delay")
+        .mode(Mode::Text)
+        .ranking(no_roles);
+    assert_eq!(files(&index, &e, q)[0].path, "tests/retry.rs");
+    // A query that names tests finds the test first.
+    let found = files(
+        &index,
+        &e,
+        Query::new("retry backoff delay tests").mode(Mode::Text),
+    );
+    assert_eq!(found[0].path, "tests/retry.rs", "{:?}", paths(&found));
+    // A role filter keeps that role only, in every mode, chunks and files alike.
+    for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
+        let filter = Filter {
+            role: Some(Role::Docs),
+            ..Filter::default()
+        };
+        let q = Query::new("retry backoff").mode(mode).filter(filter);
+        let chunks = index.search(&q, &e).unwrap();
+        assert!(
+            !chunks.is_empty() && chunks.iter().all(|h| h.role == Role::Docs),
+            "{mode:?}"
+        );
+        assert!(files(&index, &e, q).iter().all(|f| f.role == Role::Docs));
+    }
+}
+
+#[test]
+fn file_answers_hold_their_best_chunks_and_chunk_lists_keep_diversity() {
+    let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    repo(tree.path());
+    // One file with many matching chunks.
+    let many: String = (0..12)
+        .map(|i| format!("pub fn shutdown_step{i}() {{ /* graceful shutdown server */ }}\n\n"))
+        .collect();
+    write(tree.path(), "src/serve.rs", &many);
+    write(
+        tree.path(),
+        "src/other.rs",
+        "pub fn graceful() { /* shutdown */ }\n",
+    );
+    let (store, e) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
+    let q = Query::new("graceful shutdown server").mode(Mode::Text).k(5);
+    let found = files(&index, &e, q.clone());
+    assert_eq!(found[0].path, "src/serve.rs");
+    assert_eq!(
+        found[0].chunks.len(),
+        3,
+        "a file shows its best three chunks"
+    );
+    let best = &found[0].chunks[0].parts;
+    assert!(
+        best.file_bonus > 0 && best.file_bonus <= best.chunk / 2,
+        "{best:?}"
+    );
+    // Further chunks of one file decay: another file comes in before they run out.
+    let hits: Vec<Hit> = index.search(&q.clone().k(12), &e).unwrap();
+    let other = hits.iter().position(|h| h.path == "src/other.rs").unwrap();
+    assert!(
+        other < 11,
+        "{:?}",
+        hits.iter().map(|h| &h.path).collect::<Vec<_>>()
+    );
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+}
+
+#[test]
+fn the_index_file_and_any_thread_count_give_the_same_ranking() {
+    let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    repo(tree.path());
+    let (store, e) = setup(tree.path(), db.path());
+    let memory = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
+    let cache = db.path().join("index.cache");
+    let (mapped, _) =
+        SearchIndex::open_or_build_cached(&store, &e, IndexOptions::exact(), &cache).unwrap();
+    assert!(mapped.snapshot().n_segments() == 1 && cache.exists());
+    let key = |found: Vec<FileHit>| -> Vec<(String, u64, Vec<String>)> {
+        found
+            .into_iter()
+            .map(|f| {
+                let ids = f.chunks.iter().map(|c| c.chunk_id.to_string()).collect();
+                (f.path, (f.score * 2f64.powi(32)) as u64, ids)
+            })
+            .collect()
+    };
+    for text in [
+        "IntoResponse",
+        "Entities.EscapeMode",
+        "retry backoff delay",
+        "escape mode",
+    ] {
+        for mode in [Mode::Text, Mode::Vector, Mode::Hybrid] {
+            let q = Query::new(text).mode(mode).k(20);
+            let want = key(files(&memory, &e, q.clone()));
+            assert_eq!(key(files(&mapped, &e, q.clone())), want, "{text} {mode:?}");
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                let got = pool.install(|| key(files(&memory, &e, q.clone())));
+                assert_eq!(got, want, "{text} {mode:?} on {threads} threads");
+            }
+        }
+    }
+}
