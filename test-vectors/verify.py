@@ -856,9 +856,8 @@ def compute_ingest(case):
 # Sections 21.2 and 21.4 to 21.10: ranking for code.
 WHITE_SPACE = set("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | {
     chr(c) for c in range(0x2000, 0x200B)}
-STOP_WORDS = set("""a an and are as at be by can do does for from get gets how i if in into is it
-its of on or our should that the their them then there this to use used what when where
-which with why""".split())
+STOP_WORDS = set("""a an and are as at be by can do does for from how i if in into is it its of on
+or our should that the their them then there this to what when where which with why""".split())
 SEPARATORS = ["::", "->", ".", "\\", "#"]
 
 

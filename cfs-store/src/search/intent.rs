@@ -66,11 +66,11 @@ pub struct Analysis {
 }
 
 /// Words too common to say anything about a file's name.
-pub const STOP_WORDS: [&str; 44] = [
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "get",
-    "gets", "how", "i", "if", "in", "into", "is", "it", "its", "of", "on", "or", "our", "should",
-    "that", "the", "their", "them", "then", "there", "this", "to", "use", "used", "what", "when",
-    "where", "which", "with", "why",
+pub const STOP_WORDS: [&str; 40] = [
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how",
+    "i", "if", "in", "into", "is", "it", "its", "of", "on", "or", "our", "should", "that", "the",
+    "their", "them", "then", "there", "this", "to", "what", "when", "where", "which", "with",
+    "why",
 ];
 
 /// Separators between the segments of a qualified name.

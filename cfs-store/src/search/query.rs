@@ -353,13 +353,16 @@ pub(crate) fn query_terms(query: &str, expand: bool) -> (Vec<String>, Vec<(Strin
     let mut words = tokens(query);
     words.sort_unstable();
     words.dedup();
+    let stop = |w: &String| super::intent::STOP_WORDS.contains(&w.as_str());
+    let skip_stop = !words.iter().all(stop);
     let mut terms: Vec<(String, u32, usize)> = words
         .iter()
         .enumerate()
+        .filter(|(_, w)| !(skip_stop && stop(w)))
         .map(|(i, w)| (w.clone(), 0, i))
         .collect();
     if expand {
-        for (i, w) in words.iter().enumerate() {
+        for (i, w) in words.iter().enumerate().filter(|(_, w)| !stop(w)) {
             for v in variants(w) {
                 if words.binary_search(&v).is_err() {
                     terms.push((v, 1, i));
