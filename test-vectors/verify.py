@@ -957,7 +957,8 @@ def analyze(query):
     has = lambda names: any(w in names.split() for w in words)
     mentions = {"test": has("test tests testing spec specs unittest"),
                 "example": has("example examples sample samples demo demos"),
-                "docs": has("doc docs documentation readme guide")}
+                "docs": has("doc docs documentation readme guide install installation tutorial "
+                             "changelog faq howto")}
     if intent != "name":
         words = [w for w in words if w not in STOP_WORDS]
     return {"intent": intent, "identifiers": idents, "words": words, "mentions": mentions}
@@ -1381,18 +1382,20 @@ def rank_case(inp):
         chunk = (fused + d["bonus"]) * d["prior"] // 100
         tie = (c["text"][1] if c["text"] else inf, c["vector"][1] if c["vector"] else inf,
                c["definition"][0] if c["definition"] else inf, uuid.UUID(c["id"]).bytes)
+        window = not c.get("symbol", False) or c.get("continued", False)
         chunks.append({"id": c["id"], "doc": c["doc"], "fused": fused, "chunk": chunk,
-                       "score": chunk, "tie": tie})
+                       "score": chunk, "tie": tie, "window": window})
     files = []
     for di in sorted({c["doc"] for c in chunks}):
         mine = sorted((c for c in chunks if c["doc"] == di), key=lambda c: (-c["chunk"], c["tie"]))
         best = mine[0]["chunk"]
-        more = 0
-        for j, c in enumerate(mine[1:], start=1):
-            c["score"] = c["chunk"] >> j
-            more += c["score"]
+        more = sum(c["chunk"] >> j for j, c in enumerate(mine) if j >= 1)
         score = best + min(more, best * 50 // 100)
-        mine[0]["score"] = score
+        windows = 0
+        for c in mine:
+            if c["window"]:
+                c["score"] = c["chunk"] >> windows
+                windows += 1
         files.append({"doc": di, "score": score, "chunks": mine})
     files.sort(key=lambda f: (-f["score"], f["chunks"][0]["tie"]))
     order = sorted(chunks, key=lambda c: (-c["score"], c["tie"]))

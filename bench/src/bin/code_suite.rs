@@ -33,7 +33,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use cfs_bench::flag;
+use cfs_bench::{flag, variant};
 use cfs_ingest::{Embedder, HashEmbedder, MiniLmInt};
 use cfs_store::search::{Hit, IndexOptions, Mode, Query, Ranking, SearchIndex};
 use cfs_store::{EmbedOptions, Settings, Store, SyncOptions};
@@ -210,93 +210,6 @@ struct Outcome {
     files: Scores,
     chunks: Scores,
     first: Vec<String>,
-}
-
-/// The ranking stack of a variant's name.
-fn variant(name: &str) -> Ranking {
-    let full = Ranking::default();
-    match name {
-        "full" => full,
-        "plain" => Ranking::plain(),
-        "-definitions" => Ranking {
-            definitions: false,
-            ..full
-        },
-        "-variants" => Ranking {
-            variants: false,
-            ..full
-        },
-        "-coverage" => Ranking {
-            coverage: false,
-            ..full
-        },
-        "-paths" => Ranking {
-            paths: false,
-            ..full
-        },
-        "-roles" => Ranking {
-            roles: false,
-            ..full
-        },
-        "-files" => Ranking {
-            files: false,
-            ..full
-        },
-        "-intent" => Ranking {
-            name: full.description,
-            mixed: full.description,
-            ..full
-        },
-        "-name-priors" => Ranking {
-            name_priors: full.priors,
-            ..full
-        },
-        other => match other.strip_prefix("set:") {
-            Some(settings) => with_settings(full, settings),
-            None => panic!("unknown variant {other}"),
-        },
-    }
-}
-
-/// `ranking` with `key=value` settings separated by `;`: `name.text`, `name.vector`,
-/// `name.definitions`, `name.path` (and the same under `mixed.` and `description.`),
-/// `priors` and `name_priors` (eight percentages joined by `/`), `file_bonus_cap`.
-fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
-    for setting in settings.split(';').filter(|s| !s.is_empty()) {
-        let (key, value) = setting.split_once('=').expect("key=value");
-        let num = || value.parse::<u32>().expect("a number");
-        let list = || -> [u32; 8] {
-            let v: Vec<u32> = value
-                .split('/')
-                .map(|x| x.parse().expect("number"))
-                .collect();
-            v.try_into().expect("eight numbers")
-        };
-        match key {
-            "priors" => r.priors = list(),
-            "name_priors" => r.name_priors = list(),
-            "file_bonus_cap" => r.file_bonus_cap = num(),
-            _ => {
-                let (intent, field) = key.split_once('.').expect("intent.field");
-                let w = match intent {
-                    "name" => &mut r.name,
-                    "mixed" => &mut r.mixed,
-                    "description" => &mut r.description,
-                    _ => panic!("unknown intent {intent}"),
-                };
-                match field {
-                    "text" => w.text = num(),
-                    "vector" => w.vector = num(),
-                    "definitions" => w.definitions = num(),
-                    "path" => w.path = num(),
-                    "coverage" => w.coverage = num(),
-                    "file_vector" => w.file_vector = num(),
-                    _ => panic!("unknown weight {field}"),
-                }
-            }
-        }
-    }
-    r
 }
 
 fn run_query(

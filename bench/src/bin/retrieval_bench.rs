@@ -13,14 +13,16 @@
 //! weight W (percent; default: 0,25,50,100,150,200 and the embedder's own). `--dump`
 //! writes instead every text E would embed (chunks and queries) with its minilm-int token
 //! ids, for `bench/float_vectors.py`. `--fusion` compares ways of fusing the text and
-//! vector lists on the same queries instead. Prints one JSON object.
+//! vector lists on the same queries instead. `--variant NAME` ranks with that variant
+//! of the ranking stack (`cfs_bench::variant`; `plain` is the fusion of the text and
+//! vector lists alone, without ranking for code). Prints one JSON object.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use cfs_bench::{Label, flag, is_target, make_corpus, make_python_corpus};
+use cfs_bench::{Label, flag, is_target, make_corpus, make_python_corpus, variant};
 use cfs_ingest::{
     EmbedError, Embedder, HashEmbedder, IngestConfig, MiniLmInt, Registry, embedding_text,
     index_tree,
@@ -85,8 +87,13 @@ fn quality(
     w: Option<u32>,
 ) -> serde_json::Value {
     let (mut found, mut rr) = (0usize, 0.0);
+    // `--variant NAME`: the ranking stack of that name (`cfs_bench::variant`: `full`,
+    // `plain`, `-files`, ...); default the full stack.
+    let args: Vec<String> = std::env::args().collect();
+    let ranking = variant(&flag(&args, "--variant").unwrap_or_else(|| "full".into()));
     for label in labels {
         let mut q = Query::new(label.query.clone()).mode(mode).k(10);
+        q = q.ranking(ranking.clone());
         q.exact = true;
         q.vector_weight = w;
         let hits = index.search(&q, e).expect("search");

@@ -343,6 +343,85 @@ fn sigkill_during_index_leaves_a_sound_store() {
 }
 
 #[test]
+fn search_answers_files_filters_roles_and_explains_its_ranking() {
+    let dir = sample_tree();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("tests")).unwrap();
+    std::fs::write(
+        root.join("tests/add.rs"),
+        "#[test]\nfn adds() { assert_eq!(add(1, 2), 3); }\n",
+    )
+    .unwrap();
+    assert_eq!(cfs_in(root, &["index", "--json"]).0, 0);
+    // A bare name finds its definition; the test that calls it is a test.
+    let (code, out, err) = cfs_in(root, &["search", "add", "--files", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let files: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(files[0]["path"], "src/lib.rs", "{files}");
+    assert_eq!(files[0]["role"], "source");
+    let chunk = &files[0]["chunks"][0];
+    assert_eq!(chunk["symbol"], "add");
+    assert_eq!(chunk["parts"]["definition_rank"], 1, "{chunk}");
+    let roles: Vec<&str> = files
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["role"].as_str().unwrap())
+        .collect();
+    assert!(roles.contains(&"test"), "{files}");
+    // Text output tags roles other than source and names the lists.
+    let (_, out, _) = cfs_in(root, &["search", "add", "--files"]);
+    assert!(out.contains(" 1. src/lib.rs  score"), "{out}");
+    assert!(out.contains("tests/add.rs [test]"), "{out}");
+    assert!(out.contains("definition #1"), "{out}");
+    // --role keeps one role; an unknown role is an error naming the roles.
+    let (_, out, _) = cfs_in(root, &["search", "add", "--role", "test", "--json"]);
+    let hits: Value = serde_json::from_str(&out).unwrap();
+    assert!(!hits.as_array().unwrap().is_empty());
+    assert!(
+        hits.as_array().unwrap().iter().all(|h| h["role"] == "test"),
+        "{hits}"
+    );
+    let (code, _, err) = cfs_in(root, &["search", "add", "--role", "tests"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("unknown role") && err.contains("vendored"),
+        "{err}"
+    );
+    // --explain says how the query was read and every part of each score.
+    let (_, out, _) = cfs_in(root, &["search", "add", "--explain"]);
+    assert!(
+        out.contains("query: name intent; definitions looked up: add"),
+        "{out}"
+    );
+    assert!(
+        out.contains("definition #1 (level 5)") && out.contains("fused "),
+        "{out}"
+    );
+    let (_, out, _) = cfs_in(
+        root,
+        &["search", "merkle tree proof", "--explain", "--json"],
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["explain"]["intent"], "description", "{v}");
+    assert_eq!(v["explain"]["weights"]["definitions"], 0, "{v}");
+    let readme = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["path"] == "README.md")
+        .unwrap();
+    assert_eq!(readme["role"], "docs", "{v}");
+    assert_eq!(readme["parts"]["role_weight"], 20, "{v}");
+    assert_eq!(readme["parts"]["coverage_points"], 1024, "{v}");
+    // A query that names docs weighs them as source.
+    let (_, out, _) = cfs_in(root, &["search", "merkle tree docs", "--json"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[0]["path"], "README.md", "{v}");
+    assert_eq!(v[0]["parts"]["role_weight"], 100, "{v}");
+}
+
+#[test]
 fn search_and_rebuild_index() {
     let dir = sample_tree();
     let root = dir.path();

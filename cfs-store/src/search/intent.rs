@@ -47,7 +47,8 @@ pub struct Mentions {
     pub test: bool,
     /// example, examples, sample, samples, demo, demos.
     pub example: bool,
-    /// doc, docs, documentation, readme, guide.
+    /// doc, docs, documentation, readme, guide, install, installation, tutorial,
+    /// changelog, faq, howto.
     pub docs: bool,
 }
 
@@ -110,7 +111,19 @@ pub fn analyze(query: &str) -> Analysis {
     let mentions = Mentions {
         test: has(&["test", "tests", "testing", "spec", "specs", "unittest"]),
         example: has(&["example", "examples", "sample", "samples", "demo", "demos"]),
-        docs: has(&["doc", "docs", "documentation", "readme", "guide"]),
+        docs: has(&[
+            "doc",
+            "docs",
+            "documentation",
+            "readme",
+            "guide",
+            "install",
+            "installation",
+            "tutorial",
+            "changelog",
+            "faq",
+            "howto",
+        ]),
     };
     let words = all
         .into_iter()

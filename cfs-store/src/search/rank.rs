@@ -52,7 +52,7 @@ pub struct Ranking {
     /// Weigh chunks by their file's role.
     pub roles: bool,
     /// Rank files by their best chunk plus a bonus for further ones, and decay a file's
-    /// further chunks in chunk lists (else chunks stand alone).
+    /// further windows in chunk lists (else chunks stand alone).
     pub files: bool,
     /// Weights for a bare name.
     pub name: Weights,
@@ -178,10 +178,11 @@ pub struct Parts {
     pub role: Option<(Role, u32)>,
     /// `(fused + evidence_bonus) * weight / 100`.
     pub chunk: u64,
-    /// The file's bonus for further chunks (on a file's best chunk only).
+    /// The file's bonus for further chunks (on a file's best chunk only; it counts in
+    /// the file's score, not in a chunk answer).
     pub file_bonus: u64,
-    /// The score the chunk is ranked by: the file's score for its best chunk, else its
-    /// own score halved once for each better chunk of its file.
+    /// The score the chunk ranks by in a chunk answer: its chunk score, halved once for
+    /// each better window of its file when it is a window itself.
     pub score: u64,
 }
 
@@ -318,8 +319,10 @@ pub fn fuse_ranks(p: &mut Parts, weights: &Weights) {
 
 /// A file of its chunks: sorted best first; its score the best one's plus the others'
 /// scores halved once per better chunk, that sum at most [`Ranking::file_bonus_cap`]
-/// percent of the best; each further chunk's rank score its own halved once per better
-/// chunk. With [`Ranking::files`] off, each chunk keeps its own score.
+/// percent of the best. In a chunk answer each chunk ranks by its own score, but the
+/// file's windows (chunks without a symbol and later windows of a split symbol) are
+/// halved once for each better window of the file. With [`Ranking::files`] off, the
+/// file's score is its best chunk's and no window is halved.
 fn file_of(mut chunks: Vec<RankedChunk>, ranking: &Ranking) -> RankedFile {
     chunks.sort_unstable_by(|a, b| {
         (Reverse(a.parts.chunk), tie_key(a)).cmp(&(Reverse(b.parts.chunk), tie_key(b)))
@@ -331,15 +334,25 @@ fn file_of(mut chunks: Vec<RankedChunk>, ranking: &Ranking) -> RankedFile {
             chunks,
         };
     }
-    let mut more = 0u64;
-    for (j, c) in chunks.iter_mut().enumerate().skip(1) {
-        let decayed = c.parts.chunk >> j.min(63);
-        c.parts.score = decayed;
-        more += decayed;
-    }
+    let more: u64 = chunks
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(j, c)| c.parts.chunk >> j.min(63))
+        .sum();
     let bonus = more.min(best * u64::from(ranking.file_bonus_cap) / 100);
     chunks[0].parts.file_bonus = bonus;
-    chunks[0].parts.score = best + bonus;
+    // In a chunk answer a chunk keeps its score, but a file's windows (chunks without a
+    // symbol, later windows of a split symbol) after its best one are halved once more
+    // each: a long text or a huge function does not fill the answer.
+    let mut windows = 0usize;
+    for c in chunks.iter_mut() {
+        c.parts.score = c.parts.chunk;
+        if c.meta.symbol.is_none() || c.meta.continued {
+            c.parts.score >>= windows.min(63);
+            windows += 1;
+        }
+    }
     RankedFile {
         score: best + bonus,
         chunks,

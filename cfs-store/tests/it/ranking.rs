@@ -169,21 +169,20 @@ fn tests_and_docs_weigh_less_unless_the_query_names_them() {
 fn file_answers_hold_their_best_chunks_and_chunk_lists_keep_diversity() {
     let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     repo(tree.path());
-    // One file with many matching chunks.
+    // One file of many matching functions, one long text of many matching windows.
     let many: String = (0..12)
         .map(|i| format!("pub fn shutdown_step{i}() {{ /* graceful shutdown server */ }}\n\n"))
         .collect();
     write(tree.path(), "src/serve.rs", &many);
-    write(
-        tree.path(),
-        "src/other.rs",
-        "pub fn graceful() { /* shutdown */ }\n",
-    );
+    let long: String = (0..200)
+        .map(|i| format!("Step {i} of the graceful shutdown of the server.\n\n"))
+        .collect();
+    write(tree.path(), "src/shutdown.txt", &long);
     let (store, e) = setup(tree.path(), db.path());
     let index = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
     let q = Query::new("graceful shutdown server").mode(Mode::Text).k(5);
     let found = files(&index, &e, q.clone());
-    assert_eq!(found[0].path, "src/serve.rs");
+    assert_eq!(found[0].path, "src/serve.rs", "{:?}", paths(&found));
     assert_eq!(
         found[0].chunks.len(),
         3,
@@ -194,14 +193,22 @@ fn file_answers_hold_their_best_chunks_and_chunk_lists_keep_diversity() {
         best.file_bonus > 0 && best.file_bonus <= best.chunk / 2,
         "{best:?}"
     );
-    // Further chunks of one file decay: another file comes in before they run out.
-    let hits: Vec<Hit> = index.search(&q.clone().k(12), &e).unwrap();
-    let other = hits.iter().position(|h| h.path == "src/other.rs").unwrap();
-    assert!(
-        other < 11,
-        "{:?}",
-        hits.iter().map(|h| &h.path).collect::<Vec<_>>()
-    );
+    // In a chunk answer a file's distinct definitions keep their scores, its windows
+    // (chunks of a text) are halved once per better window.
+    let hits: Vec<Hit> = index.search(&q.clone().k(60), &e).unwrap();
+    for h in hits.iter().filter(|h| h.path == "src/serve.rs") {
+        assert_eq!(h.parts.score, h.parts.chunk, "{:?}", h.symbol);
+    }
+    let windows: Vec<&Hit> = hits
+        .iter()
+        .filter(|h| h.path == "src/shutdown.txt")
+        .collect();
+    assert!(windows.len() >= 3, "{}", windows.len());
+    let mut by_chunk: Vec<&Hit> = windows.clone();
+    by_chunk.sort_by_key(|h| std::cmp::Reverse(h.parts.chunk));
+    for (w, h) in by_chunk.iter().enumerate() {
+        assert_eq!(h.parts.score, h.parts.chunk >> w, "window {w}");
+    }
     assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
 }
 

@@ -330,6 +330,7 @@ fn cases() -> Vec<Value> {
         "call parse() first",
         "where are the router tests",
         "docs for routing examples",
+        "how to install the cli",
         "a/b/c.rs",
         "",
         "  ?? ",
