@@ -1343,7 +1343,7 @@ def file_vector_score(vectors, q):
 
 WEIGHTS = {"name": (100, 25, 300, 100, 0, 0), "mixed": (100, 100, 150, 50, 100, 100),
            "description": (100, 100, 0, 50, 100, 100)}
-PRIORS = {"words": (100, 60, 20, 20, 25, 25, 15, 15), "name": (100, 60, 20, 20, 20, 20, 15, 15)}
+PRIORS = (100, 60, 20, 20, 25, 25, 15, 15)
 
 
 def rrf(rank):
@@ -1361,7 +1361,7 @@ def rank_case(inp):
         role = document_role(d["paths"], d.get("markers", 0))
         named = {"test": mentions.get("test"), "example": mentions.get("example"),
                  "docs": mentions.get("docs")}.get(role, False)
-        prior = 100 if named else PRIORS["name" if intent == "name" else "words"][ROLES.index(role)]
+        prior = 100 if named else PRIORS[ROLES.index(role)]
         e = d["evidence"]
         bonus = ((rrf(1) * path_w // 100) * e.get("path", 0) // 1024
                  + (rrf(1) * cov_w // 100) * e.get("coverage", 0) // 1024

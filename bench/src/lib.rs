@@ -344,10 +344,7 @@ pub fn variant(name: &str) -> Ranking {
             mixed: full.description,
             ..full
         },
-        "-name-priors" => Ranking {
-            name_priors: full.priors,
-            ..full
-        },
+        "-file-vector" => with_settings(full, "mixed.file_vector=0;description.file_vector=0"),
         other => match other.strip_prefix("set:") {
             Some(settings) => with_settings(full, settings),
             None => panic!("unknown variant {other}"),
@@ -357,7 +354,7 @@ pub fn variant(name: &str) -> Ranking {
 
 /// `ranking` with `key=value` settings separated by `;`: `name.text`, `name.vector`,
 /// `name.definitions`, `name.path` (and the same under `mixed.` and `description.`),
-/// `priors` and `name_priors` (eight percentages joined by `/`), `file_bonus_cap`.
+/// `priors` (eight percentages joined by `/`), `file_bonus_cap`.
 fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
     for setting in settings.split(';').filter(|s| !s.is_empty()) {
         let (key, value) = setting.split_once('=').expect("key=value");
@@ -371,7 +368,6 @@ fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
         };
         match key {
             "priors" => r.priors = list(),
-            "name_priors" => r.name_priors = list(),
             "file_bonus_cap" => r.file_bonus_cap = num(),
             _ => {
                 let (intent, field) = key.split_once('.').expect("intent.field");

@@ -20,10 +20,11 @@
 //! results, as an agent sees them). Scores: NDCG@10 (gain 2^grade - 1) and MRR@10
 //! (first file of grade 1 or more). Variants of the ranking stack (`--variants`, default
 //! `full`): `full` (the spec's), `plain` (text and vectors fused, nothing else), and
-//! `-definitions`, `-variants`, `-paths`, `-roles`, `-files`, `-intent` (the full stack without one
-//! signal; `-intent` weighs every query as a description; `-name-priors` gives names
-//! the priors of words), and `set:KEY=V;KEY=V` (the full stack with other weights, see
-//! `with_settings`: for measuring on the dev split). Prints the overall scores of
+//! `-definitions`, `-variants`, `-paths`, `-coverage`, `-file-vector`, `-roles`, `-files`,
+//! `-intent` (the full stack without one signal; `-intent` weighs every query as a
+//! description), and `set:KEY=V;KEY=V` (the full stack with other weights, see
+//! `cfs_bench::with_settings`: for measuring on the dev split). The variants are
+//! `cfs_bench::variant`'s. Prints the overall scores of
 //! each variant and mode per split, then a table per language, kind and repository of
 //! the first variant; `--json FILE` writes every query's result. `--show N` prints the
 //! N worst dev queries of the first variant in hybrid mode with their first files.

@@ -60,11 +60,8 @@ pub struct Ranking {
     pub mixed: Weights,
     /// Weights for words only.
     pub description: Weights,
-    /// Each role's weight in percent, in the order of [`Role::ALL`], for a query of
-    /// words.
+    /// Each role's weight in percent, in the order of [`Role::ALL`].
     pub priors: [u32; 8],
-    /// The same for a bare name, which asks for a definition: one in source.
-    pub name_priors: [u32; 8],
     /// A file's bonus for further chunks is at most this percent of its best chunk's
     /// score.
     pub file_bonus_cap: u32,
@@ -105,7 +102,6 @@ impl Default for Ranking {
             },
             // source, declaration, config, docs, example, test, generated, vendored
             priors: [100, 60, 20, 20, 25, 25, 15, 15],
-            name_priors: [100, 60, 20, 20, 20, 20, 15, 15],
             file_bonus_cap: 50,
         }
     }
@@ -137,9 +133,9 @@ impl Ranking {
         }
     }
 
-    /// The weight of `role` for a query of `intent` naming `mentions`, in percent: 100
-    /// for a role the query names.
-    pub fn prior(&self, role: Role, intent: Intent, mentions: Mentions) -> u32 {
+    /// The weight of `role` for a query naming `mentions`, in percent: 100 for a role
+    /// the query names.
+    pub fn prior(&self, role: Role, mentions: Mentions) -> u32 {
         let named = match role {
             Role::Test => mentions.test,
             Role::Example => mentions.example,
@@ -147,14 +143,10 @@ impl Ranking {
             _ => false,
         };
         let place = Role::ALL.iter().position(|r| *r == role).unwrap_or(0);
-        let priors = match intent {
-            Intent::Name => &self.name_priors,
-            _ => &self.priors,
-        };
         if named || !self.roles {
             100
         } else {
-            priors[place]
+            self.priors[place]
         }
     }
 }
@@ -271,7 +263,7 @@ pub fn rank_chunks(
         let p = &mut c.parts;
         p.evidence = evidence.get(&doc.id).copied().unwrap_or_default();
         p.evidence_bonus = p.evidence.bonus(weights);
-        let prior = ranking.prior(doc.role, analysis.intent, analysis.mentions);
+        let prior = ranking.prior(doc.role, analysis.mentions);
         p.role = Some((doc.role, prior));
         p.chunk = (p.fused + p.evidence_bonus) * u64::from(prior) / 100;
         p.score = p.chunk;
