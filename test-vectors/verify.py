@@ -1350,6 +1350,21 @@ def rrf(rank):
     return (1 << 32) // (10 + rank)
 
 
+def meaning_below_words(chunks):
+    """21.4: when only chunks of demoted roles say the query's words, a chunk found by
+    meaning alone scores at most each of them with a better vector rank."""
+    if any(c["words"] and not c["demoted"] for c in chunks):
+        return
+    said = [c for c in chunks if c["words"] and c["vector_rank"] is not None]
+    for c in chunks:
+        if c["words"] or c["vector_rank"] is None:
+            continue
+        caps = [s["chunk"] for s in said if s["vector_rank"] < c["vector_rank"]]
+        if caps and c["chunk"] > min(caps):
+            c["chunk"] = c["score"] = min(caps)
+            c["capped"] = True
+
+
 def rank_case(inp):
     intent = inp["intent"]
     text_w, vec_w, def_w, path_w, cov_w, fv_w = WEIGHTS[intent]
@@ -1384,13 +1399,16 @@ def rank_case(inp):
                c["definition"][0] if c["definition"] else inf, uuid.UUID(c["id"]).bytes)
         window = not c.get("symbol", False) or c.get("continued", False)
         chunks.append({"id": c["id"], "doc": c["doc"], "fused": fused, "chunk": chunk,
-                       "score": chunk, "tie": tie, "window": window})
+                       "score": chunk, "tie": tie, "window": window,
+                       "words": bool(c["text"] or c["definition"]), "demoted": d["prior"] < 100,
+                       "vector_rank": c["vector"][1] if c["vector"] else None})
+    meaning_below_words(chunks)
     files = []
     for di in sorted({c["doc"] for c in chunks}):
         mine = sorted((c for c in chunks if c["doc"] == di), key=lambda c: (-c["chunk"], c["tie"]))
         best = mine[0]["chunk"]
         more = sum(c["chunk"] >> j for j, c in enumerate(mine) if j >= 1)
-        score = best + min(more, best * 50 // 100)
+        score = best + min(more, 0 if mine[0].get("capped") else best * 50 // 100)
         windows = 0
         for c in mine:
             if c["window"]:

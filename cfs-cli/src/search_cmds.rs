@@ -295,6 +295,9 @@ fn parts_text(p: &Parts, explain: bool) -> String {
     {
         s += &format!(" {role} x{weight}%");
     }
+    if let Some(was) = p.capped_from {
+        s += &format!(" kept below a word match (was {:.4})", unit(was));
+    }
     if p.file_bonus > 0 {
         s += &format!(" file +{:.4}", unit(p.file_bonus));
     }
@@ -478,6 +481,7 @@ struct PartsJson {
     evidence_bonus: f64,
     role_weight: u32,
     chunk: f64,
+    capped_from: Option<f64>,
     file_bonus: f64,
 }
 
@@ -532,6 +536,7 @@ impl HitJson {
                 evidence_bonus: unit(p.evidence_bonus),
                 role_weight: p.role.map_or(100, |r| r.1),
                 chunk: unit(p.chunk),
+                capped_from: p.capped_from.map(unit),
                 file_bonus: unit(p.file_bonus),
             },
             chunk_id: hit.chunk_id.to_string(),

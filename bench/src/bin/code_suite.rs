@@ -266,6 +266,10 @@ impl Sum {
     }
 }
 
+const USAGE: &str = "usage: code_suite REPOS --stores DIR [--suite DIR] [--embedder E] \
+[--repos a,b] [--split dev|test] [--modes text,vector,hybrid] [--variants V,..] [--show N] \
+[--json FILE]";
+
 /// A group's key: variant, mode, split (`dev`, `test` or `all`), grouping (`all`,
 /// `lang`, `kind`, `repo`) and its value.
 type Key = (String, String, String, String, String);
@@ -273,9 +277,12 @@ type Key = (String, String, String, String, String);
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let get = |name: &str| flag(&args, name);
-    let repos_dir = PathBuf::from(args.get(1).expect("REPOS"));
+    let (Some(repos_dir), Some(stores)) = (args.get(1), get("--stores")) else {
+        eprintln!("{USAGE}");
+        std::process::exit(2);
+    };
+    let (repos_dir, stores) = (PathBuf::from(repos_dir), PathBuf::from(stores));
     let suite = get("--suite").map_or_else(|| PathBuf::from("suite"), PathBuf::from);
-    let stores = PathBuf::from(get("--stores").expect("--stores DIR"));
     let embedder = embedder_named(&get("--embedder").unwrap_or_else(|| "minilm-int".into()));
     let only: Option<BTreeSet<String>> =
         get("--repos").map(|r| r.split(',').map(Into::into).collect());

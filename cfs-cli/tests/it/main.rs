@@ -435,6 +435,9 @@ fn search_and_rebuild_index() {
         hits[0]["paths"],
         serde_json::json!(["README.md", "copy.md"])
     );
+    // Only the docs say "merkle": code found by meaning alone is kept below them.
+    assert_eq!(hits[1]["path"], "src/lib.rs");
+    assert!(hits[1]["parts"]["capped_from"].is_f64(), "{hits:?}");
     for key in [
         "path",
         "start_line",

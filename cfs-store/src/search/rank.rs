@@ -168,8 +168,10 @@ pub struct Parts {
     pub evidence_bonus: u64,
     /// The file's role and its weight in percent.
     pub role: Option<(Role, u32)>,
-    /// `(fused + evidence_bonus) * weight / 100`.
+    /// `(fused + evidence_bonus) * weight / 100`, at most [`meaning_below_words`]'s cap.
     pub chunk: u64,
+    /// The chunk score it had before [`meaning_below_words`] lowered it, if it did.
+    pub capped_from: Option<u64>,
     /// The file's bonus for further chunks (on a file's best chunk only; it counts in
     /// the file's score, not in a chunk answer).
     pub file_bonus: u64,
@@ -258,7 +260,8 @@ pub fn rank_chunks(
     weights: &Weights,
 ) -> Vec<RankedFile> {
     let mut files: HashMap<DocumentId, Vec<RankedChunk>> = HashMap::new();
-    for mut c in chunks {
+    let mut chunks = chunks;
+    for c in chunks.iter_mut() {
         let doc = &c.meta.doc;
         let p = &mut c.parts;
         p.evidence = evidence.get(&doc.id).copied().unwrap_or_default();
@@ -266,8 +269,11 @@ pub fn rank_chunks(
         let prior = ranking.prior(doc.role, analysis.mentions);
         p.role = Some((doc.role, prior));
         p.chunk = (p.fused + p.evidence_bonus) * u64::from(prior) / 100;
-        p.score = p.chunk;
-        files.entry(doc.id).or_default().push(c);
+    }
+    meaning_below_words(&mut chunks);
+    for mut c in chunks {
+        c.parts.score = c.parts.chunk;
+        files.entry(c.meta.doc.id).or_default().push(c);
     }
     let mut ranked: Vec<RankedFile> = files
         .into_values()
@@ -277,6 +283,42 @@ pub fn rank_chunks(
         (Reverse(a.score), tie_key(&a.chunks[0])).cmp(&(Reverse(b.score), tie_key(&b.chunks[0])))
     });
     ranked
+}
+
+/// When only files of demoted roles (weight under 100: tests, docs, examples...) match
+/// the query's words (a text rank or a definition), keeps every chunk found by meaning
+/// alone (a vector rank only) at or below each of those word matches with a better
+/// vector rank: a role weight puts a file below the code that also says the query's
+/// words, but never below code that only resembles the query less. Equal scores keep
+/// the word match first (the tie order).
+fn meaning_below_words(chunks: &mut [RankedChunk]) {
+    let words = |p: &Parts| p.text.is_some() || p.definition.is_some();
+    let demoted = |p: &Parts| p.role.is_some_and(|r| r.1 < 100);
+    if chunks.iter().any(|c| words(&c.parts) && !demoted(&c.parts)) {
+        return;
+    }
+    // The lowest chunk score among the word matches at each vector rank or better.
+    let mut lowest: Vec<(usize, u64)> = chunks
+        .iter()
+        .filter(|c| words(&c.parts))
+        .filter_map(|c| Some((c.parts.vector?.1, c.parts.chunk)))
+        .collect();
+    lowest.sort_unstable();
+    for j in 1..lowest.len() {
+        lowest[j].1 = lowest[j].1.min(lowest[j - 1].1);
+    }
+    for c in chunks.iter_mut().filter(|c| !words(&c.parts)) {
+        let Some((_, rank)) = c.parts.vector else {
+            continue;
+        };
+        let better = lowest.partition_point(|&(r, _)| r < rank);
+        if let Some(&(_, cap)) = better.checked_sub(1).and_then(|i| lowest.get(i))
+            && c.parts.chunk > cap
+        {
+            c.parts.capped_from = Some(c.parts.chunk);
+            c.parts.chunk = cap;
+        }
+    }
 }
 
 /// Each listed chunk's parts: its ranks in the lists, fused ([`fuse_ranks`]).
@@ -311,7 +353,7 @@ pub fn fuse_ranks(p: &mut Parts, weights: &Weights) {
 
 /// A file of its chunks: sorted best first; its score the best one's plus the others'
 /// scores halved once per better chunk, that sum at most [`Ranking::file_bonus_cap`]
-/// percent of the best. In a chunk answer each chunk ranks by its own score, but the
+/// percent of the best (none when the best was lowered by [`meaning_below_words`]). In a chunk answer each chunk ranks by its own score, but the
 /// file's windows (chunks without a symbol and later windows of a split symbol) are
 /// halved once for each better window of the file. With [`Ranking::files`] off, the
 /// file's score is its best chunk's and no window is halved.
@@ -332,7 +374,12 @@ fn file_of(mut chunks: Vec<RankedChunk>, ranking: &Ranking) -> RankedFile {
         .skip(1)
         .map(|(j, c)| c.parts.chunk >> j.min(63))
         .sum();
-    let bonus = more.min(best * u64::from(ranking.file_bonus_cap) / 100);
+    // A file whose best chunk was kept below a word match stays below it too.
+    let cap = match chunks[0].parts.capped_from {
+        Some(_) => 0,
+        None => best * u64::from(ranking.file_bonus_cap) / 100,
+    };
+    let bonus = more.min(cap);
     chunks[0].parts.file_bonus = bonus;
     // In a chunk answer a chunk keeps its score, but a file's windows (chunks without a
     // symbol, later windows of a split symbol) after its best one are halved once more

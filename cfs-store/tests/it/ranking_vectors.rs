@@ -659,7 +659,7 @@ fn cases() -> Vec<Value> {
 
 /// Whole rankings: hybrid lists over files of several roles with evidence, a name
 /// query's definitions, equal scores, a file's many chunks (the cap), a query naming
-/// tests.
+/// tests, code found by meaning alone below the demoted files that say the words.
 fn rank_cases() -> Vec<Value> {
     let id = |n: u8| ChunkId([n; 16]).to_string();
     let case = |name: &str, input: Value| json!({"kind": "rank", "name": name, "input": input});
@@ -719,6 +719,33 @@ fn rank_cases() -> Vec<Value> {
         json!({"id": id(30), "doc": 1, "text": [1000, 1], "vector": null, "definition": null}),
     );
     many.push(json!({"id": id(31), "doc": 1, "text": null, "vector": [7, 1], "definition": null}));
+    // Only a demoted file says the query's words: code found by meaning alone with a
+    // worse vector rank stays below it; once source says them too, the priors stand.
+    let said_docs = json!([
+        {"paths": ["README.md"], "markers": 0, "evidence": {"coverage": 1024, "vector_rank": 1}},
+        {"paths": ["src/lib.rs"], "markers": 0, "evidence": {"vector_rank": 2}},
+        {"paths": ["tests/merkle.rs"], "markers": 0, "evidence": {"coverage": 512, "vector_rank": 4}},
+        {"paths": ["src/tree.rs"], "markers": 0, "evidence": {"coverage": 512, "vector_rank": 3}},
+    ]);
+    let said = json!([
+        {"id": id(40), "doc": 0, "text": [9_000_000_000u64, 1], "vector": [600_000_000, 1], "definition": null},
+        {"id": id(41), "doc": 1, "text": null, "vector": [200_000_000, 2], "definition": null},
+        {"id": id(42), "doc": 2, "text": [4_000_000_000u64, 2], "vector": [150_000_000, 4], "definition": null},
+        {"id": id(43), "doc": 1, "text": null, "vector": [180_000_000, 3], "definition": null},
+        {"id": id(44), "doc": 1, "text": null, "vector": [100_000_000, 5], "definition": null},
+    ]);
+    out.push(case(
+        "only docs and tests say the words",
+        json!({"intent": "description", "mentions": {}, "docs": said_docs, "chunks": said}),
+    ));
+    let mut said_too = said.clone();
+    said_too.as_array_mut().expect("chunks").push(
+        json!({"id": id(45), "doc": 3, "text": [1_000_000_000u64, 3], "vector": null, "definition": null}),
+    );
+    out.push(case(
+        "source says the words too",
+        json!({"intent": "description", "mentions": {}, "docs": said_docs, "chunks": said_too}),
+    ));
     out.push(case(
         "many chunks of a file, and ties",
         json!({"intent": "description", "mentions": {}, "docs": many_docs, "chunks": many}),
