@@ -133,11 +133,12 @@ fn file_vector_score(snap: &Snapshot, doc: &DocInfo, q: &[i16]) -> Option<i128> 
         .iter()
         .take(FILE_VECTOR_CHUNKS)
         .filter_map(|id| {
-            let (live, i) = snap
-                .segments
-                .iter()
-                .find_map(|l| Some((l, l.segment.position(id)?)))?;
-            (!live.is_dead(i) && live.segment.has_vector(i)).then(|| live.segment.vector(i))
+            // The segment where the chunk is live: an older one may hold it dead.
+            let (live, i) = snap.segments.iter().find_map(|l| {
+                let i = l.segment.position(id)?;
+                (!l.is_dead(i)).then_some((l, i))
+            })?;
+            live.segment.has_vector(i).then(|| live.segment.vector(i))
         })
         .collect();
     file_vector_score_of(&vectors, q)
