@@ -1,5 +1,5 @@
 //! Symbol-aware code chunking with tree-sitter (Rust, Go, Python, TypeScript, TSX,
-//! JavaScript, JSX).
+//! JavaScript, JSX, Java, C#, Kotlin).
 //!
 //! One chunk per symbol (function, method, class, interface, type, const, var, impl,
 //! trait, module, struct, enum, macro), its doc comments and attributes attached, its
@@ -29,9 +29,47 @@ const MAX_CONTAINER_DEPTH: usize = 8;
 /// Longest signature kept, in bytes.
 const MAX_SIGNATURE_BYTES: usize = 1024;
 
-/// The grammar crates, pinned: their versions are part of the parse profile.
-pub const GRAMMARS: &str =
-    "tree-sitter=0.27 rust=0.24.2 go=0.25.0 python=0.25.0 javascript=0.25.0 typescript=0.23.2";
+/// The tree-sitter runtime, part of every code parse profile.
+const TREE_SITTER: &str = "tree-sitter=0.27";
+
+/// Every language parsed by symbols here (a grammar added below belongs here too: the
+/// list makes [`crate::parsers_version`], which tells stores to parse again).
+pub const PARSED_LANGUAGES: [Language; 10] = [
+    Language::Rust,
+    Language::Go,
+    Language::Python,
+    Language::TypeScript,
+    Language::Tsx,
+    Language::JavaScript,
+    Language::Jsx,
+    Language::Java,
+    Language::CSharp,
+    Language::Kotlin,
+];
+
+/// The grammar that parses `language` and its crate's pinned version (both part of the
+/// parse profile), or `None` without one.
+pub fn grammar_version(language: Language) -> Option<(&'static str, &'static str)> {
+    Some(match language {
+        Language::Rust => ("rust", "0.24.2"),
+        Language::Go => ("go", "0.25.0"),
+        Language::Python => ("python", "0.25.0"),
+        Language::TypeScript | Language::Tsx => ("typescript", "0.23.2"),
+        Language::JavaScript | Language::Jsx => ("javascript", "0.25.0"),
+        Language::Java => ("java", "0.23.5"),
+        Language::CSharp => ("c-sharp", "0.23.5"),
+        Language::Kotlin => ("kotlin-ng", "1.1.0"),
+        Language::Other(_) => return None,
+    })
+}
+
+/// The parser of a code file in `language` parsed by symbols: `code/2`, the runtime and
+/// the one grammar it used (so that a grammar added or upgraded for one language leaves
+/// every other language's documents as they are).
+pub fn code_parser(language: Language) -> Option<String> {
+    let (grammar, version) = grammar_version(language)?;
+    Some(format!("code/2 {TREE_SITTER} {grammar}={version}"))
+}
 
 /// A chunk of a code file: its span and, unless it is text between symbols, its symbol.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +104,9 @@ fn grammar(language: Language) -> Option<tree_sitter::Language> {
         Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
         Language::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
         Language::JavaScript | Language::Jsx => tree_sitter_javascript::LANGUAGE.into(),
+        Language::Java => tree_sitter_java::LANGUAGE.into(),
+        Language::CSharp => tree_sitter_c_sharp::LANGUAGE.into(),
+        Language::Kotlin => tree_sitter_kotlin_ng::LANGUAGE.into(),
         Language::Other(_) => return None,
     })
 }
@@ -113,10 +154,25 @@ fn clip(text: &str, max: usize) -> String {
     text[..end].to_owned()
 }
 
+/// The node holding a declaration's body: its `body` field, or in Kotlin (whose
+/// grammar names no field) its class, enum or function body child.
+fn body_of<'t>(language: Language, node: Node<'t>) -> Option<Node<'t>> {
+    if language != Language::Kotlin {
+        return node.child_by_field_name("body");
+    }
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).find(|c| {
+        matches!(
+            c.kind(),
+            "class_body" | "enum_class_body" | "function_body" | "block"
+        )
+    })
+}
+
 /// The declaration up to its body (or its first line when it has none), trimmed.
-fn signature(node: Node<'_>, src: &str) -> String {
+fn signature(language: Language, node: Node<'_>, src: &str) -> String {
     let start = node.start_byte();
-    let end = match node.child_by_field_name("body") {
+    let end = match body_of(language, node) {
         Some(body) => body.start_byte(),
         None => {
             let text = text_of(node, src);
@@ -132,7 +188,18 @@ fn signature(node: Node<'_>, src: &str) -> String {
 fn is_comment(language: Language, kind: &str) -> bool {
     match language {
         Language::Rust => matches!(kind, "line_comment" | "block_comment" | "attribute_item"),
+        Language::Java | Language::Kotlin => matches!(kind, "line_comment" | "block_comment"),
         _ => kind == "comment",
+    }
+}
+
+/// Nodes whose named children are symbols of the level that holds them: Java's
+/// declarations after an enum's constants, C#'s conditional compilation blocks.
+fn is_transparent(language: Language, kind: &str) -> bool {
+    match language {
+        Language::Java => kind == "enum_body_declarations",
+        Language::CSharp => matches!(kind, "preproc_if" | "preproc_elif" | "preproc_else"),
+        _ => false,
     }
 }
 
@@ -167,6 +234,9 @@ fn classify<'t>(
         Language::TypeScript | Language::Tsx | Language::JavaScript | Language::Jsx => {
             script_symbol(node, src)
         }
+        Language::Java => java_symbol(node, src, parent),
+        Language::CSharp => csharp_symbol(node, src, parent),
+        Language::Kotlin => kotlin_symbol(node, src, parent),
         Language::Other(_) => None,
     }
 }
@@ -264,6 +334,178 @@ fn script_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
     }
 }
 
+/// The name of the first variable declarator among `node`'s named children (Java and
+/// C# fields and constants: `int a = 1, b;` is named `a`).
+fn first_declarator(node: Node<'_>, src: &str) -> String {
+    let mut cursor = node.walk();
+    let declarator = node
+        .named_children(&mut cursor)
+        .find_map(|c| match c.kind() {
+            "variable_declarator" => Some(c),
+            "variable_declaration" => c
+                .named_children(&mut c.walk())
+                .find(|d| d.kind() == "variable_declarator"),
+            _ => None,
+        });
+    declarator.map_or_else(String::new, |d| name_of(d, "name", src))
+}
+
+/// A Java declaration; constructors are named by their class.
+fn java_symbol<'t>(
+    node: Node<'t>,
+    src: &str,
+    parent: Option<(&str, SymbolKind)>,
+) -> Option<Classified<'t>> {
+    let name = || name_of(node, "name", src);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        "class_declaration" | "record_declaration" => Some((SymbolKind::Class, name(), body())),
+        "interface_declaration" | "annotation_type_declaration" => {
+            Some((SymbolKind::Interface, name(), body()))
+        }
+        "enum_declaration" => Some((SymbolKind::Enum, name(), body())),
+        "method_declaration" | "annotation_type_element_declaration" => {
+            let kind = match parent {
+                Some(_) => SymbolKind::Method,
+                None => SymbolKind::Function,
+            };
+            Some((kind, name(), None))
+        }
+        "constructor_declaration" | "compact_constructor_declaration" => {
+            Some((SymbolKind::Method, name(), None))
+        }
+        "field_declaration" => Some((SymbolKind::Var, first_declarator(node, src), None)),
+        "constant_declaration" => Some((SymbolKind::Const, first_declarator(node, src), None)),
+        _ => None,
+    }
+}
+
+/// A C# declaration; a namespace is a module, a record or class a class.
+fn csharp_symbol<'t>(
+    node: Node<'t>,
+    src: &str,
+    parent: Option<(&str, SymbolKind)>,
+) -> Option<Classified<'t>> {
+    let name = || name_of(node, "name", src);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        "namespace_declaration" | "file_scoped_namespace_declaration" => {
+            Some((SymbolKind::Module, name(), body()))
+        }
+        "class_declaration" | "record_declaration" => Some((SymbolKind::Class, name(), body())),
+        "struct_declaration" => Some((SymbolKind::Struct, name(), body())),
+        "interface_declaration" => Some((SymbolKind::Interface, name(), body())),
+        "enum_declaration" => Some((SymbolKind::Enum, name(), None)),
+        "delegate_declaration" => Some((SymbolKind::Type, name(), None)),
+        "method_declaration" | "constructor_declaration" | "destructor_declaration" => {
+            let kind = match parent {
+                Some(_) => SymbolKind::Method,
+                None => SymbolKind::Function,
+            };
+            Some((kind, name(), None))
+        }
+        "operator_declaration" | "conversion_operator_declaration" => {
+            Some((SymbolKind::Method, "operator".to_owned(), None))
+        }
+        "indexer_declaration" => Some((SymbolKind::Method, "this".to_owned(), None)),
+        "property_declaration" | "event_declaration" => Some((SymbolKind::Var, name(), None)),
+        "field_declaration" | "event_field_declaration" => {
+            let kind = match text_of(node, src).contains("const ") {
+                true => SymbolKind::Const,
+                false => SymbolKind::Var,
+            };
+            Some((kind, first_declarator(node, src), None))
+        }
+        _ => None,
+    }
+}
+
+/// A Kotlin declaration. Its grammar names few fields: a class's body and kind
+/// (`interface`, `enum class`) are read from its children, a property's name from its
+/// variable declaration; a companion object without a name is `Companion`, a
+/// secondary constructor is named by its class.
+fn kotlin_symbol<'t>(
+    node: Node<'t>,
+    src: &str,
+    parent: Option<(&str, SymbolKind)>,
+) -> Option<Classified<'t>> {
+    let name = || name_of(node, "name", src);
+    let body = || body_of(Language::Kotlin, node);
+    let has_child = |kind: &str| {
+        let mut cursor = node.walk();
+        node.children(&mut cursor).any(|c| c.kind() == kind)
+    };
+    match node.kind() {
+        "class_declaration" => {
+            let kind = if has_child("interface") {
+                SymbolKind::Interface
+            } else if has_child("enum_class_body") {
+                SymbolKind::Enum
+            } else {
+                SymbolKind::Class
+            };
+            Some((kind, name(), body()))
+        }
+        "object_declaration" => Some((SymbolKind::Class, name(), body())),
+        "companion_object" => {
+            let named = field_text(node, "name", src).unwrap_or("Companion");
+            Some((SymbolKind::Class, named.to_owned(), body()))
+        }
+        "function_declaration" => {
+            let kind = match parent {
+                Some(_) => SymbolKind::Method,
+                None => SymbolKind::Function,
+            };
+            Some((kind, name(), None))
+        }
+        "secondary_constructor" => {
+            let class = parent.map_or("constructor", |(p, _)| p);
+            Some((SymbolKind::Method, class.to_owned(), None))
+        }
+        "property_declaration" => {
+            let mut cursor = node.walk();
+            let is_const = node
+                .named_children(&mut cursor)
+                .filter(|c| c.kind() == "modifiers")
+                .any(|m| text_of(m, src).split_whitespace().any(|w| w == "const"));
+            let kind = match is_const {
+                true => SymbolKind::Const,
+                false => SymbolKind::Var,
+            };
+            Some((kind, kotlin_property_name(node, src), None))
+        }
+        "type_alias" => Some((SymbolKind::Type, name_of(node, "type", src), None)),
+        _ => None,
+    }
+}
+
+/// A Kotlin property's name: its variable declaration's identifier, or the first of a
+/// destructuring declaration's.
+fn kotlin_property_name(node: Node<'_>, src: &str) -> String {
+    let mut cursor = node.walk();
+    let declaration = node.named_children(&mut cursor).find(|c| {
+        matches!(
+            c.kind(),
+            "variable_declaration" | "multi_variable_declaration"
+        )
+    });
+    let mut declaration = match declaration {
+        Some(d) => d,
+        None => return String::new(),
+    };
+    if declaration.kind() == "multi_variable_declaration" {
+        match declaration.named_child(0) {
+            Some(first) => declaration = first,
+            None => return String::new(),
+        }
+    }
+    let mut cursor = declaration.walk();
+    let ident = declaration
+        .named_children(&mut cursor)
+        .find(|c| c.kind() == "identifier");
+    ident.map_or_else(String::new, |i| text_of(i, src).to_owned())
+}
+
 /// `const f = () => ...` is a function; other `const`, `let` and `var` bindings are
 /// constants and variables, named by their first declarator.
 fn script_binding<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
@@ -299,8 +541,16 @@ fn items<'t>(
     let mut out = Vec::new();
     // Start and texts of the comments and attributes directly above the next node.
     let mut attached: Option<(usize, usize, Vec<String>)> = None;
+    // A C# file-scoped namespace names the parent of every declaration after it.
+    let mut scope: Option<String> = None;
     let mut cursor = node.walk();
     for child in node.named_children(&mut cursor) {
+        let parent = parent.or(scope.as_deref().map(|s| (s, SymbolKind::Module)));
+        if is_transparent(language, child.kind()) {
+            out.extend(items(language, child, src, parent));
+            attached = None;
+            continue;
+        }
         let adjacent = |end: usize| {
             src.get(end..child.start_byte()).is_some_and(|between| {
                 between.matches('\n').count() <= 1 && between.trim().is_empty()
@@ -353,10 +603,13 @@ fn items<'t>(
                 kind,
                 name: clip(&name, MAX_SIGNATURE_BYTES),
                 parent: receiver.or_else(|| parent.map(|(p, _)| clip(p, MAX_SIGNATURE_BYTES))),
-                signature: signature(inner, src),
+                signature: signature(language, inner, src),
                 doc_comment: docs.join("\n"),
                 window: None,
             };
+            if inner.kind() == "file_scoped_namespace_declaration" {
+                scope = Some(symbol.name.clone());
+            }
             out.push(Item {
                 start,
                 end: child.end_byte(),
@@ -487,6 +740,25 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
+/// True when the tree under `node` holds an `ERROR` node. A `MISSING` node (a token
+/// of no width the parser assumed, such as the newline Kotlin's grammar wants after a
+/// member of a one-line class body) leaves every extent as written and does not count.
+/// It walks only the subtrees that hold an error of either kind, with a stack of its own
+/// (a deeply nested file cannot exhaust the thread's).
+fn has_error_node(node: Node<'_>) -> bool {
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        if node.is_error() {
+            return true;
+        }
+        if node.has_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    false
+}
+
 /// Chunks a code file by symbols. `Ok(None)` when the language has no grammar here or
 /// the parse has errors: the caller chunks the file as text instead.
 pub fn chunk_code(
@@ -499,7 +771,7 @@ pub fn chunk_code(
         return Ok(None);
     };
     let root = tree.root_node();
-    if root.has_error() {
+    if has_error_node(root) {
         return Ok(None);
     }
     let top = items(language, root, text, None);
@@ -661,6 +933,143 @@ mod tests {
             chunk_code("x", Language::Other("c"), &ChunkParams::default())
                 .unwrap()
                 .is_none()
+        );
+    }
+
+    /// Every chunk of a large class: its symbols' (name, parent, kind), windows once.
+    fn members(doc: &CodeDoc) -> Vec<(String, Option<String>, &'static str)> {
+        let mut out = names(doc);
+        out.dedup();
+        out
+    }
+
+    /// The first symbol named `name`.
+    fn symbol<'d>(doc: &'d CodeDoc, name: &str) -> &'d Symbol {
+        let mut symbols = doc.chunks.iter().filter_map(|c| c.symbol.as_ref());
+        symbols.find(|s| s.name == name).unwrap()
+    }
+
+    #[test]
+    fn java_classes_split_into_members_with_javadoc_and_enum_methods() {
+        let pad = "        int x = 1;\n".repeat(400);
+        let text = format!(
+            "package a.b;\n\nimport java.util.List;\n\n/** A router. */\n@Deprecated\npublic class Router {{\n    /** Most. */\n    private static final int MAX = 3, MIN = 1;\n\n    public Router() {{}}\n\n    /** Routes. */\n    @Override\n    public void route(String path) {{\n{pad}    }}\n\n    enum Mode {{\n        A, B;\n        void go() {{}}\n    }}\n    interface Handler {{ void handle(); }}\n    record Point(int x, int y) {{}}\n}}\n"
+        );
+        let doc = chunk(&text, Language::Java);
+        covers(&doc, &text);
+        let router = Some("Router".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("Router".into(), None, "class"),
+                ("MAX".into(), router.clone(), "var"),
+                ("Router".into(), router.clone(), "method"),
+                ("route".into(), router.clone(), "method"),
+                ("Mode".into(), router.clone(), "enum"),
+                ("Handler".into(), router.clone(), "interface"),
+                ("Point".into(), router, "class"),
+            ]
+        );
+        let route = symbol(&doc, "route");
+        assert_eq!(route.doc_comment, "/** Routes. */");
+        assert_eq!(
+            route.signature,
+            "@Override\n    public void route(String path)"
+        );
+        // An enum's methods after its constants are its members.
+        let small = "enum Mode {\n    A, B;\n    void go() {}\n}\n";
+        let pad = format!(
+            "    void big() {{\n{}    }}\n",
+            "        int x = 1;\n".repeat(400)
+        );
+        let text = small.replace("    void go", &format!("{pad}    void go"));
+        let doc = chunk(&text, Language::Java);
+        let mode = Some("Mode".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("Mode".into(), None, "enum"),
+                ("big".into(), mode.clone(), "method"),
+                ("go".into(), mode, "method"),
+            ]
+        );
+    }
+
+    #[test]
+    fn csharp_file_scoped_namespace_parents_what_follows_and_members_split() {
+        let pad = "        int x = 1;\n".repeat(400);
+        let text = format!(
+            "using System;\n\nnamespace Serilog.Core;\n\n/// <summary>A logger.</summary>\n[Serializable]\npublic sealed class Logger : ILogger\n{{\n    const int Max = 3;\n    public string Name {{ get; set; }}\n    public void Write(string m)\n    {{\n{pad}    }}\n#if DEBUG\n    void Debug() {{ }}\n#endif\n}}\n\npublic record Point(int X, int Y);\npublic delegate void Handler(int x);\npublic interface ILog {{ void W(); }}\n"
+        );
+        let doc = chunk(&text, Language::CSharp);
+        covers(&doc, &text);
+        let ns = Some("Serilog.Core".to_owned());
+        let logger = Some("Logger".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("Serilog.Core".into(), None, "module"),
+                ("Logger".into(), ns.clone(), "class"),
+                ("Max".into(), logger.clone(), "const"),
+                ("Name".into(), logger.clone(), "var"),
+                ("Write".into(), logger.clone(), "method"),
+                ("Debug".into(), logger, "method"),
+                ("Point".into(), ns.clone(), "class"),
+                ("Handler".into(), ns.clone(), "type"),
+                ("ILog".into(), ns, "interface"),
+            ]
+        );
+        let class = symbol(&doc, "Logger");
+        assert_eq!(class.doc_comment, "/// <summary>A logger.</summary>");
+        assert_eq!(
+            class.signature,
+            "[Serializable]\npublic sealed class Logger : ILogger"
+        );
+    }
+
+    #[test]
+    fn kotlin_classes_objects_properties_and_a_one_line_body() {
+        let pad = "        val x = 1\n".repeat(500);
+        let text = format!(
+            "package okhttp3\n\nimport java.io.File\n\n/** A client. */\nclass OkHttpClient(val a: Int) : Call.Factory {{\n    val timeout: Int = 0\n    constructor(b: String) : this(1)\n    /** Calls. */\n    fun newCall(request: Request): Call {{\n{pad}        return RealCall()\n    }}\n    companion object {{\n        const val MAX = 3\n    }}\n}}\n\ninterface Interceptor {{\n    fun intercept(chain: Chain): Response\n}}\nenum class Protocol {{\n    HTTP_1, HTTP_2;\n    fun isHttp() = true\n}}\ntypealias Headers = Map<String, String>\nfun topLevel(x: Int) = x\nprivate const val TOP = 1\n"
+        );
+        let doc = chunk(&text, Language::Kotlin);
+        covers(&doc, &text);
+        let client = Some("OkHttpClient".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("OkHttpClient".into(), None, "class"),
+                ("timeout".into(), client.clone(), "var"),
+                ("OkHttpClient".into(), client.clone(), "method"),
+                ("newCall".into(), client.clone(), "method"),
+                ("Companion".into(), client, "class"),
+                ("Interceptor".into(), None, "interface"),
+                ("Protocol".into(), None, "enum"),
+                ("Headers".into(), None, "type"),
+                ("topLevel".into(), None, "function"),
+                ("TOP".into(), None, "const"),
+            ]
+        );
+        let call = symbol(&doc, "newCall");
+        assert_eq!(call.signature, "fun newCall(request: Request): Call");
+        assert_eq!(call.doc_comment, "/** Calls. */");
+        // A one-line body: the grammar assumes the newline it wants after a member (a
+        // MISSING node), which is no error here.
+        let one_line = "class A { fun a() = 1 }\n";
+        assert_eq!(
+            names(&chunk(one_line, Language::Kotlin)),
+            vec![("A".into(), None, "class")]
+        );
+        // A real syntax error still sends the file to the text chunker.
+        assert!(
+            chunk_code(
+                "class A {\n  fun (\n}\n",
+                Language::Kotlin,
+                &ChunkParams::default()
+            )
+            .unwrap()
+            .is_none()
         );
     }
 }

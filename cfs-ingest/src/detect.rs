@@ -36,6 +36,12 @@ pub enum Language {
     JavaScript,
     /// JSX.
     Jsx,
+    /// Java.
+    Java,
+    /// C#.
+    CSharp,
+    /// Kotlin.
+    Kotlin,
     /// Another language, chunked as text; its name.
     Other(&'static str),
 }
@@ -51,6 +57,9 @@ impl Language {
             Self::Tsx => "tsx",
             Self::JavaScript => "javascript",
             Self::Jsx => "jsx",
+            Self::Java => "java",
+            Self::CSharp => "csharp",
+            Self::Kotlin => "kotlin",
             Self::Other(name) => name,
         }
     }
@@ -123,13 +132,13 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "jsx" => code("text/jsx", Language::Jsx),
         "c" | "h" => code("text/x-c", Language::Other("c")),
         "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => code("text/x-c++", Language::Other("cpp")),
-        "java" => code("text/x-java", Language::Other("java")),
-        "kt" | "kts" => code("text/x-kotlin", Language::Other("kotlin")),
+        "java" => code("text/x-java", Language::Java),
+        "kt" | "kts" => code("text/x-kotlin", Language::Kotlin),
         "scala" => code("text/x-scala", Language::Other("scala")),
         "swift" => code("text/x-swift", Language::Other("swift")),
         "rb" => code("text/x-ruby", Language::Other("ruby")),
         "php" => code("text/x-php", Language::Other("php")),
-        "cs" => code("text/x-csharp", Language::Other("csharp")),
+        "cs" => code("text/x-csharp", Language::CSharp),
         "lua" => code("text/x-lua", Language::Other("lua")),
         "zig" => code("text/x-zig", Language::Other("zig")),
         "hs" => code("text/x-haskell", Language::Other("haskell")),

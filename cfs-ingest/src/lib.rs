@@ -25,8 +25,8 @@ mod tree;
 mod walk;
 
 pub use code::{
-    CodeChunk, CodeDoc, GRAMMARS, SMALL_GAP_BYTES, WINDOW_BYTES, WINDOW_OVERLAP_BYTES, chunk_code,
-    has_grammar,
+    CodeChunk, CodeDoc, PARSED_LANGUAGES, SMALL_GAP_BYTES, WINDOW_BYTES, WINDOW_OVERLAP_BYTES,
+    chunk_code, code_parser, grammar_version, has_grammar,
 };
 pub use collections::{Collection, MAX_COLLECTIONS, MAX_PREFIXES, Registry, Resolution};
 pub use decode::{DecodeFailure, Decoded, decode};
@@ -47,7 +47,7 @@ pub use pdf::{
 pub use pipeline::{
     CODE_CHUNKER, DEFAULT_MAX_FILE_BYTES, HTML_PARSER, IngestConfig, Ingested, JSON_PARSER,
     MARKDOWN_CHUNKER, MARKDOWN_PARSER, PDF_CHUNKER, PDF_PARSER, Parsed, TEXT_CHUNKER, TEXT_PARSER,
-    embed_chunks, embedding_text, ingest_file, parse_file, parse_file_hashed,
+    embed_chunks, embedding_text, ingest_file, parse_file, parse_file_hashed, parsers_version,
 };
 pub use role::{
     GENERATED_MARKERS, MARKER_BYTES, MINIFIED_LINE_BYTES, MINIFIED_MIN_BYTES, Markers, Role,

@@ -9,7 +9,7 @@ use cfs_core::{
     EdgeKind, Embedding, MetaEntry, ParseProfile,
 };
 
-use crate::code::{GRAMMARS, chunk_code};
+use crate::code::{PARSED_LANGUAGES, chunk_code, code_parser};
 use crate::decode::{canonicalize, decode};
 use crate::detect::{Format, detect_file};
 use crate::embed::Embedder;
@@ -38,6 +38,29 @@ pub const PDF_CHUNKER: &str = "pdf/1";
 pub const MARKDOWN_CHUNKER: &str = "markdown/1";
 /// Version of the symbol-aware code chunker, with its window sizes.
 pub const CODE_CHUNKER: &str = "code/1 window=7000 overlap=500";
+
+/// Every parser and chunker version this build writes into parse profiles, one per
+/// line. A store records the list its documents were parsed with; when this build's
+/// differs (a grammar added or upgraded, a chunker's rule changed), the next whole sync
+/// parses every file again, so that the store holds what a clean index would.
+pub fn parsers_version() -> String {
+    let code = PARSED_LANGUAGES.into_iter().filter_map(code_parser);
+    let fixed = [
+        TEXT_PARSER,
+        JSON_PARSER,
+        MARKDOWN_PARSER,
+        HTML_PARSER,
+        PDF_PARSER,
+        TEXT_CHUNKER,
+        MARKDOWN_CHUNKER,
+        PDF_CHUNKER,
+        CODE_CHUNKER,
+    ]
+    .map(str::to_owned);
+    let mut all: Vec<String> = code.chain(fixed).collect();
+    all.dedup();
+    all.join("\n")
+}
 
 /// Default largest file indexed, in bytes.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 32 << 20;
@@ -278,8 +301,8 @@ fn chunk_by_format(
         }
         Format::Code(language) => {
             let language_name = language.name().to_owned();
-            match chunk_code(text, language, params)? {
-                Some(doc) => Ok(Pieces {
+            match (chunk_code(text, language, params)?, code_parser(language)) {
+                (Some(doc), Some(parser)) => Ok(Pieces {
                     spans: doc
                         .chunks
                         .into_iter()
@@ -293,10 +316,10 @@ fn chunk_by_format(
                         .collect(),
                     metadata: Vec::new(),
                     window_links: doc.window_links,
-                    parser: format!("code/1 {GRAMMARS}"),
+                    parser,
                     chunker: CODE_CHUNKER,
                 }),
-                None => as_text(
+                _ => as_text(
                     ChunkKind::Code {
                         language: language_name,
                         symbol: None,

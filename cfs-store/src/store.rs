@@ -229,6 +229,10 @@ impl Store {
             )?;
             meta.insert(meta::SETTINGS.as_bytes(), settings.encode().as_slice())?;
             meta.insert(
+                meta::PARSERS.as_bytes(),
+                cfs_ingest::parsers_version().as_bytes(),
+            )?;
+            meta.insert(
                 meta::TABLE_ROOTS.as_bytes(),
                 encode_roots(&TableRoots::empty()).as_slice(),
             )?;
@@ -491,6 +495,15 @@ impl Store {
         let root = StateRoot::from_hex(root)
             .map_err(|_| StoreError::Corrupted("meta git_head root".into()))?;
         Ok(Some((head.to_owned(), root)))
+    }
+
+    /// The parsers the store's documents were parsed with (`meta` `parsers`), `None` in
+    /// a store written before they were recorded.
+    pub fn parsers(&self) -> Result<Option<String>> {
+        let txn = self.db.begin_read()?;
+        let meta_t = txn.open_table(tables::META)?;
+        let value = meta_t.get(meta::PARSERS.as_bytes())?;
+        Ok(value.map(|v| String::from_utf8_lossy(v.value()).into_owned()))
     }
 
     /// The current state root.

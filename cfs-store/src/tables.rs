@@ -539,6 +539,9 @@ pub mod meta {
     pub const GIT_HEAD: &str = "git_head";
     /// The chunk log the state reads (`LogMark`).
     pub const CHUNK_LOG: &str = "chunk_log";
+    /// The parsers the documents were parsed with (`cfs_ingest::parsers_version`, UTF-8);
+    /// absent in a store written before it was recorded.
+    pub const PARSERS: &str = "parsers";
 }
 
 /// The table roots recorded in meta.

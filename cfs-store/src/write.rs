@@ -641,6 +641,14 @@ impl<'s> WriteTxn<'s> {
         Ok(())
     }
 
+    /// Records the parsers the store's documents were parsed with (`meta` `parsers`): a
+    /// meta row, outside the state.
+    pub(crate) fn set_parsers(&mut self, parsers: &str) -> Result<()> {
+        let mut meta = self.txn.open_table(tables::META)?;
+        meta.insert(tables::meta::PARSERS.as_bytes(), parsers.as_bytes())?;
+        Ok(())
+    }
+
     /// True if the document is present.
     pub fn has_document(&self, id: &DocumentId) -> Result<bool> {
         let t = self.txn.open_table(tables::DOCUMENTS)?;
@@ -924,8 +932,17 @@ impl<'s> WriteTxn<'s> {
             .open_table(tables::CHUNKS_BY_DOCUMENT)?
             .remove(&document.0[..])?;
         self.delete_row(Table::Documents, &document.0)?;
+        // The content's entry goes only if it names this document: a document of the same
+        // content parsed again by other parsers may have taken it.
         let mut idx = self.txn.open_table(tables::CONTENT_INDEX)?;
-        idx.remove(tables::content_key(&doc.content_hash, &doc.profile.mime_type).as_slice())?;
+        let key = tables::content_key(&doc.content_hash, &doc.profile.mime_type);
+        let names_it = match idx.get(key.as_slice())? {
+            Some(v) => tables::content_value(v.value())? == document,
+            None => false,
+        };
+        if names_it {
+            idx.remove(key.as_slice())?;
+        }
         Ok(())
     }
 

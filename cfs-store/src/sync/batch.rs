@@ -148,14 +148,18 @@ impl SyncRun<'_> {
             if let Ok((bytes, hash)) = &read.result {
                 self.report.hashed += 1;
                 let cached = self.stats.get(path).filter(|s| s.hash == *hash);
-                let same = cached.is_some_and(|s| s.failure.is_none());
+                let same = cached.is_some_and(|s| s.failure.is_none()) && !self.reparse;
                 if let Some(reason) = cached.and_then(|s| s.failure.clone()) {
                     // The same bytes failed before: they would fail again.
                     plan.known_failures.insert(i, reason);
                 } else if same && let Some(old) = self.existing.get(path) {
                     document = Some(old.document_id);
                 } else if let Ok(detected) = detect_file(path, bytes) {
-                    if let Some(doc) = txn.document_for_content(hash, detected.mime_type)? {
+                    let known = match self.reparse {
+                        true => None,
+                        false => txn.document_for_content(hash, detected.mime_type)?,
+                    };
+                    if let Some(doc) = known {
                         document = Some(doc);
                     } else if let std::collections::btree_map::Entry::Vacant(slot) =
                         new_content.entry((*hash, detected.mime_type))

@@ -368,6 +368,11 @@ struct SyncRun<'a> {
     /// cache: not while embeddings are deferred and the cache holds no vector of this
     /// model (a new store), when nothing could be found.
     texts_wanted: bool,
+    /// Whether the store's documents were parsed by other parsers than this build's
+    /// (`cfs_ingest::parsers_version`): a whole sync then parses every file again,
+    /// trusting neither the stat cache nor a document of the same content, and records
+    /// this build's parsers when it commits.
+    reparse: bool,
     report: SyncReport,
 }
 
@@ -402,6 +407,7 @@ impl<'a> SyncRun<'a> {
             model_id: embedder.model_id().to_owned(),
         };
         store.settings().check(&requested, store.path())?;
+        let reparse = store.parsers()?.as_deref() != Some(cfs_ingest::parsers_version().as_str());
         Ok(Self {
             store,
             options,
@@ -412,6 +418,7 @@ impl<'a> SyncRun<'a> {
             stats: BTreeMap::new(),
             renames_left: BTreeMap::new(),
             texts_wanted: true,
+            reparse,
             report: SyncReport::default(),
         })
     }
@@ -425,6 +432,9 @@ impl<'a> SyncRun<'a> {
         ahead: Option<WalkAhead>,
     ) -> Result<Triage> {
         let store = self.store;
+        // Only a whole sync parses everything again: a part of the tree parsed anew
+        // would leave the rest as the old parsers made it.
+        self.reparse &= scope.is_none();
         // The walk (system calls) and the read of the store's side run at once.
         let (walked, state) = match ahead {
             Some(walk) => {
@@ -508,7 +518,8 @@ impl<'a> SyncRun<'a> {
         let mut stats = self.stats.iter().peekable();
         let mut existing = self.existing.iter().peekable();
         for f in files {
-            let cached = seek(&mut stats, &f.rel_path).filter(|s| vouches_for(s, f));
+            let cached = seek(&mut stats, &f.rel_path)
+                .filter(|s| vouches_for(s, f) && !(self.reparse && s.failure.is_none()));
             let old = seek(&mut existing, &f.rel_path);
             if let Some(reason) = cached.and_then(|s| s.failure.as_ref())
                 && old.is_none()
@@ -630,6 +641,9 @@ impl<'a> SyncRun<'a> {
                 txn.unbind_path(path)?;
             }
             self.report.removed += gone.len();
+        }
+        if self.reparse {
+            txn.set_parsers(&cfs_ingest::parsers_version())?;
         }
         self.report.root = self.commit(txn)?;
         let renamed = self.report.renamed;

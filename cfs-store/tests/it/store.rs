@@ -984,3 +984,56 @@ fn a_cold_index_is_the_same_on_any_number_of_threads() {
         "the chunk log's layout varies"
     );
 }
+
+/// A store parsed by other parsers than this build's (here: one written before the
+/// parsers were recorded) is parsed again whole by the next sync, and then holds what a
+/// clean index holds; scoped syncs meanwhile leave the rest as it is, and a sync after
+/// the reparse trusts the stat cache again.
+#[test]
+fn a_store_parsed_by_other_parsers_is_parsed_again_by_the_next_whole_sync() {
+    let (tree, db, store, options, embedder) = setup();
+    write(tree.path(), "a.md", "# A\n\nalpha text\n");
+    write(
+        tree.path(),
+        "src/Main.java",
+        "class Main {\n    void run() {}\n}\n",
+    );
+    write(tree.path(), "src/lib.rs", "/// Doc.\npub fn f() {}\n");
+    let first = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!(first.parsed, 3);
+    assert_eq!(
+        store.parsers().unwrap(),
+        Some(cfs_ingest::parsers_version())
+    );
+    drop(store);
+    let path = db.path().join("store.redb");
+    tamper(&path, "meta", |t| {
+        t.remove(&b"parsers"[..]).unwrap();
+    });
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.parsers().unwrap(), None);
+    // A scoped sync parses only its scope and does not claim the store is current.
+    let scope = cfs_ingest::Scope::new(["src/lib.rs"]);
+    let scoped = store
+        .sync_paths(tree.path(), &scope, &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!(scoped.parsed, 0, "{scoped:?}");
+    assert_eq!(store.parsers().unwrap(), None);
+    let again = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    assert_eq!((again.hashed, again.parsed, again.unchanged), (3, 3, 3));
+    assert_eq!(again.root, clean_root(tree.path(), &options, &embedder));
+    assert_eq!(
+        store.parsers().unwrap(),
+        Some(cfs_ingest::parsers_version())
+    );
+    let then = store
+        .sync(tree.path(), &options, &embedder, &|_| {})
+        .unwrap();
+    // (Files this new may be hashed again: the stat cache does not vouch for them yet.)
+    assert_eq!((then.parsed, then.unchanged, then.commits), (0, 3, 0));
+    reopens_verified_at(db.path(), again.root);
+}
