@@ -109,12 +109,15 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_typescript" => code_body(Language::TypeScript, data),
         "code_tsx" => code_body(Language::Tsx, data),
         "code_javascript" => code_body(Language::JavaScript, data),
+        "code_java" => code_body(Language::Java, data),
+        "code_csharp" => code_body(Language::CSharp, data),
+        "code_kotlin" => code_body(Language::Kotlin, data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 11] = [
+pub const TARGETS: [&str; 14] = [
     "decode",
     "text",
     "markdown",
@@ -126,4 +129,7 @@ pub const TARGETS: [&str; 11] = [
     "code_typescript",
     "code_tsx",
     "code_javascript",
+    "code_java",
+    "code_csharp",
+    "code_kotlin",
 ];
