@@ -32,35 +32,94 @@ const MAX_SIGNATURE_BYTES: usize = 1024;
 /// The tree-sitter runtime, part of every code parse profile.
 const TREE_SITTER: &str = "tree-sitter=0.27";
 
-/// Every language parsed by symbols here (a grammar added below belongs here too: the
-/// list makes [`crate::parsers_version`], which tells stores to parse again).
-pub const PARSED_LANGUAGES: [Language; 10] = [
-    Language::Rust,
-    Language::Go,
-    Language::Python,
-    Language::TypeScript,
-    Language::Tsx,
-    Language::JavaScript,
-    Language::Jsx,
-    Language::Java,
-    Language::CSharp,
-    Language::Kotlin,
+/// A grammar here: the language it parses, its name and its crate's pinned version
+/// (both in the parse profile), and the grammar itself.
+struct Grammar {
+    language: Language,
+    name: &'static str,
+    version: &'static str,
+    load: fn() -> tree_sitter::Language,
+}
+
+/// Every language parsed by symbols: adding a language is a row here (and its symbol
+/// table in [`classify`]); the rows make [`crate::parsers_version`], which tells stores
+/// to parse again.
+const GRAMMARS: [Grammar; 10] = [
+    Grammar {
+        language: Language::Rust,
+        name: "rust",
+        version: "0.24.2",
+        load: || tree_sitter_rust::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Go,
+        name: "go",
+        version: "0.25.0",
+        load: || tree_sitter_go::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Python,
+        name: "python",
+        version: "0.25.0",
+        load: || tree_sitter_python::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::TypeScript,
+        name: "typescript",
+        version: "0.23.2",
+        load: || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+    },
+    Grammar {
+        language: Language::Tsx,
+        name: "typescript",
+        version: "0.23.2",
+        load: || tree_sitter_typescript::LANGUAGE_TSX.into(),
+    },
+    Grammar {
+        language: Language::JavaScript,
+        name: "javascript",
+        version: "0.25.0",
+        load: || tree_sitter_javascript::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Jsx,
+        name: "javascript",
+        version: "0.25.0",
+        load: || tree_sitter_javascript::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Java,
+        name: "java",
+        version: "0.23.5",
+        load: || tree_sitter_java::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::CSharp,
+        name: "c-sharp",
+        version: "0.23.5",
+        load: || tree_sitter_c_sharp::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Kotlin,
+        name: "kotlin-ng",
+        version: "1.1.0",
+        load: || tree_sitter_kotlin_ng::LANGUAGE.into(),
+    },
 ];
+
+fn grammar_of(language: Language) -> Option<&'static Grammar> {
+    GRAMMARS.iter().find(|g| g.language == language)
+}
+
+/// Every language parsed by symbols here, in the table's order.
+pub fn parsed_languages() -> impl Iterator<Item = Language> {
+    GRAMMARS.iter().map(|g| g.language)
+}
 
 /// The grammar that parses `language` and its crate's pinned version (both part of the
 /// parse profile), or `None` without one.
 pub fn grammar_version(language: Language) -> Option<(&'static str, &'static str)> {
-    Some(match language {
-        Language::Rust => ("rust", "0.24.2"),
-        Language::Go => ("go", "0.25.0"),
-        Language::Python => ("python", "0.25.0"),
-        Language::TypeScript | Language::Tsx => ("typescript", "0.23.2"),
-        Language::JavaScript | Language::Jsx => ("javascript", "0.25.0"),
-        Language::Java => ("java", "0.23.5"),
-        Language::CSharp => ("c-sharp", "0.23.5"),
-        Language::Kotlin => ("kotlin-ng", "1.1.0"),
-        Language::Other(_) => return None,
-    })
+    grammar_of(language).map(|g| (g.name, g.version))
 }
 
 /// The parser of a code file in `language` parsed by symbols: `code/2`, the runtime and
@@ -97,18 +156,7 @@ pub fn has_grammar(language: Language) -> bool {
 }
 
 fn grammar(language: Language) -> Option<tree_sitter::Language> {
-    Some(match language {
-        Language::Rust => tree_sitter_rust::LANGUAGE.into(),
-        Language::Go => tree_sitter_go::LANGUAGE.into(),
-        Language::Python => tree_sitter_python::LANGUAGE.into(),
-        Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-        Language::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-        Language::JavaScript | Language::Jsx => tree_sitter_javascript::LANGUAGE.into(),
-        Language::Java => tree_sitter_java::LANGUAGE.into(),
-        Language::CSharp => tree_sitter_c_sharp::LANGUAGE.into(),
-        Language::Kotlin => tree_sitter_kotlin_ng::LANGUAGE.into(),
-        Language::Other(_) => return None,
-    })
+    grammar_of(language).map(|g| (g.load)())
 }
 
 thread_local! {
@@ -181,19 +229,23 @@ fn clip(text: &str, max: usize) -> String {
     text[..end].to_owned()
 }
 
+/// The first named child of `node` of one of `kinds`.
+fn child_of_kind<'t>(node: Node<'t>, kinds: &[&str]) -> Option<Node<'t>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .find(|c| kinds.contains(&c.kind()))
+}
+
 /// The node holding a declaration's body: its `body` field, or in Kotlin (whose
 /// grammar names no field) its class, enum or function body child.
 fn body_of<'t>(language: Language, node: Node<'t>) -> Option<Node<'t>> {
-    if language != Language::Kotlin {
-        return node.child_by_field_name("body");
+    match language {
+        Language::Kotlin => child_of_kind(
+            node,
+            &["class_body", "enum_class_body", "function_body", "block"],
+        ),
+        _ => node.child_by_field_name("body"),
     }
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).find(|c| {
-        matches!(
-            c.kind(),
-            "class_body" | "enum_class_body" | "function_body" | "block"
-        )
-    })
 }
 
 /// The declaration up to its body (or its first line when it has none), trimmed.
@@ -261,9 +313,9 @@ fn classify<'t>(
         Language::TypeScript | Language::Tsx | Language::JavaScript | Language::Jsx => {
             script_symbol(node, src)
         }
-        Language::Java => java_symbol(node, src, parent),
-        Language::CSharp => csharp_symbol(node, src, parent),
-        Language::Kotlin => kotlin_symbol(node, src, parent),
+        Language::Java => java_symbol(node, src, function),
+        Language::CSharp => csharp_symbol(node, src, function),
+        Language::Kotlin => kotlin_symbol(node, src, function, parent),
         Language::Other(_) => None,
     }
 }
@@ -377,12 +429,9 @@ fn first_declarator(node: Node<'_>, src: &str) -> String {
     declarator.map_or_else(String::new, |d| name_of(d, "name", src))
 }
 
-/// A Java declaration; constructors are named by their class.
-fn java_symbol<'t>(
-    node: Node<'t>,
-    src: &str,
-    parent: Option<(&str, SymbolKind)>,
-) -> Option<Classified<'t>> {
+/// A Java declaration; `function` is the kind of a method here (a function outside a
+/// container); constructors are named by their class.
+fn java_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
     let name = || name_of(node, "name", src);
     let body = || node.child_by_field_name("body");
     match node.kind() {
@@ -392,11 +441,7 @@ fn java_symbol<'t>(
         }
         "enum_declaration" => Some((SymbolKind::Enum, name(), body())),
         "method_declaration" | "annotation_type_element_declaration" => {
-            let kind = match parent {
-                Some(_) => SymbolKind::Method,
-                None => SymbolKind::Function,
-            };
-            Some((kind, name(), None))
+            Some((function, name(), None))
         }
         "constructor_declaration" | "compact_constructor_declaration" => {
             Some((SymbolKind::Method, name(), None))
@@ -407,12 +452,9 @@ fn java_symbol<'t>(
     }
 }
 
-/// A C# declaration; a namespace is a module, a record or class a class.
-fn csharp_symbol<'t>(
-    node: Node<'t>,
-    src: &str,
-    parent: Option<(&str, SymbolKind)>,
-) -> Option<Classified<'t>> {
+/// A C# declaration; a namespace is a module, a record or class a class; `function` is
+/// the kind of a method here.
+fn csharp_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
     let name = || name_of(node, "name", src);
     let body = || node.child_by_field_name("body");
     match node.kind() {
@@ -425,11 +467,7 @@ fn csharp_symbol<'t>(
         "enum_declaration" => Some((SymbolKind::Enum, name(), None)),
         "delegate_declaration" => Some((SymbolKind::Type, name(), None)),
         "method_declaration" | "constructor_declaration" | "destructor_declaration" => {
-            let kind = match parent {
-                Some(_) => SymbolKind::Method,
-                None => SymbolKind::Function,
-            };
-            Some((kind, name(), None))
+            Some((function, name(), None))
         }
         "operator_declaration" | "conversion_operator_declaration" => {
             Some((SymbolKind::Method, "operator".to_owned(), None))
@@ -450,10 +488,12 @@ fn csharp_symbol<'t>(
 /// A Kotlin declaration. Its grammar names few fields: a class's body and kind
 /// (`interface`, `enum class`) are read from its children, a property's name from its
 /// variable declaration; a companion object without a name is `Companion`, a
-/// secondary constructor is named by its class.
+/// secondary constructor is named by its class (`parent`); `function` is the kind of a
+/// function here.
 fn kotlin_symbol<'t>(
     node: Node<'t>,
     src: &str,
+    function: SymbolKind,
     parent: Option<(&str, SymbolKind)>,
 ) -> Option<Classified<'t>> {
     let name = || name_of(node, "name", src);
@@ -478,13 +518,7 @@ fn kotlin_symbol<'t>(
             let named = field_text(node, "name", src).unwrap_or("Companion");
             Some((SymbolKind::Class, named.to_owned(), body()))
         }
-        "function_declaration" => {
-            let kind = match parent {
-                Some(_) => SymbolKind::Method,
-                None => SymbolKind::Function,
-            };
-            Some((kind, name(), None))
-        }
+        "function_declaration" => Some((function, name(), None)),
         "secondary_constructor" => {
             let class = parent.map_or("constructor", |(p, _)| p);
             Some((SymbolKind::Method, class.to_owned(), None))
@@ -499,7 +533,8 @@ fn kotlin_symbol<'t>(
                 true => SymbolKind::Const,
                 false => SymbolKind::Var,
             };
-            Some((kind, kotlin_property_name(node, src), None))
+            let name = kotlin_property_name(node, src).unwrap_or_default();
+            Some((kind, name, None))
         }
         "type_alias" => Some((SymbolKind::Type, name_of(node, "type", src), None)),
         _ => None,
@@ -508,29 +543,14 @@ fn kotlin_symbol<'t>(
 
 /// A Kotlin property's name: its variable declaration's identifier, or the first of a
 /// destructuring declaration's.
-fn kotlin_property_name(node: Node<'_>, src: &str) -> String {
-    let mut cursor = node.walk();
-    let declaration = node.named_children(&mut cursor).find(|c| {
-        matches!(
-            c.kind(),
-            "variable_declaration" | "multi_variable_declaration"
-        )
-    });
-    let mut declaration = match declaration {
-        Some(d) => d,
-        None => return String::new(),
-    };
+fn kotlin_property_name(node: Node<'_>, src: &str) -> Option<String> {
+    let kinds = ["variable_declaration", "multi_variable_declaration"];
+    let mut declaration = child_of_kind(node, &kinds)?;
     if declaration.kind() == "multi_variable_declaration" {
-        match declaration.named_child(0) {
-            Some(first) => declaration = first,
-            None => return String::new(),
-        }
+        declaration = declaration.named_child(0)?;
     }
-    let mut cursor = declaration.walk();
-    let ident = declaration
-        .named_children(&mut cursor)
-        .find(|c| c.kind() == "identifier");
-    ident.map_or_else(String::new, |i| text_of(i, src).to_owned())
+    let ident = child_of_kind(declaration, &["identifier"])?;
+    Some(text_of(ident, src).to_owned())
 }
 
 /// `const f = () => ...` is a function; other `const`, `let` and `var` bindings are

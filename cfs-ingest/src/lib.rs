@@ -25,8 +25,8 @@ mod tree;
 mod walk;
 
 pub use code::{
-    CodeChunk, CodeDoc, PARSED_LANGUAGES, SMALL_GAP_BYTES, WINDOW_BYTES, WINDOW_OVERLAP_BYTES,
-    chunk_code, code_parser, grammar_version, has_grammar,
+    CodeChunk, CodeDoc, SMALL_GAP_BYTES, WINDOW_BYTES, WINDOW_OVERLAP_BYTES, chunk_code,
+    code_parser, grammar_version, has_grammar, parsed_languages,
 };
 pub use collections::{Collection, MAX_COLLECTIONS, MAX_PREFIXES, Registry, Resolution};
 pub use decode::{DecodeFailure, Decoded, decode};

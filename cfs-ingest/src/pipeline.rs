@@ -9,7 +9,7 @@ use cfs_core::{
     EdgeKind, Embedding, MetaEntry, ParseProfile,
 };
 
-use crate::code::{PARSED_LANGUAGES, chunk_code, code_parser};
+use crate::code::{chunk_code, code_parser, parsed_languages};
 use crate::decode::{canonicalize, decode};
 use crate::detect::{Format, detect_file};
 use crate::embed::Embedder;
@@ -44,7 +44,7 @@ pub const CODE_CHUNKER: &str = "code/1 window=7000 overlap=500";
 /// differs (a grammar added or upgraded, a chunker's rule changed), the next whole sync
 /// parses every file again, so that the store holds what a clean index would.
 pub fn parsers_version() -> String {
-    let code = PARSED_LANGUAGES.into_iter().filter_map(code_parser);
+    let code = parsed_languages().filter_map(code_parser);
     let fixed = [
         TEXT_PARSER,
         JSON_PARSER,

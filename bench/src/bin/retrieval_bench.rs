@@ -27,7 +27,7 @@ use cfs_ingest::{
     EmbedError, Embedder, HashEmbedder, IngestConfig, MiniLmInt, Registry, embedding_text,
     index_tree,
 };
-use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
+use cfs_store::search::{IndexOptions, Mode, Query, Ranking, SearchIndex};
 use cfs_store::{EmbedOptions, EmbedProgress, Settings, Store, SyncOptions};
 use serde_json::json;
 
@@ -79,31 +79,35 @@ impl Embedder for TableEmbedder {
     }
 }
 
-fn quality(
-    index: &SearchIndex,
-    e: &dyn Embedder,
-    labels: &[Label],
-    mode: Mode,
-    w: Option<u32>,
-) -> serde_json::Value {
-    let (mut found, mut rr) = (0usize, 0.0);
-    // `--variant NAME`: the ranking stack of that name (`cfs_bench::variant`: `full`,
-    // `plain`, `-files`, ...); default the full stack.
-    let args: Vec<String> = std::env::args().collect();
-    let ranking = variant(&flag(&args, "--variant").unwrap_or_else(|| "full".into()));
-    for label in labels {
-        let mut q = Query::new(label.query.clone()).mode(mode).k(10);
-        q = q.ranking(ranking.clone());
-        q.exact = true;
-        q.vector_weight = w;
-        let hits = index.search(&q, e).expect("search");
-        if let Some(rank) = hits.iter().position(|h| is_target(h, label)) {
-            found += 1;
-            rr += 1.0 / (rank as f64 + 1.0);
+/// A labelled suite searched with one ranking stack (`--variant NAME`, the stacks of
+/// `cfs_bench::variant`; default the full stack).
+struct Suite<'a> {
+    index: &'a SearchIndex,
+    embedder: &'a dyn Embedder,
+    labels: &'a [Label],
+    ranking: Ranking,
+}
+
+impl Suite<'_> {
+    /// Recall@10 and MRR of the labels in `mode`, at vector weight `w`.
+    fn quality(&self, mode: Mode, w: Option<u32>) -> serde_json::Value {
+        let (mut found, mut rr) = (0usize, 0.0);
+        for label in self.labels {
+            let mut q = Query::new(label.query.clone())
+                .mode(mode)
+                .k(10)
+                .ranking(self.ranking.clone());
+            q.exact = true;
+            q.vector_weight = w;
+            let hits = self.index.search(&q, self.embedder).expect("search");
+            if let Some(rank) = hits.iter().position(|h| is_target(h, label)) {
+                found += 1;
+                rr += 1.0 / (rank as f64 + 1.0);
+            }
         }
+        let n = self.labels.len().max(1) as f64;
+        json!({"recall_at_10": found as f64 / n, "mrr": rr / n})
     }
-    let n = labels.len().max(1) as f64;
-    json!({"recall_at_10": found as f64 / n, "mrr": rr / n})
 }
 
 /// One candidate of a query in `--fusion`: whether it is the label's target, and its
@@ -437,19 +441,22 @@ fn main() {
     weights.push(own);
     weights.sort();
     weights.dedup();
+    let suite = Suite {
+        index: &index,
+        embedder: &*embedder,
+        labels: &labels,
+        ranking: variant(&get("--variant").unwrap_or_else(|| "full".into())),
+    };
     let mut hybrid = BTreeMap::new();
     for w in weights {
-        hybrid.insert(
-            w.to_string(),
-            quality(&index, &*embedder, &labels, Mode::Hybrid, Some(w)),
-        );
+        hybrid.insert(w.to_string(), suite.quality(Mode::Hybrid, Some(w)));
     }
     let out = json!({
         "embedder": embedder.model_id(),
         "corpus": {"files": files, "bytes": bytes, "chunks": index.snapshot().n_chunks(), "queries": labels.len()},
         "sync_s": sync_s,
-        "text": quality(&index, &*embedder, &labels, Mode::Text, None),
-        "vector": quality(&index, &*embedder, &labels, Mode::Vector, None),
+        "text": suite.quality(Mode::Text, None),
+        "vector": suite.quality(Mode::Vector, None),
         "hybrid_by_weight": hybrid,
         "own_weight": own,
     });

@@ -253,14 +253,12 @@ pub(crate) fn rank(
 /// chunks, each chunk weighed by its file's role, then files ranked by
 /// [`file_of`], best first, ties by their best chunks' tie order.
 pub fn rank_chunks(
-    chunks: Vec<RankedChunk>,
+    mut chunks: Vec<RankedChunk>,
     evidence: &HashMap<DocumentId, Evidence>,
     analysis: &Analysis,
     ranking: &Ranking,
     weights: &Weights,
 ) -> Vec<RankedFile> {
-    let mut files: HashMap<DocumentId, Vec<RankedChunk>> = HashMap::new();
-    let mut chunks = chunks;
     for c in chunks.iter_mut() {
         let doc = &c.meta.doc;
         let p = &mut c.parts;
@@ -271,6 +269,7 @@ pub fn rank_chunks(
         p.chunk = (p.fused + p.evidence_bonus) * u64::from(prior) / 100;
     }
     meaning_below_words(&mut chunks);
+    let mut files: HashMap<DocumentId, Vec<RankedChunk>> = HashMap::new();
     for mut c in chunks {
         c.parts.score = c.parts.chunk;
         files.entry(c.meta.doc.id).or_default().push(c);
@@ -353,9 +352,10 @@ pub fn fuse_ranks(p: &mut Parts, weights: &Weights) {
 
 /// A file of its chunks: sorted best first; its score the best one's plus the others'
 /// scores halved once per better chunk, that sum at most [`Ranking::file_bonus_cap`]
-/// percent of the best (none when the best was lowered by [`meaning_below_words`]). In a chunk answer each chunk ranks by its own score, but the
-/// file's windows (chunks without a symbol and later windows of a split symbol) are
-/// halved once for each better window of the file. With [`Ranking::files`] off, the
+/// percent of the best (none when the best was lowered by [`meaning_below_words`]). In a
+/// chunk answer each chunk ranks by its own score, but the file's windows (chunks
+/// without a symbol and later windows of a split symbol) are halved once for each
+/// better window of the file. With [`Ranking::files`] off, the
 /// file's score is its best chunk's and no window is halved.
 fn file_of(mut chunks: Vec<RankedChunk>, ranking: &Ranking) -> RankedFile {
     chunks.sort_unstable_by(|a, b| {
