@@ -143,7 +143,7 @@ fn set_aside(file: &Path, fresh: &Path) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot move {} into place", log.display()))?;
     std::fs::rename(fresh, file)
         .with_context(|| format!("cannot move {} into place", fresh.display()))?;
-    let cache = file.with_file_name("index.cache");
+    let cache = cfs_store::search::cache_path(file);
     cfs_store::search::remove_cache(&cache)
         .with_context(|| format!("cannot remove {}", cache.display()))?;
     Ok(aside)

@@ -69,14 +69,9 @@ fn parse_role(name: &str) -> Result<Role, String> {
     })
 }
 
-/// The cache file of a store's runtime index: `index.cache` beside `store.redb`.
+/// The cache file of a store's runtime index ([`cfs_store::search::cache_path`]).
 pub fn cache_path(store: &Store) -> std::path::PathBuf {
-    cache_path_of(store.path())
-}
-
-/// The index file of the store file `file`.
-pub fn cache_path_of(file: &std::path::Path) -> std::path::PathBuf {
-    file.with_file_name("index.cache")
+    cfs_store::search::cache_path(store.path())
 }
 
 /// Opens the store's runtime index for a search command.

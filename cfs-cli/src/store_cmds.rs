@@ -556,7 +556,7 @@ fn after_sync(store: Store, file: &Path, created: bool, embedder: &dyn Embedder,
         eprintln!("cfs: warning: {} was not compacted: {e}", file.display());
     }
     // A store never searched has no index to bring forward: not even opened then.
-    if !crate::search_cmds::cache_path_of(file).exists() {
+    if !cfs_store::search::cache_path(file).exists() {
         return;
     }
     let brought =

@@ -918,3 +918,32 @@ fn a_no_op_index_leaves_the_store_file_untouched() {
     );
     assert!(before == after, "a no-op index wrote to the store file");
 }
+
+#[test]
+fn store_files_sharing_a_folder_keep_their_own_index_files() {
+    let tree = sample_tree();
+    let root = tree.path();
+    let dir = tempfile::tempdir().unwrap();
+    let stores = [dir.path().join("a.redb"), dir.path().join("b.redb")];
+    for file in &stores {
+        let store = file.to_str().unwrap();
+        let (code, _, err) = cfs_in(root, &["index", "--embedder", "hash", "--store", store]);
+        assert_eq!(code, 0, "{err}");
+    }
+    // b's state differs from a's, so one shared index file would be rebuilt at each switch.
+    std::fs::write(root.join("extra.md"), "# Extra\n\nMerkle walrus.\n").unwrap();
+    let b = stores[1].to_str().unwrap();
+    let (code, _, err) = cfs_in(root, &["index", "--store", b]);
+    assert_eq!(code, 0, "{err}");
+    for round in 0..2 {
+        for file in &stores {
+            let store = file.to_str().unwrap();
+            let (code, _, err) = cfs_in(root, &["search", "merkle", "--store", store]);
+            assert_eq!(code, 0, "{err}");
+            assert!(!err.contains("rebuilt"), "round {round}: {err}");
+        }
+    }
+    assert!(dir.path().join("a.redb.index.cache").is_file());
+    assert!(dir.path().join("b.redb.index.cache").is_file());
+    assert!(!dir.path().join("index.cache").exists());
+}

@@ -445,6 +445,19 @@ pub fn verify_index_file(path: &std::path::Path) -> std::result::Result<usize, S
     cache::verify_file(path)
 }
 
+/// The index file of the store file `store`: `index.cache` beside a `store.redb` (a
+/// store folder holds one store), else `<store file>.index.cache`, so that store files
+/// sharing a folder never take each other's index file.
+pub fn cache_path(store: &std::path::Path) -> std::path::PathBuf {
+    let name = store.file_name().unwrap_or_default();
+    if name == "store.redb" {
+        return store.with_file_name("index.cache");
+    }
+    let mut name = name.to_os_string();
+    name.push(".index.cache");
+    store.with_file_name(name)
+}
+
 /// Removes the index file at `cache` and the delta file beside it (what is not there is
 /// not an error): for a store whose files no longer describe it, e.g. after a change of
 /// embedder.
