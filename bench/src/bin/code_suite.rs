@@ -160,7 +160,41 @@ fn embedder_named(name: &str) -> Box<dyn Embedder> {
     match name {
         "hash" => Box::new(HashEmbedder::default()),
         "minilm-int" => Box::new(MiniLmInt::open_default().expect("minilm-int model file")),
-        other => panic!("--embedder hash|minilm-int, not {other}"),
+        other => match other.strip_prefix("minilm-long") {
+            Some(n) => Box::new(LongMiniLm::new(n.parse().expect("minilm-longN"))),
+            None => panic!("--embedder hash|minilm-int|minilm-longN, not {other}"),
+        },
+    }
+}
+
+/// minilm-int reading up to `n` sequences of a text (experiment).
+struct LongMiniLm {
+    model: MiniLmInt,
+    id: String,
+    n: usize,
+}
+
+impl LongMiniLm {
+    fn new(n: usize) -> Self {
+        let model = MiniLmInt::open_default().expect("minilm-int model file");
+        let id = format!("minilm-long{n}/0 {}", model.model_id());
+        Self { model, id, n }
+    }
+}
+
+impl Embedder for LongMiniLm {
+    fn model_id(&self) -> &str {
+        &self.id
+    }
+    fn dimension(&self) -> usize {
+        self.model.dimension()
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, cfs_ingest::EmbedError> {
+        use rayon::prelude::*;
+        Ok(texts
+            .par_iter()
+            .map(|t| self.model.embed_long(t, self.n))
+            .collect())
     }
 }
 

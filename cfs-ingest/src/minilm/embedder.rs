@@ -179,6 +179,11 @@ impl MiniLmInt {
         self.model.vocab.tokenize(text)
     }
 
+    /// Embeds one text whole, up to `max_sequences` sequences (experimental).
+    pub fn embed_long(&self, text: &str, max_sequences: usize) -> Vec<i16> {
+        self.model.embed_long(text, self.simd, max_sequences)
+    }
+
     /// Embeds one text.
     pub fn embed(&self, text: &str) -> Vec<i16> {
         self.model.embed(text, self.simd)

@@ -332,15 +332,21 @@ impl Model {
         self.embed_ids(&self.vocab.tokenize(text), simd)
     }
 
+    /// The unit vector of a whole text, however long: mean pooling over the hidden
+    /// states of its first `max_sequences` sequences of `MAX_TOKENS`.
+    pub fn embed_long(&self, text: &str, simd: Simd, max_sequences: usize) -> Vec<i16> {
+        let ids = self.vocab.word_pieces(text);
+        let mut pooled = vec![0i64; HIDDEN];
+        for seq in self.vocab.sequences(&ids).iter().take(max_sequences) {
+            add_rows(&mut pooled, &self.encode(seq, simd));
+        }
+        crate::embed::normalize(&pooled)
+    }
+
     /// The unit vector of a token sequence (1 to [`POSITIONS`] ids, each in the vocabulary).
     pub fn embed_ids(&self, ids: &[u32], simd: Simd) -> Vec<i16> {
-        let h = self.encode(ids, simd);
         let mut pooled = vec![0i64; HIDDEN];
-        for row in h.chunks_exact(HIDDEN) {
-            for (p, &v) in pooled.iter_mut().zip(row) {
-                *p += i64::from(v);
-            }
-        }
+        add_rows(&mut pooled, &self.encode(ids, simd));
         crate::embed::normalize(&pooled)
     }
 
@@ -507,6 +513,15 @@ impl Model {
         let factor = (1i64 << 62) / total;
         for (o, &ej) in out.iter_mut().zip(e.iter()) {
             *o = rshift_round(ej * factor, 47).min(32767) as i16;
+        }
+    }
+}
+
+/// Adds every row of [`HIDDEN`] hidden states to `pooled`, column by column.
+fn add_rows(pooled: &mut [i64], hidden: &[i16]) {
+    for row in hidden.chunks_exact(HIDDEN) {
+        for (p, &v) in pooled.iter_mut().zip(row) {
+            *p += i64::from(v);
         }
     }
 }

@@ -73,6 +73,37 @@ impl Vocab {
         ids
     }
 
+    /// The word pieces of all of `text`, without `[CLS]`, `[SEP]` or a limit.
+    pub fn word_pieces(&self, text: &str) -> Vec<u32> {
+        let mut ids = Vec::new();
+        let mut piece = String::new();
+        for word in clean(text).split(' ').filter(|w| !w.is_empty()) {
+            for part in split_punctuation(&normalize_word(word)) {
+                self.wordpiece(&part, &mut piece, &mut ids);
+            }
+        }
+        ids
+    }
+
+    /// `ids` cut into sequences of at most [`MAX_TOKENS`] - 2 pieces, each between
+    /// `[CLS]` and `[SEP]` (one empty sequence for no ids).
+    pub fn sequences(&self, ids: &[u32]) -> Vec<Vec<u32>> {
+        let mut out: Vec<Vec<u32>> = ids
+            .chunks(MAX_TOKENS - 2)
+            .map(|run| {
+                let mut seq = Vec::with_capacity(run.len() + 2);
+                seq.push(self.cls);
+                seq.extend_from_slice(run);
+                seq.push(self.sep);
+                seq
+            })
+            .collect();
+        if out.is_empty() {
+            out.push(vec![self.cls, self.sep]);
+        }
+        out
+    }
+
     /// Greedy longest-match-first WordPiece of one word into `out`; a word that cannot
     /// be covered is one `[UNK]`.
     fn wordpiece(&self, word: &str, piece: &mut String, out: &mut Vec<u32>) {

@@ -133,3 +133,22 @@ fn the_lazy_embedder_names_the_model_without_reading_it_and_embeds_the_same_bits
         model.embed_batch(&texts).unwrap()
     );
 }
+
+/// The whole-text embedding measured against the default (docs/benchmarks.md, "Every
+/// token of a chunk"): the first sequence is the default's, and more pool the rest.
+#[test]
+fn a_whole_text_embedding_starts_where_the_default_stops() {
+    let model = minilm();
+    for text in sample_texts() {
+        let ids = model.tokenize(&text);
+        assert_eq!(model.embed_long(&text, 1), model.embed(&text));
+        let long = model.embed_long(&text, 64);
+        // Texts within one sequence give the default vector; longer ones pool more.
+        assert_eq!(
+            ids.len() < 128,
+            long == model.embed(&text),
+            "{} tokens",
+            ids.len()
+        );
+    }
+}
