@@ -1,5 +1,5 @@
 //! Symbol-aware code chunking with tree-sitter (Rust, Go, Python, TypeScript, TSX,
-//! JavaScript, JSX, Java, C#, Kotlin).
+//! JavaScript, JSX, Java, C#, Kotlin, C, C++).
 //!
 //! One chunk per symbol (function, method, class, interface, type, const, var, impl,
 //! trait, module, struct, enum, macro), its doc comments and attributes attached, its
@@ -8,7 +8,8 @@
 //! symbol still larger than a window is split by a sliding window (seed 003, erratum
 //! E12), the windows linked by `next_window` edges. The text between symbols (imports,
 //! top-level statements) is chunked too, so every byte is covered. A file whose parse
-//! has errors is chunked as text instead: unparseable code never fails a file.
+//! has errors is chunked as text instead (C and C++ keep the declarations their macros
+//! left intact): unparseable code never fails a file.
 //! `docs/spec.md` ("Code chunking") is the normative description.
 
 use cfs_core::{Symbol, SymbolKind, Window};
@@ -44,7 +45,7 @@ struct Grammar {
 /// Every language parsed by symbols: adding a language is a row here (and its symbol
 /// table in [`classify`]); the rows make [`crate::parsers_version`], which tells stores
 /// to parse again.
-const GRAMMARS: [Grammar; 10] = [
+const GRAMMARS: [Grammar; 12] = [
     Grammar {
         language: Language::Rust,
         name: "rust",
@@ -104,6 +105,18 @@ const GRAMMARS: [Grammar; 10] = [
         name: "kotlin-ng",
         version: "1.1.0",
         load: || tree_sitter_kotlin_ng::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::C,
+        name: "c",
+        version: "0.24.2",
+        load: || tree_sitter_c::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Cpp,
+        name: "cpp",
+        version: "0.23.4",
+        load: || tree_sitter_cpp::LANGUAGE.into(),
     },
 ];
 
@@ -273,9 +286,27 @@ fn is_comment(language: Language, kind: &str) -> bool {
 }
 
 /// Nodes whose named children are symbols of the level that holds them: Java's
-/// declarations after an enum's constants, C#'s conditional compilation blocks.
-fn is_transparent(language: Language, kind: &str) -> bool {
+/// declarations after an enum's constants, C#'s conditional compilation blocks, C's and
+/// C++'s preprocessor branches, `extern "C"` blocks, anonymous namespaces and what error
+/// recovery wrapped.
+fn is_transparent(language: Language, node: Node<'_>) -> bool {
+    let kind = node.kind();
     match language {
+        Language::C | Language::Cpp => {
+            matches!(
+                kind,
+                "preproc_if"
+                    | "preproc_ifdef"
+                    | "preproc_elif"
+                    | "preproc_elifdef"
+                    | "preproc_else"
+                    | "linkage_specification"
+                    | "declaration_list"
+            ) || (kind == "namespace_definition" && node.child_by_field_name("name").is_none())
+                // What error recovery wrapped (an `extern "C" {` whose `}` is in
+                // another `#if` branch): the declarations it holds parsed whole.
+                || node.is_error()
+        }
         Language::Java => kind == "enum_body_declarations",
         Language::CSharp => matches!(kind, "preproc_if" | "preproc_elif" | "preproc_else"),
         _ => false,
@@ -316,6 +347,17 @@ fn classify<'t>(
         Language::Java => java_symbol(node, src, function),
         Language::CSharp => csharp_symbol(node, src, function),
         Language::Kotlin => kotlin_symbol(node, src, function, parent),
+        Language::C => c_symbol(node, src, function, false),
+        Language::Cpp => {
+            // A namespace's functions are functions; a class's or a struct's are methods.
+            let in_type = matches!(parent, Some((_, SymbolKind::Class | SymbolKind::Struct)));
+            let function = if in_type {
+                SymbolKind::Method
+            } else {
+                SymbolKind::Function
+            };
+            c_symbol(node, src, function, true)
+        }
         Language::Other(_) => None,
     }
 }
@@ -452,6 +494,163 @@ fn java_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Cl
     }
 }
 
+/// Where a C or C++ declarator leads: the node naming it (an identifier, a qualified
+/// name, a destructor or operator name) and whether it declares a function (a function
+/// declarator whose own declarator is that name, not a pointer to a function).
+fn c_declarator(node: Node<'_>) -> Option<(Node<'_>, bool)> {
+    let mut at = node;
+    let mut function = false;
+    for _ in 0..64 {
+        match at.kind() {
+            "identifier"
+            | "field_identifier"
+            | "type_identifier"
+            | "qualified_identifier"
+            | "destructor_name"
+            | "operator_name"
+            | "template_function" => {
+                return Some((at, function));
+            }
+            "function_declarator" => {
+                let inner = at.child_by_field_name("declarator")?;
+                function = !matches!(inner.kind(), "parenthesized_declarator");
+                at = inner;
+            }
+            _ => {
+                at = match at.child_by_field_name("declarator") {
+                    Some(inner) => inner,
+                    None => at.named_child(0)?,
+                };
+                function = false;
+            }
+        }
+    }
+    None
+}
+
+/// The first declarator of a C or C++ declaration: its name's text (a qualified name's
+/// last part) with the scope of a qualified name, and whether it declares a function.
+fn c_declared<'s>(node: Node<'_>, src: &'s str) -> Option<(&'s str, Option<&'s str>, bool)> {
+    let (name, function) = c_declarator(node.child_by_field_name("declarator")?)?;
+    if name.kind() != "qualified_identifier" {
+        return Some((text_of(name, src), None, function));
+    }
+    let scope = field_text(name, "scope", src);
+    let mut last = name;
+    while let Some(inner) = last.child_by_field_name("name") {
+        last = inner;
+    }
+    Some((text_of(last, src), scope, function))
+}
+
+/// True when a declaration of C or C++ has a `const` (or `constexpr`) qualifier.
+fn c_is_const(node: Node<'_>, src: &str) -> bool {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).any(|c| {
+        matches!(c.kind(), "type_qualifier") && matches!(text_of(c, src), "const" | "constexpr")
+    })
+}
+
+/// A C or C++ (`cpp`) declaration; `function` is the kind of a function here (a method
+/// inside a class). In C a struct is not a container (its fields are not symbols).
+fn c_symbol<'t>(
+    node: Node<'t>,
+    src: &str,
+    function: SymbolKind,
+    cpp: bool,
+) -> Option<Classified<'t>> {
+    // A qualified name (`struct Table::Rep { ... }`) defines its last part.
+    let name = || {
+        let mut name = node.child_by_field_name("name");
+        while let Some(inner) = name.and_then(|n| n.child_by_field_name("name")) {
+            name = Some(inner);
+        }
+        name.map_or_else(String::new, |n| text_of(n, src).to_owned())
+    };
+    let body = node.child_by_field_name("body");
+    let members = if cpp { body } else { None };
+    match node.kind() {
+        "function_definition" => {
+            let (name, scope, _) = c_declared(node, src)?;
+            let kind = if scope.is_some() {
+                SymbolKind::Method
+            } else {
+                function
+            };
+            Some((kind, name.to_owned(), None))
+        }
+        "declaration" | "field_declaration" => match c_declared(node, src) {
+            // A prototype declares what a definition elsewhere defines: the definition
+            // is the symbol (the prototype's name is a declared term of its chunk).
+            Some((_, _, true)) => None,
+            Some((name, _, false)) => {
+                let kind = if c_is_const(node, src) {
+                    SymbolKind::Const
+                } else {
+                    SymbolKind::Var
+                };
+                Some((kind, name.to_owned(), None))
+            }
+            // `struct Inner { ... };` inside a class: the type it defines.
+            None => c_symbol(node.child_by_field_name("type")?, src, function, cpp),
+        },
+        "struct_specifier" | "union_specifier" if body.is_some() && !name().is_empty() => {
+            Some((SymbolKind::Struct, name(), members))
+        }
+        "class_specifier" if body.is_some() && !name().is_empty() => {
+            Some((SymbolKind::Class, name(), members))
+        }
+        "enum_specifier" if body.is_some() && !name().is_empty() => {
+            Some((SymbolKind::Enum, name(), None))
+        }
+        "type_definition" => {
+            let (name, _, _) = c_declared(node, src)?;
+            let defined = node.child_by_field_name("type").filter(|t| {
+                t.child_by_field_name("body").is_some()
+                    && matches!(
+                        t.kind(),
+                        "struct_specifier" | "union_specifier" | "enum_specifier"
+                    )
+            });
+            let kind = match defined.map(|t| t.kind()) {
+                Some("enum_specifier") => SymbolKind::Enum,
+                Some(_) => SymbolKind::Struct,
+                None => SymbolKind::Type,
+            };
+            Some((kind, name.to_owned(), None))
+        }
+        "alias_declaration" | "concept_definition" => Some((SymbolKind::Type, name(), None)),
+        "namespace_definition" => Some((SymbolKind::Module, name(), body)),
+        "preproc_def" | "preproc_function_def" => Some((SymbolKind::Macro, name(), None)),
+        _ => None,
+    }
+}
+
+/// The scope of a C++ definition whose name is qualified (`Table::Get`,
+/// `struct Table::Rep`): its parent.
+fn cpp_scope(node: Node<'_>, src: &str) -> Option<String> {
+    match node.kind() {
+        "function_definition" => c_declared(node, src)?.1.map(str::to_owned),
+        "class_specifier" | "struct_specifier" | "union_specifier" | "enum_specifier" => {
+            let name = node.child_by_field_name("name")?;
+            (name.kind() == "qualified_identifier")
+                .then(|| field_text(name, "scope", src).map(str::to_owned))
+                .flatten()
+        }
+        _ => None,
+    }
+}
+
+/// The declaration a C++ `template <...>` holds (through nested templates).
+fn template_inner(node: Node<'_>) -> Option<Node<'_>> {
+    let mut at = node;
+    while at.kind() == "template_declaration" {
+        let count = at.named_child_count();
+        at = at.named_child(u32::try_from(count.checked_sub(1)?).ok()?)?;
+    }
+    Some(at)
+}
+
 /// A C# declaration; a namespace is a module, a record or class a class; `function` is
 /// the kind of a method here.
 fn csharp_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
@@ -578,6 +777,19 @@ fn go_receiver(node: Node<'_>, src: &str) -> Option<String> {
     Some(clip(ty, MAX_SIGNATURE_BYTES))
 }
 
+/// The named children of `node`, those of its transparent children in their place.
+fn level_nodes<'t>(language: Language, node: Node<'t>) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        match is_transparent(language, child) {
+            true => out.extend(level_nodes(language, child)),
+            false => out.push(child),
+        }
+    }
+    out
+}
+
 /// The symbols among the named children of `node`, with attached comments.
 fn items<'t>(
     language: Language,
@@ -590,19 +802,24 @@ fn items<'t>(
     let mut attached: Option<(usize, usize, Vec<String>)> = None;
     // A C# file-scoped namespace names the parent of every declaration after it.
     let mut scope: Option<String> = None;
-    let mut cursor = node.walk();
-    for child in node.named_children(&mut cursor) {
+    for child in level_nodes(language, node) {
         let parent = parent.or(scope.as_deref().map(|s| (s, SymbolKind::Module)));
-        if is_transparent(language, child.kind()) {
-            out.extend(items(language, child, src, parent));
-            attached = None;
-            continue;
-        }
         let adjacent = |end: usize| {
             src.get(end..child.start_byte()).is_some_and(|between| {
                 between.matches('\n').count() <= 1 && between.trim().is_empty()
             })
         };
+        // In C and C++ a comment on the line where the previous declaration ends
+        // (`}  // namespace x`) trails it: it is attached to nothing.
+        let trailing = matches!(language, Language::C | Language::Cpp) && {
+            let before = src.get(..child.start_byte()).unwrap_or_default();
+            let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+            !line.trim().is_empty()
+        };
+        if trailing && is_comment(language, child.kind()) {
+            attached = None;
+            continue;
+        }
         if is_comment(language, child.kind()) {
             let text = text_of(child, src).to_owned();
             let is_doc = child.kind() != "attribute_item";
@@ -625,18 +842,22 @@ fn items<'t>(
         let inner = match child.kind() {
             "export_statement" => child.child_by_field_name("declaration"),
             "decorated_definition" => child.child_by_field_name("definition"),
+            "template_declaration" => template_inner(child),
             // A TypeScript `namespace` statement.
             "expression_statement" => child
                 .named_child(0)
                 .filter(|n| matches!(n.kind(), "internal_module" | "module")),
             _ => Some(child),
         };
-        let found =
-            inner.and_then(|inner| classify(language, inner, src, parent).map(|c| (inner, c)));
+        let found = inner
+            .and_then(|inner| classify(language, inner, src, parent).map(|c| (inner, c)))
+            .filter(|(inner, _)| !declares_in_error(*inner));
         if let Some((inner, (kind, name, body))) = found {
-            let receiver = (language == Language::Go && kind == SymbolKind::Method)
-                .then(|| go_receiver(inner, src))
-                .flatten();
+            let receiver = match language {
+                Language::Go if kind == SymbolKind::Method => go_receiver(inner, src),
+                Language::Cpp => cpp_scope(inner, src),
+                _ => None,
+            };
             let (start, mut docs) = match attached.take() {
                 Some((start, end, docs)) if adjacent(end) => (start, docs),
                 _ => (child.start_byte(), Vec::new()),
@@ -792,6 +1013,29 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
 /// member of a one-line class body) leaves every extent as written and does not count.
 /// It walks only the subtrees that hold an error of either kind, with a stack of its own
 /// (a deeply nested file cannot exhaust the thread's).
+/// True when the part of a declaration that names it holds an error (its `declarator`
+/// or `name` field; the whole node when it has neither): its name cannot be trusted.
+/// Errors elsewhere (a macro the grammar took for a type, a statement in a body, a
+/// member of a container, which is judged on its own) leave it a symbol. Only C and C++
+/// trees with errors are chunked by symbol.
+fn declares_in_error(node: Node<'_>) -> bool {
+    if !node.has_error() {
+        return false;
+    }
+    let naming = node
+        .child_by_field_name("declarator")
+        .or_else(|| node.child_by_field_name("name"));
+    naming.is_none_or(|n| n.is_error() || n.has_error() || n.is_missing())
+}
+
+/// Languages whose files are chunked by symbol even when their tree holds `ERROR`
+/// nodes: C and C++, whose macros (`GUARDED_BY(mu)`, `TEST_BEGIN(name)`) the grammar
+/// cannot expand, so that real files rarely parse clean. The errors stay text between
+/// symbols.
+fn tolerates_errors(language: Language) -> bool {
+    matches!(language, Language::C | Language::Cpp)
+}
+
 fn has_error_node(node: Node<'_>) -> bool {
     let mut stack = vec![node];
     while let Some(node) = stack.pop() {
@@ -818,7 +1062,7 @@ pub fn chunk_code(
         return Ok(None);
     };
     let root = tree.root_node();
-    if has_error_node(root) {
+    if !tolerates_errors(language) && has_error_node(root) {
         return Ok(None);
     }
     let top = items(language, root, text, None);
@@ -977,7 +1221,7 @@ mod tests {
                 .is_none()
         );
         assert!(
-            chunk_code("x", Language::Other("c"), &ChunkParams::default())
+            chunk_code("x", Language::Other("lua"), &ChunkParams::default())
                 .unwrap()
                 .is_none()
         );
@@ -1123,6 +1367,63 @@ mod tests {
     /// A file whose parse would run away (found by fuzzing: the Kotlin grammar's error
     /// recovery on 844 bytes took over 4 GB) is cut off by its budget and chunked as
     /// text; the thread's parser then serves the next file as a fresh one.
+    #[test]
+    fn cpp_namespaces_classes_and_qualified_definitions() {
+        let pad = "  int x = 1;\n".repeat(600);
+        let text = format!(
+            "#include <string>\n\nnamespace db {{\n\nnamespace {{\nint NextId() {{ return 1; }}\n}}  // namespace\n\n// A table.\nclass Table {{\n public:\n  Table();\n  int Get(int key) const;\n  int n_ GUARDED_BY(mu_);\n}};\n\ntemplate <typename T>\nT Clamp(T v) {{ return v; }}\n\nTable::Table() {{\n{pad}}}\n\nint Table::Get(int key) const {{ return key; }}\n\nstruct Table::Rep {{ int a; }};\n\nusing Map = std::map<int, int>;\n\n}}  // namespace db\n"
+        );
+        let doc = chunk(&text, Language::Cpp);
+        covers(&doc, &text);
+        let db = Some("db".to_owned());
+        let table = Some("Table".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("db".into(), None, "module"),
+                // An anonymous namespace is read through.
+                ("NextId".into(), db.clone(), "function"),
+                ("Table".into(), db.clone(), "class"),
+                ("Clamp".into(), db.clone(), "function"),
+                // Definitions outside their class take its name as their parent.
+                ("Table".into(), table.clone(), "method"),
+                ("Get".into(), table.clone(), "method"),
+                ("Rep".into(), table, "struct"),
+                ("Map".into(), db, "type"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "Clamp").signature, "T Clamp(T v)");
+        // `}  // namespace` trails what it follows: the class's comment is its own.
+        assert_eq!(symbol(&doc, "Table").doc_comment, "// A table.");
+        // A class whose members the grammar misreads (`GUARDED_BY`) is still one.
+        assert!(doc.chunks.iter().any(|c| {
+            c.symbol
+                .as_ref()
+                .is_some_and(|s| s.name == "Table" && s.kind == SymbolKind::Class)
+                && text[c.start..c.end].contains("GUARDED_BY")
+        }));
+    }
+
+    #[test]
+    fn c_definitions_not_prototypes_through_header_guards() {
+        let text = "#ifndef A_H\n#define A_H\nvoid list_free(struct list *l);\n/* Frees. */\nvoid list_free(struct list *l) { free(l); }\nstatic const int kMax = 3;\nstruct list *(*make)(void);\ntypedef enum { A, B } mode_t;\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint api(void);\n#endif\n";
+        let doc = chunk(text, Language::C);
+        covers(&doc, text);
+        assert_eq!(
+            members(&doc),
+            vec![
+                // Prototypes are not symbols: the definition is.
+                ("A_H".into(), None, "macro"),
+                ("list_free".into(), None, "function"),
+                ("kMax".into(), None, "const"),
+                // A pointer to a function is a variable, not a prototype.
+                ("make".into(), None, "var"),
+                ("mode_t".into(), None, "enum"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "list_free").doc_comment, "/* Frees. */");
+    }
+
     #[test]
     fn a_runaway_parse_is_cut_off_and_the_parser_serves_the_next_file() {
         let runaway = include_bytes!("../fuzz/seeds/code_kotlin/runaway");

@@ -42,6 +42,10 @@ pub enum Language {
     CSharp,
     /// Kotlin.
     Kotlin,
+    /// C.
+    C,
+    /// C++.
+    Cpp,
     /// Another language, chunked as text; its name.
     Other(&'static str),
 }
@@ -60,6 +64,8 @@ impl Language {
             Self::Java => "java",
             Self::CSharp => "csharp",
             Self::Kotlin => "kotlin",
+            Self::C => "c",
+            Self::Cpp => "cpp",
             Self::Other(name) => name,
         }
     }
@@ -130,8 +136,10 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "tsx" => code("text/tsx", Language::Tsx),
         "js" | "mjs" | "cjs" => code("text/javascript", Language::JavaScript),
         "jsx" => code("text/jsx", Language::Jsx),
-        "c" | "h" => code("text/x-c", Language::Other("c")),
-        "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" => code("text/x-c++", Language::Other("cpp")),
+        "c" | "h" => code("text/x-c", Language::C),
+        "cc" | "cpp" | "cxx" | "c++" | "hpp" | "hh" | "hxx" | "h++" | "ipp" | "tpp" | "inl" => {
+            code("text/x-c++", Language::Cpp)
+        }
         "java" => code("text/x-java", Language::Java),
         "kt" | "kts" => code("text/x-kotlin", Language::Kotlin),
         "scala" => code("text/x-scala", Language::Other("scala")),
@@ -211,6 +219,12 @@ pub fn detect(path: &str, head: &[u8]) -> Result<Detected, String> {
         }
     }
     if let Some(detected) = named {
+        if detected.format == Format::Code(Language::C)
+            && path.to_ascii_lowercase().ends_with(".h")
+            && looks_cpp(head)
+        {
+            return Ok(code("text/x-c++", Language::Cpp));
+        }
         if detected.format == Format::Pdf {
             return Err("named .pdf but has no PDF header".into());
         }
@@ -220,6 +234,27 @@ pub fn detect(path: &str, head: &[u8]) -> Result<Detected, String> {
         return Err("binary (unknown type)".into());
     }
     Ok(text("text/plain"))
+}
+
+/// A `.h` header is C++ rather than C when a line of its first bytes, after leading
+/// white space, starts with `namespace `, `template<`, `template <`, `class ` or one of
+/// `public:`, `private:`, `protected:`, or when they hold `std::`.
+fn looks_cpp(head: &[u8]) -> bool {
+    const STARTS: [&[u8]; 8] = [
+        b"namespace ",
+        b"template<",
+        b"template <",
+        b"class ",
+        b"public:",
+        b"private:",
+        b"protected:",
+        b"using namespace ",
+    ];
+    memchr::memmem::find(head, b"std::").is_some()
+        || head.split(|&b| b == b'\n').any(|line| {
+            let line = line.trim_ascii_start();
+            STARTS.iter().any(|s| line.starts_with(s))
+        })
 }
 
 /// Binary, unless it is UTF-16 (a BOM, or mostly zeros at one byte parity only): a NUL byte, or
@@ -257,6 +292,39 @@ mod tests {
             Format::Code(Language::Other("make"))
         );
         assert!(by_name("photo.jpeg").is_none());
+    }
+
+    #[test]
+    fn a_header_is_cpp_when_its_head_says_so() {
+        let lang = |path: &str, head: &str| match detect(path, head.as_bytes()).unwrap().format {
+            Format::Code(language) => language,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            lang("a.h", "#include <stdio.h>\nint f(void);\n"),
+            Language::C
+        );
+        // A comment that says "class" is not a class.
+        assert_eq!(
+            lang("a.h", "/* This class of\n * errors */\nint f(void);\n"),
+            Language::C
+        );
+        assert_eq!(
+            lang("a.h", "#pragma once\nnamespace db {\n}\n"),
+            Language::Cpp
+        );
+        assert_eq!(
+            lang("a.h", "  template <typename T>\nT f();\n"),
+            Language::Cpp
+        );
+        assert_eq!(
+            lang("a.h", "struct A {\n public:\n  int x;\n};\n"),
+            Language::Cpp
+        );
+        assert_eq!(lang("a.h", "void f(std::string s);\n"), Language::Cpp);
+        // Only headers: a `.c` file is C whatever it says.
+        assert_eq!(lang("a.c", "namespace x {}\n"), Language::C);
+        assert_eq!(lang("a.hpp", "int f(void);\n"), Language::Cpp);
     }
 
     #[test]

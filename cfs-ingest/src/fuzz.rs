@@ -112,12 +112,14 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_java" => code_body(Language::Java, data),
         "code_csharp" => code_body(Language::CSharp, data),
         "code_kotlin" => code_body(Language::Kotlin, data),
+        "code_c" => code_body(Language::C, data),
+        "code_cpp" => code_body(Language::Cpp, data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 14] = [
+pub const TARGETS: [&str; 16] = [
     "decode",
     "text",
     "markdown",
@@ -132,4 +134,6 @@ pub const TARGETS: [&str; 14] = [
     "code_java",
     "code_csharp",
     "code_kotlin",
+    "code_c",
+    "code_cpp",
 ];
