@@ -1,5 +1,5 @@
 //! Symbol-aware code chunking with tree-sitter (Rust, Go, Python, TypeScript, TSX,
-//! JavaScript, JSX, Java, C#, Kotlin, C, C++).
+//! JavaScript, JSX, Java, C#, Kotlin, C, C++, Ruby, PHP).
 //!
 //! One chunk per symbol (function, method, class, interface, type, const, var, impl,
 //! trait, module, struct, enum, macro), its doc comments and attributes attached, its
@@ -45,7 +45,7 @@ struct Grammar {
 /// Every language parsed by symbols: adding a language is a row here (and its symbol
 /// table in [`classify`]); the rows make [`crate::parsers_version`], which tells stores
 /// to parse again.
-const GRAMMARS: [Grammar; 12] = [
+const GRAMMARS: [Grammar; 14] = [
     Grammar {
         language: Language::Rust,
         name: "rust",
@@ -117,6 +117,18 @@ const GRAMMARS: [Grammar; 12] = [
         name: "cpp",
         version: "0.23.4",
         load: || tree_sitter_cpp::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Ruby,
+        name: "ruby",
+        version: "0.23.1",
+        load: || tree_sitter_ruby::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Php,
+        name: "php",
+        version: "0.25.1",
+        load: || tree_sitter_php::LANGUAGE_PHP.into(),
     },
 ];
 
@@ -257,6 +269,9 @@ fn body_of<'t>(language: Language, node: Node<'t>) -> Option<Node<'t>> {
             node,
             &["class_body", "enum_class_body", "function_body", "block"],
         ),
+        // A Ruby class's first comment is its child before the body: the class node
+        // itself is the level (its body read through), and the signature is one line.
+        Language::Ruby => None,
         _ => node.child_by_field_name("body"),
     }
 }
@@ -308,6 +323,7 @@ fn is_transparent(language: Language, node: Node<'_>) -> bool {
                 || node.is_error()
         }
         Language::Java => kind == "enum_body_declarations",
+        Language::Ruby => matches!(kind, "body_statement" | "singleton_class"),
         Language::CSharp => matches!(kind, "preproc_if" | "preproc_elif" | "preproc_else"),
         _ => false,
     }
@@ -358,6 +374,8 @@ fn classify<'t>(
             };
             c_symbol(node, src, function, true)
         }
+        Language::Ruby => ruby_symbol(node, src, function),
+        Language::Php => php_symbol(node, src, function),
         Language::Other(_) => None,
     }
 }
@@ -651,6 +669,73 @@ fn template_inner(node: Node<'_>) -> Option<Node<'_>> {
     Some(at)
 }
 
+/// The last part of a Ruby constant path (`Rack::Handler` -> `Handler`) and its scope.
+fn ruby_name<'s>(node: Node<'_>, src: &'s str) -> (&'s str, Option<&'s str>) {
+    let Some(name) = node.child_by_field_name("name") else {
+        return ("", None);
+    };
+    match name.kind() {
+        "scope_resolution" => (
+            field_text(name, "name", src).unwrap_or(""),
+            field_text(name, "scope", src),
+        ),
+        _ => (text_of(name, src), None),
+    }
+}
+
+/// A Ruby definition: classes and modules are containers whose level is their own node
+/// (the body read through); `def self.x` is a method; `NAME = ...` a constant.
+fn ruby_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
+    let name = ruby_name(node, src).0.to_owned();
+    match node.kind() {
+        "class" => Some((SymbolKind::Class, name, Some(node))),
+        "module" => Some((SymbolKind::Module, name, Some(node))),
+        "method" => Some((function, name, None)),
+        "singleton_method" => Some((SymbolKind::Method, name, None)),
+        "assignment" => {
+            let left = node.child_by_field_name("left")?;
+            (left.kind() == "constant")
+                .then(|| (SymbolKind::Const, text_of(left, src).to_owned(), None))
+        }
+        _ => None,
+    }
+}
+
+/// The name of the first element of kind `element` of a PHP declaration (a property's
+/// without its `$`).
+fn php_first_name(node: Node<'_>, element: &str, src: &str) -> Option<String> {
+    let first = child_of_kind(node, &[element])?;
+    let named = first.child_by_field_name("name").unwrap_or(first);
+    let name = child_of_kind(named, &["name"]).unwrap_or(named);
+    Some(text_of(name, src).trim_start_matches('$').to_owned())
+}
+
+/// A PHP declaration; a namespace without a body parents what follows it.
+fn php_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
+    let name = || name_of(node, "name", src);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        "namespace_definition" => Some((SymbolKind::Module, name(), body())),
+        "class_declaration" => Some((SymbolKind::Class, name(), body())),
+        "interface_declaration" => Some((SymbolKind::Interface, name(), body())),
+        "trait_declaration" => Some((SymbolKind::Trait, name(), body())),
+        "enum_declaration" => Some((SymbolKind::Enum, name(), body())),
+        "function_definition" => Some((SymbolKind::Function, name(), None)),
+        "method_declaration" => Some((function, name(), None)),
+        "property_declaration" => Some((
+            SymbolKind::Var,
+            php_first_name(node, "property_element", src)?,
+            None,
+        )),
+        "const_declaration" => Some((
+            SymbolKind::Const,
+            php_first_name(node, "const_element", src)?,
+            None,
+        )),
+        _ => None,
+    }
+}
+
 /// A C# declaration; a namespace is a module, a record or class a class; `function` is
 /// the kind of a method here.
 fn csharp_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
@@ -856,6 +941,7 @@ fn items<'t>(
             let receiver = match language {
                 Language::Go if kind == SymbolKind::Method => go_receiver(inner, src),
                 Language::Cpp => cpp_scope(inner, src),
+                Language::Ruby => ruby_name(inner, src).1.map(str::to_owned),
                 _ => None,
             };
             let (start, mut docs) = match attached.take() {
@@ -875,7 +961,11 @@ fn items<'t>(
                 doc_comment: docs.join("\n"),
                 window: None,
             };
-            if inner.kind() == "file_scoped_namespace_declaration" {
+            if inner.kind() == "file_scoped_namespace_declaration"
+                || (language == Language::Php
+                    && inner.kind() == "namespace_definition"
+                    && body.is_none())
+            {
                 scope = Some(symbol.name.clone());
             }
             out.push(Item {
@@ -1422,6 +1512,66 @@ mod tests {
             ]
         );
         assert_eq!(symbol(&doc, "list_free").doc_comment, "/* Frees. */");
+    }
+
+    #[test]
+    fn ruby_modules_classes_methods_and_constants() {
+        let pad = "      x = 1\n".repeat(700);
+        let text = format!(
+            "require \"json\"\n\nmodule Rack\n  # A handler.\n  class Handler < Base\n    VERSION = \"1.0\"\n    attr_reader :app\n\n    # Makes one.\n    def initialize(app)\n{pad}    end\n\n    def self.call(env)\n      env\n    end\n\n    class << self\n      def helper; end\n    end\n  end\n\n  class Rack::Other; end\nend\n\ndef top_level(x) = x * 2\n"
+        );
+        let doc = chunk(&text, Language::Ruby);
+        covers(&doc, &text);
+        let rack = Some("Rack".to_owned());
+        let handler = Some("Handler".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("Rack".into(), None, "module"),
+                ("Handler".into(), rack.clone(), "class"),
+                ("VERSION".into(), handler.clone(), "const"),
+                ("initialize".into(), handler.clone(), "method"),
+                ("call".into(), handler.clone(), "method"),
+                // `class << self` is read through.
+                ("helper".into(), handler, "method"),
+                ("Other".into(), rack, "class"),
+                ("top_level".into(), None, "function"),
+            ]
+        );
+        // The comment before a class's first member is its own, though the grammar
+        // puts it outside the body.
+        assert_eq!(symbol(&doc, "Handler").doc_comment, "# A handler.");
+        assert_eq!(symbol(&doc, "initialize").doc_comment, "# Makes one.");
+        assert_eq!(symbol(&doc, "Handler").signature, "class Handler < Base");
+    }
+
+    #[test]
+    fn php_namespaces_parent_what_follows_and_classes_split() {
+        let pad = "        $x = 1;\n".repeat(500);
+        let text = format!(
+            "<?php\ndeclare(strict_types=1);\n\nnamespace Monolog\\Handler;\n\nuse Monolog\\Logger;\n\n/**\n * Streams records.\n */\n#[Attr]\nfinal class StreamHandler extends AbstractHandler\n{{\n    public const MAX = 10;\n    protected ?string $url = null, $other;\n\n    /** Writes. */\n    protected function write(array $record): void\n    {{\n{pad}    }}\n}}\n\ninterface Formatter {{ public function format(array $r); }}\ntrait Loggable {{ function log() {{}} }}\nenum Level: int {{ case Debug = 100; }}\nfunction helper(int $x): int {{ return $x; }}\n"
+        );
+        let doc = chunk(&text, Language::Php);
+        covers(&doc, &text);
+        let ns = Some("Monolog\\Handler".to_owned());
+        let class = Some("StreamHandler".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("Monolog\\Handler".into(), None, "module"),
+                ("StreamHandler".into(), ns.clone(), "class"),
+                ("MAX".into(), class.clone(), "const"),
+                ("url".into(), class.clone(), "var"),
+                ("write".into(), class, "method"),
+                ("Formatter".into(), ns.clone(), "interface"),
+                ("Loggable".into(), ns.clone(), "trait"),
+                ("Level".into(), ns.clone(), "enum"),
+                ("helper".into(), ns, "function"),
+            ]
+        );
+        let class = symbol(&doc, "StreamHandler");
+        assert_eq!(class.doc_comment, "/**\n * Streams records.\n */");
+        assert_eq!(symbol(&doc, "write").doc_comment, "/** Writes. */");
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub enum Language {
     C,
     /// C++.
     Cpp,
+    /// Ruby.
+    Ruby,
+    /// PHP.
+    Php,
     /// Another language, chunked as text; its name.
     Other(&'static str),
 }
@@ -66,6 +70,8 @@ impl Language {
             Self::Kotlin => "kotlin",
             Self::C => "c",
             Self::Cpp => "cpp",
+            Self::Ruby => "ruby",
+            Self::Php => "php",
             Self::Other(name) => name,
         }
     }
@@ -144,8 +150,8 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "kt" | "kts" => code("text/x-kotlin", Language::Kotlin),
         "scala" => code("text/x-scala", Language::Other("scala")),
         "swift" => code("text/x-swift", Language::Other("swift")),
-        "rb" => code("text/x-ruby", Language::Other("ruby")),
-        "php" => code("text/x-php", Language::Other("php")),
+        "rb" | "rake" | "gemspec" | "ru" => code("text/x-ruby", Language::Ruby),
+        "php" => code("text/x-php", Language::Php),
         "cs" => code("text/x-csharp", Language::CSharp),
         "lua" => code("text/x-lua", Language::Other("lua")),
         "zig" => code("text/x-zig", Language::Other("zig")),
@@ -287,6 +293,19 @@ mod tests {
             Format::Code(Language::Tsx)
         );
         assert_eq!(by_name("lib.rs").unwrap().mime_type, "text/x-rust");
+        for (name, language) in [
+            ("tasks.rake", Language::Ruby),
+            ("x.gemspec", Language::Ruby),
+            ("index.php", Language::Php),
+            ("a.hpp", Language::Cpp),
+            ("a.c", Language::C),
+        ] {
+            assert_eq!(
+                by_name(name).unwrap().format,
+                Format::Code(language),
+                "{name}"
+            );
+        }
         assert_eq!(
             by_name("Makefile").unwrap().format,
             Format::Code(Language::Other("make"))

@@ -114,12 +114,14 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_kotlin" => code_body(Language::Kotlin, data),
         "code_c" => code_body(Language::C, data),
         "code_cpp" => code_body(Language::Cpp, data),
+        "code_ruby" => code_body(Language::Ruby, data),
+        "code_php" => code_body(Language::Php, data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 16] = [
+pub const TARGETS: [&str; 18] = [
     "decode",
     "text",
     "markdown",
@@ -136,4 +138,6 @@ pub const TARGETS: [&str; 16] = [
     "code_kotlin",
     "code_c",
     "code_cpp",
+    "code_ruby",
+    "code_php",
 ];
