@@ -236,6 +236,9 @@ struct Item<'t> {
     symbol: Symbol,
     /// The node whose children are members, for containers.
     body: Option<Node<'t>>,
+    /// Split into its members whatever its size (a C++ or PHP namespace, a Ruby module,
+    /// which often hold a whole file: their members are what a search looks for).
+    split: bool,
 }
 
 fn text_of<'a>(node: Node<'_>, src: &'a str) -> &'a str {
@@ -968,11 +971,15 @@ fn items<'t>(
             {
                 scope = Some(symbol.name.clone());
             }
+            let split = matches!(language, Language::Cpp | Language::Php | Language::Ruby)
+                && kind == SymbolKind::Module
+                && body.is_some();
             out.push(Item {
                 start,
                 end: child.end_byte(),
                 symbol,
                 body,
+                split,
             });
         } else {
             attached = None;
@@ -1031,7 +1038,7 @@ impl Emitter<'_> {
     }
 
     fn item(&mut self, item: Item<'_>, depth: usize) -> Result<(), IngestError> {
-        if item.end - item.start <= WINDOW_BYTES {
+        if item.end - item.start <= WINDOW_BYTES && !item.split {
             self.doc.chunks.push(CodeChunk {
                 start: item.start,
                 end: item.end,
@@ -1485,6 +1492,30 @@ mod tests {
         assert_eq!(symbol(&doc, "Clamp").signature, "T Clamp(T v)");
         // `}  // namespace` trails what it follows: the class's comment is its own.
         assert_eq!(symbol(&doc, "Table").doc_comment, "// A table.");
+        // A namespace (a Ruby module) is split into its members whatever its size.
+        let small = chunk("namespace a {\nint f() { return 1; }\n}\n", Language::Cpp);
+        let a = Some("a".to_owned());
+        assert_eq!(
+            members(&small),
+            vec![("a".into(), None, "module"), ("f".into(), a, "function")]
+        );
+        let php = chunk(
+            "<?php\nnamespace A {\n  function f() {}\n}\n",
+            Language::Php,
+        );
+        let ruby = chunk("module A\n  def f; end\nend\n", Language::Ruby);
+        let a = Some("A".to_owned());
+        assert_eq!(
+            members(&php),
+            vec![
+                ("A".into(), None, "module"),
+                ("f".into(), a.clone(), "function")
+            ]
+        );
+        assert_eq!(
+            members(&ruby),
+            vec![("A".into(), None, "module"), ("f".into(), a, "method")]
+        );
         // A class whose members the grammar misreads (`GUARDED_BY`) is still one.
         assert!(doc.chunks.iter().any(|c| {
             c.symbol
