@@ -483,9 +483,9 @@ for names, mime, lang in [
     ("py pyi pyw", "text/x-python", "python"), ("ts mts cts", "text/typescript", "typescript"),
     ("tsx", "text/tsx", "tsx"), ("js mjs cjs", "text/javascript", "javascript"),
     ("jsx", "text/jsx", "jsx"), ("c h", "text/x-c", "c"),
-    ("cc cpp cxx hpp hh hxx", "text/x-c++", "cpp"), ("java", "text/x-java", "java"),
+    ("cc cpp cxx c++ hpp hh hxx h++ ipp tpp inl", "text/x-c++", "cpp"), ("java", "text/x-java", "java"),
     ("kt kts", "text/x-kotlin", "kotlin"), ("scala", "text/x-scala", "scala"),
-    ("swift", "text/x-swift", "swift"), ("rb", "text/x-ruby", "ruby"),
+    ("swift", "text/x-swift", "swift"), ("rb rake gemspec ru", "text/x-ruby", "ruby"),
     ("php", "text/x-php", "php"), ("cs", "text/x-csharp", "csharp"), ("lua", "text/x-lua", "lua"),
     ("zig", "text/x-zig", "zig"), ("hs", "text/x-haskell", "haskell"),
     ("ex exs", "text/x-elixir", "elixir"), ("erl hrl", "text/x-erlang", "erlang"),
@@ -536,6 +536,18 @@ def utf16_without_bom(data):
     return None
 
 
+CPP_LINE_STARTS = (b"namespace ", b"template<", b"template <", b"class ", b"public:",
+                   b"private:", b"protected:", b"using namespace ")
+
+
+def looks_cpp(head):
+    """A .h header is C++ when its head holds std:: or a line starting as C++ does."""
+    if b"std::" in head:
+        return True
+    return any(line.lstrip(b" \t\r\x0c").startswith(CPP_LINE_STARTS)
+               for line in head.split(b"\n"))
+
+
 def detect(path, head):
     named = by_name(path)
     if head.startswith(b"%PDF-"):
@@ -548,6 +560,8 @@ def detect(path, head):
     if named:
         if named[1] == "pdf":
             return {"skipped": True}
+        if named[1] == "code:c" and path.lower().endswith(".h") and looks_cpp(head):
+            return {"mime_type": "text/x-c++", "format": "code:cpp"}
         return {"mime_type": named[0], "format": named[1]}
     if 0 in head:
         even = head[:len(head) & ~1]

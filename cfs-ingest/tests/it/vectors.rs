@@ -117,6 +117,16 @@ fn detect_file() -> FileSpec {
         ("controls", b"\x01\x02\x03\x04\x05\x06\x07\x08abc"),
         ("utf16-noext", &[b'h', 0, b'i', 0, b'!', 0, b'\n', 0]),
         ("archive.unknownext", b"PK\x03\x04rest"),
+        (
+            "list.h",
+            b"#include <stdio.h>\n/* This class of errors */\nint f(void);\n",
+        ),
+        ("db.h", b"#pragma once\n  namespace db {\n}\n"),
+        ("str.h", b"void f(std::string s);\n"),
+        ("tpl.h", b"template <typename T>\nT g();\n"),
+        ("x.hpp", b"int f(void);\n"),
+        ("tasks.rake", b"task :default\n"),
+        ("index.php", b"<?php\n"),
     ] {
         cases.push(case(
             "detect",
