@@ -236,9 +236,6 @@ struct Item<'t> {
     symbol: Symbol,
     /// The node whose children are members, for containers.
     body: Option<Node<'t>>,
-    /// Split into its members whatever its size (a C++ or PHP namespace, a Ruby module,
-    /// which often hold a whole file: their members are what a search looks for).
-    split: bool,
 }
 
 fn text_of<'a>(node: Node<'_>, src: &'a str) -> &'a str {
@@ -549,19 +546,26 @@ fn c_declarator(node: Node<'_>) -> Option<(Node<'_>, bool)> {
     None
 }
 
-/// The first declarator of a C or C++ declaration: its name's text (a qualified name's
-/// last part) with the scope of a qualified name, and whether it declares a function.
-fn c_declared<'s>(node: Node<'_>, src: &'s str) -> Option<(&'s str, Option<&'s str>, bool)> {
-    let (name, function) = c_declarator(node.child_by_field_name("declarator")?)?;
+/// A C or C++ name node's text and, for a qualified name (`Table::Get`, `a::B::C`), its
+/// last part's text and the scope before it.
+fn c_qualified<'s>(name: Node<'_>, src: &'s str) -> (&'s str, Option<&'s str>) {
     if name.kind() != "qualified_identifier" {
-        return Some((text_of(name, src), None, function));
+        return (text_of(name, src), None);
     }
     let scope = field_text(name, "scope", src);
     let mut last = name;
     while let Some(inner) = last.child_by_field_name("name") {
         last = inner;
     }
-    Some((text_of(last, src), scope, function))
+    (text_of(last, src), scope)
+}
+
+/// The first declarator of a C or C++ declaration: its name's text (a qualified name's
+/// last part) with the scope of a qualified name, and whether it declares a function.
+fn c_declared<'s>(node: Node<'_>, src: &'s str) -> Option<(&'s str, Option<&'s str>, bool)> {
+    let (name, function) = c_declarator(node.child_by_field_name("declarator")?)?;
+    let (name, scope) = c_qualified(name, src);
+    Some((name, scope, function))
 }
 
 /// True when a declaration of C or C++ has a `const` (or `constexpr`) qualifier.
@@ -580,7 +584,8 @@ fn c_symbol<'t>(
     function: SymbolKind,
     cpp: bool,
 ) -> Option<Classified<'t>> {
-    // A qualified name (`struct Table::Rep { ... }`) defines its last part.
+    // A qualified or template name (`struct Table::Rep`, `struct formatter<T>`)
+    // defines its innermost `name`.
     let name = || {
         let mut name = node.child_by_field_name("name");
         while let Some(inner) = name.and_then(|n| n.child_by_field_name("name")) {
@@ -653,10 +658,9 @@ fn cpp_scope(node: Node<'_>, src: &str) -> Option<String> {
     match node.kind() {
         "function_definition" => c_declared(node, src)?.1.map(str::to_owned),
         "class_specifier" | "struct_specifier" | "union_specifier" | "enum_specifier" => {
-            let name = node.child_by_field_name("name")?;
-            (name.kind() == "qualified_identifier")
-                .then(|| field_text(name, "scope", src).map(str::to_owned))
-                .flatten()
+            c_qualified(node.child_by_field_name("name")?, src)
+                .1
+                .map(str::to_owned)
         }
         _ => None,
     }
@@ -865,6 +869,17 @@ fn go_receiver(node: Node<'_>, src: &str) -> Option<String> {
     Some(clip(ty, MAX_SIGNATURE_BYTES))
 }
 
+/// True for a C or C++ comment with code before it on its line (`}  // namespace x`):
+/// it trails that code and attaches to nothing.
+fn trails_code(language: Language, comment: Node<'_>, src: &str) -> bool {
+    if !matches!(language, Language::C | Language::Cpp) {
+        return false;
+    }
+    let before = src.get(..comment.start_byte()).unwrap_or_default();
+    let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+    !line.trim().is_empty()
+}
+
 /// The named children of `node`, those of its transparent children in their place.
 fn level_nodes<'t>(language: Language, node: Node<'t>) -> Vec<Node<'t>> {
     let mut out = Vec::new();
@@ -897,14 +912,7 @@ fn items<'t>(
                 between.matches('\n').count() <= 1 && between.trim().is_empty()
             })
         };
-        // In C and C++ a comment on the line where the previous declaration ends
-        // (`}  // namespace x`) trails it: it is attached to nothing.
-        let trailing = matches!(language, Language::C | Language::Cpp) && {
-            let before = src.get(..child.start_byte()).unwrap_or_default();
-            let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
-            !line.trim().is_empty()
-        };
-        if trailing && is_comment(language, child.kind()) {
+        if is_comment(language, child.kind()) && trails_code(language, child, src) {
             attached = None;
             continue;
         }
@@ -971,21 +979,26 @@ fn items<'t>(
             {
                 scope = Some(symbol.name.clone());
             }
-            let split = matches!(language, Language::Cpp | Language::Php | Language::Ruby)
-                && kind == SymbolKind::Module
-                && body.is_some();
             out.push(Item {
                 start,
                 end: child.end_byte(),
                 symbol,
                 body,
-                split,
             });
         } else {
             attached = None;
         }
     }
     out
+}
+
+/// True for a container split into its members whatever its size: a C++ or PHP
+/// namespace or a Ruby module, which often holds a whole file (its members are what a
+/// search looks for).
+fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
+    matches!(language, Language::Cpp | Language::Php | Language::Ruby)
+        && item.symbol.kind == SymbolKind::Module
+        && item.body.is_some()
 }
 
 /// Builds the chunks of one level: symbols in `[lo, hi)` and the gaps between them.
@@ -1038,7 +1051,7 @@ impl Emitter<'_> {
     }
 
     fn item(&mut self, item: Item<'_>, depth: usize) -> Result<(), IngestError> {
-        if item.end - item.start <= WINDOW_BYTES && !item.split {
+        if item.end - item.start <= WINDOW_BYTES && !splits_at_any_size(self.language, &item) {
             self.doc.chunks.push(CodeChunk {
                 start: item.start,
                 end: item.end,
@@ -1105,11 +1118,6 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
-/// True when the tree under `node` holds an `ERROR` node. A `MISSING` node (a token
-/// of no width the parser assumed, such as the newline Kotlin's grammar wants after a
-/// member of a one-line class body) leaves every extent as written and does not count.
-/// It walks only the subtrees that hold an error of either kind, with a stack of its own
-/// (a deeply nested file cannot exhaust the thread's).
 /// True when the part of a declaration that names it holds an error (its `declarator`
 /// or `name` field; the whole node when it has neither): its name cannot be trusted.
 /// Errors elsewhere (a macro the grammar took for a type, a statement in a body, a
@@ -1133,6 +1141,11 @@ fn tolerates_errors(language: Language) -> bool {
     matches!(language, Language::C | Language::Cpp)
 }
 
+/// True when the tree under `node` holds an `ERROR` node. A `MISSING` node (a token
+/// of no width the parser assumed, such as the newline Kotlin's grammar wants after a
+/// member of a one-line class body) leaves every extent as written and does not count.
+/// It walks only the subtrees that hold an error of either kind, with a stack of its own
+/// (a deeply nested file cannot exhaust the thread's).
 fn has_error_node(node: Node<'_>) -> bool {
     let mut stack = vec![node];
     while let Some(node) = stack.pop() {
@@ -1461,9 +1474,6 @@ mod tests {
         );
     }
 
-    /// A file whose parse would run away (found by fuzzing: the Kotlin grammar's error
-    /// recovery on 844 bytes took over 4 GB) is cut off by its budget and chunked as
-    /// text; the thread's parser then serves the next file as a fresh one.
     #[test]
     fn cpp_namespaces_classes_and_qualified_definitions() {
         let pad = "  int x = 1;\n".repeat(600);
@@ -1605,6 +1615,9 @@ mod tests {
         assert_eq!(symbol(&doc, "write").doc_comment, "/** Writes. */");
     }
 
+    /// A file whose parse would run away (found by fuzzing: the Kotlin grammar's error
+    /// recovery on 844 bytes took over 4 GB) is cut off by its budget and chunked as
+    /// text; the thread's parser then serves the next file as a fresh one.
     #[test]
     fn a_runaway_parse_is_cut_off_and_the_parser_serves_the_next_file() {
         let runaway = include_bytes!("../fuzz/seeds/code_kotlin/runaway");
