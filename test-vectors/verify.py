@@ -8,6 +8,7 @@ Prints one line per failure and ends with 'N passed, N failed'; exits non-zero o
 failure.
 """
 
+import re
 import hashlib
 import json
 import math
@@ -484,12 +485,12 @@ for names, mime, lang in [
     ("tsx", "text/tsx", "tsx"), ("js mjs cjs", "text/javascript", "javascript"),
     ("jsx", "text/jsx", "jsx"), ("c h", "text/x-c", "c"),
     ("cc cpp cxx c++ hpp hh hxx h++ ipp tpp inl", "text/x-c++", "cpp"), ("java", "text/x-java", "java"),
-    ("kt kts", "text/x-kotlin", "kotlin"), ("scala", "text/x-scala", "scala"),
+    ("kt kts", "text/x-kotlin", "kotlin"), ("scala sc", "text/x-scala", "scala"),
     ("swift", "text/x-swift", "swift"), ("rb rake gemspec ru", "text/x-ruby", "ruby"),
     ("php", "text/x-php", "php"), ("cs", "text/x-csharp", "csharp"), ("lua", "text/x-lua", "lua"),
     ("zig", "text/x-zig", "zig"), ("hs", "text/x-haskell", "haskell"),
     ("ex exs", "text/x-elixir", "elixir"), ("erl hrl", "text/x-erlang", "erlang"),
-    ("ml mli", "text/x-ocaml", "ocaml"), ("sh bash zsh fish", "text/x-shellscript", "shell"),
+    ("ml mli", "text/x-ocaml", "ocaml"), ("sh bash zsh ksh bats", "text/x-shellscript", "shell"), ("fish", "text/x-fish", "fish"),
     ("ps1", "text/x-powershell", "powershell"), ("sql", "application/sql", "sql"),
     ("css scss sass less", "text/css", "css"), ("proto", "text/x-protobuf", "protobuf"),
     ("vue", "text/html", "vue"), ("svelte", "text/html", "svelte"),
@@ -571,7 +572,39 @@ def detect(path, head):
         control = sum(1 for b in head if b < 0x20 and b not in (0x0A, 0x0D, 0x09, 0x0C))
         if control * 10 > len(head):
             return {"skipped": True}
-    return {"mime_type": "text/plain", "format": "text"}
+    return by_shebang(head) or {"mime_type": "text/plain", "format": "text"}
+
+
+SHEBANGS = {}
+for names, mime, lang in [
+    ("sh bash zsh ksh dash ash", "text/x-shellscript", "shell"),
+    ("python pypy", "text/x-python", "python"), ("ruby", "text/x-ruby", "ruby"),
+    ("node nodejs deno bun", "text/javascript", "javascript"), ("php", "text/x-php", "php"),
+    ("lua luajit", "text/x-lua", "lua"), ("elixir", "text/x-elixir", "elixir"),
+    ("perl", "text/x-perl", "perl"), ("fish", "text/x-fish", "fish"),
+]:
+    for n in names.split():
+        SHEBANGS[n] = {"mime_type": mime, "format": "code:" + lang}
+
+
+def by_shebang(head):
+    """Section 14: a file without a known name is typed by its `#!` interpreter."""
+    if not head.startswith(b"#!"):
+        return None
+    try:
+        line = head[2:].split(b"\n", 1)[0].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    words = [w for w in re.split("[ \t\n\x0c\r]+", line) if w]
+    if not words:
+        return None
+    program = words[0].rsplit("/", 1)[-1]
+    if program == "env":
+        rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        if not rest:
+            return None
+        program = rest[0]
+    return SHEBANGS.get(program.rstrip("0123456789."))
 
 
 # Section 15: canonical text.

@@ -45,7 +45,7 @@ struct Grammar {
 /// Every language parsed by symbols: adding a language is a row here (and its symbol
 /// table in [`classify`]); the rows make [`crate::parsers_version`], which tells stores
 /// to parse again.
-const GRAMMARS: [Grammar; 14] = [
+const GRAMMARS: [Grammar; 21] = [
     Grammar {
         language: Language::Rust,
         name: "rust",
@@ -129,6 +129,48 @@ const GRAMMARS: [Grammar; 14] = [
         name: "php",
         version: "0.25.1",
         load: || tree_sitter_php::LANGUAGE_PHP.into(),
+    },
+    Grammar {
+        language: Language::Swift,
+        name: "swift",
+        version: "0.7.4",
+        load: || tree_sitter_swift::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Shell,
+        name: "bash",
+        version: "0.25.1",
+        load: || tree_sitter_bash::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Lua,
+        name: "lua",
+        version: "0.5.0",
+        load: || tree_sitter_lua::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Zig,
+        name: "zig",
+        version: "1.1.2",
+        load: || tree_sitter_zig::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Scala,
+        name: "scala",
+        version: "0.26.9",
+        load: || tree_sitter_scala::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Haskell,
+        name: "haskell",
+        version: "0.24.1",
+        load: || tree_sitter_haskell::LANGUAGE.into(),
+    },
+    Grammar {
+        language: Language::Elixir,
+        name: "elixir",
+        version: "0.3.5",
+        load: || tree_sitter_elixir::LANGUAGE.into(),
     },
 ];
 
@@ -272,6 +314,7 @@ fn body_of<'t>(language: Language, node: Node<'t>) -> Option<Node<'t>> {
         // A Ruby class's first comment is its child before the body: the class node
         // itself is the level (its body read through), and the signature is one line.
         Language::Ruby => None,
+        Language::Elixir => child_of_kind(node, &["do_block"]),
         _ => node.child_by_field_name("body"),
     }
 }
@@ -292,18 +335,55 @@ fn signature(language: Language, node: Node<'_>, src: &str) -> String {
     )
 }
 
-fn is_comment(language: Language, kind: &str) -> bool {
+/// What `node` is to the symbol after it: `Some(true)` a comment whose text joins its
+/// doc comment, `Some(false)` an attribute that joins its extent only (Rust's
+/// `#[...]`, Haskell's `{-# ... #-}` pragmas, Elixir's module attributes other than
+/// `@doc`), `None` neither.
+fn attachment(language: Language, node: Node<'_>, src: &str) -> Option<bool> {
+    let kind = node.kind();
     match language {
-        Language::Rust => matches!(kind, "line_comment" | "block_comment" | "attribute_item"),
-        Language::Java | Language::Kotlin => matches!(kind, "line_comment" | "block_comment"),
-        _ => kind == "comment",
+        Language::Rust => match kind {
+            "line_comment" | "block_comment" => Some(true),
+            "attribute_item" => Some(false),
+            _ => None,
+        },
+        Language::Java | Language::Kotlin => {
+            matches!(kind, "line_comment" | "block_comment").then_some(true)
+        }
+        Language::Swift => matches!(kind, "comment" | "multiline_comment").then_some(true),
+        Language::Scala => matches!(kind, "comment" | "block_comment").then_some(true),
+        Language::Haskell => match kind {
+            "comment" | "haddock" => Some(true),
+            "pragma" => Some(false),
+            _ => None,
+        },
+        // A shebang is the file's, not the first function's.
+        Language::Shell => {
+            (kind == "comment" && !text_of(node, src).starts_with("#!")).then_some(true)
+        }
+        Language::Elixir => match kind {
+            "comment" => Some(true),
+            "unary_operator" => elixir_attribute(node, src).map(|name| name == "doc"),
+            _ => None,
+        },
+        _ => (kind == "comment").then_some(true),
     }
+}
+
+/// The name of an Elixir module attribute (`@doc "..."` gives `doc`), except
+/// `@moduledoc`, which documents its module rather than what follows it.
+fn elixir_attribute<'s>(node: Node<'_>, src: &'s str) -> Option<&'s str> {
+    let operand = node.child_by_field_name("operand")?;
+    let target = operand.child_by_field_name("target")?;
+    let name = text_of(target, src);
+    let is_attribute = text_of(node, src).starts_with('@') && operand.kind() == "call";
+    (is_attribute && name != "moduledoc").then_some(name)
 }
 
 /// Nodes whose named children are symbols of the level that holds them: Java's
 /// declarations after an enum's constants, C#'s conditional compilation blocks, C's and
 /// C++'s preprocessor branches, `extern "C"` blocks, anonymous namespaces and what error
-/// recovery wrapped.
+/// recovery wrapped, Haskell's import and declaration lists, a shell script's braces.
 fn is_transparent(language: Language, node: Node<'_>) -> bool {
     let kind = node.kind();
     match language {
@@ -325,6 +405,9 @@ fn is_transparent(language: Language, node: Node<'_>) -> bool {
         Language::Java => kind == "enum_body_declarations",
         Language::Ruby => matches!(kind, "body_statement" | "singleton_class"),
         Language::CSharp => matches!(kind, "preproc_if" | "preproc_elif" | "preproc_else"),
+        Language::Haskell => matches!(kind, "imports" | "declarations"),
+        // A script wrapped in `{ ... }` so that it runs only once wholly downloaded.
+        Language::Shell => kind == "compound_statement",
         _ => false,
     }
 }
@@ -376,6 +459,22 @@ fn classify<'t>(
         }
         Language::Ruby => ruby_symbol(node, src, function),
         Language::Php => php_symbol(node, src, function),
+        Language::Swift => swift_symbol(node, src, function),
+        Language::Shell => (node.kind() == "function_definition")
+            .then(|| (SymbolKind::Function, name_of(node, "name", src), None)),
+        Language::Lua => lua_symbol(node, src),
+        Language::Zig => zig_symbol(node, src, function),
+        Language::Scala => {
+            // A package's definitions are functions; a type's or an object's, methods.
+            let in_type = matches!(parent, Some((_, kind)) if kind != SymbolKind::Module);
+            let function = match in_type {
+                true => SymbolKind::Method,
+                false => SymbolKind::Function,
+            };
+            scala_symbol(node, src, function)
+        }
+        Language::Haskell => haskell_symbol(node, src, function),
+        Language::Elixir => elixir_symbol(node, src, parent),
         Language::Other(_) => None,
     }
 }
@@ -743,6 +842,319 @@ fn php_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Cla
     }
 }
 
+/// A Swift declaration. One node kind holds classes, structs, enums, actors and
+/// extensions, told apart by its `declaration_kind` token; an extension is an impl named
+/// by the type it extends; `init`, `deinit` and `subscript` are methods named so.
+fn swift_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
+    let name = || name_of(node, "name", src);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        "class_declaration" => {
+            let kind = match field_text(node, "declaration_kind", src)? {
+                "struct" => SymbolKind::Struct,
+                "enum" => SymbolKind::Enum,
+                "extension" => SymbolKind::Impl,
+                _ => SymbolKind::Class,
+            };
+            Some((kind, name(), body()))
+        }
+        "protocol_declaration" => Some((SymbolKind::Interface, name(), body())),
+        "function_declaration" => Some((function, name(), None)),
+        "protocol_function_declaration" => Some((SymbolKind::Method, name(), None)),
+        "init_declaration" => Some((SymbolKind::Method, "init".to_owned(), None)),
+        "deinit_declaration" => Some((SymbolKind::Method, "deinit".to_owned(), None)),
+        "subscript_declaration" => Some((SymbolKind::Method, "subscript".to_owned(), None)),
+        "macro_declaration" => {
+            let ident = child_of_kind(node, &["simple_identifier"])?;
+            Some((SymbolKind::Macro, text_of(ident, src).to_owned(), None))
+        }
+        "typealias_declaration" | "associatedtype_declaration" => {
+            Some((SymbolKind::Type, name(), None))
+        }
+        "property_declaration" | "protocol_property_declaration" => {
+            let binding = child_of_kind(node, &["value_binding_pattern"]);
+            let kind = match binding.is_some_and(|b| text_of(b, src).starts_with("let")) {
+                true => SymbolKind::Const,
+                false => SymbolKind::Var,
+            };
+            Some((kind, swift_pattern_name(node, src)?, None))
+        }
+        _ => None,
+    }
+}
+
+/// A Swift property's name: its pattern's bound identifier (the first of a tuple
+/// pattern's), without the backticks that quote a keyword.
+fn swift_pattern_name(node: Node<'_>, src: &str) -> Option<String> {
+    let pattern = node.child_by_field_name("name")?;
+    let ident = pattern
+        .child_by_field_name("bound_identifier")
+        .or_else(|| first_descendant(pattern, "simple_identifier"))
+        .unwrap_or(pattern);
+    Some(text_of(ident, src).trim_matches('`').to_owned())
+}
+
+/// The first node of kind `kind` under `node` (itself included), in text order; a
+/// cursor walk, so a deep tree takes no stack.
+fn first_descendant<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    let mut cursor = node.walk();
+    loop {
+        if cursor.node().kind() == kind {
+            return Some(cursor.node());
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() || cursor.node() == node {
+                return None;
+            }
+        }
+    }
+}
+
+/// A Lua function: `function f`, `local function f`, `function M.f` and `M.f =
+/// function ...` (functions, parent `M`), `function M:m` (a method, parent `M`). Other
+/// assignments are not symbols.
+fn lua_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
+    let target = match node.kind() {
+        "function_declaration" => node.child_by_field_name("name")?,
+        "variable_declaration" => {
+            return lua_symbol(child_of_kind(node, &["assignment_statement"])?, src);
+        }
+        "assignment_statement" => {
+            let values = child_of_kind(node, &["expression_list"])?;
+            let value = values.named_child(0)?;
+            if value.kind() != "function_definition" {
+                return None;
+            }
+            child_of_kind(node, &["variable_list"])?.named_child(0)?
+        }
+        _ => return None,
+    };
+    let (kind, name) = match target.kind() {
+        "method_index_expression" => (SymbolKind::Method, target.child_by_field_name("method")?),
+        "dot_index_expression" => (SymbolKind::Function, target.child_by_field_name("field")?),
+        _ => (SymbolKind::Function, target),
+    };
+    Some((kind, text_of(name, src).to_owned(), None))
+}
+
+/// The table a Lua function is defined in: `M.util` for `function M.util.f`.
+fn lua_scope(node: Node<'_>, src: &str) -> Option<String> {
+    let target = match node.kind() {
+        "function_declaration" => node.child_by_field_name("name")?,
+        "variable_declaration" => {
+            return lua_scope(child_of_kind(node, &["assignment_statement"])?, src);
+        }
+        _ => child_of_kind(node, &["variable_list"])?.named_child(0)?,
+    };
+    let table = target.child_by_field_name("table")?;
+    Some(clip(text_of(table, src), MAX_SIGNATURE_BYTES))
+}
+
+/// A Zig declaration: `fn`, a `const` or `var` named by its identifier (a struct, enum,
+/// union or opaque type when its value is one, and then a container of its members;
+/// `@import` bindings are not symbols), and a `test` named by its string.
+fn zig_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
+    match node.kind() {
+        "function_declaration" => Some((function, name_of(node, "name", src), None)),
+        "test_declaration" => {
+            let name = child_of_kind(node, &["string", "identifier"])?;
+            let name = child_of_kind(name, &["string_content"]).unwrap_or(name);
+            Some((SymbolKind::Function, text_of(name, src).to_owned(), None))
+        }
+        "variable_declaration" => {
+            let mut cursor = node.walk();
+            let mut children = node.children(&mut cursor);
+            let keyword = children.find(|c| matches!(c.kind(), "const" | "var"))?;
+            let name = zig_declared_name(node)?;
+            let containers = [
+                "struct_declaration",
+                "enum_declaration",
+                "union_declaration",
+                "opaque_declaration",
+                "error_set_declaration",
+            ];
+            if let Some(value) = child_of_kind(node, &containers) {
+                let kind = match value.kind() {
+                    "struct_declaration" => SymbolKind::Struct,
+                    "enum_declaration" => SymbolKind::Enum,
+                    "union_declaration" if text_of(value, src).starts_with("union(") => {
+                        SymbolKind::Enum
+                    }
+                    _ => SymbolKind::Type,
+                };
+                return Some((kind, text_of(name, src).to_owned(), Some(value)));
+            }
+            let imports = child_of_kind(node, &["builtin_function"])
+                .is_some_and(|b| text_of(b, src).starts_with("@import"));
+            let kind = match keyword.kind() {
+                _ if imports => return None,
+                "const" => SymbolKind::Const,
+                _ => SymbolKind::Var,
+            };
+            Some((kind, text_of(name, src).to_owned(), None))
+        }
+        _ => None,
+    }
+}
+
+/// The name of a Zig variable declaration: its first identifier child that no field
+/// names (the grammar gives the name no field; `type` is one).
+fn zig_declared_name(node: Node<'_>) -> Option<Node<'_>> {
+    let mut cursor = node.walk();
+    let mut found = None;
+    for (i, child) in node.children(&mut cursor).enumerate() {
+        let unnamed_field = node.field_name_for_child(i as u32).is_none();
+        if child.kind() == "identifier" && unnamed_field {
+            found = Some(child);
+            break;
+        }
+    }
+    found
+}
+
+/// A Scala definition: packages and package objects are modules, objects classes;
+/// `val` and `var` are vars (consts when `final`), named by their pattern's first
+/// identifier; a `given` with a body is an impl, an extension an impl named by the type
+/// it extends, whose methods are its own children.
+fn scala_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
+    let name = || name_of(node, "name", src);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        "package_clause" | "package_object" => Some((SymbolKind::Module, name(), body())),
+        "object_definition" | "class_definition" => Some((SymbolKind::Class, name(), body())),
+        "trait_definition" => Some((SymbolKind::Trait, name(), body())),
+        "enum_definition" => Some((SymbolKind::Enum, name(), body())),
+        "function_definition" | "function_declaration" => Some((function, name(), None)),
+        "type_definition" => Some((SymbolKind::Type, name(), None)),
+        "val_definition" | "var_definition" | "val_declaration" | "var_declaration" => {
+            let is_final = child_of_kind(node, &["modifiers"])
+                .is_some_and(|m| text_of(m, src).split_whitespace().any(|w| w == "final"));
+            let kind = match is_final && node.kind().starts_with("val") {
+                true => SymbolKind::Const,
+                false => SymbolKind::Var,
+            };
+            let named = node
+                .child_by_field_name("pattern")
+                .or_else(|| node.child_by_field_name("name"))?;
+            let ident = first_descendant(named, "identifier").unwrap_or(named);
+            Some((kind, text_of(ident, src).to_owned(), None))
+        }
+        "given_definition" => {
+            let named = field_text(node, "name", src).or(field_text(node, "return_type", src));
+            let body = body().filter(|b| b.kind() == "with_template_body");
+            let kind = match body {
+                Some(_) => SymbolKind::Impl,
+                None => SymbolKind::Const,
+            };
+            Some((kind, named?.to_owned(), body))
+        }
+        "extension_definition" => {
+            let parameter = first_descendant(node.child_by_field_name("parameters")?, "parameter")?;
+            let extended = field_text(parameter, "type", src)?;
+            Some((SymbolKind::Impl, extended.to_owned(), Some(node)))
+        }
+        _ => None,
+    }
+}
+
+/// A Haskell declaration: the module header; data types (an enum with two or more
+/// constructors, else a struct), newtypes, synonyms and families (types); a class (an
+/// interface whose members are its declarations); an instance (an impl named by its
+/// class and types, `Show (Tree a)`); a signature, function or binding (a function, or
+/// a method in a class or instance; a signature and its equations are one symbol, see
+/// [`merges_clauses`]).
+fn haskell_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
+    let name = || name_of(node, "name", src);
+    let members = || node.child_by_field_name("declarations");
+    match node.kind() {
+        "header" => Some((SymbolKind::Module, name_of(node, "module", src), None)),
+        "data_type" => {
+            let constructors = node.child_by_field_name("constructors");
+            let count = constructors.map_or(0, |c| c.named_child_count());
+            let kind = match count {
+                0 | 1 => SymbolKind::Struct,
+                _ => SymbolKind::Enum,
+            };
+            Some((kind, name(), None))
+        }
+        "newtype" | "type_synonym" | "type_family" | "data_family" => {
+            Some((SymbolKind::Type, name(), None))
+        }
+        "class" => Some((SymbolKind::Interface, name(), members())),
+        "instance" => {
+            let types = field_text(node, "patterns", src).unwrap_or("");
+            let named = format!(
+                "{} {}",
+                name(),
+                types.split_whitespace().collect::<Vec<_>>().join(" ")
+            );
+            Some((SymbolKind::Impl, named.trim().to_owned(), members()))
+        }
+        "signature" | "function" | "bind" => {
+            let named = node
+                .child_by_field_name("name")
+                .or_else(|| node.child_by_field_name("names")?.named_child(0))
+                .or_else(|| child_of_kind(node, &["infix"])?.child_by_field_name("operator"))?;
+            let text = text_of(named, src).trim_matches(|c| matches!(c, '(' | ')' | '`'));
+            Some((function, text.to_owned(), None))
+        }
+        _ => None,
+    }
+}
+
+/// An Elixir definition, a `call` named by its target: `defmodule` (a module named by
+/// its alias, its `do` block the members), `defprotocol` (an interface), `defimpl` (an
+/// impl), `def`, `defp`, `defdelegate`, `defguard` (functions named by their head's
+/// call, a zero-arity head's identifier, or a guarded head's left side), `defmacro`
+/// (a macro) and `defstruct` (a struct named by its module).
+fn elixir_symbol<'t>(
+    node: Node<'t>,
+    src: &str,
+    parent: Option<(&str, SymbolKind)>,
+) -> Option<Classified<'t>> {
+    if node.kind() != "call" {
+        return None;
+    }
+    let target = node.child_by_field_name("target")?;
+    if target.kind() != "identifier" {
+        return None;
+    }
+    let arguments = child_of_kind(node, &["arguments"]);
+    let first = || arguments?.named_child(0);
+    let block = || child_of_kind(node, &["do_block"]);
+    let container = |kind| Some((kind, text_of(first()?, src).to_owned(), block()));
+    match text_of(target, src) {
+        "defmodule" => container(SymbolKind::Module),
+        "defprotocol" => container(SymbolKind::Interface),
+        "defimpl" => container(SymbolKind::Impl),
+        "defstruct" | "defexception" => {
+            let module = parent.map_or("defstruct", |(p, _)| p);
+            Some((SymbolKind::Struct, module.to_owned(), None))
+        }
+        keyword @ ("def" | "defp" | "defdelegate" | "defguard" | "defguardp" | "defmacro"
+        | "defmacrop") => {
+            let mut head = first()?;
+            if head.kind() == "binary_operator" {
+                head = head.child_by_field_name("left").unwrap_or(head);
+            }
+            let name = match head.kind() {
+                "call" => head.child_by_field_name("target")?,
+                "identifier" => head,
+                _ => return None,
+            };
+            let kind = match keyword.starts_with("defmacro") {
+                true => SymbolKind::Macro,
+                false => SymbolKind::Function,
+            };
+            Some((kind, text_of(name, src).to_owned(), None))
+        }
+        _ => None,
+    }
+}
+
 /// A C# declaration; a namespace is a module, a record or class a class; `function` is
 /// the kind of a method here.
 fn csharp_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
@@ -900,11 +1312,14 @@ fn items<'t>(
     src: &str,
     parent: Option<(&str, SymbolKind)>,
 ) -> Vec<Item<'t>> {
-    let mut out = Vec::new();
+    let mut out: Vec<Item<'t>> = Vec::new();
     // Start and texts of the comments and attributes directly above the next node.
     let mut attached: Option<(usize, usize, Vec<String>)> = None;
     // A C# file-scoped namespace names the parent of every declaration after it.
     let mut scope: Option<String> = None;
+    // Whether the last symbol found may take further clauses (nothing but comments and
+    // attributes since).
+    let mut clauses_open = false;
     for child in level_nodes(language, node) {
         let parent = parent.or(scope.as_deref().map(|s| (s, SymbolKind::Module)));
         let adjacent = |end: usize| {
@@ -912,13 +1327,13 @@ fn items<'t>(
                 between.matches('\n').count() <= 1 && between.trim().is_empty()
             })
         };
-        if is_comment(language, child.kind()) && trails_code(language, child, src) {
+        let attaches = attachment(language, child, src);
+        if attaches.is_some() && trails_code(language, child, src) {
             attached = None;
             continue;
         }
-        if is_comment(language, child.kind()) {
+        if let Some(is_doc) = attaches {
             let text = text_of(child, src).to_owned();
-            let is_doc = child.kind() != "attribute_item";
             attached = match attached.take() {
                 Some((start, end, mut docs)) if adjacent(end) => {
                     if is_doc {
@@ -949,10 +1364,22 @@ fn items<'t>(
             .and_then(|inner| classify(language, inner, src, parent).map(|c| (inner, c)))
             .filter(|(inner, _)| !declares_in_error(*inner));
         if let Some((inner, (kind, name, body))) = found {
+            // Another clause or equation of the function just found (Haskell's
+            // signature and equations, Elixir's clauses) extends it.
+            if merges_clauses(language)
+                && let Some(last) = out
+                    .last_mut()
+                    .filter(|l| clauses_open && l.symbol.name == name && l.symbol.kind == kind)
+            {
+                last.end = child.end_byte();
+                attached = None;
+                continue;
+            }
             let receiver = match language {
                 Language::Go if kind == SymbolKind::Method => go_receiver(inner, src),
                 Language::Cpp => cpp_scope(inner, src),
                 Language::Ruby => ruby_name(inner, src).1.map(str::to_owned),
+                Language::Lua => lua_scope(inner, src),
                 _ => None,
             };
             let (start, mut docs) = match attached.take() {
@@ -979,17 +1406,34 @@ fn items<'t>(
             {
                 scope = Some(symbol.name.clone());
             }
+            // Scala's `package a.b` then `package c` are the package `a.b.c`.
+            if language == Language::Scala && inner.kind() == "package_clause" && body.is_none() {
+                scope = Some(match &symbol.parent {
+                    Some(p) => format!("{p}.{}", symbol.name),
+                    None => symbol.name.clone(),
+                });
+            }
             out.push(Item {
                 start,
                 end: child.end_byte(),
                 symbol,
                 body,
             });
+            clauses_open = true;
         } else {
             attached = None;
+            clauses_open = false;
         }
     }
     out
+}
+
+/// True for the languages that write one function as several sibling nodes: Haskell
+/// (a type signature, then one equation per pattern) and Elixir (one `def` per clause).
+/// Consecutive symbols of one name there are one symbol, with comments and attributes
+/// between them; anything else between them ends it.
+fn merges_clauses(language: Language) -> bool {
+    matches!(language, Language::Haskell | Language::Elixir)
 }
 
 /// True for a container split into its members whatever its size: a C++ or PHP
@@ -1122,14 +1566,16 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
 /// or `name` field; the whole node when it has neither): its name cannot be trusted.
 /// Errors elsewhere (a macro the grammar took for a type, a statement in a body, a
 /// member of a container, which is judged on its own) leave it a symbol. Only C and C++
-/// trees with errors are chunked by symbol.
+/// trees with errors are chunked by symbol; Zig's grammar puts a `MISSING` field in
+/// every empty container (`struct {}`), so a Zig declaration is judged by its name.
 fn declares_in_error(node: Node<'_>) -> bool {
     if !node.has_error() {
         return false;
     }
     let naming = node
         .child_by_field_name("declarator")
-        .or_else(|| node.child_by_field_name("name"));
+        .or_else(|| node.child_by_field_name("name"))
+        .or_else(|| zig_declared_name(node).filter(|_| node.kind() == "variable_declaration"));
     naming.is_none_or(|n| n.is_error() || n.has_error() || n.is_missing())
 }
 
@@ -1618,6 +2064,204 @@ mod tests {
     /// A file whose parse would run away (found by fuzzing: the Kotlin grammar's error
     /// recovery on 844 bytes took over 4 GB) is cut off by its budget and chunked as
     /// text; the thread's parser then serves the next file as a fresh one.
+    #[test]
+    fn swift_types_extensions_protocols_and_members() {
+        let pad = "        let x = 1\n".repeat(500);
+        let text = format!(
+            "import Foundation\n\n/// A session.\npublic final class Session: NSObject {{\n    /// The default one.\n    public static let `default` = Session()\n    var retries = 0\n\n    init(retries: Int) {{\n{pad}    }}\n\n    func request(_ url: URL) -> Int {{ 1 }}\n    deinit {{}}\n}}\n\nprotocol Adapter {{\n    func adapt() throws\n}}\n\nstruct Point {{ let x: Double }}\nenum Method {{ case get }}\nextension Session: Adapter {{}}\nactor Counter {{}}\ntypealias Handler = (Int) -> Void\nfunc top(x: Int) -> Int {{ x }}\nlet (a, b) = (1, 2)\n"
+        );
+        let doc = chunk(&text, Language::Swift);
+        covers(&doc, &text);
+        let session = Some("Session".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("Session".into(), None, "class"),
+                ("default".into(), session.clone(), "const"),
+                ("retries".into(), session.clone(), "var"),
+                ("init".into(), session.clone(), "method"),
+                ("request".into(), session.clone(), "method"),
+                ("deinit".into(), session, "method"),
+                ("Adapter".into(), None, "interface"),
+                ("Point".into(), None, "struct"),
+                ("Method".into(), None, "enum"),
+                ("Session".into(), None, "impl"),
+                ("Counter".into(), None, "class"),
+                ("Handler".into(), None, "type"),
+                ("top".into(), None, "function"),
+                ("a".into(), None, "const"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "default").doc_comment, "/// The default one.");
+        assert_eq!(
+            symbol(&doc, "Session").signature,
+            "public final class Session: NSObject"
+        );
+        assert_eq!(symbol(&doc, "top").signature, "func top(x: Int) -> Int");
+    }
+
+    #[test]
+    fn shell_functions_with_their_comments_not_the_shebang() {
+        let text = "#!/usr/bin/env bash\n# Logs a line.\nlog() { echo \"$1\"; }\n\nfunction build {\n  make\n}\nreadonly X=1\n";
+        let doc = chunk(text, Language::Shell);
+        covers(&doc, text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("log".into(), None, "function"),
+                ("build".into(), None, "function"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "log").doc_comment, "# Logs a line.");
+        let text = "#!/bin/sh\nlog() { :; }\n";
+        assert_eq!(symbol(&chunk(text, Language::Shell), "log").doc_comment, "");
+        // A script in braces (so that it runs only once downloaded whole).
+        let text = "#!/bin/sh\n{\nlog() { :; }\nlog\n}\n";
+        assert_eq!(
+            names(&chunk(text, Language::Shell)),
+            vec![("log".into(), None, "function")]
+        );
+    }
+
+    #[test]
+    fn lua_functions_methods_and_their_tables() {
+        let text = "local M = {}\n\n--- Makes one.\nfunction M.new(o) return o end\nfunction M:add(x) end\nfunction M.util.f() end\nM.total = function(t) end\nlocal function clamp(n) return n end\nlocal x = 1\nreturn M\n";
+        let doc = chunk(text, Language::Lua);
+        covers(&doc, text);
+        let m = Some("M".to_owned());
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("new".into(), m.clone(), "function"),
+                ("add".into(), m.clone(), "method"),
+                ("f".into(), Some("M.util".into()), "function"),
+                ("total".into(), m, "function"),
+                ("clamp".into(), None, "function"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "new").doc_comment, "--- Makes one.");
+    }
+
+    #[test]
+    fn zig_containers_split_into_fields_methods_and_declarations() {
+        let pad = "    x += 1;\n".repeat(700);
+        let text = format!(
+            "const std = @import(\"std\");\n\n/// A ring.\npub const Ring = struct {{\n    items: [4]u32 = undefined,\n    const Self = @This();\n    /// Pushes.\n    pub fn push(self: *Self) void {{\n{pad}    }}\n}};\n\nconst Tag = enum {{ a, b }};\nconst Empty = struct {{}};\nvar counter: u32 = 0;\nfn free() void {{}}\ntest \"ring\" {{}}\n"
+        );
+        let doc = chunk(&text, Language::Zig);
+        covers(&doc, &text);
+        let ring = Some("Ring".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("Ring".into(), None, "struct"),
+                ("Self".into(), ring.clone(), "const"),
+                ("push".into(), ring, "method"),
+                ("Tag".into(), None, "enum"),
+                ("Empty".into(), None, "struct"),
+                ("counter".into(), None, "var"),
+                ("free".into(), None, "function"),
+                ("ring".into(), None, "function"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "push").doc_comment, "/// Pushes.");
+    }
+
+    #[test]
+    fn scala_packages_objects_classes_and_extensions() {
+        let pad = "    val x = 1\n".repeat(600);
+        let text = format!(
+            "package com.shop\npackage cart\n\n/** A cart. */\nclass Cart(owner: String) {{\n  final val Max = 50\n  var items = 0\n  /** Adds. */\n  def add(p: Int): Unit = {{\n{pad}  }}\n}}\n\nobject Cart {{ def empty = new Cart(\"\") }}\ntrait Named {{ def name: String }}\ntype Price = BigDecimal\ndef top(x: Int): Int = x\nextension (p: Product)\n  def label: String = p.name\n"
+        );
+        let doc = chunk(&text, Language::Scala);
+        covers(&doc, &text);
+        let package = Some("com.shop.cart".to_owned());
+        let cart = Some("Cart".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("com.shop".into(), None, "module"),
+                ("cart".into(), Some("com.shop".into()), "module"),
+                ("Cart".into(), package.clone(), "class"),
+                ("Max".into(), cart.clone(), "const"),
+                ("items".into(), cart.clone(), "var"),
+                ("add".into(), cart.clone(), "method"),
+                ("Cart".into(), package.clone(), "class"),
+                ("Named".into(), package.clone(), "trait"),
+                ("Price".into(), package.clone(), "type"),
+                ("top".into(), package.clone(), "function"),
+                ("Product".into(), package, "impl"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "add").doc_comment, "/** Adds. */");
+    }
+
+    #[test]
+    fn haskell_signatures_and_equations_are_one_function() {
+        let pad = "  gross x = x\n".repeat(600);
+        let text = format!(
+            "module Shop (Item) where\n\nimport Data.List\n\n-- | An item.\ndata Item = Item {{ count :: Int }}\ndata Size = Small | Large\n\n-- | Priced things.\nclass Priced a where\n  price :: a -> Int\n  -- | With tax.\n  gross :: a -> Int\n{pad}\ninstance Priced Item where\n  price i = count i\n\n-- | Describes.\ndescribe :: Size -> String\ndescribe Small = \"S\"\n-- the other one\ndescribe Large = \"L\"\n\n{{-# INLINE total #-}}\ntotal :: Int\ntotal = 1\n"
+        );
+        let doc = chunk(&text, Language::Haskell);
+        covers(&doc, &text);
+        let priced = Some("Priced".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("Shop".into(), None, "module"),
+                ("Item".into(), None, "struct"),
+                ("Size".into(), None, "enum"),
+                ("Priced".into(), None, "interface"),
+                ("price".into(), priced.clone(), "method"),
+                ("gross".into(), priced, "method"),
+                ("Priced Item".into(), None, "impl"),
+                ("describe".into(), None, "function"),
+                ("total".into(), None, "function"),
+            ]
+        );
+        let describe = doc
+            .chunks
+            .iter()
+            .find(|c| c.symbol.as_ref().is_some_and(|s| s.name == "describe"))
+            .unwrap();
+        assert!(
+            text[describe.start..describe.end]
+                .trim_end()
+                .ends_with("describe Large = \"L\"")
+        );
+        assert_eq!(symbol(&doc, "describe").doc_comment, "-- | Describes.");
+        assert_eq!(symbol(&doc, "gross").doc_comment, "-- | With tax.");
+        assert_eq!(symbol(&doc, "total").doc_comment, "");
+    }
+
+    #[test]
+    fn elixir_modules_clauses_and_attributes() {
+        let pad = "    x = 1\n".repeat(800);
+        let text = format!(
+            "defmodule Geo.Shapes do\n  @moduledoc \"Shapes.\"\n  defstruct name: nil\n\n  @doc \"Counts down.\"\n  @spec countdown(integer) :: :done\n  def countdown(0), do: :done\n  # the rest\n  def countdown(n) when n > 0 do\n{pad}  end\n\n  defp double(x), do: x * 2\n  def hello, do: :hi\n  defmacro twice(x), do: x\n\n  defmodule Inner do\n  end\nend\n\ndefprotocol Geo.Describe do\n  def describe(v)\nend\n\ndefimpl Geo.Describe, for: Geo.Shapes do\n  def describe(s), do: s.name\nend\n"
+        );
+        let doc = chunk(&text, Language::Elixir);
+        covers(&doc, &text);
+        let shapes = Some("Geo.Shapes".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("Geo.Shapes".into(), None, "module"),
+                ("Geo.Shapes".into(), shapes.clone(), "struct"),
+                ("countdown".into(), shapes.clone(), "function"),
+                ("double".into(), shapes.clone(), "function"),
+                ("hello".into(), shapes.clone(), "function"),
+                ("twice".into(), shapes.clone(), "macro"),
+                ("Inner".into(), shapes, "module"),
+                ("Geo.Describe".into(), None, "interface"),
+                ("Geo.Describe".into(), None, "impl"),
+            ]
+        );
+        let countdown = symbol(&doc, "countdown");
+        assert_eq!(countdown.doc_comment, "@doc \"Counts down.\"");
+        assert_eq!(countdown.signature, "def countdown(0), do: :done");
+    }
+
     #[test]
     fn a_runaway_parse_is_cut_off_and_the_parser_serves_the_next_file() {
         let runaway = include_bytes!("../fuzz/seeds/code_kotlin/runaway");

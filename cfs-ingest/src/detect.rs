@@ -50,6 +50,20 @@ pub enum Language {
     Ruby,
     /// PHP.
     Php,
+    /// Swift.
+    Swift,
+    /// Shell scripts (sh, Bash, zsh), parsed by the Bash grammar.
+    Shell,
+    /// Lua.
+    Lua,
+    /// Zig.
+    Zig,
+    /// Scala.
+    Scala,
+    /// Haskell.
+    Haskell,
+    /// Elixir.
+    Elixir,
     /// Another language, chunked as text; its name.
     Other(&'static str),
 }
@@ -72,6 +86,13 @@ impl Language {
             Self::Cpp => "cpp",
             Self::Ruby => "ruby",
             Self::Php => "php",
+            Self::Swift => "swift",
+            Self::Shell => "shell",
+            Self::Lua => "lua",
+            Self::Zig => "zig",
+            Self::Scala => "scala",
+            Self::Haskell => "haskell",
+            Self::Elixir => "elixir",
             Self::Other(name) => name,
         }
     }
@@ -148,18 +169,19 @@ pub fn by_name(path: &str) -> Option<Detected> {
         }
         "java" => code("text/x-java", Language::Java),
         "kt" | "kts" => code("text/x-kotlin", Language::Kotlin),
-        "scala" => code("text/x-scala", Language::Other("scala")),
-        "swift" => code("text/x-swift", Language::Other("swift")),
+        "scala" | "sc" => code("text/x-scala", Language::Scala),
+        "swift" => code("text/x-swift", Language::Swift),
         "rb" | "rake" | "gemspec" | "ru" => code("text/x-ruby", Language::Ruby),
         "php" => code("text/x-php", Language::Php),
         "cs" => code("text/x-csharp", Language::CSharp),
-        "lua" => code("text/x-lua", Language::Other("lua")),
-        "zig" => code("text/x-zig", Language::Other("zig")),
-        "hs" => code("text/x-haskell", Language::Other("haskell")),
-        "ex" | "exs" => code("text/x-elixir", Language::Other("elixir")),
+        "lua" => code("text/x-lua", Language::Lua),
+        "zig" => code("text/x-zig", Language::Zig),
+        "hs" => code("text/x-haskell", Language::Haskell),
+        "ex" | "exs" => code("text/x-elixir", Language::Elixir),
         "erl" | "hrl" => code("text/x-erlang", Language::Other("erlang")),
         "ml" | "mli" => code("text/x-ocaml", Language::Other("ocaml")),
-        "sh" | "bash" | "zsh" | "fish" => code("text/x-shellscript", Language::Other("shell")),
+        "sh" | "bash" | "zsh" | "ksh" | "bats" => code("text/x-shellscript", Language::Shell),
+        "fish" => code("text/x-fish", Language::Other("fish")),
         "ps1" => code("text/x-powershell", Language::Other("powershell")),
         "sql" => code("application/sql", Language::Other("sql")),
         "css" | "scss" | "sass" | "less" => code("text/css", Language::Other("css")),
@@ -239,7 +261,36 @@ pub fn detect(path: &str, head: &[u8]) -> Result<Detected, String> {
     if looks_binary(head) {
         return Err("binary (unknown type)".into());
     }
-    Ok(text("text/plain"))
+    Ok(by_shebang(head).unwrap_or(text("text/plain")))
+}
+
+/// The type a file without a known name declares on its first line: `#!` and an
+/// interpreter path, or `/usr/bin/env` (its options skipped) and an interpreter, whose
+/// name without a version suffix (`python3.12` is `python`) is one of these.
+fn by_shebang(head: &[u8]) -> Option<Detected> {
+    let line = head.strip_prefix(b"#!")?;
+    let line = &line[..memchr::memchr(b'\n', line).unwrap_or(line.len())];
+    let line = std::str::from_utf8(line).ok()?;
+    let mut words = line.split_ascii_whitespace();
+    let mut program = words.next()?.rsplit('/').next()?;
+    if program == "env" {
+        program = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
+    }
+    let name = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    Some(match name {
+        "sh" | "bash" | "zsh" | "ksh" | "dash" | "ash" => {
+            code("text/x-shellscript", Language::Shell)
+        }
+        "python" | "pypy" => code("text/x-python", Language::Python),
+        "ruby" => code("text/x-ruby", Language::Ruby),
+        "node" | "nodejs" | "deno" | "bun" => code("text/javascript", Language::JavaScript),
+        "php" => code("text/x-php", Language::Php),
+        "lua" | "luajit" => code("text/x-lua", Language::Lua),
+        "elixir" => code("text/x-elixir", Language::Elixir),
+        "perl" => code("text/x-perl", Language::Other("perl")),
+        "fish" => code("text/x-fish", Language::Other("fish")),
+        _ => return None,
+    })
 }
 
 /// A `.h` header is C++ rather than C when a line of its first bytes, after leading
@@ -297,6 +348,14 @@ mod tests {
             ("tasks.rake", Language::Ruby),
             ("x.gemspec", Language::Ruby),
             ("index.php", Language::Php),
+            ("install.sh", Language::Shell),
+            ("a.zsh", Language::Shell),
+            ("init.lua", Language::Lua),
+            ("main.zig", Language::Zig),
+            ("Main.scala", Language::Scala),
+            ("Main.hs", Language::Haskell),
+            ("mix.exs", Language::Elixir),
+            ("App.swift", Language::Swift),
             ("a.hpp", Language::Cpp),
             ("a.c", Language::C),
         ] {
@@ -344,6 +403,30 @@ mod tests {
         // Only headers: a `.c` file is C whatever it says.
         assert_eq!(lang("a.c", "namespace x {}\n"), Language::C);
         assert_eq!(lang("a.hpp", "int f(void);\n"), Language::Cpp);
+    }
+
+    #[test]
+    fn a_file_without_a_known_name_is_read_by_its_shebang() {
+        let lang = |head: &str| match detect("bin/tool", head.as_bytes()).unwrap().format {
+            Format::Code(language) => Some(language),
+            _ => None,
+        };
+        assert_eq!(lang("#!/bin/sh\necho hi\n"), Some(Language::Shell));
+        assert_eq!(lang("#!/usr/bin/env bash\n"), Some(Language::Shell));
+        assert_eq!(
+            lang("#!/usr/bin/env -S python3.12 -u\n"),
+            Some(Language::Python)
+        );
+        assert_eq!(lang("#!/usr/bin/ruby -w\n"), Some(Language::Ruby));
+        assert_eq!(lang("#!/usr/bin/env node\n"), Some(Language::JavaScript));
+        assert_eq!(lang("#!/usr/bin/env FOO=1 lua5.4\n"), Some(Language::Lua));
+        assert_eq!(lang("#!/usr/bin/awk -f\n"), None);
+        assert_eq!(lang("#! \n"), None);
+        // A name that says what a file is wins over its first line.
+        assert_eq!(
+            detect("a.txt", b"#!/bin/sh\n").unwrap().format,
+            Format::Text
+        );
     }
 
     #[test]

@@ -116,12 +116,19 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_cpp" => code_body(Language::Cpp, data),
         "code_ruby" => code_body(Language::Ruby, data),
         "code_php" => code_body(Language::Php, data),
+        "code_swift" => code_body(Language::Swift, data),
+        "code_shell" => code_body(Language::Shell, data),
+        "code_lua" => code_body(Language::Lua, data),
+        "code_zig" => code_body(Language::Zig, data),
+        "code_scala" => code_body(Language::Scala, data),
+        "code_haskell" => code_body(Language::Haskell, data),
+        "code_elixir" => code_body(Language::Elixir, data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 18] = [
+pub const TARGETS: [&str; 25] = [
     "decode",
     "text",
     "markdown",
@@ -140,4 +147,11 @@ pub const TARGETS: [&str; 18] = [
     "code_cpp",
     "code_ruby",
     "code_php",
+    "code_swift",
+    "code_shell",
+    "code_lua",
+    "code_zig",
+    "code_scala",
+    "code_haskell",
+    "code_elixir",
 ];

@@ -127,6 +127,16 @@ fn detect_file() -> FileSpec {
         ("x.hpp", b"int f(void);\n"),
         ("tasks.rake", b"task :default\n"),
         ("index.php", b"<?php\n"),
+        ("install.zsh", b"echo hi\n"),
+        ("config.fish", b"set x 1\n"),
+        ("Build.sc", b"object build\n"),
+        ("bin/deploy", b"#!/usr/bin/env bash\nset -e\n"),
+        ("bin/serve", b"#!/usr/bin/env -S python3.12 -u\n"),
+        ("bin/tool", b"#!/usr/bin/env FOO=1 node\n"),
+        ("bin/run", b"#!/bin/sh\n"),
+        ("bin/awk-it", b"#!/usr/bin/awk -f\n"),
+        ("bin/blank", b"#!\n"),
+        ("notes.txt", b"#!/bin/sh\n"),
     ] {
         cases.push(case(
             "detect",
