@@ -875,6 +875,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     } else {
         Vec::new()
     };
+    let types = read.document_types()?;
     let mut value = json!({
         "store": store.path().display().to_string(),
         "tree": tree_of(store.path()).map(|p| p.display().to_string()),
@@ -894,6 +895,9 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         },
         "embedder": store.settings().model_id,
         "git_head": git_head.as_ref().map(|(h, r)| json!({"commit": h, "state_root": r.to_hex(), "current": *r == roots.state_root()})),
+        "types": types.iter().map(|t| json!({
+            "mime_type": t.mime_type, "documents": t.documents, "by_symbol": t.by_symbol,
+        })).collect::<Vec<_>>(),
     });
     if args.tables {
         value["tables"] = usage
@@ -917,6 +921,34 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The text form of `cfs status`'s documents per type: one line, the ten most common
+/// types with how many of each were chunked by symbol.
+fn write_types(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
+    let Some(types) = v["types"].as_array().filter(|t| !t.is_empty()) else {
+        return Ok(());
+    };
+    let shown: Vec<String> = types
+        .iter()
+        .take(10)
+        .map(|t| {
+            let (n, symbols) = (t["documents"].as_u64(), t["by_symbol"].as_u64());
+            let (n, symbols) = (n.unwrap_or(0), symbols.unwrap_or(0));
+            let mime = t["mime_type"].as_str().unwrap_or_default();
+            match symbols {
+                0 => format!("{mime} {n}"),
+                _ => format!("{mime} {n} ({symbols} by symbol)"),
+            }
+        })
+        .collect();
+    let more = types.len().saturating_sub(10);
+    let tail = if more > 0 {
+        format!(", {more} more")
+    } else {
+        String::new()
+    };
+    writeln!(out, "  documents by type: {}{tail}", shown.join(", "))
 }
 
 /// The text form of `cfs status`, from its JSON value.
@@ -951,6 +983,7 @@ fn write_status(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
         n("embeddings"),
         n("chunks")
     )?;
+    write_types(out, v)?;
     writeln!(out, "state root {}", text("state_root"))?;
     if v["consistent"] != true {
         writeln!(

@@ -1437,12 +1437,17 @@ fn merges_clauses(language: Language) -> bool {
 }
 
 /// True for a container split into its members whatever its size: a C++ or PHP
-/// namespace or a Ruby module, which often holds a whole file (its members are what a
-/// search looks for).
+/// namespace, a Ruby module, an Elixir module or a braced Scala package, which often
+/// holds a whole file (its members are what a search looks for).
 fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
-    matches!(language, Language::Cpp | Language::Php | Language::Ruby)
-        && item.symbol.kind == SymbolKind::Module
-        && item.body.is_some()
+    let splits = [
+        Language::Cpp,
+        Language::Php,
+        Language::Ruby,
+        Language::Elixir,
+        Language::Scala,
+    ];
+    splits.contains(&language) && item.symbol.kind == SymbolKind::Module && item.body.is_some()
 }
 
 /// Builds the chunks of one level: symbols in `[lo, hi)` and the gaps between them.
@@ -2255,6 +2260,15 @@ mod tests {
                 ("Inner".into(), shapes, "module"),
                 ("Geo.Describe".into(), None, "interface"),
                 ("Geo.Describe".into(), None, "impl"),
+            ]
+        );
+        // A module is split into its members whatever its size.
+        let small = "defmodule A do\n  def f(x), do: x\nend\n";
+        assert_eq!(
+            members(&chunk(small, Language::Elixir)),
+            vec![
+                ("A".into(), None, "module"),
+                ("f".into(), Some("A".into()), "function"),
             ]
         );
         let countdown = symbol(&doc, "countdown");

@@ -48,7 +48,7 @@ pub use embed::{
 };
 pub use error::{Result, StoreError, panic_message};
 pub use gc::{GcReport, ShrinkPolicy};
-pub use read::{Counts, ReadTxn, TableUsage};
+pub use read::{Counts, ReadTxn, TableUsage, TypeCount};
 pub use repair::{Salvage, SalvagedVector, salvage_vectors};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
 pub use sync::{

@@ -47,6 +47,18 @@ pub struct TableUsage {
     pub branch_pages: u64,
 }
 
+/// The documents of one MIME type (one language, for code) and how they were chunked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeCount {
+    /// The detected MIME type (`text/x-swift`).
+    pub mime_type: String,
+    /// Documents of that type.
+    pub documents: u64,
+    /// Of them, those parsed by a grammar into symbols (parser `code/...`); the rest
+    /// were chunked as text (no grammar for the language, or a parse with errors).
+    pub by_symbol: u64,
+}
+
 /// A read transaction.
 pub struct ReadTxn {
     txn: redb::ReadTransaction,
@@ -130,6 +142,31 @@ impl ReadTxn {
             embeddings: len(Table::Embeddings)?,
             edges: len(Table::Edges)?,
         })
+    }
+
+    /// Documents per MIME type, most first (ties by type).
+    pub fn document_types(&self) -> Result<Vec<TypeCount>> {
+        let mut types = std::collections::BTreeMap::<String, (u64, u64)>::new();
+        for document in self.rows::<Document>(Table::Documents)? {
+            let profile = document.profile;
+            let count = types.entry(profile.mime_type).or_default();
+            count.0 += 1;
+            count.1 += u64::from(profile.parser.starts_with("code/"));
+        }
+        let mut out: Vec<TypeCount> = types
+            .into_iter()
+            .map(|(mime_type, (documents, by_symbol))| TypeCount {
+                mime_type,
+                documents,
+                by_symbol,
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.documents
+                .cmp(&a.documents)
+                .then(a.mime_type.cmp(&b.mime_type))
+        });
+        Ok(out)
     }
 
     /// Every table's rows and bytes, in `tables::ALL` order.

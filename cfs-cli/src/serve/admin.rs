@@ -36,6 +36,9 @@ pub struct StatusAnswer {
     /// The embedding model of the store's vectors.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub embedder: Option<String>,
+    /// Documents per MIME type (for code, per language), most first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub types: Option<Vec<TypeCount>>,
     /// Whether this server keeps the store in step with the folder.
     pub watching: bool,
     /// Why the watcher stopped, if it did.
@@ -53,6 +56,15 @@ pub struct Counts {
     pub vectors_pending: u64,
 }
 
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TypeCount {
+    /// The detected MIME type (`text/x-swift`).
+    pub mime_type: String,
+    pub documents: u64,
+    /// Of them, those parsed into symbols (the rest were chunked as text).
+    pub by_symbol: u64,
+}
+
 /// The status; never an error: a store that cannot be served is a state.
 pub fn status(served: &Served) -> StatusAnswer {
     let mut answer = StatusAnswer {
@@ -65,6 +77,7 @@ pub fn status(served: &Served) -> StatusAnswer {
         commits: None,
         last_commit_ms: None,
         embedder: None,
+        types: None,
         watching: served.watching,
         watch_error: lock(&served.watch_error).clone(),
     };
@@ -85,10 +98,16 @@ pub fn status(served: &Served) -> StatusAnswer {
     let read = live.store.begin_read().and_then(|txn| {
         let counts = txn.counts()?;
         let chain = txn.state_chain()?;
-        Ok((counts, chain))
+        Ok((counts, chain, txn.document_types()?))
     });
     match read {
-        Ok((c, chain)) => {
+        Ok((c, chain, types)) => {
+            let types = types.into_iter().map(|t| TypeCount {
+                mime_type: t.mime_type,
+                documents: t.documents,
+                by_symbol: t.by_symbol,
+            });
+            answer.types = Some(types.collect());
             answer.counts = Some(Counts {
                 files: c.paths,
                 documents: c.documents,

@@ -167,6 +167,15 @@ fn index_status_verify_log_show_prove() {
     assert_eq!(s["state_root"], root_hex.as_str());
     assert_eq!(s["paths"], 3);
     assert!(s["tables"].is_null(), "tables only when asked");
+    // Documents per type: the two Markdown files are one document; the Rust file was
+    // parsed by symbol.
+    assert_eq!(
+        s["types"],
+        serde_json::json!([
+            {"mime_type": "text/markdown", "documents": 1, "by_symbol": 0},
+            {"mime_type": "text/x-rust", "documents": 1, "by_symbol": 1},
+        ])
+    );
 
     // --tables: every table once, its rows agreeing with the counts.
     let (code, out, _) = cfs_in(root, &["status", "--tables", "--json"]);
