@@ -431,10 +431,11 @@ fn classify<'t>(
     src: &str,
     parent: Option<(&str, SymbolKind)>,
 ) -> Option<Classified<'t>> {
-    let function = if parent.is_some() {
-        SymbolKind::Method
-    } else {
-        SymbolKind::Function
+    // A function in a type is a method; at the root or in a module, a function.
+    let in_type = matches!(parent, Some((_, kind)) if kind != SymbolKind::Module);
+    let function = match in_type {
+        true => SymbolKind::Method,
+        false => SymbolKind::Function,
     };
     match language {
         Language::Rust => rust_symbol(node, src, function),
@@ -447,32 +448,22 @@ fn classify<'t>(
         Language::CSharp => csharp_symbol(node, src, function),
         Language::Kotlin => kotlin_symbol(node, src, function, parent),
         Language::C => c_symbol(node, src, function, false),
-        Language::Cpp => {
-            // A namespace's functions are functions; a class's or a struct's are methods.
-            let in_type = matches!(parent, Some((_, SymbolKind::Class | SymbolKind::Struct)));
-            let function = if in_type {
-                SymbolKind::Method
-            } else {
-                SymbolKind::Function
+        Language::Cpp => c_symbol(node, src, function, true),
+        // In Ruby a def in a module is a method too (of its includers, or of the module).
+        Language::Ruby => {
+            let function = match parent {
+                Some(_) => SymbolKind::Method,
+                None => SymbolKind::Function,
             };
-            c_symbol(node, src, function, true)
+            ruby_symbol(node, src, function)
         }
-        Language::Ruby => ruby_symbol(node, src, function),
         Language::Php => php_symbol(node, src, function),
         Language::Swift => swift_symbol(node, src, function),
         Language::Shell => (node.kind() == "function_definition")
             .then(|| (SymbolKind::Function, name_of(node, "name", src), None)),
         Language::Lua => lua_symbol(node, src),
         Language::Zig => zig_symbol(node, src, function),
-        Language::Scala => {
-            // A package's definitions are functions; a type's or an object's, methods.
-            let in_type = matches!(parent, Some((_, kind)) if kind != SymbolKind::Module);
-            let function = match in_type {
-                true => SymbolKind::Method,
-                false => SymbolKind::Function,
-            };
-            scala_symbol(node, src, function)
-        }
+        Language::Scala => scala_symbol(node, src, function),
         Language::Haskell => haskell_symbol(node, src, function),
         Language::Elixir => elixir_symbol(node, src, parent),
         Language::Other(_) => None,
@@ -1437,8 +1428,11 @@ fn merges_clauses(language: Language) -> bool {
 }
 
 /// True for a container split into its members whatever its size: a C++ or PHP
-/// namespace, a Ruby module, an Elixir module or a braced Scala package, which often
-/// holds a whole file (its members are what a search looks for).
+/// namespace, a Ruby or Elixir module or a braced Scala package, which often holds a
+/// whole file: its members are what a search looks for, and a file under the window
+/// size would otherwise be one chunk named after it. C# namespaces and Rust `mod`s are
+/// split only when large: splitting them at any size lost file retrieval on the team's
+/// suite (docs/benchmarks.md).
 fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
     let splits = [
         Language::Cpp,

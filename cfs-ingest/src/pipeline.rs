@@ -37,7 +37,7 @@ pub const PDF_CHUNKER: &str = "pdf/1";
 /// Version of the section-aware Markdown chunker.
 pub const MARKDOWN_CHUNKER: &str = "markdown/1";
 /// Version of the symbol-aware code chunker, with its window sizes.
-pub const CODE_CHUNKER: &str = "code/1 window=7000 overlap=500";
+pub const CODE_CHUNKER: &str = "code/2 window=7000 overlap=500";
 
 /// Every parser and chunker version this build writes into parse profiles, one per
 /// line. A store records the list its documents were parsed with; when this build's
