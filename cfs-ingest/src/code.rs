@@ -45,7 +45,7 @@ struct Grammar {
 /// Every language parsed by symbols: adding a language is a row here (and its symbol
 /// table in [`classify`]); the rows make [`crate::parsers_version`], which tells stores
 /// to parse again.
-const GRAMMARS: [Grammar; 21] = [
+const GRAMMARS: &[Grammar] = &[
     Grammar {
         language: Language::Rust,
         name: "rust",
@@ -88,84 +88,98 @@ const GRAMMARS: [Grammar; 21] = [
         version: "0.25.0",
         load: || tree_sitter_javascript::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-java")]
     Grammar {
         language: Language::Java,
         name: "java",
         version: "0.23.5",
         load: || tree_sitter_java::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-csharp")]
     Grammar {
         language: Language::CSharp,
         name: "c-sharp",
         version: "0.23.5",
         load: || tree_sitter_c_sharp::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-kotlin")]
     Grammar {
         language: Language::Kotlin,
         name: "kotlin-ng",
         version: "1.1.0",
         load: || tree_sitter_kotlin_ng::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-c")]
     Grammar {
         language: Language::C,
         name: "c",
         version: "0.24.2",
         load: || tree_sitter_c::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-cpp")]
     Grammar {
         language: Language::Cpp,
         name: "cpp",
         version: "0.23.4",
         load: || tree_sitter_cpp::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-ruby")]
     Grammar {
         language: Language::Ruby,
         name: "ruby",
         version: "0.23.1",
         load: || tree_sitter_ruby::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-php")]
     Grammar {
         language: Language::Php,
         name: "php",
         version: "0.25.1",
         load: || tree_sitter_php::LANGUAGE_PHP.into(),
     },
+    #[cfg(feature = "lang-swift")]
     Grammar {
         language: Language::Swift,
         name: "swift",
         version: "0.7.4",
         load: || tree_sitter_swift::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-shell")]
     Grammar {
         language: Language::Shell,
         name: "bash",
         version: "0.25.1",
         load: || tree_sitter_bash::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-lua")]
     Grammar {
         language: Language::Lua,
         name: "lua",
         version: "0.5.0",
         load: || tree_sitter_lua::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-zig")]
     Grammar {
         language: Language::Zig,
         name: "zig",
         version: "1.1.2",
         load: || tree_sitter_zig::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-scala")]
     Grammar {
         language: Language::Scala,
         name: "scala",
         version: "0.26.9",
         load: || tree_sitter_scala::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-haskell")]
     Grammar {
         language: Language::Haskell,
         name: "haskell",
         version: "0.24.1",
         load: || tree_sitter_haskell::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-elixir")]
     Grammar {
         language: Language::Elixir,
         name: "elixir",
@@ -1783,6 +1797,8 @@ mod tests {
     }
 
     /// Every chunk of a large class: its symbols' (name, parent, kind), windows once.
+    // Used by the tests of the optional grammars.
+    #[cfg_attr(not(feature = "all-languages"), allow(dead_code))]
     fn members(doc: &CodeDoc) -> Vec<(String, Option<String>, &'static str)> {
         let mut out = names(doc);
         out.dedup();
@@ -1790,12 +1806,15 @@ mod tests {
     }
 
     /// The first symbol named `name`.
+    // Used by the tests of the optional grammars.
+    #[cfg_attr(not(feature = "all-languages"), allow(dead_code))]
     fn symbol<'d>(doc: &'d CodeDoc, name: &str) -> &'d Symbol {
         let mut symbols = doc.chunks.iter().filter_map(|c| c.symbol.as_ref());
         symbols.find(|s| s.name == name).unwrap()
     }
 
     #[test]
+    #[cfg(feature = "lang-java")]
     fn java_classes_split_into_members_with_javadoc_and_enum_methods() {
         let pad = "        int x = 1;\n".repeat(400);
         let text = format!(
@@ -1842,6 +1861,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-csharp")]
     fn csharp_file_scoped_namespace_parents_what_follows_and_members_split() {
         let pad = "        int x = 1;\n".repeat(400);
         let text = format!(
@@ -1874,6 +1894,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-kotlin")]
     fn kotlin_classes_objects_properties_and_a_one_line_body() {
         let pad = "        val x = 1\n".repeat(500);
         let text = format!(
@@ -1920,6 +1941,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(all(feature = "lang-cpp", feature = "lang-php", feature = "lang-ruby"))]
     fn cpp_namespaces_classes_and_qualified_definitions() {
         let pad = "  int x = 1;\n".repeat(600);
         let text = format!(
@@ -1981,6 +2003,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-c")]
     fn c_definitions_not_prototypes_through_header_guards() {
         let text = "#ifndef A_H\n#define A_H\nvoid list_free(struct list *l);\n/* Frees. */\nvoid list_free(struct list *l) { free(l); }\nstatic const int kMax = 3;\nstruct list *(*make)(void);\ntypedef enum { A, B } mode_t;\n#ifdef __cplusplus\nextern \"C\" {\n#endif\nint api(void);\n#endif\n";
         let doc = chunk(text, Language::C);
@@ -2001,6 +2024,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-ruby")]
     fn ruby_modules_classes_methods_and_constants() {
         let pad = "      x = 1\n".repeat(700);
         let text = format!(
@@ -2032,6 +2056,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-php")]
     fn php_namespaces_parent_what_follows_and_classes_split() {
         let pad = "        $x = 1;\n".repeat(500);
         let text = format!(
@@ -2064,6 +2089,7 @@ mod tests {
     /// recovery on 844 bytes took over 4 GB) is cut off by its budget and chunked as
     /// text; the thread's parser then serves the next file as a fresh one.
     #[test]
+    #[cfg(feature = "lang-swift")]
     fn swift_types_extensions_protocols_and_members() {
         let pad = "        let x = 1\n".repeat(500);
         let text = format!(
@@ -2100,6 +2126,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-shell")]
     fn shell_functions_with_their_comments_not_the_shebang() {
         let text = "#!/usr/bin/env bash\n# Logs a line.\nlog() { echo \"$1\"; }\n\nfunction build {\n  make\n}\nreadonly X=1\n";
         let doc = chunk(text, Language::Shell);
@@ -2123,6 +2150,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-lua")]
     fn lua_functions_methods_and_their_tables() {
         let text = "local M = {}\n\n--- Makes one.\nfunction M.new(o) return o end\nfunction M:add(x) end\nfunction M.util.f() end\nM.total = function(t) end\nlocal function clamp(n) return n end\nlocal x = 1\nreturn M\n";
         let doc = chunk(text, Language::Lua);
@@ -2142,6 +2170,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-zig")]
     fn zig_containers_split_into_fields_methods_and_declarations() {
         let pad = "    x += 1;\n".repeat(700);
         let text = format!(
@@ -2167,6 +2196,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-scala")]
     fn scala_packages_objects_classes_and_extensions() {
         let pad = "    val x = 1\n".repeat(600);
         let text = format!(
@@ -2196,6 +2226,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-haskell")]
     fn haskell_signatures_and_equations_are_one_function() {
         let pad = "  gross x = x\n".repeat(600);
         let text = format!(
@@ -2234,6 +2265,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-elixir")]
     fn elixir_modules_clauses_and_attributes() {
         let pad = "    x = 1\n".repeat(800);
         let text = format!(
@@ -2271,6 +2303,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-kotlin")]
     fn a_runaway_parse_is_cut_off_and_the_parser_serves_the_next_file() {
         let runaway = include_bytes!("../fuzz/seeds/code_kotlin/runaway");
         let text = String::from_utf8_lossy(runaway);
