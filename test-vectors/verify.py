@@ -490,7 +490,7 @@ for names, mime, lang in [
     ("php", "text/x-php", "php"), ("cs", "text/x-csharp", "csharp"), ("lua", "text/x-lua", "lua"),
     ("zig", "text/x-zig", "zig"), ("hs", "text/x-haskell", "haskell"),
     ("ex exs", "text/x-elixir", "elixir"), ("erl hrl", "text/x-erlang", "erlang"),
-    ("ml mli", "text/x-ocaml", "ocaml"), ("sh bash zsh ksh bats", "text/x-shellscript", "shell"), ("fish", "text/x-fish", "fish"),
+    ("ml mli", "text/x-ocaml", "ocaml"), ("dart", "text/x-dart", "dart"), ("sh bash zsh ksh bats", "text/x-shellscript", "shell"), ("fish", "text/x-fish", "fish"),
     ("ps1", "text/x-powershell", "powershell"), ("sql", "application/sql", "sql"),
     ("css scss sass less", "text/css", "css"), ("proto", "text/x-protobuf", "protobuf"),
     ("vue", "text/html", "vue"), ("svelte", "text/html", "svelte"),

@@ -186,6 +186,13 @@ const GRAMMARS: &[Grammar] = &[
         version: "0.3.5",
         load: || tree_sitter_elixir::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-dart")]
+    Grammar {
+        language: Language::Dart,
+        name: "dart",
+        version: "0.3.0",
+        load: || tree_sitter_dart::LANGUAGE.into(),
+    },
 ];
 
 fn grammar_of(language: Language) -> Option<&'static Grammar> {
@@ -365,6 +372,7 @@ fn attachment(language: Language, node: Node<'_>, src: &str) -> Option<bool> {
             matches!(kind, "line_comment" | "block_comment").then_some(true)
         }
         Language::Swift => matches!(kind, "comment" | "multiline_comment").then_some(true),
+        Language::Dart => matches!(kind, "comment" | "documentation_comment").then_some(true),
         Language::Scala => matches!(kind, "comment" | "block_comment").then_some(true),
         Language::Haskell => match kind {
             "comment" | "haddock" => Some(true),
@@ -480,6 +488,7 @@ fn classify<'t>(
         Language::Scala => scala_symbol(node, src, function),
         Language::Haskell => haskell_symbol(node, src, function),
         Language::Elixir => elixir_symbol(node, src, parent),
+        Language::Dart => dart_symbol(node, src, function),
         Language::Other(_) => None,
     }
 }
@@ -1020,6 +1029,99 @@ fn zig_declared_name(node: Node<'_>) -> Option<Node<'_>> {
     found
 }
 
+/// A Dart declaration: classes, mixins (traits), extensions (impls, named by their name
+/// or the type they extend), extension types (structs), enums and typedefs (types);
+/// functions, getters and setters; top-level variables (consts when `const` or `final`);
+/// in a type, methods and constructors (named `Circle.unit`), with or without a body,
+/// and fields.
+fn dart_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
+    let name = || name_of(node, "name", src);
+    let body = || node.child_by_field_name("body");
+    match node.kind() {
+        "class_declaration" => Some((SymbolKind::Class, name(), body())),
+        "mixin_declaration" => Some((SymbolKind::Trait, name(), body())),
+        "extension_declaration" => {
+            let named = field_text(node, "name", src).or(field_text(node, "class", src))?;
+            Some((SymbolKind::Impl, named.to_owned(), body()))
+        }
+        "extension_type_declaration" => Some((SymbolKind::Struct, name(), body())),
+        "enum_declaration" => Some((SymbolKind::Enum, name(), body())),
+        "type_alias" => {
+            let ident = child_of_kind(node, &["type_identifier"])?;
+            Some((SymbolKind::Type, text_of(ident, src).to_owned(), None))
+        }
+        "function_declaration"
+        | "getter_declaration"
+        | "setter_declaration"
+        | "external_function_declaration" => {
+            let signature = node.child_by_field_name("signature")?;
+            Some((function, name_of(signature, "name", src), None))
+        }
+        "top_level_variable_declaration" => {
+            let kind = match field_text(node, "modifier", src) {
+                Some("const" | "final") => SymbolKind::Const,
+                _ => SymbolKind::Var,
+            };
+            Some((kind, dart_first_variable(node, src)?, None))
+        }
+        "method_declaration" => {
+            let signature = node.child_by_field_name("signature")?;
+            dart_member(signature.named_child(0).unwrap_or(signature), src)
+        }
+        "declaration" => {
+            let mut cursor = node.walk();
+            let first = node
+                .named_children(&mut cursor)
+                .find(|c| c.kind() != "type")?;
+            dart_member(first, src).or_else(|| {
+                let is_const = text_of(node, src).split_whitespace().any(|w| w == "const");
+                let kind = match is_const {
+                    true => SymbolKind::Const,
+                    false => SymbolKind::Var,
+                };
+                Some((kind, dart_first_variable(node, src)?, None))
+            })
+        }
+        _ => None,
+    }
+}
+
+/// A Dart member by its signature: a method, getter, setter or operator, or a
+/// constructor named by its parts joined with `.` (`Circle.unit`).
+fn dart_member<'t>(signature: Node<'t>, src: &str) -> Option<Classified<'t>> {
+    let name = match signature.kind() {
+        "function_signature" | "getter_signature" | "setter_signature" => {
+            name_of(signature, "name", src)
+        }
+        "operator_signature" => "operator".to_owned(),
+        "constructor_signature"
+        | "factory_constructor_signature"
+        | "constant_constructor_signature"
+        | "redirecting_factory_constructor_signature" => {
+            let mut cursor = signature.walk();
+            let parts: Vec<&str> = signature
+                .children_by_field_name("name", &mut cursor)
+                .filter(|n| n.is_named())
+                .map(|n| text_of(n, src))
+                .collect();
+            parts.join(".")
+        }
+        _ => return None,
+    };
+    Some((SymbolKind::Method, name, None))
+}
+
+/// The first name a Dart variable declaration declares (`var a = 1, b = 2;` gives `a`).
+fn dart_first_variable(node: Node<'_>, src: &str) -> Option<String> {
+    let kinds = ["static_final_declaration", "initialized_identifier"];
+    let first = kinds.iter().find_map(|k| first_descendant(node, k));
+    let name = match first {
+        Some(declared) => declared.child_by_field_name("name")?,
+        None => first_descendant(child_of_kind(node, &["identifier_list"])?, "identifier")?,
+    };
+    Some(text_of(name, src).to_owned())
+}
+
 /// A Scala definition: packages and package objects are modules, objects classes;
 /// `val` and `var` are vars (consts when `final`), named by their pattern's first
 /// identifier; a `given` with a body is an impl, an extension an impl named by the type
@@ -1359,6 +1461,8 @@ fn items<'t>(
             "export_statement" => child.child_by_field_name("declaration"),
             "decorated_definition" => child.child_by_field_name("definition"),
             "template_declaration" => template_inner(child),
+            // A Dart class member: its annotations, then the declaration.
+            "member_declaration" => child_of_kind(child, &["method_declaration", "declaration"]),
             // A TypeScript `namespace` statement.
             "expression_statement" => child
                 .named_child(0)
@@ -2300,6 +2404,39 @@ mod tests {
         let countdown = symbol(&doc, "countdown");
         assert_eq!(countdown.doc_comment, "@doc \"Counts down.\"");
         assert_eq!(countdown.signature, "def countdown(0), do: :done");
+    }
+
+    #[test]
+    #[cfg(feature = "lang-dart")]
+    fn dart_classes_members_constructors_and_extensions() {
+        let pad = "    x += 1;\n".repeat(700);
+        let text = format!(
+            "import 'dart:math';\n\n/// Max sides.\nconst int maxSides = 12;\ntypedef Measure = double Function(int s);\nint add(int a, int b) => a + b;\n\n/// A circle.\nclass Circle extends Shape {{\n  /// Its radius.\n  final double radius;\n  Circle(this.radius);\n  Circle.unit() : radius = 1.0;\n  @override\n  double area() {{\n{pad}  }}\n  double get diameter => radius * 2;\n  double perimeter();\n}}\n\nmixin Named {{}}\nextension Doubled on Circle {{}}\nextension on String {{}}\nenum Color {{ red, green }}\n"
+        );
+        let doc = chunk(&text, Language::Dart);
+        covers(&doc, &text);
+        let circle = Some("Circle".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("maxSides".into(), None, "const"),
+                ("Measure".into(), None, "type"),
+                ("add".into(), None, "function"),
+                ("Circle".into(), None, "class"),
+                ("radius".into(), circle.clone(), "var"),
+                ("Circle".into(), circle.clone(), "method"),
+                ("Circle.unit".into(), circle.clone(), "method"),
+                ("area".into(), circle.clone(), "method"),
+                ("diameter".into(), circle.clone(), "method"),
+                ("perimeter".into(), circle, "method"),
+                ("Named".into(), None, "trait"),
+                ("Doubled".into(), None, "impl"),
+                ("String".into(), None, "impl"),
+                ("Color".into(), None, "enum"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "radius").doc_comment, "/// Its radius.");
+        assert_eq!(symbol(&doc, "area").signature, "@override\n  double area()");
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub enum Language {
     Haskell,
     /// Elixir.
     Elixir,
+    /// Dart.
+    Dart,
     /// Another language, chunked as text; its name.
     Other(&'static str),
 }
@@ -93,6 +95,7 @@ impl Language {
             Self::Scala => "scala",
             Self::Haskell => "haskell",
             Self::Elixir => "elixir",
+            Self::Dart => "dart",
             Self::Other(name) => name,
         }
     }
@@ -178,6 +181,7 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "zig" => code("text/x-zig", Language::Zig),
         "hs" => code("text/x-haskell", Language::Haskell),
         "ex" | "exs" => code("text/x-elixir", Language::Elixir),
+        "dart" => code("text/x-dart", Language::Dart),
         "erl" | "hrl" => code("text/x-erlang", Language::Other("erlang")),
         "ml" | "mli" => code("text/x-ocaml", Language::Other("ocaml")),
         "sh" | "bash" | "zsh" | "ksh" | "bats" => code("text/x-shellscript", Language::Shell),
@@ -356,6 +360,7 @@ mod tests {
             ("Main.hs", Language::Haskell),
             ("mix.exs", Language::Elixir),
             ("App.swift", Language::Swift),
+            ("main.dart", Language::Dart),
             ("a.hpp", Language::Cpp),
             ("a.c", Language::C),
         ] {

@@ -123,12 +123,13 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_scala" => code_body(Language::Scala, data),
         "code_haskell" => code_body(Language::Haskell, data),
         "code_elixir" => code_body(Language::Elixir, data),
+        "code_dart" => code_body(Language::Dart, data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 25] = [
+pub const TARGETS: [&str; 26] = [
     "decode",
     "text",
     "markdown",
@@ -154,4 +155,5 @@ pub const TARGETS: [&str; 25] = [
     "code_scala",
     "code_haskell",
     "code_elixir",
+    "code_dart",
 ];

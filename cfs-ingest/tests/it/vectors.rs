@@ -130,6 +130,7 @@ fn detect_file() -> FileSpec {
         ("install.zsh", b"echo hi\n"),
         ("config.fish", b"set x 1\n"),
         ("Build.sc", b"object build\n"),
+        ("lib/main.dart", b"void main() {}\n"),
         ("bin/deploy", b"#!/usr/bin/env bash\nset -e\n"),
         ("bin/serve", b"#!/usr/bin/env -S python3.12 -u\n"),
         ("bin/tool", b"#!/usr/bin/env FOO=1 node\n"),
