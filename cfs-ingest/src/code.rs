@@ -186,6 +186,13 @@ const GRAMMARS: &[Grammar] = &[
         version: "0.3.5",
         load: || tree_sitter_elixir::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-ocaml")]
+    Grammar {
+        language: Language::OCaml,
+        name: "ocaml",
+        version: "0.26.0",
+        load: || tree_sitter_ocaml::LANGUAGE_OCAML.into(),
+    },
     #[cfg(feature = "lang-dart")]
     Grammar {
         language: Language::Dart,
@@ -489,6 +496,7 @@ fn classify<'t>(
         Language::Haskell => haskell_symbol(node, src, function),
         Language::Elixir => elixir_symbol(node, src, parent),
         Language::Dart => dart_symbol(node, src, function),
+        Language::OCaml => ocaml_symbol(node, src, function),
         Language::Other(_) => None,
     }
 }
@@ -1120,6 +1128,80 @@ fn dart_first_variable(node: Node<'_>, src: &str) -> Option<String> {
         None => first_descendant(child_of_kind(node, &["identifier_list"])?, "identifier")?,
     };
     Some(text_of(name, src).to_owned())
+}
+
+/// An OCaml definition, named by its first binding (`let rec f ... and g ...` is one
+/// symbol, `f`): a `let` is a function when it takes parameters or its value is a `fun`
+/// or `function`, else a const (`let () = ...` and other patterns are no symbol); a
+/// type is a struct (record), enum (variant) or type; a module and a module type (an
+/// interface) are containers of their structure or signature; a class of its object's
+/// methods; an exception is a type, an `external` and a `val` functions.
+fn ocaml_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
+    let first = |kind| child_of_kind(node, &[kind]);
+    let named = |kind| Some(text_of(child_of_kind(node, &[kind])?, src).to_owned());
+    match node.kind() {
+        "value_definition" => {
+            let binding = first("let_binding")?;
+            let pattern = binding.child_by_field_name("pattern")?;
+            let name = match pattern.kind() {
+                "value_name" => text_of(pattern, src),
+                "parenthesized_operator" => text_of(pattern, src).trim_matches(['(', ')', ' ']),
+                _ => return None,
+            };
+            let body = binding.child_by_field_name("body").map(|b| b.kind());
+            let takes = child_of_kind(binding, &["parameter"]).is_some()
+                || matches!(body, Some("fun_expression" | "function_expression"));
+            let kind = if takes { function } else { SymbolKind::Const };
+            Some((kind, name.to_owned(), None))
+        }
+        "type_definition" => {
+            let binding = first("type_binding")?;
+            let kind = match binding.child_by_field_name("body").map(|b| b.kind()) {
+                Some("record_declaration") => SymbolKind::Struct,
+                Some("variant_declaration") => SymbolKind::Enum,
+                _ => SymbolKind::Type,
+            };
+            Some((kind, name_of(binding, "name", src), None))
+        }
+        "module_definition" => {
+            let binding = first("module_binding")?;
+            let name = text_of(child_of_kind(binding, &["module_name"])?, src);
+            let mut body = binding.child_by_field_name("body");
+            while let Some(wrapper) = body.filter(|b| b.kind() != "structure") {
+                body = match wrapper.kind() {
+                    "functor" => wrapper.child_by_field_name("body"),
+                    "typed_module_expression" => wrapper.child_by_field_name("module"),
+                    _ => None,
+                };
+            }
+            Some((SymbolKind::Module, name.to_owned(), body))
+        }
+        "module_type_definition" => Some((
+            SymbolKind::Interface,
+            named("module_type_name")?,
+            node.child_by_field_name("body"),
+        )),
+        "class_definition" => {
+            let binding = first("class_binding")?;
+            let name = text_of(child_of_kind(binding, &["class_name"])?, src);
+            let mut body = binding.child_by_field_name("body");
+            if let Some(wrapped) = body.filter(|b| b.kind() == "let_class_expression") {
+                body = wrapped.child_by_field_name("body");
+            }
+            let body = body.filter(|b| b.kind() == "object_expression");
+            Some((SymbolKind::Class, name.to_owned(), body))
+        }
+        "method_definition" => Some((SymbolKind::Method, named("method_name")?, None)),
+        "instance_variable_definition" => {
+            Some((SymbolKind::Var, named("instance_variable_name")?, None))
+        }
+        "exception_definition" => {
+            let declared = first_descendant(node, "constructor_name")?;
+            Some((SymbolKind::Type, text_of(declared, src).to_owned(), None))
+        }
+        "external" | "value_specification" => Some((function, named("value_name")?, None)),
+        _ => None,
+    }
 }
 
 /// A Scala definition: packages and package objects are modules, objects classes;
@@ -2437,6 +2519,42 @@ mod tests {
         );
         assert_eq!(symbol(&doc, "radius").doc_comment, "/// Its radius.");
         assert_eq!(symbol(&doc, "area").signature, "@override\n  double area()");
+    }
+
+    #[test]
+    #[cfg(feature = "lang-ocaml")]
+    fn ocaml_lets_types_modules_and_classes() {
+        let pad = "  let x = 1\n".repeat(700);
+        let text = format!(
+            "open Printf\n\n(** Raised on a miss. *)\nexception Not_stocked of string\nexternal now : unit -> float = \"now\"\ntype item = {{ name : string }}\ntype place = Front | Back\nlet default_qty = 10\n(** Shows. *)\nlet show it = it.name\nlet rec even n = n = 0\nand odd n = n = 1\nlet (+++) a b = a + b\nlet () = ()\nmodule type ORDERED = sig\n  val compare : int -> int\nend\nmodule Stock = struct\n  (** Adds. *)\n  let add it = it\n{pad}end\nmodule MaxOf (X : ORDERED) = struct let max a b = a end\nclass counter start = object\n  method get = start\nend\n"
+        );
+        let doc = chunk(&text, Language::OCaml);
+        covers(&doc, &text);
+        let stock = Some("Stock".to_owned());
+        assert_eq!(
+            members(&doc),
+            vec![
+                ("Not_stocked".into(), None, "type"),
+                ("now".into(), None, "function"),
+                ("item".into(), None, "struct"),
+                ("place".into(), None, "enum"),
+                ("default_qty".into(), None, "const"),
+                ("show".into(), None, "function"),
+                ("even".into(), None, "function"),
+                ("+++".into(), None, "function"),
+                ("ORDERED".into(), None, "interface"),
+                ("Stock".into(), None, "module"),
+                ("add".into(), stock.clone(), "function"),
+                ("x".into(), stock, "const"),
+                ("MaxOf".into(), None, "module"),
+                ("counter".into(), None, "class"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "add").doc_comment, "(** Adds. *)");
+        assert_eq!(
+            symbol(&doc, "Not_stocked").doc_comment,
+            "(** Raised on a miss. *)"
+        );
     }
 
     #[test]

@@ -66,6 +66,8 @@ pub enum Language {
     Elixir,
     /// Dart.
     Dart,
+    /// OCaml (implementation files; `.mli` interfaces are chunked as text).
+    OCaml,
     /// Another language, chunked as text; its name.
     Other(&'static str),
 }
@@ -96,6 +98,7 @@ impl Language {
             Self::Haskell => "haskell",
             Self::Elixir => "elixir",
             Self::Dart => "dart",
+            Self::OCaml => "ocaml",
             Self::Other(name) => name,
         }
     }
@@ -183,7 +186,8 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "ex" | "exs" => code("text/x-elixir", Language::Elixir),
         "dart" => code("text/x-dart", Language::Dart),
         "erl" | "hrl" => code("text/x-erlang", Language::Other("erlang")),
-        "ml" | "mli" => code("text/x-ocaml", Language::Other("ocaml")),
+        "ml" => code("text/x-ocaml", Language::OCaml),
+        "mli" => code("text/x-ocaml", Language::Other("ocaml")),
         "sh" | "bash" | "zsh" | "ksh" | "bats" => code("text/x-shellscript", Language::Shell),
         "fish" => code("text/x-fish", Language::Other("fish")),
         "ps1" => code("text/x-powershell", Language::Other("powershell")),
@@ -361,6 +365,7 @@ mod tests {
             ("mix.exs", Language::Elixir),
             ("App.swift", Language::Swift),
             ("main.dart", Language::Dart),
+            ("lib.ml", Language::OCaml),
             ("a.hpp", Language::Cpp),
             ("a.c", Language::C),
         ] {

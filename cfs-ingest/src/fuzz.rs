@@ -124,12 +124,13 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_haskell" => code_body(Language::Haskell, data),
         "code_elixir" => code_body(Language::Elixir, data),
         "code_dart" => code_body(Language::Dart, data),
+        "code_ocaml" => code_body(Language::OCaml, data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 26] = [
+pub const TARGETS: [&str; 27] = [
     "decode",
     "text",
     "markdown",
@@ -156,4 +157,5 @@ pub const TARGETS: [&str; 26] = [
     "code_haskell",
     "code_elixir",
     "code_dart",
+    "code_ocaml",
 ];

@@ -131,6 +131,8 @@ fn detect_file() -> FileSpec {
         ("config.fish", b"set x 1\n"),
         ("Build.sc", b"object build\n"),
         ("lib/main.dart", b"void main() {}\n"),
+        ("src/parser.ml", b"let x = 1\n"),
+        ("src/parser.mli", b"val x : int\n"),
         ("bin/deploy", b"#!/usr/bin/env bash\nset -e\n"),
         ("bin/serve", b"#!/usr/bin/env -S python3.12 -u\n"),
         ("bin/tool", b"#!/usr/bin/env FOO=1 node\n"),
