@@ -193,6 +193,13 @@ const GRAMMARS: &[Grammar] = &[
         version: "0.26.0",
         load: || tree_sitter_ocaml::LANGUAGE_OCAML.into(),
     },
+    #[cfg(feature = "lang-erlang")]
+    Grammar {
+        language: Language::Erlang,
+        name: "erlang",
+        version: "0.21.0",
+        load: || tree_sitter_erlang::LANGUAGE.into(),
+    },
     #[cfg(feature = "lang-dart")]
     Grammar {
         language: Language::Dart,
@@ -343,6 +350,10 @@ fn body_of<'t>(language: Language, node: Node<'t>) -> Option<Node<'t>> {
         // itself is the level (its body read through), and the signature is one line.
         Language::Ruby => None,
         Language::Elixir => child_of_kind(node, &["do_block"]),
+        // An Erlang function's first clause's body.
+        Language::Erlang => node
+            .child_by_field_name("clause")?
+            .child_by_field_name("body"),
         _ => node.child_by_field_name("body"),
     }
 }
@@ -380,6 +391,12 @@ fn attachment(language: Language, node: Node<'_>, src: &str) -> Option<bool> {
         }
         Language::Swift => matches!(kind, "comment" | "multiline_comment").then_some(true),
         Language::Dart => matches!(kind, "comment" | "documentation_comment").then_some(true),
+        // A `-spec` belongs to the function after it.
+        Language::Erlang => match kind {
+            "comment" => Some(true),
+            "spec" => Some(false),
+            _ => None,
+        },
         Language::Scala => matches!(kind, "comment" | "block_comment").then_some(true),
         Language::Haskell => match kind {
             "comment" | "haddock" => Some(true),
@@ -497,6 +514,7 @@ fn classify<'t>(
         Language::Elixir => elixir_symbol(node, src, parent),
         Language::Dart => dart_symbol(node, src, function),
         Language::OCaml => ocaml_symbol(node, src, function),
+        Language::Erlang => erlang_symbol(node, src),
         Language::Other(_) => None,
     }
 }
@@ -1204,6 +1222,30 @@ fn ocaml_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<C
     }
 }
 
+/// An Erlang form: `-module` (a module, the parent of what follows), a function (one
+/// `fun_decl` per clause, merged; named by its first clause), `-record` (a struct),
+/// `-type` and `-opaque` (types), `-define` (a macro).
+fn erlang_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
+    let name = |n: Node<'_>| name_of(n, "name", src);
+    match node.kind() {
+        "module_attribute" => Some((SymbolKind::Module, name(node), None)),
+        "fun_decl" => {
+            let clause = node.child_by_field_name("clause")?;
+            Some((SymbolKind::Function, name(clause), None))
+        }
+        "record_decl" => Some((SymbolKind::Struct, name(node), None)),
+        "type_alias" | "opaque" => {
+            let type_name = node.child_by_field_name("name")?;
+            Some((SymbolKind::Type, name(type_name), None))
+        }
+        "pp_define" => {
+            let lhs = node.child_by_field_name("lhs")?;
+            Some((SymbolKind::Macro, name(lhs), None))
+        }
+        _ => None,
+    }
+}
+
 /// A Scala definition: packages and package objects are modules, objects classes;
 /// `val` and `var` are vars (consts when `final`), named by their pattern's first
 /// identifier; a `given` with a body is an impl, an extension an impl named by the type
@@ -1597,6 +1639,10 @@ fn items<'t>(
             {
                 scope = Some(symbol.name.clone());
             }
+            // Erlang's `-module(m).` names the module of the file's functions.
+            if language == Language::Erlang && inner.kind() == "module_attribute" {
+                scope = Some(symbol.name.clone());
+            }
             // Scala's `package a.b` then `package c` are the package `a.b.c`.
             if language == Language::Scala && inner.kind() == "package_clause" && body.is_none() {
                 scope = Some(match &symbol.parent {
@@ -1620,11 +1666,15 @@ fn items<'t>(
 }
 
 /// True for the languages that write one function as several sibling nodes: Haskell
-/// (a type signature, then one equation per pattern) and Elixir (one `def` per clause).
+/// (a type signature, then one equation per pattern), Elixir (one `def` per clause) and
+/// Erlang (one `fun_decl` per clause).
 /// Consecutive symbols of one name there are one symbol, with comments and attributes
 /// between them; anything else between them ends it.
 fn merges_clauses(language: Language) -> bool {
-    matches!(language, Language::Haskell | Language::Elixir)
+    matches!(
+        language,
+        Language::Haskell | Language::Elixir | Language::Erlang
+    )
 }
 
 /// True for a container split into its members whatever its size: a C++ or PHP
@@ -2555,6 +2605,35 @@ mod tests {
             symbol(&doc, "Not_stocked").doc_comment,
             "(** Raised on a miss. *)"
         );
+    }
+
+    #[test]
+    #[cfg(feature = "lang-erlang")]
+    fn erlang_functions_merge_their_clauses_under_their_module() {
+        let text = "%% @doc A cache.\n-module(cache).\n-export([get/1]).\n-define(TIMEOUT, 5000).\n-record(state, {hits = 0}).\n-type key() :: atom().\n\n%% @doc Looks up.\n-spec get(key()) -> term().\nget(a) -> 1;\nget(_) -> 2.\n\nput(K, V) -> ok.\n";
+        let doc = chunk(text, Language::Erlang);
+        covers(&doc, text);
+        let cache = Some("cache".to_owned());
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("cache".into(), None, "module"),
+                ("TIMEOUT".into(), cache.clone(), "macro"),
+                ("state".into(), cache.clone(), "struct"),
+                ("key".into(), cache.clone(), "type"),
+                ("get".into(), cache.clone(), "function"),
+                ("put".into(), cache, "function"),
+            ]
+        );
+        let get = symbol(&doc, "get");
+        assert_eq!(get.doc_comment, "%% @doc Looks up.");
+        assert_eq!(get.signature, "get(a)");
+        let chunk = doc
+            .chunks
+            .iter()
+            .find(|c| c.symbol.as_ref() == Some(get))
+            .unwrap();
+        assert!(text[chunk.start..chunk.end].contains("get(_) -> 2."));
     }
 
     #[test]

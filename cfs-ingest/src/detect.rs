@@ -68,6 +68,8 @@ pub enum Language {
     Dart,
     /// OCaml (implementation files; `.mli` interfaces are chunked as text).
     OCaml,
+    /// Erlang.
+    Erlang,
     /// Another language, chunked as text; its name.
     Other(&'static str),
 }
@@ -99,6 +101,7 @@ impl Language {
             Self::Elixir => "elixir",
             Self::Dart => "dart",
             Self::OCaml => "ocaml",
+            Self::Erlang => "erlang",
             Self::Other(name) => name,
         }
     }
@@ -185,7 +188,7 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "hs" => code("text/x-haskell", Language::Haskell),
         "ex" | "exs" => code("text/x-elixir", Language::Elixir),
         "dart" => code("text/x-dart", Language::Dart),
-        "erl" | "hrl" => code("text/x-erlang", Language::Other("erlang")),
+        "erl" | "hrl" => code("text/x-erlang", Language::Erlang),
         "ml" => code("text/x-ocaml", Language::OCaml),
         "mli" => code("text/x-ocaml", Language::Other("ocaml")),
         "sh" | "bash" | "zsh" | "ksh" | "bats" => code("text/x-shellscript", Language::Shell),
@@ -366,6 +369,7 @@ mod tests {
             ("App.swift", Language::Swift),
             ("main.dart", Language::Dart),
             ("lib.ml", Language::OCaml),
+            ("cache.erl", Language::Erlang),
             ("a.hpp", Language::Cpp),
             ("a.c", Language::C),
         ] {

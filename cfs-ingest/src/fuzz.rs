@@ -125,12 +125,13 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_elixir" => code_body(Language::Elixir, data),
         "code_dart" => code_body(Language::Dart, data),
         "code_ocaml" => code_body(Language::OCaml, data),
+        "code_erlang" => code_body(Language::Erlang, data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 27] = [
+pub const TARGETS: [&str; 28] = [
     "decode",
     "text",
     "markdown",
@@ -158,4 +159,5 @@ pub const TARGETS: [&str; 27] = [
     "code_elixir",
     "code_dart",
     "code_ocaml",
+    "code_erlang",
 ];
