@@ -490,7 +490,7 @@ for names, mime, lang in [
     ("php", "text/x-php", "php"), ("cs", "text/x-csharp", "csharp"), ("lua", "text/x-lua", "lua"),
     ("zig", "text/x-zig", "zig"), ("hs", "text/x-haskell", "haskell"),
     ("ex exs", "text/x-elixir", "elixir"), ("erl hrl", "text/x-erlang", "erlang"),
-    ("ml mli", "text/x-ocaml", "ocaml"), ("dart", "text/x-dart", "dart"), ("sh bash zsh ksh bats", "text/x-shellscript", "shell"), ("fish", "text/x-fish", "fish"),
+    ("ml mli", "text/x-ocaml", "ocaml"), ("dart", "text/x-dart", "dart"), ("r", "text/x-r", "r"), ("sh bash zsh ksh bats", "text/x-shellscript", "shell"), ("fish", "text/x-fish", "fish"),
     ("ps1", "text/x-powershell", "powershell"), ("sql", "application/sql", "sql"),
     ("css scss sass less", "text/css", "css"), ("proto", "text/x-protobuf", "protobuf"),
     ("vue", "text/html", "vue"), ("svelte", "text/html", "svelte"),
@@ -581,7 +581,7 @@ for names, mime, lang in [
     ("python pypy", "text/x-python", "python"), ("ruby", "text/x-ruby", "ruby"),
     ("node nodejs deno bun", "text/javascript", "javascript"), ("php", "text/x-php", "php"),
     ("lua luajit", "text/x-lua", "lua"), ("elixir", "text/x-elixir", "elixir"),
-    ("perl", "text/x-perl", "perl"), ("fish", "text/x-fish", "fish"),
+    ("perl", "text/x-perl", "perl"), ("fish", "text/x-fish", "fish"), ("Rscript", "text/x-r", "r"),
 ]:
     for n in names.split():
         SHEBANGS[n] = {"mime_type": mime, "format": "code:" + lang}

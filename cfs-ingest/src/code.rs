@@ -200,6 +200,13 @@ const GRAMMARS: &[Grammar] = &[
         version: "0.21.0",
         load: || tree_sitter_erlang::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-r")]
+    Grammar {
+        language: Language::R,
+        name: "r",
+        version: "1.3.0",
+        load: || tree_sitter_r::LANGUAGE.into(),
+    },
     #[cfg(feature = "lang-dart")]
     Grammar {
         language: Language::Dart,
@@ -515,6 +522,7 @@ fn classify<'t>(
         Language::Dart => dart_symbol(node, src, function),
         Language::OCaml => ocaml_symbol(node, src, function),
         Language::Erlang => erlang_symbol(node, src),
+        Language::R => r_symbol(node, src),
         Language::Other(_) => None,
     }
 }
@@ -1246,6 +1254,80 @@ fn erlang_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
     }
 }
 
+/// Calls that make an R class, named by what they are assigned to or by their first
+/// string argument.
+const R_CLASS_MAKERS: [&str; 3] = ["setClass", "setRefClass", "R6Class"];
+
+/// An R definition: an assignment (`<-`, `<<-`, `=`, `:=`) of a function (a function,
+/// named by the variable, or `x` of `obj$x` with `obj` its parent) or of a class
+/// (`setClass`, `setRefClass`, `R6Class`); a top-level `setClass(...)` (a class) or
+/// `setGeneric(...)` (a function), named by its first string; `setMethod("f",
+/// "Class", ...)`, a method of that class.
+fn r_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
+    match node.kind() {
+        "binary_operator" => {
+            let operator = field_text(node, "operator", src)?;
+            if !matches!(operator, "<-" | "<<-" | "=" | ":=") {
+                return None;
+            }
+            let target = node.child_by_field_name("lhs")?;
+            let name = match target.kind() {
+                "identifier" => target,
+                "extract_operator" => target.child_by_field_name("rhs")?,
+                _ => return None,
+            };
+            let value = node.child_by_field_name("rhs")?;
+            let kind = match value.kind() {
+                "function_definition" => SymbolKind::Function,
+                "call" if R_CLASS_MAKERS.contains(&field_text(value, "function", src)?) => {
+                    SymbolKind::Class
+                }
+                _ => return None,
+            };
+            Some((kind, text_of(name, src).to_owned(), None))
+        }
+        "call" => {
+            let kind = match field_text(node, "function", src)? {
+                "setClass" | "setRefClass" => SymbolKind::Class,
+                "setGeneric" => SymbolKind::Function,
+                "setMethod" => SymbolKind::Method,
+                _ => return None,
+            };
+            Some((kind, r_string_argument(node, 0, src)?, None))
+        }
+        _ => None,
+    }
+}
+
+/// The parent of an R definition: `obj` of `obj$f <- function...`, the class of a
+/// `setMethod("f", "Class", ...)`.
+fn r_scope(node: Node<'_>, src: &str) -> Option<String> {
+    match node.kind() {
+        "call" => r_string_argument(node, 1, src)
+            .filter(|_| field_text(node, "function", src) == Some("setMethod")),
+        _ => {
+            let target = node.child_by_field_name("lhs")?;
+            let table = target
+                .child_by_field_name("lhs")
+                .filter(|_| target.kind() == "extract_operator")?;
+            Some(clip(text_of(table, src), MAX_SIGNATURE_BYTES))
+        }
+    }
+}
+
+/// The content of the `index`th argument of an R call when it is a string.
+fn r_string_argument(call: Node<'_>, index: usize, src: &str) -> Option<String> {
+    let arguments = call.child_by_field_name("arguments")?;
+    let mut cursor = arguments.walk();
+    let argument = arguments
+        .named_children(&mut cursor)
+        .filter(|a| a.kind() == "argument")
+        .nth(index)?;
+    let value = argument.child_by_field_name("value")?;
+    let content = child_of_kind(value, &["string_content"]).filter(|_| value.kind() == "string")?;
+    Some(text_of(content, src).to_owned())
+}
+
 /// A Scala definition: packages and package objects are modules, objects classes;
 /// `val` and `var` are vars (consts when `final`), named by their pattern's first
 /// identifier; a `given` with a body is an impl, an extension an impl named by the type
@@ -1613,6 +1695,7 @@ fn items<'t>(
                 Language::Cpp => cpp_scope(inner, src),
                 Language::Ruby => ruby_name(inner, src).1.map(str::to_owned),
                 Language::Lua => lua_scope(inner, src),
+                Language::R => r_scope(inner, src),
                 _ => None,
             };
             let (start, mut docs) = match attached.take() {
@@ -2634,6 +2717,34 @@ mod tests {
             .find(|c| c.symbol.as_ref() == Some(get))
             .unwrap();
         assert!(text[chunk.start..chunk.end].contains("get(_) -> 2."));
+    }
+
+    #[test]
+    #[cfg(feature = "lang-r")]
+    fn r_assigned_functions_classes_generics_and_methods() {
+        let text = "#' Clamps.\n#' @param x A number.\nclamp <- function(x, lo = 0) {\n  max(x, lo)\n}\nsquare = function(x) x^2\nMAX <- 50L\nAccount <- setRefClass(\"Account\", fields = list(b = \"numeric\"))\nsetClass(\"Circle\", representation(r = \"numeric\"))\nsetGeneric(\"area\", function(s) standardGeneric(\"area\"))\nsetMethod(\"area\", \"Circle\", function(s) pi * s@r^2)\nutils$describe <- function(x) x\nprint(1)\n";
+        let doc = chunk(text, Language::R);
+        covers(&doc, text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("clamp".into(), None, "function"),
+                ("square".into(), None, "function"),
+                ("Account".into(), None, "class"),
+                ("Circle".into(), None, "class"),
+                ("area".into(), None, "function"),
+                ("area".into(), Some("Circle".into()), "method"),
+                ("describe".into(), Some("utils".into()), "function"),
+            ]
+        );
+        assert_eq!(
+            symbol(&doc, "clamp").doc_comment,
+            "#' Clamps.\n#' @param x A number."
+        );
+        assert_eq!(
+            symbol(&doc, "clamp").signature,
+            "clamp <- function(x, lo = 0) {"
+        );
     }
 
     #[test]

@@ -70,6 +70,8 @@ pub enum Language {
     OCaml,
     /// Erlang.
     Erlang,
+    /// R.
+    R,
     /// Another language, chunked as text; its name.
     Other(&'static str),
 }
@@ -102,6 +104,7 @@ impl Language {
             Self::Dart => "dart",
             Self::OCaml => "ocaml",
             Self::Erlang => "erlang",
+            Self::R => "r",
             Self::Other(name) => name,
         }
     }
@@ -188,6 +191,7 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "hs" => code("text/x-haskell", Language::Haskell),
         "ex" | "exs" => code("text/x-elixir", Language::Elixir),
         "dart" => code("text/x-dart", Language::Dart),
+        "r" => code("text/x-r", Language::R),
         "erl" | "hrl" => code("text/x-erlang", Language::Erlang),
         "ml" => code("text/x-ocaml", Language::OCaml),
         "mli" => code("text/x-ocaml", Language::Other("ocaml")),
@@ -299,6 +303,7 @@ fn by_shebang(head: &[u8]) -> Option<Detected> {
         "lua" | "luajit" => code("text/x-lua", Language::Lua),
         "elixir" => code("text/x-elixir", Language::Elixir),
         "perl" => code("text/x-perl", Language::Other("perl")),
+        "Rscript" => code("text/x-r", Language::R),
         "fish" => code("text/x-fish", Language::Other("fish")),
         _ => return None,
     })
@@ -370,6 +375,7 @@ mod tests {
             ("main.dart", Language::Dart),
             ("lib.ml", Language::OCaml),
             ("cache.erl", Language::Erlang),
+            ("R/clamp.R", Language::R),
             ("a.hpp", Language::Cpp),
             ("a.c", Language::C),
         ] {

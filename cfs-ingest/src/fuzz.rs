@@ -126,12 +126,13 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_dart" => code_body(Language::Dart, data),
         "code_ocaml" => code_body(Language::OCaml, data),
         "code_erlang" => code_body(Language::Erlang, data),
+        "code_r" => code_body(Language::R, data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 28] = [
+pub const TARGETS: [&str; 29] = [
     "decode",
     "text",
     "markdown",
@@ -160,4 +161,5 @@ pub const TARGETS: [&str; 28] = [
     "code_dart",
     "code_ocaml",
     "code_erlang",
+    "code_r",
 ];

@@ -134,6 +134,8 @@ fn detect_file() -> FileSpec {
         ("src/parser.ml", b"let x = 1\n"),
         ("src/parser.mli", b"val x : int\n"),
         ("src/cache.erl", b"-module(cache).\n"),
+        ("R/clamp.R", b"clamp <- function(x) x\n"),
+        ("bin/report", b"#!/usr/bin/env Rscript\n"),
         ("bin/deploy", b"#!/usr/bin/env bash\nset -e\n"),
         ("bin/serve", b"#!/usr/bin/env -S python3.12 -u\n"),
         ("bin/tool", b"#!/usr/bin/env FOO=1 node\n"),
