@@ -490,7 +490,8 @@ for names, mime, lang in [
     ("php", "text/x-php", "php"), ("cs", "text/x-csharp", "csharp"), ("lua", "text/x-lua", "lua"),
     ("zig", "text/x-zig", "zig"), ("hs", "text/x-haskell", "haskell"),
     ("ex exs", "text/x-elixir", "elixir"), ("erl hrl", "text/x-erlang", "erlang"),
-    ("ml mli", "text/x-ocaml", "ocaml"), ("dart", "text/x-dart", "dart"), ("r", "text/x-r", "r"), ("sh bash zsh ksh bats", "text/x-shellscript", "shell"), ("fish", "text/x-fish", "fish"),
+    ("ml mli", "text/x-ocaml", "ocaml"), ("dart", "text/x-dart", "dart"), ("r", "text/x-r", "r"),
+    ("m", "text/x-objc", "objc"), ("mm", "text/x-objc++", "objcpp"), ("sh bash zsh ksh bats", "text/x-shellscript", "shell"), ("fish", "text/x-fish", "fish"),
     ("ps1", "text/x-powershell", "powershell"), ("sql", "application/sql", "sql"),
     ("css scss sass less", "text/css", "css"), ("proto", "text/x-protobuf", "protobuf"),
     ("vue", "text/html", "vue"), ("svelte", "text/html", "svelte"),
@@ -541,6 +542,13 @@ CPP_LINE_STARTS = (b"namespace ", b"template<", b"template <", b"class ", b"publ
                    b"private:", b"protected:", b"using namespace ")
 
 
+OBJC_LINE_STARTS = (b"#import", b"@interface", b"@implementation", b"@protocol", b"@class")
+
+
+def starts_a_line(head, starts):
+    return any(line.lstrip(b" \t\r\x0c").startswith(starts) for line in head.split(b"\n"))
+
+
 def looks_cpp(head):
     """A .h header is C++ when its head holds std:: or a line starting as C++ does."""
     if b"std::" in head:
@@ -561,8 +569,13 @@ def detect(path, head):
     if named:
         if named[1] == "pdf":
             return {"skipped": True}
-        if named[1] == "code:c" and path.lower().endswith(".h") and looks_cpp(head):
+        header = path.lower().endswith(".h")
+        if named[1] == "code:c" and header and starts_a_line(head, OBJC_LINE_STARTS):
+            return {"mime_type": "text/x-objc", "format": "code:objc"}
+        if named[1] == "code:c" and header and looks_cpp(head):
             return {"mime_type": "text/x-c++", "format": "code:cpp"}
+        if named[0] == "text/x-objc" and not starts_a_line(head, OBJC_LINE_STARTS + (b"#include",)):
+            return {"mime_type": "text/x-matlab", "format": "code:matlab"}
         return {"mime_type": named[0], "format": named[1]}
     if 0 in head:
         even = head[:len(head) & ~1]

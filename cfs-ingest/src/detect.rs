@@ -191,6 +191,9 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "hs" => code("text/x-haskell", Language::Haskell),
         "ex" | "exs" => code("text/x-elixir", Language::Elixir),
         "dart" => code("text/x-dart", Language::Dart),
+        // Objective-C or MATLAB: `detect` decides by content.
+        "m" => code("text/x-objc", Language::Other("objc")),
+        "mm" => code("text/x-objc++", Language::Other("objcpp")),
         "r" => code("text/x-r", Language::R),
         "erl" | "hrl" => code("text/x-erlang", Language::Erlang),
         "ml" => code("text/x-ocaml", Language::OCaml),
@@ -262,11 +265,15 @@ pub fn detect(path: &str, head: &[u8]) -> Result<Detected, String> {
         }
     }
     if let Some(detected) = named {
-        if detected.format == Format::Code(Language::C)
-            && path.to_ascii_lowercase().ends_with(".h")
-            && looks_cpp(head)
-        {
+        let header = path.to_ascii_lowercase().ends_with(".h");
+        if detected.format == Format::Code(Language::C) && header && looks_objc(head) {
+            return Ok(code("text/x-objc", Language::Other("objc")));
+        }
+        if detected.format == Format::Code(Language::C) && header && looks_cpp(head) {
             return Ok(code("text/x-c++", Language::Cpp));
+        }
+        if detected.mime_type == "text/x-objc" && !looks_objc(head) && !has_include(head) {
+            return Ok(code("text/x-matlab", Language::Other("matlab")));
         }
         if detected.format == Format::Pdf {
             return Err("named .pdf but has no PDF header".into());
@@ -309,6 +316,35 @@ fn by_shebang(head: &[u8]) -> Option<Detected> {
     })
 }
 
+/// A `.h` header or a `.m` file is Objective-C when a line of its first bytes, after
+/// leading white space, starts with `#import`, `@interface`, `@implementation`,
+/// `@protocol` or `@class`.
+fn looks_objc(head: &[u8]) -> bool {
+    const STARTS: [&[u8]; 5] = [
+        b"#import",
+        b"@interface",
+        b"@implementation",
+        b"@protocol",
+        b"@class",
+    ];
+    starts_a_line(head, &STARTS)
+}
+
+/// True when a line of `head` starts with `#include` (a `.m` file that includes C
+/// headers is Objective-C, not MATLAB).
+fn has_include(head: &[u8]) -> bool {
+    starts_a_line(head, &[b"#include"])
+}
+
+/// True when a line of `head`, after its leading spaces, TABs, CRs and form feeds,
+/// starts with one of `starts`.
+fn starts_a_line(head: &[u8], starts: &[&[u8]]) -> bool {
+    head.split(|&b| b == b'\n').any(|line| {
+        let line = line.trim_ascii_start();
+        starts.iter().any(|s| line.starts_with(s))
+    })
+}
+
 /// A `.h` header is C++ rather than C when a line of its first bytes, after leading
 /// white space, starts with `namespace `, `template<`, `template <`, `class ` or one of
 /// `public:`, `private:`, `protected:`, or when they hold `std::`.
@@ -323,11 +359,7 @@ fn looks_cpp(head: &[u8]) -> bool {
         b"protected:",
         b"using namespace ",
     ];
-    memchr::memmem::find(head, b"std::").is_some()
-        || head.split(|&b| b == b'\n').any(|line| {
-            let line = line.trim_ascii_start();
-            STARTS.iter().any(|s| line.starts_with(s))
-        })
+    memchr::memmem::find(head, b"std::").is_some() || starts_a_line(head, &STARTS)
 }
 
 /// Binary, unless it is UTF-16 (a BOM, or mostly zeros at one byte parity only): a NUL byte, or
@@ -447,6 +479,26 @@ mod tests {
             detect("a.txt", b"#!/bin/sh\n").unwrap().format,
             Format::Text
         );
+    }
+
+    #[test]
+    fn objective_c_and_matlab_by_content() {
+        let lang = |path: &str, head: &str| match detect(path, head.as_bytes()).unwrap().format {
+            Format::Code(language) => language.name(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(lang("a.h", "#import <Foundation/Foundation.h>\n"), "objc");
+        assert_eq!(lang("a.h", "@interface A : NSObject\n@end\n"), "objc");
+        // Objective-C++ headers that also say `class ` are Objective-C.
+        assert_eq!(lang("a.h", "@class B;\nclass C {};\n"), "objc");
+        assert_eq!(lang("a.h", "int f(void);\n"), "c");
+        assert_eq!(lang("A.m", "  @implementation A\n@end\n"), "objc");
+        assert_eq!(lang("a.m", "#include <stdio.h>\nint main() {}\n"), "objc");
+        assert_eq!(
+            lang("plot.m", "x = linspace(0, 1);\nplot(x, x.^2);\n"),
+            "matlab"
+        );
+        assert_eq!(lang("a.mm", "int f();\n"), "objcpp");
     }
 
     #[test]
