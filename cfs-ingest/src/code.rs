@@ -961,25 +961,29 @@ fn first_descendant<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
     }
 }
 
-/// A Lua function: `function f`, `local function f`, `function M.f` and `M.f =
-/// function ...` (functions, parent `M`), `function M:m` (a method, parent `M`). Other
-/// assignments are not symbols.
-fn lua_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
-    let target = match node.kind() {
-        "function_declaration" => node.child_by_field_name("name")?,
-        "variable_declaration" => {
-            return lua_symbol(child_of_kind(node, &["assignment_statement"])?, src);
-        }
+/// The node naming a Lua function: the name of `function f`, `local function f`,
+/// `function M.f`, `function M:m`, or the first variable of an assignment (also inside a
+/// `variable_declaration`) whose first value is a function. Other assignments name
+/// none.
+fn lua_target(node: Node<'_>) -> Option<Node<'_>> {
+    match node.kind() {
+        "function_declaration" => node.child_by_field_name("name"),
+        "variable_declaration" => lua_target(child_of_kind(node, &["assignment_statement"])?),
         "assignment_statement" => {
-            let values = child_of_kind(node, &["expression_list"])?;
-            let value = values.named_child(0)?;
+            let value = child_of_kind(node, &["expression_list"])?.named_child(0)?;
             if value.kind() != "function_definition" {
                 return None;
             }
-            child_of_kind(node, &["variable_list"])?.named_child(0)?
+            child_of_kind(node, &["variable_list"])?.named_child(0)
         }
-        _ => return None,
-    };
+        _ => None,
+    }
+}
+
+/// A Lua function: `function f`, `local function f`, `function M.f` and `M.f =
+/// function ...` (functions, parent `M`), `function M:m` (a method, parent `M`).
+fn lua_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
+    let target = lua_target(node)?;
     let (kind, name) = match target.kind() {
         "method_index_expression" => (SymbolKind::Method, target.child_by_field_name("method")?),
         "dot_index_expression" => (SymbolKind::Function, target.child_by_field_name("field")?),
@@ -990,14 +994,7 @@ fn lua_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
 
 /// The table a Lua function is defined in: `M.util` for `function M.util.f`.
 fn lua_scope(node: Node<'_>, src: &str) -> Option<String> {
-    let target = match node.kind() {
-        "function_declaration" => node.child_by_field_name("name")?,
-        "variable_declaration" => {
-            return lua_scope(child_of_kind(node, &["assignment_statement"])?, src);
-        }
-        _ => child_of_kind(node, &["variable_list"])?.named_child(0)?,
-    };
-    let table = target.child_by_field_name("table")?;
+    let table = lua_target(node)?.child_by_field_name("table")?;
     Some(clip(text_of(table, src), MAX_SIGNATURE_BYTES))
 }
 
@@ -1052,15 +1049,11 @@ fn zig_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Cla
 /// names (the grammar gives the name no field; `type` is one).
 fn zig_declared_name(node: Node<'_>) -> Option<Node<'_>> {
     let mut cursor = node.walk();
-    let mut found = None;
-    for (i, child) in node.children(&mut cursor).enumerate() {
-        let unnamed_field = node.field_name_for_child(i as u32).is_none();
-        if child.kind() == "identifier" && unnamed_field {
-            found = Some(child);
-            break;
-        }
-    }
-    found
+    let unfielded = |i: usize| node.field_name_for_child(i as u32).is_none();
+    node.children(&mut cursor)
+        .enumerate()
+        .find(|(i, child)| child.kind() == "identifier" && unfielded(*i))
+        .map(|(_, child)| child)
 }
 
 /// A Dart declaration: classes, mixins (traits), extensions (impls, named by their name
@@ -1343,8 +1336,7 @@ fn scala_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<C
         "function_definition" | "function_declaration" => Some((function, name(), None)),
         "type_definition" => Some((SymbolKind::Type, name(), None)),
         "val_definition" | "var_definition" | "val_declaration" | "var_declaration" => {
-            let is_final = child_of_kind(node, &["modifiers"])
-                .is_some_and(|m| text_of(m, src).split_whitespace().any(|w| w == "final"));
+            let is_final = modifiers_hold(node, "final", src);
             let kind = match is_final && node.kind().starts_with("val") {
                 true => SymbolKind::Const,
                 false => SymbolKind::Var,
@@ -1540,12 +1532,7 @@ fn kotlin_symbol<'t>(
             Some((SymbolKind::Method, class.to_owned(), None))
         }
         "property_declaration" => {
-            let mut cursor = node.walk();
-            let is_const = node
-                .named_children(&mut cursor)
-                .filter(|c| c.kind() == "modifiers")
-                .any(|m| text_of(m, src).split_whitespace().any(|w| w == "const"));
-            let kind = match is_const {
+            let kind = match modifiers_hold(node, "const", src) {
                 true => SymbolKind::Const,
                 false => SymbolKind::Var,
             };
@@ -1555,6 +1542,15 @@ fn kotlin_symbol<'t>(
         "type_alias" => Some((SymbolKind::Type, name_of(node, "type", src), None)),
         _ => None,
     }
+}
+
+/// True when a `modifiers` child of `node` holds the word `word` (Kotlin's `const`,
+/// Scala's `final`: their grammars make modifiers anonymous tokens).
+fn modifiers_hold(node: Node<'_>, word: &str, src: &str) -> bool {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .filter(|c| c.kind() == "modifiers")
+        .any(|m| text_of(m, src).split_whitespace().any(|w| w == word))
 }
 
 /// A Kotlin property's name: its variable declaration's identifier, or the first of a
@@ -1715,23 +1711,8 @@ fn items<'t>(
                 doc_comment: docs.join("\n"),
                 window: None,
             };
-            if inner.kind() == "file_scoped_namespace_declaration"
-                || (language == Language::Php
-                    && inner.kind() == "namespace_definition"
-                    && body.is_none())
-            {
-                scope = Some(symbol.name.clone());
-            }
-            // Erlang's `-module(m).` names the module of the file's functions.
-            if language == Language::Erlang && inner.kind() == "module_attribute" {
-                scope = Some(symbol.name.clone());
-            }
-            // Scala's `package a.b` then `package c` are the package `a.b.c`.
-            if language == Language::Scala && inner.kind() == "package_clause" && body.is_none() {
-                scope = Some(match &symbol.parent {
-                    Some(p) => format!("{p}.{}", symbol.name),
-                    None => symbol.name.clone(),
-                });
+            if let Some(opened) = scope_opened(language, inner, &symbol, body.is_some()) {
+                scope = Some(opened);
             }
             out.push(Item {
                 start,
@@ -1746,6 +1727,29 @@ fn items<'t>(
         }
     }
     out
+}
+
+/// The parent a declaration gives every symbol after it at its level, for those that
+/// name what follows rather than what they hold: C#'s file-scoped namespace, PHP's
+/// namespace without a body, Erlang's `-module(m).`, and Scala's package clause without
+/// a body (`package a.b` then `package c` are the package `a.b.c`).
+fn scope_opened(
+    language: Language,
+    inner: Node<'_>,
+    symbol: &Symbol,
+    has_body: bool,
+) -> Option<String> {
+    let kind = inner.kind();
+    if language == Language::Scala && kind == "package_clause" && !has_body {
+        return Some(match &symbol.parent {
+            Some(p) => format!("{p}.{}", symbol.name),
+            None => symbol.name.clone(),
+        });
+    }
+    let opens = kind == "file_scoped_namespace_declaration"
+        || (language == Language::Php && kind == "namespace_definition" && !has_body)
+        || (language == Language::Erlang && kind == "module_attribute");
+    opens.then(|| symbol.name.clone())
 }
 
 /// True for the languages that write one function as several sibling nodes: Haskell
