@@ -47,7 +47,7 @@ NAMESPACE = {
 }
 
 SYMBOL_KINDS = ["function", "method", "class", "interface", "type", "const", "var",
-                "impl", "trait", "module", "struct", "enum", "macro"]
+                "impl", "trait", "module", "struct", "enum", "macro", "section", "key", "rule"]
 TABLES = ["paths", "documents", "chunks", "embeddings", "edges"]
 N_BUCKETS = 1024
 BUCKET_BITS = 10
@@ -495,10 +495,10 @@ for names, mime, lang in [
     ("ps1", "text/x-powershell", "powershell"), ("sql", "application/sql", "sql"),
     ("css scss sass less", "text/css", "css"), ("proto", "text/x-protobuf", "protobuf"),
     ("vue", "text/html", "vue"), ("svelte", "text/html", "svelte"),
+    ("toml", "application/toml", "toml"), ("yaml yml", "application/yaml", "yaml"),
+    ("tf tfvars hcl", "text/x-hcl", "hcl"),
 ]:
     _ext(names, mime, "code:" + lang)
-_ext("toml", "application/toml", "text")
-_ext("yaml yml", "application/yaml", "text")
 _ext("xml svg xsd xsl", "application/xml", "text")
 _ext("csv tsv", "text/csv", "text")
 _ext("ini cfg conf properties env lock", "text/plain", "text")
@@ -1105,7 +1105,8 @@ def path_role(path):
     if in_dirs(R_TEST) or any(test_dir(d) for d in dirs.split("/")) or test_name():
         return "test"
     named = by_name(path)
-    is_code = named is not None and named[1].startswith("code:")
+    is_code = (named is not None and named[1].startswith("code:")
+               and named[1] not in ("code:yaml", "code:toml"))
     if in_dirs(R_EXAMPLE) or (in_dirs(R_DOCS) and is_code):
         return "example"
     if in_dirs(R_DOCS):
@@ -1174,8 +1175,7 @@ KEYWORDS = {"class": "class", "struct": "struct", "interface": "interface", "tra
             "module": "module", "namespace": "module", "package": "module"}
 STATEMENT_WORDS = set("""return if else while for switch case new throw throws delete sizeof
 await yield do goto typeof assert raise not and or""".split())
-KIND_TAGS = ["function", "method", "class", "interface", "type", "const", "var", "impl", "trait",
-             "module", "struct", "enum", "macro"]
+KIND_TAGS = SYMBOL_KINDS
 
 
 def word_at(s):
@@ -1305,13 +1305,18 @@ def text_lines(text):
     return [l[:-1] if l.endswith("\r") else l for l in lines]
 
 
-def definition_terms(symbol, window, text):
+CONFIG_OR_STYLE = ("yaml", "toml", "hcl", "css")
+
+
+def definition_terms(symbol, window, text, language=None):
     out = []
     if window > 0:
         return out
     own = name_key(symbol[1], symbol[0]) if symbol else None
     if own:
         out.append([f"\x01{own}", 1])
+    if language in CONFIG_OR_STYLE:
+        return out
     for line in text_lines(text):
         if utf8_len(line) > 400:
             continue
@@ -1502,7 +1507,8 @@ def compute_ranking(case):
     if kind == "declared":
         return declared(inp["line"]) or {"name": None}
     if kind == "definition_terms":
-        return {"terms": definition_terms(inp["symbol"], inp["window"], inp["text"])}
+        return {"terms": definition_terms(inp["symbol"], inp["window"], inp["text"],
+                                           inp.get("language"))}
     if kind == "match_level":
         ident = analyze(inp["query"])["identifiers"][0]
         return {"level": match_level(inp["symbol"], inp["path"], ident, inp["own"], inp["qualified"])}

@@ -49,11 +49,18 @@ pub enum SymbolKind {
     Enum,
     /// 12: a macro definition.
     Macro,
+    /// 13: a section of a configuration file: a TOML table, an HCL block, a YAML key
+    /// whose value is a mapping.
+    Section,
+    /// 14: a key of a configuration file with a value that is not a section.
+    Key,
+    /// 15: a style rule: a CSS rule set or at-rule.
+    Rule,
 }
 
 impl SymbolKind {
     /// Every kind, in encoding order: `ALL[tag]` is the kind of tag `tag`.
-    pub const ALL: [SymbolKind; 13] = [
+    pub const ALL: [SymbolKind; 16] = [
         Self::Function,
         Self::Method,
         Self::Class,
@@ -67,6 +74,9 @@ impl SymbolKind {
         Self::Struct,
         Self::Enum,
         Self::Macro,
+        Self::Section,
+        Self::Key,
+        Self::Rule,
     ];
 
     /// Lower-case name, as shown by the CLI.
@@ -85,6 +95,9 @@ impl SymbolKind {
             Self::Struct => "struct",
             Self::Enum => "enum",
             Self::Macro => "macro",
+            Self::Section => "section",
+            Self::Key => "key",
+            Self::Rule => "rule",
         }
     }
 }

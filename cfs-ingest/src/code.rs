@@ -19,6 +19,9 @@ use crate::detect::Language;
 use crate::error::IngestError;
 use crate::text::{ChunkParams, chunk_text};
 
+mod config;
+mod objc;
+
 /// Largest symbol chunk, and the size of each sliding window, in bytes.
 pub const WINDOW_BYTES: usize = 7000;
 /// Bytes shared by consecutive windows of one symbol.
@@ -193,6 +196,13 @@ const GRAMMARS: &[Grammar] = &[
         version: "0.26.0",
         load: || tree_sitter_ocaml::LANGUAGE_OCAML.into(),
     },
+    #[cfg(feature = "lang-ocaml")]
+    Grammar {
+        language: Language::OCamlInterface,
+        name: "ocaml-interface",
+        version: "0.26.0",
+        load: || tree_sitter_ocaml::LANGUAGE_OCAML_INTERFACE.into(),
+    },
     #[cfg(feature = "lang-erlang")]
     Grammar {
         language: Language::Erlang,
@@ -206,6 +216,41 @@ const GRAMMARS: &[Grammar] = &[
         name: "r",
         version: "1.3.0",
         load: || tree_sitter_r::LANGUAGE.into(),
+    },
+    #[cfg(feature = "lang-objc")]
+    Grammar {
+        language: Language::ObjC,
+        name: "objc",
+        version: "3.0.2",
+        load: || tree_sitter_objc::LANGUAGE.into(),
+    },
+    #[cfg(feature = "lang-yaml")]
+    Grammar {
+        language: Language::Yaml,
+        name: "yaml",
+        version: "0.7.2",
+        load: || tree_sitter_yaml::LANGUAGE.into(),
+    },
+    #[cfg(feature = "lang-toml")]
+    Grammar {
+        language: Language::Toml,
+        name: "toml-ng",
+        version: "0.7.0",
+        load: || tree_sitter_toml_ng::LANGUAGE.into(),
+    },
+    #[cfg(feature = "lang-hcl")]
+    Grammar {
+        language: Language::Hcl,
+        name: "hcl",
+        version: "1.1.0",
+        load: || tree_sitter_hcl::LANGUAGE.into(),
+    },
+    #[cfg(feature = "lang-css")]
+    Grammar {
+        language: Language::Css,
+        name: "css",
+        version: "0.25.0",
+        load: || tree_sitter_css::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-dart")]
     Grammar {
@@ -289,6 +334,15 @@ fn parse_budget(len: usize) -> usize {
 /// parse exceeds its budget ([`parse_budget`]).
 pub(crate) fn parse_tree(text: &str, language: Language) -> Option<tree_sitter::Tree> {
     let grammar = grammar(language)?;
+    if language == Language::Yaml && config::yaml_too_deep(text) {
+        return None;
+    }
+    // Same length, every name where it was: the tree's extents are the text's.
+    let readable = match language {
+        Language::ObjC => objc::readable(text),
+        _ => None,
+    };
+    let text = readable.as_deref().unwrap_or(text);
     let budget = parse_budget(text.len());
     PARSER.with_borrow_mut(|parser| {
         parser.set_language(&grammar).ok()?;
@@ -357,6 +411,11 @@ fn body_of<'t>(language: Language, node: Node<'t>) -> Option<Node<'t>> {
         // itself is the level (its body read through), and the signature is one line.
         Language::Ruby => None,
         Language::Elixir => child_of_kind(node, &["do_block"]),
+        Language::Css => child_of_kind(node, &["block", "keyframe_block_list"]),
+        // A method's body has no field.
+        Language::ObjC => node
+            .child_by_field_name("body")
+            .or_else(|| child_of_kind(node, &["compound_statement"])),
         // An Erlang function's first clause's body.
         Language::Erlang => node
             .child_by_field_name("clause")?
@@ -405,6 +464,7 @@ fn attachment(language: Language, node: Node<'_>, src: &str) -> Option<bool> {
             _ => None,
         },
         Language::Scala => matches!(kind, "comment" | "block_comment").then_some(true),
+        Language::Css => config::is_css_comment(kind).then_some(true),
         Language::Haskell => match kind {
             "comment" | "haddock" => Some(true),
             "pragma" => Some(false),
@@ -440,7 +500,7 @@ fn elixir_attribute<'s>(node: Node<'_>, src: &'s str) -> Option<&'s str> {
 fn is_transparent(language: Language, node: Node<'_>) -> bool {
     let kind = node.kind();
     match language {
-        Language::C | Language::Cpp => {
+        Language::C | Language::Cpp | Language::ObjC => {
             matches!(
                 kind,
                 "preproc_if"
@@ -450,17 +510,26 @@ fn is_transparent(language: Language, node: Node<'_>) -> bool {
                     | "preproc_else"
                     | "linkage_specification"
                     | "declaration_list"
+                    // Objective-C: a member of an `@implementation`, and a
+                    // protocol's `@optional` or `@required` part.
+                    | "implementation_definition"
+                    | "qualified_protocol_interface_declaration"
             ) || (kind == "namespace_definition" && node.child_by_field_name("name").is_none())
                 // What error recovery wrapped (an `extern "C" {` whose `}` is in
                 // another `#if` branch): the declarations it holds parsed whole.
                 || node.is_error()
         }
         Language::Java => kind == "enum_body_declarations",
+        Language::Css => node.is_error(),
         Language::Ruby => matches!(kind, "body_statement" | "singleton_class"),
         Language::CSharp => matches!(kind, "preproc_if" | "preproc_elif" | "preproc_else"),
         Language::Haskell => matches!(kind, "imports" | "declarations"),
         // A script wrapped in `{ ... }` so that it runs only once wholly downloaded.
         Language::Shell => kind == "compound_statement",
+        // The documents of a stream and the mapping at their top.
+        Language::Yaml => matches!(kind, "document" | "block_node" | "block_mapping"),
+        // The body of a whole file.
+        Language::Hcl => kind == "body",
         _ => false,
     }
 }
@@ -520,15 +589,24 @@ fn classify<'t>(
         Language::Haskell => haskell_symbol(node, src, function),
         Language::Elixir => elixir_symbol(node, src, parent),
         Language::Dart => dart_symbol(node, src, function),
-        Language::OCaml => ocaml_symbol(node, src, function),
+        Language::OCaml | Language::OCamlInterface => ocaml_symbol(node, src, function),
         Language::Erlang => erlang_symbol(node, src),
         Language::R => r_symbol(node, src),
+        Language::ObjC => objc::objc_symbol(node, src, function),
+        Language::Yaml => config::yaml_symbol(node, src),
+        Language::Toml => config::toml_symbol(node, src),
+        Language::Hcl => config::hcl_symbol(node, src),
+        Language::Css => config::css_symbol(node, src),
         Language::Other(_) => None,
     }
 }
 
 /// A symbol's kind, name, and the node whose children are its members.
 type Classified<'t> = (SymbolKind, String, Option<Node<'t>>);
+
+/// Comments and attributes directly above a node: their start and end, and the texts
+/// of those that join its doc comment.
+type Attached = (usize, usize, Vec<String>);
 
 /// The text of `node`'s field `field`, empty if it has none.
 fn name_of(node: Node<'_>, field: &str, src: &str) -> String {
@@ -1153,7 +1231,8 @@ fn dart_first_variable(node: Node<'_>, src: &str) -> Option<String> {
 /// symbol, `f`): a `let` is a function when it takes parameters or its value is a `fun`
 /// or `function`, else a const (`let () = ...` and other patterns are no symbol); a
 /// type is a struct (record), enum (variant) or type; a module and a module type (an
-/// interface) are containers of their structure or signature; a class of its object's
+/// interface) are containers of their structure or signature (in an interface, `.mli`,
+/// a module's signature); a class of its object's
 /// methods; an exception is a type, an `external` and a `val` functions.
 fn ocaml_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<Classified<'t>> {
     let first = |kind| child_of_kind(node, &[kind]);
@@ -1185,11 +1264,17 @@ fn ocaml_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<C
         "module_definition" => {
             let binding = first("module_binding")?;
             let name = text_of(child_of_kind(binding, &["module_name"])?, src);
-            let mut body = binding.child_by_field_name("body");
-            while let Some(wrapper) = body.filter(|b| b.kind() != "structure") {
+            // An interface's `module M : sig ... end` declares its module type only.
+            let mut body = binding
+                .child_by_field_name("body")
+                .or_else(|| binding.child_by_field_name("module_type"));
+            while let Some(wrapper) =
+                body.filter(|b| !matches!(b.kind(), "structure" | "signature"))
+            {
                 body = match wrapper.kind() {
                     "functor" => wrapper.child_by_field_name("body"),
                     "typed_module_expression" => wrapper.child_by_field_name("module"),
+                    "functor_type" => wrapper.child_by_field_name("codomain"),
                     _ => None,
                 };
             }
@@ -1593,7 +1678,7 @@ fn go_receiver(node: Node<'_>, src: &str) -> Option<String> {
 /// True for a C or C++ comment with code before it on its line (`}  // namespace x`):
 /// it trails that code and attaches to nothing.
 fn trails_code(language: Language, comment: Node<'_>, src: &str) -> bool {
-    if !matches!(language, Language::C | Language::Cpp) {
+    if !matches!(language, Language::C | Language::Cpp | Language::ObjC) {
         return false;
     }
     let before = src.get(..comment.start_byte()).unwrap_or_default();
@@ -1622,8 +1707,8 @@ fn items<'t>(
     parent: Option<(&str, SymbolKind)>,
 ) -> Vec<Item<'t>> {
     let mut out: Vec<Item<'t>> = Vec::new();
-    // Start and texts of the comments and attributes directly above the next node.
-    let mut attached: Option<(usize, usize, Vec<String>)> = None;
+    // The comments and attributes directly above the next node.
+    let mut attached: Option<Attached> = None;
     // A C# file-scoped namespace names the parent of every declaration after it.
     let mut scope: Option<String> = None;
     // Whether the last symbol found may take further clauses (nothing but comments and
@@ -1692,6 +1777,8 @@ fn items<'t>(
                 Language::Ruby => ruby_name(inner, src).1.map(str::to_owned),
                 Language::Lua => lua_scope(inner, src),
                 Language::R => r_scope(inner, src),
+                Language::Toml => config::toml_scope(inner, src),
+                Language::Hcl => config::hcl_scope(inner, src),
                 _ => None,
             };
             let (start, mut docs) = match attached.take() {
@@ -1714,12 +1801,18 @@ fn items<'t>(
             if let Some(opened) = scope_opened(language, inner, &symbol, body.is_some()) {
                 scope = Some(opened);
             }
+            // Comments a TOML table ends with belong to the next table.
+            let trailing = match language {
+                Language::Toml => config::toml_trailing_comments(child, src),
+                _ => None,
+            };
             out.push(Item {
                 start,
-                end: child.end_byte(),
+                end: trailing.as_ref().map_or(child.end_byte(), |(end, _)| *end),
                 symbol,
                 body,
             });
+            attached = trailing.map(|(_, comments)| comments);
             clauses_open = true;
         } else {
             attached = None;
@@ -1901,8 +1994,9 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
 /// True when the part of a declaration that names it holds an error (its `declarator`
 /// or `name` field; the whole node when it has neither): its name cannot be trusted.
 /// Errors elsewhere (a macro the grammar took for a type, a statement in a body, a
-/// member of a container, which is judged on its own) leave it a symbol. Only C and C++
-/// trees with errors are chunked by symbol; Zig's grammar puts a `MISSING` field in
+/// member of a container, which is judged on its own) leave it a symbol. Only C, C++,
+/// Objective-C (whose containers are judged by their name) and CSS trees with errors
+/// are chunked by symbol; Zig's grammar puts a `MISSING` field in
 /// every empty container (`struct {}`), so a Zig declaration is judged by its name.
 fn declares_in_error(node: Node<'_>) -> bool {
     if !node.has_error() {
@@ -1911,16 +2005,21 @@ fn declares_in_error(node: Node<'_>) -> bool {
     let naming = node
         .child_by_field_name("declarator")
         .or_else(|| node.child_by_field_name("name"))
-        .or_else(|| zig_declared_name(node).filter(|_| node.kind() == "variable_declaration"));
+        .or_else(|| zig_declared_name(node).filter(|_| node.kind() == "variable_declaration"))
+        .or_else(|| objc::container_name(node));
     naming.is_none_or(|n| n.is_error() || n.has_error() || n.is_missing())
 }
 
 /// Languages whose files are chunked by symbol even when their tree holds `ERROR`
 /// nodes: C and C++, whose macros (`GUARDED_BY(mu)`, `TEST_BEGIN(name)`) the grammar
-/// cannot expand, so that real files rarely parse clean. The errors stay text between
-/// symbols.
+/// cannot expand, so that real files rarely parse clean; CSS, whose files carry old
+/// browser hacks (`*zoom: 1`) and preprocessor syntax (`$x`, `@apply`). The errors stay
+/// text between symbols.
 fn tolerates_errors(language: Language) -> bool {
-    matches!(language, Language::C | Language::Cpp)
+    matches!(
+        language,
+        Language::C | Language::Cpp | Language::ObjC | Language::Css
+    )
 }
 
 /// True when the tree under `node` holds an `ERROR` node. A `MISSING` node (a token
@@ -2721,6 +2820,259 @@ mod tests {
             .find(|c| c.symbol.as_ref() == Some(get))
             .unwrap();
         assert!(text[chunk.start..chunk.end].contains("get(_) -> 2."));
+    }
+
+    #[test]
+    #[cfg(feature = "lang-yaml")]
+    fn yaml_keys_and_sections_split_into_their_keys_when_large() {
+        let steps = "      - run: cargo test --workspace --all-features\n".repeat(160);
+        let text = format!(
+            "# The pipeline's name.\nname: CI\n'on':\n  push:\n    branches: [main]\njobs:\n  # Tests.\n  test:\n    steps:\n{steps}  lint:\n    runs-on: ubuntu-latest\n---\nkind: Service\n"
+        );
+        let doc = chunk(&text, Language::Yaml);
+        covers(&doc, &text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("name".into(), None, "key"),
+                ("on".into(), None, "section"),
+                ("jobs".into(), None, "section"),
+                ("test".into(), Some("jobs".into()), "section"),
+                // Over 7,000 bytes: windows of one key.
+                ("steps".into(), Some("test".into()), "key"),
+                ("steps".into(), Some("test".into()), "key"),
+                ("lint".into(), Some("jobs".into()), "section"),
+                ("kind".into(), None, "key"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "name").doc_comment, "# The pipeline's name.");
+        assert_eq!(symbol(&doc, "on").signature, "'on':");
+    }
+
+    /// The YAML grammar's scanner saves one entry per open block and overruns its
+    /// state buffer (an abort) past about 250: a file indented that deep is text, and
+    /// the deepest files below the limit parse.
+    #[test]
+    #[cfg(feature = "lang-yaml")]
+    fn yaml_too_deep_for_the_scanner_is_text() {
+        let nested = |step: &str, levels: usize| {
+            (0..levels)
+                .map(|i| format!("{}k{i}:\n", step.repeat(i)))
+                .collect::<String>()
+        };
+        let deep = nested(" ", 300);
+        assert!(
+            chunk_code(&deep, Language::Yaml, &ChunkParams::default())
+                .unwrap()
+                .is_none()
+        );
+        let dashes = |n: usize| format!("{}a\n", "- ".repeat(n));
+        let mut compact = String::new();
+        for i in 0..31 {
+            compact.push_str(&format!("{}k:\n{}- ", "  ".repeat(i), "  ".repeat(i)));
+            compact.push('\n');
+        }
+        for text in [
+            nested(" ", 63),
+            nested("\t", 63),
+            dashes(31),
+            dashes(40),
+            compact,
+        ] {
+            // Parsed or text; never an abort.
+            let _ = chunk_code(&text, Language::Yaml, &ChunkParams::default()).unwrap();
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "lang-toml")]
+    fn toml_tables_are_sections_named_by_their_last_key_part() {
+        let text = "title = \"x\"\nsite.url = \"https://example.org\"\n# The package.\n[package]\nname = \"cfs\"\n\n# Parsers.\n# Pinned.\n[dependencies.\"tree-sitter\"]\nversion = \"0.27\"\n# The last table's.\n\n[[bin]]\nname = \"cfs\"\n# At the end.\n";
+        let doc = chunk(text, Language::Toml);
+        covers(&doc, text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("title".into(), None, "key"),
+                ("url".into(), Some("site".into()), "key"),
+                ("package".into(), None, "section"),
+                ("tree-sitter".into(), Some("dependencies".into()), "section"),
+                ("bin".into(), None, "section"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "package").doc_comment, "# The package.");
+        // The grammar makes the comments above a header the table before's children.
+        assert_eq!(
+            symbol(&doc, "tree-sitter").doc_comment,
+            "# Parsers.\n# Pinned."
+        );
+        let text_of = |name: &str| {
+            let c = doc
+                .chunks
+                .iter()
+                .find(|c| c.symbol.as_ref().is_some_and(|s| s.name == name));
+            c.map(|c| &text[c.start..c.end]).unwrap()
+        };
+        assert_eq!(
+            text_of("package"),
+            "# The package.\n[package]\nname = \"cfs\"\n\n"
+        );
+        assert!(text_of("tree-sitter").ends_with("# The last table's.\n\n"));
+        assert!(text_of("bin").ends_with("# At the end.\n"));
+    }
+
+    #[test]
+    #[cfg(feature = "lang-hcl")]
+    fn hcl_blocks_are_named_by_their_last_label_and_split_into_blocks() {
+        let rules = "      \"10.0.0.0/8\", \"172.16.0.0/12\", \"192.168.0.0/16\",\n".repeat(150);
+        let text = format!(
+            "# Logs.\nresource \"aws_s3_bucket\" \"logs\" {{\n  bucket = \"x\"\n}}\nresource \"aws_security_group\" \"web\" {{\n  name = \"web\"\n  ingress {{\n    cidr_blocks = [\n{rules}    ]\n  }}\n  egress {{\n    from_port = 0\n  }}\n}}\nlocals {{\n  a = 1\n}}\nregion = \"eu\"\n"
+        );
+        let doc = chunk(&text, Language::Hcl);
+        covers(&doc, &text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("logs".into(), Some("aws_s3_bucket".into()), "section"),
+                ("web".into(), Some("aws_security_group".into()), "section"),
+                ("name".into(), Some("web".into()), "key"),
+                ("ingress".into(), Some("web".into()), "section"),
+                ("cidr_blocks".into(), Some("ingress".into()), "key"),
+                ("cidr_blocks".into(), Some("ingress".into()), "key"),
+                ("egress".into(), Some("web".into()), "section"),
+                ("locals".into(), None, "section"),
+                ("region".into(), None, "key"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "logs").doc_comment, "# Logs.");
+    }
+
+    #[test]
+    #[cfg(feature = "lang-css")]
+    fn css_rules_at_rules_and_keyframes() {
+        let text = "/* Buttons. */\n.btn,\n.btn-primary  >  a:hover {\n  color: red;\n}\n@media (max-width: 600px) {\n  .nav { display: none; }\n}\n@keyframes spin { to { transform: rotate(1turn); } }\n@import url(\"x.css\");\n";
+        let doc = chunk(text, Language::Css);
+        covers(&doc, text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                (".btn, .btn-primary > a:hover".into(), None, "rule"),
+                ("@media (max-width: 600px)".into(), None, "rule"),
+                ("spin".into(), None, "rule"),
+            ]
+        );
+        let btn = symbol(&doc, ".btn, .btn-primary > a:hover");
+        assert_eq!(btn.doc_comment, "/* Buttons. */");
+        assert_eq!(btn.signature, ".btn,\n.btn-primary  >  a:hover");
+        // What the CSS grammar cannot read (SCSS variables, an old hack) is text
+        // between the rules it can.
+        let scss = "$x: 1;\n.a { color: red; }\n.b { *zoom: 1; }\n@mixin m { color: red; }\n";
+        let doc = chunk(scss, Language::Css);
+        covers(&doc, scss);
+        assert_eq!(
+            names(&doc),
+            vec![
+                (".a".into(), None, "rule"),
+                ("@mixin m".into(), None, "rule")
+            ]
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "lang-objc")]
+    fn objc_classes_categories_protocols_and_selectors() {
+        let text = "#import <Foundation/Foundation.h>\nNS_ASSUME_NONNULL_BEGIN\n/** Colors. */\ntypedef NS_ENUM(NSInteger, Color) {\n    ColorRed,\n    ColorGreen = 5,\n};\n/// Something that can be started.\n@protocol Runnable <NSObject>\n- (void)start;\n@optional\n- (BOOL)canStartWithDelay:(double)delay;\n@end\n/** A small worker. */\n@interface Worker : NSObject <Runnable>\n@property (nonatomic, copy) NSString *name;\n- (instancetype)initWithName:(NSString *)name NS_DESIGNATED_INITIALIZER;\n- (void)setValue:(id)v forKey:(NSString *)k;\n@end\n@interface Worker (Extra)\n- (NSString *)summary;\n@end\n@interface Worker ()\n@property (nonatomic) NSInteger count;\n@end\nint add_ints(int a, int b) {\n    return a + b;\n}\n@implementation Worker\n#pragma mark - Lifecycle\n\n// Starts the job.\n- (void)start {\n    self.count += 1;\n}\n\n- (void)setValue:(id)v forKey:(NSString *)k {\n    NSLog(@\"%@ = %@\", k, v);\n}\n@end\nNS_ASSUME_NONNULL_END\n";
+        let doc = chunk(text, Language::ObjC);
+        covers(&doc, text);
+        let worker = || Some("Worker".to_owned());
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("Color".into(), None, "enum"),
+                ("Runnable".into(), None, "interface"),
+                ("Worker".into(), None, "class"),
+                ("Worker".into(), None, "impl"),
+                ("Worker".into(), None, "impl"),
+                ("add_ints".into(), None, "function"),
+                ("Worker".into(), None, "impl"),
+            ]
+        );
+        let color = symbol(&doc, "Color");
+        assert_eq!(color.signature, "typedef NS_ENUM(NSInteger, Color)");
+        assert_eq!(color.doc_comment, "/** Colors. */");
+        // A large implementation splits into its methods, named by their selectors.
+        let body = "    NSLog(@\"%@\", self);\n".repeat(300);
+        let big = format!(
+            "@implementation Worker\n// Starts.\n- (void)start {{\n{body}}}\n\n- (void)setValue:(id)v forKey:(NSString *)k {{\n}}\n+ (instancetype)shared {{\n    return nil;\n}}\n@end\n"
+        );
+        let doc = chunk(&big, Language::ObjC);
+        covers(&doc, &big);
+        let methods: Vec<_> = names(&doc)
+            .into_iter()
+            .filter(|n| n.2 == "method")
+            .collect();
+        assert_eq!(
+            methods,
+            vec![
+                ("start".into(), worker(), "method"),
+                ("start".into(), worker(), "method"),
+                ("setValue:forKey:".into(), worker(), "method"),
+                ("shared".into(), worker(), "method"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "start").doc_comment, "// Starts.");
+        assert_eq!(
+            symbol(&doc, "setValue:forKey:").signature,
+            "- (void)setValue:(id)v forKey:(NSString *)k"
+        );
+        // Members of an interface, when it is split.
+        let props = "@property (nonatomic, copy) NSString *a;\n".repeat(200);
+        let iface = format!(
+            "@interface Big : NSObject\n{props}- (instancetype)initWithName:(NSString *)name NS_DESIGNATED_INITIALIZER;\n@end\n"
+        );
+        let doc = chunk(&iface, Language::ObjC);
+        let last = doc
+            .chunks
+            .iter()
+            .rev()
+            .find_map(|c| c.symbol.as_ref())
+            .unwrap();
+        assert_eq!(
+            (last.name.as_str(), last.kind.name()),
+            ("initWithName:", "method")
+        );
+        assert!(names(&doc).contains(&("a".into(), Some("Big".into()), "var")));
+    }
+
+    #[test]
+    #[cfg(feature = "lang-ocaml")]
+    fn ocaml_interfaces_declare_values_types_and_module_signatures() {
+        let vals = "  val v : int\n".repeat(600);
+        let text = format!(
+            "(** Keys. *)\ntype key = string\ntype t = {{ a : int }}\nexception Full of int\n(** [create n] makes one. *)\nval create : int -> t\nexternal now : unit -> float = \"now\"\nmodule type ORDERED = sig\n  type t\nend\nmodule Big : sig\n{vals}  (** Resets. *)\n  val reset : t -> unit\nend\nmodule Make (O : ORDERED) : sig\n  type k = O.t\nend\n"
+        );
+        let doc = chunk(&text, Language::OCamlInterface);
+        covers(&doc, &text);
+        let found = names(&doc);
+        assert_eq!(
+            found[..6].to_vec(),
+            vec![
+                ("key".into(), None, "type"),
+                ("t".into(), None, "struct"),
+                ("Full".into(), None, "type"),
+                ("create".into(), None, "function"),
+                ("now".into(), None, "function"),
+                ("ORDERED".into(), None, "interface"),
+            ]
+        );
+        assert_eq!(
+            symbol(&doc, "create").doc_comment,
+            "(** [create n] makes one. *)"
+        );
+        // A module's signature over 7,000 bytes splits into its declarations.
+        assert!(found.contains(&("reset".into(), Some("Big".into()), "function")));
+        assert_eq!(symbol(&doc, "reset").doc_comment, "(** Resets. *)");
+        assert_eq!(found.last(), Some(&("Make".into(), None, "module")));
     }
 
     #[test]

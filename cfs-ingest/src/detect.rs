@@ -66,12 +66,25 @@ pub enum Language {
     Elixir,
     /// Dart.
     Dart,
-    /// OCaml (implementation files; `.mli` interfaces are chunked as text).
+    /// OCaml implementation files (`.ml`).
     OCaml,
+    /// OCaml interface files (`.mli`), parsed by the crate's interface grammar.
+    OCamlInterface,
     /// Erlang.
     Erlang,
     /// R.
     R,
+    /// Objective-C (`.m`, and `.h` headers that say so; Objective-C++ is text).
+    ObjC,
+    /// YAML.
+    Yaml,
+    /// TOML.
+    Toml,
+    /// HCL (Terraform and other HashiCorp configuration).
+    Hcl,
+    /// CSS (SCSS, Sass and Less are named CSS too; what the CSS grammar cannot parse is
+    /// chunked as text).
+    Css,
     /// Another language, chunked as text; its name.
     Other(&'static str),
 }
@@ -102,9 +115,14 @@ impl Language {
             Self::Haskell => "haskell",
             Self::Elixir => "elixir",
             Self::Dart => "dart",
-            Self::OCaml => "ocaml",
+            Self::OCaml | Self::OCamlInterface => "ocaml",
             Self::Erlang => "erlang",
             Self::R => "r",
+            Self::ObjC => "objc",
+            Self::Yaml => "yaml",
+            Self::Toml => "toml",
+            Self::Hcl => "hcl",
+            Self::Css => "css",
             Self::Other(name) => name,
         }
     }
@@ -192,24 +210,25 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "ex" | "exs" => code("text/x-elixir", Language::Elixir),
         "dart" => code("text/x-dart", Language::Dart),
         // Objective-C or MATLAB: `detect` decides by content.
-        "m" => code("text/x-objc", Language::Other("objc")),
+        "m" => code("text/x-objc", Language::ObjC),
         "mm" => code("text/x-objc++", Language::Other("objcpp")),
         "r" => code("text/x-r", Language::R),
         "erl" | "hrl" => code("text/x-erlang", Language::Erlang),
         "ml" => code("text/x-ocaml", Language::OCaml),
-        "mli" => code("text/x-ocaml", Language::Other("ocaml")),
+        "mli" => code("text/x-ocaml", Language::OCamlInterface),
         "sh" | "bash" | "zsh" | "ksh" | "bats" => code("text/x-shellscript", Language::Shell),
         "fish" => code("text/x-fish", Language::Other("fish")),
         "ps1" => code("text/x-powershell", Language::Other("powershell")),
         "sql" => code("application/sql", Language::Other("sql")),
-        "css" | "scss" | "sass" | "less" => code("text/css", Language::Other("css")),
+        "css" | "scss" | "sass" | "less" => code("text/css", Language::Css),
         "vue" | "svelte" => code(
             "text/html",
             Language::Other(if ext == "vue" { "vue" } else { "svelte" }),
         ),
         "proto" => code("text/x-protobuf", Language::Other("protobuf")),
-        "toml" => text("application/toml"),
-        "yaml" | "yml" => text("application/yaml"),
+        "toml" => code("application/toml", Language::Toml),
+        "yaml" | "yml" => code("application/yaml", Language::Yaml),
+        "tf" | "tfvars" | "hcl" => code("text/x-hcl", Language::Hcl),
         "xml" | "svg" | "xsd" | "xsl" => text("application/xml"),
         "csv" | "tsv" => text("text/csv"),
         "ini" | "cfg" | "conf" | "properties" | "env" => text("text/plain"),
@@ -267,7 +286,7 @@ pub fn detect(path: &str, head: &[u8]) -> Result<Detected, String> {
     if let Some(detected) = named {
         let header = path.to_ascii_lowercase().ends_with(".h");
         if detected.format == Format::Code(Language::C) && header && looks_objc(head) {
-            return Ok(code("text/x-objc", Language::Other("objc")));
+            return Ok(code("text/x-objc", Language::ObjC));
         }
         if detected.format == Format::Code(Language::C) && header && looks_cpp(head) {
             return Ok(code("text/x-c++", Language::Cpp));

@@ -125,14 +125,20 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_elixir" => code_body(Language::Elixir, data),
         "code_dart" => code_body(Language::Dart, data),
         "code_ocaml" => code_body(Language::OCaml, data),
+        "code_ocaml_interface" => code_body(Language::OCamlInterface, data),
         "code_erlang" => code_body(Language::Erlang, data),
         "code_r" => code_body(Language::R, data),
+        "code_objc" => code_body(Language::ObjC, data),
+        "code_yaml" => code_body(Language::Yaml, data),
+        "code_toml" => code_body(Language::Toml, data),
+        "code_hcl" => code_body(Language::Hcl, data),
+        "code_css" => code_body(Language::Css, data),
         other => panic!("unknown fuzz target {other}"),
     }
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 29] = [
+pub const TARGETS: [&str; 35] = [
     "decode",
     "text",
     "markdown",
@@ -160,6 +166,12 @@ pub const TARGETS: [&str; 29] = [
     "code_elixir",
     "code_dart",
     "code_ocaml",
+    "code_ocaml_interface",
     "code_erlang",
     "code_r",
+    "code_objc",
+    "code_yaml",
+    "code_toml",
+    "code_hcl",
+    "code_css",
 ];

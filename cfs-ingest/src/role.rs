@@ -5,7 +5,7 @@
 //! by them. Pure functions of a path and a text: `docs/spec.md` ("File roles") is the
 //! normative description.
 
-use crate::detect::{Format, by_name};
+use crate::detect::{Format, Language, by_name};
 use crate::embed::identifier_parts;
 
 /// What a file is to its repository.
@@ -238,7 +238,9 @@ pub fn path_role(path: &str) -> Role {
         return Role::Test;
     }
     let format = by_name(path).map(|d| d.format);
-    let is_code = matches!(format, Some(Format::Code(_)));
+    // YAML and TOML are data, whose roles stay what they were as text.
+    let is_code =
+        matches!(format, Some(Format::Code(l)) if !matches!(l, Language::Yaml | Language::Toml));
     if in_dirs(&EXAMPLE_DIRS) || in_dirs(&DOCS_DIRS) && is_code {
         return Role::Example;
     }

@@ -166,18 +166,13 @@ proptest! {
         name in "[a-z_]{1,12}",
         parent in prop::option::of("[A-Z][a-z]{0,8}"),
         window in prop::option::of((0u32..5, 2u32..6)),
-        kind_index in 0usize..13,
+        kind_index in 0usize..SymbolKind::ALL.len(),
         page in 1u32..1000,
         offset in 0u64..u64::MAX / 2,
         vector in prop::collection::vec(any::<i16>(), 1..40),
         edge_kind in prop_oneof![Just(1u16), Just(2), Just(3), 0x8000u16..=u16::MAX],
     ) {
-        let kinds = [
-            SymbolKind::Function, SymbolKind::Method, SymbolKind::Class, SymbolKind::Interface,
-            SymbolKind::Type, SymbolKind::Const, SymbolKind::Var, SymbolKind::Impl,
-            SymbolKind::Trait, SymbolKind::Module, SymbolKind::Struct, SymbolKind::Enum,
-            SymbolKind::Macro,
-        ];
+        let kinds = SymbolKind::ALL;
         let window = window.filter(|(i, c)| i < c).map(|(index, count)| Window { index, count });
         let symbol = Symbol {
             kind: kinds[kind_index], name, parent, signature: "sig".into(),

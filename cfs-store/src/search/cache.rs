@@ -46,7 +46,7 @@ use crate::read::ReadTxn;
 
 const MAGIC: &[u8; 8] = b"CFSINDEX";
 /// Format version of the index file.
-pub const CACHE_FORMAT: u32 = 4;
+pub const CACHE_FORMAT: u32 = 5;
 /// Bytes before the header: magic, format, reserved, file length, header length.
 const PREFIX: usize = 32;
 /// Sections start at multiples of this.

@@ -62,7 +62,7 @@ pub const DECLARED_PREFIX: char = '\u{2}';
 /// carries: its symbol's ([`DEFINITION_PREFIX`] and the key of its name; value 1), for a
 /// symbol chunk that is not a later window of a split symbol; for a code chunk, the
 /// names its lines declare ([`DECLARED_PREFIX`]; value the declaration's kind tag plus
-/// one), but not its own symbol's name again.
+/// one), but not its own symbol's name again, unless it is configuration or style.
 pub fn definition_terms(meta: &ChunkMeta, text: &str) -> Vec<(String, u32)> {
     let mut out: Vec<(String, u32)> = Vec::new();
     if meta.continued {
@@ -72,7 +72,7 @@ pub fn definition_terms(meta: &ChunkMeta, text: &str) -> Vec<(String, u32)> {
     if let Some(key) = &own {
         out.push((format!("{DEFINITION_PREFIX}{key}"), 1));
     }
-    if meta.kind != "code" {
+    if meta.kind != "code" || meta.language.as_deref().is_some_and(is_config_or_style) {
         return out;
     }
     for_each_declared(text, |d| {
@@ -98,15 +98,21 @@ pub fn definition_terms(meta: &ChunkMeta, text: &str) -> Vec<(String, u32)> {
     out
 }
 
+/// True for the configuration and style languages, whose lines declare nothing: a
+/// `url(...)` in CSS or a `type: object` in YAML is not a definition.
+fn is_config_or_style(language: &str) -> bool {
+    matches!(language, "yaml" | "toml" | "hcl" | "css")
+}
+
 /// How well a kind of symbol answers a name: types first, then functions and macros,
-/// methods, modules and values, implementations last (smaller is better).
+/// methods, modules, values and configuration keys and style rules, implementations last (smaller is better).
 pub fn kind_rank(kind: Option<SymbolKind>) -> u64 {
     use SymbolKind::*;
     match kind {
         Some(Struct | Class | Interface | Trait | Enum | Type) => 0,
         Some(Function | Macro) => 1,
         Some(Method) => 2,
-        Some(Module | Const | Var) => 3,
+        Some(Module | Const | Var | Section | Key | Rule) => 3,
         Some(Impl) | None => 4,
     }
 }

@@ -181,6 +181,10 @@ fn definition_terms_case(input: &Value) -> Value {
         symbol,
         input["window"].as_u64().unwrap_or(0) as u32,
     );
+    let mut m = m;
+    if let Some(language) = input["language"].as_str() {
+        m.language = Some(language.into());
+    }
     let terms: Vec<Value> = definition_terms(&m, s(input, "text"))
         .into_iter()
         .map(|(t, v)| json!([t, v]))
@@ -510,6 +514,26 @@ fn cases() -> Vec<Value> {
             "definition_terms",
             name,
             json!({"symbol": symbol, "window": window, "text": text}),
+        ));
+    }
+    for (name, language, symbol, text) in [
+        (
+            "a CSS rule declares nothing",
+            "css",
+            json!(["rule", ".logo", null]),
+            ".logo {\n  background: url(logo.png);\n  transform: rotate(3deg);\n}\n",
+        ),
+        (
+            "a YAML key declares nothing",
+            "yaml",
+            json!(["section", "schema", null]),
+            "schema:\n  type: object\n  class Foo\n",
+        ),
+    ] {
+        out.push(case(
+            "definition_terms",
+            name,
+            json!({"symbol": symbol, "window": 0, "language": language, "text": text}),
         ));
     }
     for (name, symbol, path, query, own, qualified) in [

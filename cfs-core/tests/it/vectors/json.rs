@@ -88,7 +88,7 @@ pub fn profile_from(v: &Value) -> R<ParseProfile> {
     })
 }
 
-pub const SYMBOL_KINDS: [SymbolKind; 13] = [
+pub const SYMBOL_KINDS: [SymbolKind; 16] = [
     SymbolKind::Function,
     SymbolKind::Method,
     SymbolKind::Class,
@@ -102,6 +102,9 @@ pub const SYMBOL_KINDS: [SymbolKind; 13] = [
     SymbolKind::Struct,
     SymbolKind::Enum,
     SymbolKind::Macro,
+    SymbolKind::Section,
+    SymbolKind::Key,
+    SymbolKind::Rule,
 ];
 
 pub fn kind_to(k: &ChunkKind) -> Value {
