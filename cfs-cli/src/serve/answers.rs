@@ -29,7 +29,11 @@ pub struct SearchParams {
     pub path: Option<String>,
     /// Only chunks in this collection (see the collections tool).
     pub collection: Option<String>,
-    /// Only code chunks of this language: rust, python, go, typescript, javascript.
+    /// Only code chunks of this language. Chunked by symbol: rust, go, python,
+    /// typescript, tsx, javascript, jsx, java, csharp, kotlin, c, cpp, objc, ruby, php,
+    /// swift, shell, lua, zig, scala, haskell, elixir, dart, ocaml, erlang, r; and by
+    /// their keys, tables, blocks and rules: yaml, toml, hcl, css. Others by name as
+    /// text (sql, perl, matlab, protobuf, ...).
     pub lang: Option<String>,
     /// Only chunks of this kind: text, section, code or page.
     pub kind: Option<String>,
@@ -384,5 +388,29 @@ pub fn collections_answer(snap: &Snapshot, declared: &[(String, String)]) -> Col
     CollectionsAnswer {
         root: snap.state_root().to_hex(),
         collections: by_name.into_values().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An agent learns the languages it can filter by from the tool's schema: every
+    /// language cfs parses is named there.
+    #[test]
+    fn the_lang_filter_names_every_parsed_language() {
+        let schema = serde_json::to_value(schemars::schema_for!(SearchParams)).unwrap();
+        let described = schema["properties"]["lang"]["description"]
+            .as_str()
+            .unwrap()
+            .replace(['\n', ',', ';', ':', '.'], " ");
+        let words: Vec<&str> = described.split_whitespace().collect();
+        for language in cfs_ingest::parsed_languages() {
+            assert!(
+                words.contains(&language.name()),
+                "{} is not in the lang filter's description: {described}",
+                language.name()
+            );
+        }
     }
 }
