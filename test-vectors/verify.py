@@ -491,6 +491,7 @@ for names, mime, lang in [
     ("zig", "text/x-zig", "zig"), ("hs", "text/x-haskell", "haskell"),
     ("ex exs", "text/x-elixir", "elixir"), ("erl hrl", "text/x-erlang", "erlang"),
     ("ml mli", "text/x-ocaml", "ocaml"), ("dart", "text/x-dart", "dart"), ("r", "text/x-r", "r"),
+    ("jl", "text/x-julia", "julia"),
     ("m", "text/x-objc", "objc"), ("mm", "text/x-objc++", "objcpp"), ("sh bash zsh ksh bats", "text/x-shellscript", "shell"), ("fish", "text/x-fish", "fish"),
     ("ps1", "text/x-powershell", "powershell"), ("sql", "application/sql", "sql"),
     ("css scss sass less", "text/css", "css"), ("proto", "text/x-protobuf", "protobuf"),

@@ -20,6 +20,7 @@ use crate::error::IngestError;
 use crate::text::{ChunkParams, chunk_text};
 
 mod config;
+mod julia;
 mod objc;
 
 /// Largest symbol chunk, and the size of each sliding window, in bytes.
@@ -216,6 +217,13 @@ const GRAMMARS: &[Grammar] = &[
         name: "r",
         version: "1.3.0",
         load: || tree_sitter_r::LANGUAGE.into(),
+    },
+    #[cfg(feature = "lang-julia")]
+    Grammar {
+        language: Language::Julia,
+        name: "julia",
+        version: "0.23.1",
+        load: || tree_sitter_julia::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-objc")]
     Grammar {
@@ -465,6 +473,10 @@ fn attachment(language: Language, node: Node<'_>, src: &str) -> Option<bool> {
         },
         Language::Scala => matches!(kind, "comment" | "block_comment").then_some(true),
         Language::Css => config::is_css_comment(kind).then_some(true),
+        // A docstring is the string right above what it documents.
+        Language::Julia => {
+            matches!(kind, "line_comment" | "block_comment" | "string_literal").then_some(true)
+        }
         Language::Haskell => match kind {
             "comment" | "haddock" => Some(true),
             "pragma" => Some(false),
@@ -520,7 +532,7 @@ fn is_transparent(language: Language, node: Node<'_>) -> bool {
                 || node.is_error()
         }
         Language::Java => kind == "enum_body_declarations",
-        Language::Css => node.is_error(),
+        Language::Css | Language::Julia => node.is_error(),
         Language::Ruby => matches!(kind, "body_statement" | "singleton_class"),
         Language::CSharp => matches!(kind, "preproc_if" | "preproc_elif" | "preproc_else"),
         Language::Haskell => matches!(kind, "imports" | "declarations"),
@@ -593,6 +605,7 @@ fn classify<'t>(
         Language::Erlang => erlang_symbol(node, src),
         Language::R => r_symbol(node, src),
         Language::ObjC => objc::objc_symbol(node, src, function),
+        Language::Julia => julia::julia_symbol(node, src),
         Language::Yaml => config::yaml_symbol(node, src),
         Language::Toml => config::toml_symbol(node, src),
         Language::Hcl => config::hcl_symbol(node, src),
@@ -1750,6 +1763,8 @@ fn items<'t>(
             "template_declaration" => template_inner(child),
             // A Dart class member: its annotations, then the declaration.
             "member_declaration" => child_of_kind(child, &["method_declaration", "declaration"]),
+            // A Julia definition under a macro (`@inline function f(x) ... end`).
+            "macrocall_expression" => julia::macro_wrapped(child),
             // A TypeScript `namespace` statement.
             "expression_statement" => child
                 .named_child(0)
@@ -1778,6 +1793,7 @@ fn items<'t>(
                 Language::Lua => lua_scope(inner, src),
                 Language::R => r_scope(inner, src),
                 Language::Toml => config::toml_scope(inner, src),
+                Language::Julia => julia::julia_scope(inner, src),
                 Language::Hcl => config::hcl_scope(inner, src),
                 _ => None,
             };
@@ -2013,12 +2029,13 @@ fn declares_in_error(node: Node<'_>) -> bool {
 /// Languages whose files are chunked by symbol even when their tree holds `ERROR`
 /// nodes: C and C++, whose macros (`GUARDED_BY(mu)`, `TEST_BEGIN(name)`) the grammar
 /// cannot expand, so that real files rarely parse clean; CSS, whose files carry old
-/// browser hacks (`*zoom: 1`) and preprocessor syntax (`$x`, `@apply`). The errors stay
-/// text between symbols.
+/// browser hacks (`*zoom: 1`) and preprocessor syntax (`$x`, `@apply`); Julia, whose
+/// grammar lags the language (`public` in a macro call). The errors stay text between
+/// symbols.
 fn tolerates_errors(language: Language) -> bool {
     matches!(
         language,
-        Language::C | Language::Cpp | Language::ObjC | Language::Css
+        Language::C | Language::Cpp | Language::ObjC | Language::Css | Language::Julia
     )
 }
 
@@ -3073,6 +3090,55 @@ mod tests {
         assert!(found.contains(&("reset".into(), Some("Big".into()), "function")));
         assert_eq!(symbol(&doc, "reset").doc_comment, "(** Resets. *)");
         assert_eq!(found.last(), Some(&("Make".into(), None, "module")));
+    }
+
+    #[test]
+    #[cfg(feature = "lang-julia")]
+    fn julia_functions_short_and_long_types_macros_and_modules() {
+        let text = include_str!("../test_data/golden/small.jl");
+        let doc = chunk(text, Language::Julia);
+        covers(&doc, text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("Dense".into(), None, "struct"),
+                ("AbstractOptimiser".into(), None, "type"),
+                ("Adam".into(), None, "struct"),
+                ("ϵ".into(), None, "const"),
+                ("Dense".into(), None, "function"),
+                ("relu".into(), None, "function"),
+                ("show".into(), Some("Base".into()), "function"),
+                ("layer".into(), None, "macro"),
+                ("Losses".into(), None, "module"),
+                ("gradient".into(), None, "function"),
+            ]
+        );
+        let dense = &doc.chunks.iter().find_map(|c| c.symbol.as_ref()).unwrap();
+        assert!(dense.doc_comment.contains("A fully connected layer."));
+        assert_eq!(symbol(&doc, "relu").signature, "relu(x) = max(zero(x), x)");
+        // A module over 7,000 bytes splits into its definitions.
+        let body = "  f(x) = x + 1\n".repeat(600);
+        let big =
+            format!("module Big\n{body}  # Squares.\n  function square(x)\n    x^2\n  end\nend\n");
+        let doc = chunk(&big, Language::Julia);
+        covers(&doc, &big);
+        assert_eq!(symbol(&doc, "square").parent.as_deref(), Some("Big"));
+        assert_eq!(symbol(&doc, "square").doc_comment, "# Squares.");
+        // Syntax newer than the grammar (`public` in a macro call) stays text between
+        // the definitions it can read.
+        let newer = "module M\n@compat(public, (\n  a,\n))\nf(x) = 1\nend\ng(y) = 2\n";
+        assert!(
+            parse_tree(newer, Language::Julia)
+                .unwrap()
+                .root_node()
+                .has_error()
+        );
+        let doc = chunk(newer, Language::Julia);
+        covers(&doc, newer);
+        assert_eq!(
+            names(&doc),
+            vec![("M".into(), None, "module"), ("g".into(), None, "function")]
+        );
     }
 
     #[test]

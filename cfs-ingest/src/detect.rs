@@ -74,6 +74,8 @@ pub enum Language {
     Erlang,
     /// R.
     R,
+    /// Julia.
+    Julia,
     /// Objective-C (`.m`, and `.h` headers that say so; Objective-C++ is text).
     ObjC,
     /// YAML.
@@ -118,6 +120,7 @@ impl Language {
             Self::OCaml | Self::OCamlInterface => "ocaml",
             Self::Erlang => "erlang",
             Self::R => "r",
+            Self::Julia => "julia",
             Self::ObjC => "objc",
             Self::Yaml => "yaml",
             Self::Toml => "toml",
@@ -213,6 +216,7 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "m" => code("text/x-objc", Language::ObjC),
         "mm" => code("text/x-objc++", Language::Other("objcpp")),
         "r" => code("text/x-r", Language::R),
+        "jl" => code("text/x-julia", Language::Julia),
         "erl" | "hrl" => code("text/x-erlang", Language::Erlang),
         "ml" => code("text/x-ocaml", Language::OCaml),
         "mli" => code("text/x-ocaml", Language::OCamlInterface),

@@ -129,6 +129,7 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_erlang" => code_body(Language::Erlang, data),
         "code_r" => code_body(Language::R, data),
         "code_objc" => code_body(Language::ObjC, data),
+        "code_julia" => code_body(Language::Julia, data),
         "code_yaml" => code_body(Language::Yaml, data),
         "code_toml" => code_body(Language::Toml, data),
         "code_hcl" => code_body(Language::Hcl, data),
@@ -138,7 +139,7 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 35] = [
+pub const TARGETS: [&str; 36] = [
     "decode",
     "text",
     "markdown",
@@ -170,6 +171,7 @@ pub const TARGETS: [&str; 35] = [
     "code_erlang",
     "code_r",
     "code_objc",
+    "code_julia",
     "code_yaml",
     "code_toml",
     "code_hcl",

@@ -31,7 +31,7 @@ pub struct SearchParams {
     pub collection: Option<String>,
     /// Only code chunks of this language. Chunked by symbol: rust, go, python,
     /// typescript, tsx, javascript, jsx, java, csharp, kotlin, c, cpp, objc, ruby, php,
-    /// swift, shell, lua, zig, scala, haskell, elixir, dart, ocaml, erlang, r; and by
+    /// swift, shell, lua, zig, scala, haskell, elixir, dart, ocaml, erlang, r, julia; and by
     /// their keys, tables, blocks and rules: yaml, toml, hcl, css. Others by name as
     /// text (sql, perl, matlab, protobuf, ...).
     pub lang: Option<String>,

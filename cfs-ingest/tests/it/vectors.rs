@@ -139,6 +139,7 @@ fn detect_file() -> FileSpec {
         ("src/parser.mli", b"val x : int\n"),
         ("src/cache.erl", b"-module(cache).\n"),
         ("R/clamp.R", b"clamp <- function(x) x\n"),
+        ("src/Flux.jl", b"module Flux\nend\n"),
         ("bin/report", b"#!/usr/bin/env Rscript\n"),
         (
             "Foo.h",
