@@ -510,6 +510,12 @@ fn elixir_attribute<'s>(node: Node<'_>, src: &'s str) -> Option<&'s str> {
 /// C++'s preprocessor branches, `extern "C"` blocks, anonymous namespaces and what error
 /// recovery wrapped, Haskell's import and declaration lists, a shell script's braces.
 fn is_transparent(language: Language, node: Node<'_>) -> bool {
+    // What error recovery wrapped (an `extern "C" {` whose `}` is in another `#if`
+    // branch) in a language chunked by symbol despite errors: the declarations it holds
+    // parsed whole.
+    if node.is_error() && tolerates_errors(language) {
+        return true;
+    }
     let kind = node.kind();
     match language {
         Language::C | Language::Cpp | Language::ObjC => {
@@ -527,12 +533,8 @@ fn is_transparent(language: Language, node: Node<'_>) -> bool {
                     | "implementation_definition"
                     | "qualified_protocol_interface_declaration"
             ) || (kind == "namespace_definition" && node.child_by_field_name("name").is_none())
-                // What error recovery wrapped (an `extern "C" {` whose `}` is in
-                // another `#if` branch): the declarations it holds parsed whole.
-                || node.is_error()
         }
         Language::Java => kind == "enum_body_declarations",
-        Language::Css | Language::Julia => node.is_error(),
         Language::Ruby => matches!(kind, "body_statement" | "singleton_class"),
         Language::CSharp => matches!(kind, "preproc_if" | "preproc_elif" | "preproc_else"),
         Language::Haskell => matches!(kind, "imports" | "declarations"),
@@ -908,10 +910,15 @@ fn cpp_scope(node: Node<'_>, src: &str) -> Option<String> {
 fn template_inner(node: Node<'_>) -> Option<Node<'_>> {
     let mut at = node;
     while at.kind() == "template_declaration" {
-        let count = at.named_child_count();
-        at = at.named_child(u32::try_from(count.checked_sub(1)?).ok()?)?;
+        at = last_named_child(at)?;
     }
     Some(at)
+}
+
+/// The last named child of `node`, if it has any.
+fn last_named_child(node: Node<'_>) -> Option<Node<'_>> {
+    let count = u32::try_from(node.named_child_count()).ok()?;
+    node.named_child(count.checked_sub(1)?)
 }
 
 /// The last part of a Ruby constant path (`Rack::Handler` -> `Handler`) and its scope.
@@ -1699,6 +1706,13 @@ fn trails_code(language: Language, comment: Node<'_>, src: &str) -> bool {
     !line.trim().is_empty()
 }
 
+/// True when only white space with at most one line feed lies between `end` and
+/// `start`: what ends at `end` sits directly above what starts at `start`.
+fn directly_above(src: &str, end: usize, start: usize) -> bool {
+    src.get(end..start)
+        .is_some_and(|between| between.matches('\n').count() <= 1 && between.trim().is_empty())
+}
+
 /// The named children of `node`, those of its transparent children in their place.
 fn level_nodes<'t>(language: Language, node: Node<'t>) -> Vec<Node<'t>> {
     let mut out = Vec::new();
@@ -1729,11 +1743,7 @@ fn items<'t>(
     let mut clauses_open = false;
     for child in level_nodes(language, node) {
         let parent = parent.or(scope.as_deref().map(|s| (s, SymbolKind::Module)));
-        let adjacent = |end: usize| {
-            src.get(end..child.start_byte()).is_some_and(|between| {
-                between.matches('\n').count() <= 1 && between.trim().is_empty()
-            })
-        };
+        let adjacent = |end: usize| directly_above(src, end, child.start_byte());
         let attaches = attachment(language, child, src);
         if attaches.is_some() && trails_code(language, child, src) {
             attached = None;

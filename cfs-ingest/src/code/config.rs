@@ -4,7 +4,7 @@
 use cfs_core::SymbolKind;
 use tree_sitter::Node;
 
-use super::{Attached, Classified, child_of_kind, text_of};
+use super::{Attached, Classified, child_of_kind, directly_above, last_named_child, text_of};
 
 /// The longest run of indentation and block indicators (spaces, tabs, `-`, `?`, `:`)
 /// at a line's start that a YAML file may have and be parsed. The grammar's scanner
@@ -68,8 +68,7 @@ pub(super) fn toml_trailing_comments(table: Node<'_>, src: &str) -> Option<(usiz
     }
     let mut first = None;
     let mut above = next.start_byte();
-    let count = u32::try_from(table.named_child_count()).ok()?;
-    let last = table.named_child(count.checked_sub(1)?)?;
+    let last = last_named_child(table)?;
     let mut child = Some(last);
     while let Some(comment) = child.filter(|c| c.kind() == "comment") {
         if !directly_above(src, comment.end_byte(), above) {
@@ -85,12 +84,6 @@ pub(super) fn toml_trailing_comments(table: Node<'_>, src: &str) -> Option<(usiz
         .map(|c| text_of(c, src).to_owned())
         .collect();
     Some((end, (first.start_byte(), last.end_byte(), texts)))
-}
-
-/// True when only white space with at most one line feed lies between `end` and `start`.
-fn directly_above(src: &str, end: usize, start: usize) -> bool {
-    src.get(end..start)
-        .is_some_and(|between| between.matches('\n').count() <= 1 && between.trim().is_empty())
 }
 
 /// The parts of a TOML table's or pair's dotted key before the last, joined with `.`

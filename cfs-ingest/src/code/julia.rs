@@ -4,7 +4,7 @@
 use cfs_core::SymbolKind;
 use tree_sitter::Node;
 
-use super::{Classified, child_of_kind, text_of};
+use super::{Classified, child_of_kind, last_named_child, text_of};
 
 /// A Julia definition. A function or macro is named by what its signature calls
 /// (`show` in `Base.show(io, x)`, parent `Base`; the type in a callable object's
@@ -94,7 +94,7 @@ fn callee(call: Node<'_>, src: &str) -> Option<(Option<String>, String)> {
     match target.kind() {
         "identifier" | "operator" => Some((None, text_of(target, src).to_owned())),
         "field_expression" => {
-            let name = target.named_child(target.named_child_count().checked_sub(1)? as u32)?;
+            let name = last_named_child(target)?;
             let value = target.child_by_field_name("value");
             let qualifier = value.map(|v| text_of(v, src).to_owned());
             Some((qualifier, text_of(name, src).to_owned()))
@@ -102,9 +102,7 @@ fn callee(call: Node<'_>, src: &str) -> Option<(Option<String>, String)> {
         "parenthesized_expression" => {
             let inner = target.named_child(0)?;
             let typed = match inner.kind() {
-                "typed_expression" => {
-                    inner.named_child(inner.named_child_count().checked_sub(1)? as u32)?
-                }
+                "typed_expression" => last_named_child(inner)?,
                 _ => inner,
             };
             Some((None, head_identifier(typed, src)?))

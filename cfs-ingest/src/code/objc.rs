@@ -5,7 +5,7 @@
 use cfs_core::SymbolKind;
 use tree_sitter::Node;
 
-use super::{Classified, c_symbol, text_of};
+use super::{Classified, c_symbol, child_of_kind, text_of};
 
 /// `src` as the grammar can read it, byte for byte as long, every name where it was:
 /// `NS_ASSUME_NONNULL_BEGIN` and `_END` blanked, and `typedef NS_ENUM(T, Name)` (also
@@ -112,7 +112,7 @@ fn is_extension(node: Node<'_>, src: &str) -> bool {
 }
 
 fn direct_identifier(node: Node<'_>) -> Option<Node<'_>> {
-    child_named(node, "identifier")
+    child_of_kind(node, &["identifier"])
 }
 
 fn first_identifier(node: Node<'_>, src: &str) -> Option<String> {
@@ -150,14 +150,9 @@ fn selector(node: Node<'_>, src: &str) -> Option<String> {
 /// A property's name: the last identifier of its first declarator (`name` in
 /// `@property (copy) NSString *name;`).
 fn property_name(node: Node<'_>, src: &str) -> Option<String> {
-    let declaration = child_named(node, "struct_declaration")?;
-    let declarator = child_named(declaration, "struct_declarator")?;
+    let declaration = child_of_kind(node, &["struct_declaration"])?;
+    let declarator = child_of_kind(declaration, &["struct_declarator"])?;
     last_identifier(declarator).map(|n| text_of(n, src).to_owned())
-}
-
-fn child_named<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
-    let mut cursor = node.walk();
-    node.named_children(&mut cursor).find(|c| c.kind() == kind)
 }
 
 /// The last `identifier` or `field_identifier` under `node` in text order (the name a
