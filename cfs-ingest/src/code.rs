@@ -3053,7 +3053,8 @@ mod tests {
             "- (void)setValue:(id)v forKey:(NSString *)k"
         );
         // Members of an interface, when it is split.
-        let props = "@property (nonatomic, copy) NSString *a;\n".repeat(200);
+        let props = "@property (nonatomic, copy) NSString *a;\n".repeat(200)
+            + "@property (nonatomic, copy) void (^handler)(int code);\n";
         let iface = format!(
             "@interface Big : NSObject\n{props}- (instancetype)initWithName:(NSString *)name NS_DESIGNATED_INITIALIZER;\n@end\n"
         );
@@ -3069,6 +3070,8 @@ mod tests {
             ("initWithName:", "method")
         );
         assert!(names(&doc).contains(&("a".into(), Some("Big".into()), "var")));
+        // A block property is named by the block, not by its parameter.
+        assert!(names(&doc).contains(&("handler".into(), Some("Big".into()), "var")));
     }
 
     #[test]

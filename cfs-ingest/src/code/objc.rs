@@ -5,7 +5,7 @@
 use cfs_core::SymbolKind;
 use tree_sitter::Node;
 
-use super::{Classified, c_symbol, child_of_kind, text_of};
+use super::{Classified, c_declarator, c_symbol, child_of_kind, text_of};
 
 /// `src` as the grammar can read it, byte for byte as long, every name where it was:
 /// `NS_ASSUME_NONNULL_BEGIN` and `_END` blanked, and `typedef NS_ENUM(T, Name)` (also
@@ -147,27 +147,12 @@ fn selector(node: Node<'_>, src: &str) -> Option<String> {
     }
 }
 
-/// A property's name: the last identifier of its first declarator (`name` in
-/// `@property (copy) NSString *name;`).
+/// A property's name: what its first declarator declares, as a C declarator does
+/// (`name` in `@property (copy) NSString *name;`, `handler` in `@property (copy) void
+/// (^handler)(int code);`).
 fn property_name(node: Node<'_>, src: &str) -> Option<String> {
     let declaration = child_of_kind(node, &["struct_declaration"])?;
     let declarator = child_of_kind(declaration, &["struct_declarator"])?;
-    last_identifier(declarator).map(|n| text_of(n, src).to_owned())
-}
-
-/// The last `identifier` or `field_identifier` under `node` in text order (the name a
-/// declarator declares, after any pointer or block syntax).
-fn last_identifier(node: Node<'_>) -> Option<Node<'_>> {
-    let mut last: Option<Node<'_>> = None;
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        if matches!(n.kind(), "identifier" | "field_identifier")
-            && last.is_none_or(|l| l.start_byte() < n.start_byte())
-        {
-            last = Some(n);
-        }
-        let mut cursor = n.walk();
-        stack.extend(n.named_children(&mut cursor));
-    }
-    last
+    let (name, _) = c_declarator(declarator)?;
+    Some(text_of(name, src).to_owned())
 }
