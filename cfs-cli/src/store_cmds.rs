@@ -409,6 +409,7 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             head: head.as_deref(),
             seconds: no_op.started.elapsed().as_secs_f64(),
             vectors: no_op.vectors.as_ref(),
+            simd: None,
         };
         print_sync_report(&no_op.report, &root, &no_op.file, &done, args.common.json)?;
         return Ok(ExitCode::SUCCESS);
@@ -438,11 +439,13 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
     if let Some(head) = &head {
         store.record_git_head(head)?;
     }
+    let model_ran = vectors.as_ref().is_some_and(|v| v.texts_embedded > 0) && text_first(&store);
     after_sync(store, &file, created, &*embedder, args.common.json);
     let done = Done {
         head: head.as_deref(),
         seconds: started.elapsed().as_secs_f64(),
         vectors: vectors.as_ref(),
+        simd: model_ran.then(simd_path).transpose()?,
     };
     print_sync_report(&report, &root, &file, &done, args.common.json)?;
     Ok(ExitCode::SUCCESS)
@@ -584,6 +587,14 @@ pub fn bring_index_forward(
     Ok(())
 }
 
+/// The name of the code path minilm-int runs on here: `CFS_SIMD`'s, or the best the
+/// CPU has; a path the CPU lacks is an error.
+pub fn simd_path() -> anyhow::Result<&'static str> {
+    use cfs_ingest::minilm::Simd;
+    let path = Simd::from_env().and_then(Simd::resolve);
+    Ok(path.map_err(anyhow::Error::msg)?.name())
+}
+
 /// Whether syncs of this store commit text first: yes with a model (minilm-int), whose
 /// embedding is far slower than parsing; no with the hash embedder.
 pub fn text_first(store: &Store) -> bool {
@@ -674,6 +685,8 @@ pub struct Done<'a> {
     pub head: Option<&'a str>,
     pub seconds: f64,
     pub vectors: Option<&'a cfs_store::EmbedReport>,
+    /// The code path minilm-int ran on, where it ran.
+    pub simd: Option<&'static str>,
 }
 
 /// `cfs refresh PATH...`: syncs exactly the named files and folders.
@@ -716,6 +729,7 @@ pub fn refresh(args: &RefreshArgs) -> anyhow::Result<ExitCode> {
         head: None,
         seconds,
         vectors: None,
+        simd: None,
     };
     print_sync_report(&report, &root, &file, &done, args.common.json)?;
     Ok(ExitCode::SUCCESS)
@@ -811,7 +825,7 @@ pub fn print_sync_report(
             "rows_removed": report.rows_removed, "commits": commits,
             "text_state_root": report.root.to_hex(),
             "state_root": root_now.to_hex(), "seconds": seconds,
-            "git_head": head,
+            "git_head": head, "simd": done.simd,
         }))?;
         return Ok(());
     }
@@ -840,8 +854,12 @@ pub fn print_sync_report(
     if let Some(v) = v {
         writeln!(
             out,
-            "  vectors: {} chunks embedded ({} texts through the model) in {} commits",
-            v.chunks, v.texts_embedded, v.commits
+            "  vectors: {} chunks embedded ({} texts through the model) in {} commits{}",
+            v.chunks,
+            v.texts_embedded,
+            v.commits,
+            done.simd
+                .map_or(String::new(), |s| format!(" (integer kernels: {s})"))
         )?;
     }
     if pending > 0 {
@@ -876,6 +894,8 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         Vec::new()
     };
     let types = read.document_types()?;
+    // The code path minilm-int runs on in this process (CFS_SIMD or the CPU's best).
+    let simd = text_first(&store).then(simd_path).transpose()?;
     let mut value = json!({
         "store": store.path().display().to_string(),
         "tree": tree_of(store.path()).map(|p| p.display().to_string()),
@@ -894,6 +914,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
             "overlap_bytes": store.settings().chunk.overlap_bytes,
         },
         "embedder": store.settings().model_id,
+        "simd": simd,
         "git_head": git_head.as_ref().map(|(h, r)| json!({"commit": h, "state_root": r.to_hex(), "current": *r == roots.state_root()})),
         "types": types.iter().map(|t| json!({
             "mime_type": t.mime_type, "documents": t.documents, "by_symbol": t.by_symbol,
@@ -971,9 +992,12 @@ fn write_status(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
         n("embeddings"),
         n("edges")
     )?;
+    let simd = v["simd"]
+        .as_str()
+        .map_or(String::new(), |s| format!(" (integer kernels: {s})"));
     writeln!(
         out,
-        "  {} commits; embedder {}",
+        "  {} commits; embedder {}{simd}",
         n("commits"),
         text("embedder")
     )?;

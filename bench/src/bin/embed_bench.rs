@@ -66,7 +66,7 @@ fn main() {
     let scalar_n = flag(&args, "--scalar")
         .map_or(50, |v| v.parse().expect("--scalar N"))
         .min(refs.len());
-    let m = model.with_simd(Simd::Off);
+    let m = model.with_simd(Simd::Portable);
     let t = Instant::now();
     let vs: Vec<Vec<i16>> = refs[..scalar_n].iter().map(|t| m.embed(t)).collect();
     let s_scalar = t.elapsed().as_secs_f64();

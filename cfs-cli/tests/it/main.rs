@@ -119,8 +119,14 @@ fn chunks_json_and_errors() {
 }
 
 fn cfs_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    cfs_env(dir, &[], args)
+}
+
+/// `cfs ARGS` in `dir` with the environment variables `env` set.
+fn cfs_env(dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .output()
         .expect("run cfs");
@@ -166,6 +172,24 @@ fn index_status_verify_log_show_prove() {
     }
     assert_eq!(s["state_root"], root_hex.as_str());
     assert_eq!(s["paths"], 3);
+    // The integer kernels' path is named where the model ran, and CFS_SIMD forces one;
+    // the portable path recomputes every vector of the store to the same bits.
+    let simd = cfs_ingest::minilm::Simd::Auto.name();
+    assert_eq!(
+        (v["simd"].as_str(), s["simd"].as_str()),
+        (Some(simd), Some(simd))
+    );
+    let portable = [("CFS_SIMD", "portable")];
+    let (code, out, _) = cfs_env(root, &portable, &["status", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["simd"],
+        "portable"
+    );
+    let (code, _, err) = cfs_env(root, &portable, &["verify", "--full"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = cfs_env(root, &[("CFS_SIMD", "avx512")], &["status"]);
+    assert!(code != 0 && err.contains("CFS_SIMD=avx512"), "{err}");
     assert!(s["tables"].is_null(), "tables only when asked");
     // Documents per type: the two Markdown files are one document; the Rust file was
     // parsed by symbol.

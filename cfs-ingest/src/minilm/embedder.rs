@@ -157,16 +157,24 @@ impl MiniLmInt {
 
     /// A model from the bytes of a model file whose BLAKE3 hash (hex) is `hash`.
     fn parse(bytes: &[u8], hash: &str) -> Result<Self, String> {
+        let simd = Simd::from_env()?;
+        simd.resolve()?;
         let file = ModelFile::parse(bytes)?;
         let model = Model::load(&file)?;
         Ok(Self {
             model: Arc::new(model),
             model_id: format!("{MODEL_ID_PREFIX}{hash}"),
-            simd: Simd::Auto,
+            simd,
         })
     }
 
-    /// The same model with the matrix products on the given path (the bits are equal).
+    /// The code path this embedder runs on (`CFS_SIMD` or the best the CPU has).
+    pub fn simd(&self) -> Simd {
+        self.simd
+    }
+
+    /// The same model with the matrix products on the given path (the bits are equal;
+    /// a path the CPU lacks runs the portable loops).
     pub fn with_simd(&self, simd: Simd) -> Self {
         Self {
             simd,

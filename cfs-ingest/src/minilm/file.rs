@@ -199,12 +199,6 @@ impl<'a> ModelFile<'a> {
         self.values(name, DType::I8, dims, i8::from_le_bytes)
     }
 
-    /// `name`, an `i8` tensor, as `i16` values (one pass: the matrix products take
-    /// their weights widened).
-    pub fn i8s_as_i16(&self, name: &str, dims: &[usize]) -> Result<Vec<i16>, String> {
-        self.values(name, DType::I8, dims, |b: [u8; 1]| i16::from(b[0] as i8))
-    }
-
     /// `name` as `i16` values.
     pub fn i16s(&self, name: &str, dims: &[usize]) -> Result<Vec<i16>, String> {
         self.values(name, DType::I16, dims, i16::from_le_bytes)

@@ -1,155 +1,354 @@
-//! The integer matrix product every layer of minilm-int runs on: `i16 x i16 -> i32`,
-//! exact. The portable scalar loop is the reference; the AVX2 and AVX-VNNI paths
-//! (x86-64, detected at run time) must give the same bits, and a test holds it to that on random inputs.
+//! The integer matrix product every layer of minilm-int runs on: `i16` activations times
+//! `i8` weights (or activations the spec saturated to 8 bits) into `i32`, exact. The
+//! weights are laid out once, when the model loads, in [`Panels`]: the layout the SIMD
+//! kernel reads without shuffling. The portable scalar loop is the reference; the AVX2
+//! and AVX-VNNI paths (x86-64, detected at run time) must give the same bits, and tests
+//! hold them to that on random and extreme inputs.
+//!
 //! Exactness is the caller's bound: every sum must fit in `i32` (`docs/spec.md` shows
 //! that the model's shapes and value ranges keep them there), and then the order of
 //! additions cannot change the result.
 
 #![allow(unsafe_code)]
 
-/// Rows of `w` and `x` are padded to a multiple of this many values.
-pub const K_STEP: usize = 16;
+/// Output columns in one panel: one 256-bit register of `i32` sums.
+pub const PANEL: usize = 8;
+/// The longest row a panel may have (the kernel widens two panels on the stack).
+pub const MAX_K: usize = 512;
 
-/// Whether the SIMD path may be used (tests and the bench switch it off).
+/// Which code computes the products and the rest of the layer. Every path gives the
+/// same bits; `CFS_SIMD` forces one (tests, benchmarks, bug reports).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Simd {
     /// The best path the CPU has.
     Auto,
-    /// The portable scalar loop only.
-    Off,
+    /// The portable scalar loops: the reference.
+    Portable,
+    /// AVX2: `vpmaddwd` and `vpaddd`.
+    Avx2,
+    /// AVX-VNNI: the multiply and the add as one `vpdpwssd`.
+    AvxVnni,
 }
 
-/// `out[t * n + j] = sum_i x[t * k + i] * w[j * k + i]` for `t < x.len() / k`,
-/// `j < n = w.len() / k`. `k` is a multiple of [`K_STEP`].
-pub fn matmul(x: &[i16], w: &[i16], k: usize, out: &mut [i32], simd: Simd) {
-    assert!(k > 0 && k.is_multiple_of(K_STEP), "k = {k}");
-    assert!(x.len().is_multiple_of(k) && w.len().is_multiple_of(k));
-    assert_eq!(out.len(), (x.len() / k) * (w.len() / k));
-    #[cfg(target_arch = "x86_64")]
-    if simd == Simd::Auto && std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2 (checked on the line above), and `matmul_avx2` reads
-        // only inside the slices whose lengths were checked above.
-        unsafe { x86::matmul_avx2(x, w, k, out) };
-        return;
+impl Simd {
+    /// The names `CFS_SIMD` takes.
+    pub const NAMES: [&str; 3] = ["portable", "avx2", "avx-vnni"];
+
+    /// The path `CFS_SIMD` names, or [`Simd::Auto`] when it is unset or empty.
+    pub fn from_env() -> Result<Self, String> {
+        match std::env::var("CFS_SIMD") {
+            Ok(name) if !name.is_empty() => Self::from_name(&name),
+            _ => Ok(Self::Auto),
+        }
     }
-    matmul_scalar(x, w, k, out);
-}
 
-/// The reference: one dot product per output, in index order.
-pub fn matmul_scalar(x: &[i16], w: &[i16], k: usize, out: &mut [i32]) {
-    let n = w.len() / k;
-    for (t, row) in x.chunks_exact(k).enumerate() {
-        for (j, col) in w.chunks_exact(k).enumerate() {
-            out[t * n + j] = dot(row, col);
+    /// The path of a name in [`Simd::NAMES`] (or `auto`).
+    pub fn from_name(name: &str) -> Result<Self, String> {
+        match name {
+            "auto" => Ok(Self::Auto),
+            "portable" => Ok(Self::Portable),
+            "avx2" => Ok(Self::Avx2),
+            "avx-vnni" => Ok(Self::AvxVnni),
+            _ => Err(format!(
+                "CFS_SIMD={name}: not a path of this build (auto, {})",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+
+    /// The path that runs: [`Simd::Auto`] resolved to the best the CPU has; a path the
+    /// CPU lacks is an error, never a silent fallback.
+    pub fn resolve(self) -> Result<Self, String> {
+        let (avx2, vnni) = cpu();
+        match self {
+            Self::Auto if vnni => Ok(Self::AvxVnni),
+            Self::Auto if avx2 => Ok(Self::Avx2),
+            Self::Auto => Ok(Self::Portable),
+            Self::Avx2 if !avx2 => Err("CFS_SIMD=avx2: this CPU has no AVX2".into()),
+            Self::AvxVnni if !vnni => Err("CFS_SIMD=avx-vnni: this CPU has no AVX-VNNI".into()),
+            forced => Ok(forced),
+        }
+    }
+
+    /// The path's name, as `CFS_SIMD` takes it.
+    pub fn name(self) -> &'static str {
+        match self.resolve().unwrap_or(Self::Portable) {
+            Self::Avx2 => "avx2",
+            Self::AvxVnni => "avx-vnni",
+            _ => "portable",
         }
     }
 }
 
-fn dot(a: &[i16], b: &[i16]) -> i32 {
-    a.iter()
-        .zip(b)
-        .map(|(&p, &q)| i32::from(p) * i32::from(q))
-        .sum()
+/// Whether the CPU has AVX2, and AVX-VNNI beside it.
+fn cpu() -> (bool, bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let avx2 = std::is_x86_feature_detected!("avx2");
+        (avx2, avx2 && std::is_x86_feature_detected!("avxvnni"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    (false, false)
+}
+
+/// A matrix of `n` output columns by `k` inputs, laid out for the kernel: for every
+/// group of [`PANEL`] columns (the last one padded with zero columns), for every pair
+/// of inputs `(2p, 2p + 1)` in order, the pair of each column of the group in turn.
+/// One 16-value load then holds what one `vpmaddwd` multiplies by a broadcast pair of
+/// an activation row.
+#[derive(Clone, Debug, Default)]
+pub struct Panels {
+    data: Vec<i8>,
+    n: usize,
+    k: usize,
+}
+
+impl Panels {
+    /// Weights given as `n` rows of `k` (one row per output column).
+    pub fn from_rows(rows: &[i8], k: usize) -> Self {
+        assert!(k > 0 && rows.len().is_multiple_of(k));
+        let mut p = Self::default();
+        p.fill(rows.len() / k, k, |j, i| rows[j * k + i]);
+        p
+    }
+
+    /// Lays out `n` columns of `k` inputs with `value(j, i)` the input `i` of column
+    /// `j`, reusing this matrix's memory.
+    pub fn fill(&mut self, n: usize, k: usize, value: impl Fn(usize, usize) -> i8) {
+        assert!(
+            n > 0 && k > 0 && k <= MAX_K && k.is_multiple_of(2),
+            "n = {n}, k = {k}"
+        );
+        let groups = n.div_ceil(PANEL);
+        self.data.clear();
+        self.data.reserve(groups * PANEL * k);
+        for g in 0..groups {
+            for p in 0..k / 2 {
+                for c in 0..PANEL {
+                    let j = g * PANEL + c;
+                    let pair = if j < n {
+                        [value(j, 2 * p), value(j, 2 * p + 1)]
+                    } else {
+                        [0, 0]
+                    };
+                    self.data.extend_from_slice(&pair);
+                }
+            }
+        }
+        (self.n, self.k) = (n, k);
+    }
+
+    /// Output columns.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Output columns with the padding of the last panel: the row stride a product
+    /// needs at least.
+    pub fn n_padded(&self) -> usize {
+        self.n.next_multiple_of(PANEL)
+    }
+
+    /// Inputs per column.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Input `i` of column `j` (zero in the padding).
+    pub fn at(&self, j: usize, i: usize) -> i8 {
+        let (g, c) = (j / PANEL, j % PANEL);
+        self.data[g * PANEL * self.k + (i / 2) * 2 * PANEL + c * 2 + i % 2]
+    }
+}
+
+/// Where the activations of a product are and where its sums go: row `t` of `x` is
+/// `x[t * x_stride..][..w.k()]`, its sums `out[t * out_stride..][..w.n_padded()]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Rows {
+    /// Rows of activations.
+    pub count: usize,
+    /// Distance between consecutive rows of `x`.
+    pub x_stride: usize,
+    /// Distance between consecutive rows of `out`.
+    pub out_stride: usize,
+}
+
+/// `out[t * out_stride + j] = sum_i x[t * x_stride + i] * w(j, i)` for every row `t`
+/// and every column `j` of `w` including the padding (whose sums are zero).
+pub fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32], simd: Simd) {
+    check(x, w, rows, out);
+    #[cfg(target_arch = "x86_64")]
+    if let Ok(path @ (Simd::Avx2 | Simd::AvxVnni)) = simd.resolve() {
+        // SAFETY: the CPU has AVX2, and AVX-VNNI where that path was chosen (`resolve`
+        // refuses a path the CPU lacks), and `check` proved that every row read and
+        // written lies inside `x` and `out`.
+        unsafe { x86::matmul(x, w, rows, out, path == Simd::AvxVnni) };
+        return;
+    }
+    matmul_scalar(x, w, rows, out);
+}
+
+fn check(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
+    assert!(rows.count > 0, "no rows");
+    assert!(rows.x_stride >= w.k && rows.out_stride >= w.n_padded());
+    assert!(
+        (rows.count - 1) * rows.x_stride + w.k <= x.len(),
+        "x too short"
+    );
+    assert!(
+        (rows.count - 1) * rows.out_stride + w.n_padded() <= out.len(),
+        "out too short"
+    );
+}
+
+/// The reference: one dot product per output, in index order.
+pub fn matmul_scalar(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
+    check(x, w, rows, out);
+    for t in 0..rows.count {
+        let row = &x[t * rows.x_stride..][..w.k];
+        for j in 0..w.n_padded() {
+            out[t * rows.out_stride + j] = row
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| i32::from(v) * i32::from(w.at(j, i)))
+                .sum();
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use super::{MAX_K, PANEL, Panels, Rows};
     use std::arch::x86_64::*;
 
-    /// Rows of `w` a pass keeps hot in cache while every row pair of `x` meets them.
-    const W_BLOCK: usize = 16;
+    /// Rows of `x` one call of the micro-kernel takes.
+    const MR: usize = 4;
 
-    /// Two rows of `x` against four rows of `w` at a time (eight accumulators of eight
-    /// lanes), `w` in blocks of [`W_BLOCK`] rows, the edges through the scalar dot.
-    /// With AVX-VNNI the multiply and the add are one instruction.
+    /// Two panels at a time (16 columns): each pair widened once to `i16` on the stack,
+    /// then met by every row of `x`, four rows per call of the micro-kernel (eight
+    /// accumulators, two panel registers and one broadcast: 11 of the 16 registers).
+    ///
+    /// # Safety
+    /// The CPU has AVX2, and AVX-VNNI if `vnni`; `super::check` holds for the arguments.
     #[target_feature(enable = "avx2")]
-    pub(super) fn matmul_avx2(x: &[i16], w: &[i16], k: usize, out: &mut [i32]) {
-        let vnni = std::is_x86_feature_detected!("avxvnni");
-        let n = w.len() / k;
-        let t_len = x.len() / k;
-        let (t_main, j_main) = (t_len - t_len % 2, n - n % 4);
-        for j0 in (0..j_main).step_by(W_BLOCK) {
-            let j_end = (j0 + W_BLOCK).min(j_main);
-            for t in (0..t_main).step_by(2) {
-                for j in (j0..j_end).step_by(4) {
-                    let [r0, r1] = if vnni {
-                        // SAFETY: AVX-VNNI was detected at run time just above.
-                        unsafe { block_2x4_vnni(x, t, w, j, k) }
-                    } else {
-                        block_2x4(x, t, w, j, k)
+    pub(super) unsafe fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32], vnni: bool) {
+        let groups = w.n_padded() / PANEL;
+        let mut wide = [0i16; 2 * PANEL * MAX_K];
+        for g in (0..groups).step_by(2) {
+            let nr = (groups - g).min(2);
+            let len = nr * PANEL * w.k;
+            for (d, &s) in wide[..len]
+                .iter_mut()
+                .zip(&w.data[g * PANEL * w.k..][..len])
+            {
+                *d = i16::from(s);
+            }
+            let mut t = 0;
+            while t < rows.count {
+                let mr = (rows.count - t).min(MR);
+                let xp = x[t * rows.x_stride..].as_ptr();
+                let op = out[t * rows.out_stride + g * PANEL..].as_mut_ptr();
+                // SAFETY: rows t .. t + mr of x hold k values at stride x_stride and
+                // rows t .. t + mr of out hold nr panels at stride out_stride (`check`);
+                // `wide` holds nr widened panels of k pairs; AVX-VNNI is used only
+                // where it was detected.
+                unsafe {
+                    let p = Pointers {
+                        x: xp,
+                        w: wide.as_ptr(),
+                        out: op,
                     };
-                    out[t * n + j..t * n + j + 4].copy_from_slice(&r0);
-                    out[(t + 1) * n + j..(t + 1) * n + j + 4].copy_from_slice(&r1);
+                    let s = Strides {
+                        k: w.k,
+                        x: rows.x_stride,
+                        out: rows.out_stride,
+                    };
+                    dispatch(vnni, mr, nr, p, s);
                 }
-            }
-        }
-        for t in 0..t_main {
-            let row = &x[t * k..(t + 1) * k];
-            for j in j_main..n {
-                out[t * n + j] = super::dot(row, &w[j * k..(j + 1) * k]);
-            }
-        }
-        for t in t_main..t_len {
-            let row = &x[t * k..(t + 1) * k];
-            for (j, col) in w.chunks_exact(k).enumerate() {
-                out[t * n + j] = super::dot(row, col);
+                t += mr;
             }
         }
     }
 
-    /// 16 values of `s` from `i`; the caller guarantees `i + 16 <= s.len()`.
-    #[inline(always)]
-    fn load(s: &[i16], i: usize) -> __m256i {
-        debug_assert!(i + 16 <= s.len());
-        // SAFETY: `i + 16 <= s.len()` (the block asserts on entry that its rows end
-        // inside the slices, and reads them in steps of 16 up to `k`), so
-        // the 32 bytes read are inside `s`; unaligned loads are allowed, and the callers
-        // run with AVX2 enabled.
-        unsafe { _mm256_loadu_si256(s.as_ptr().add(i).cast()) }
+    /// Where one call of the micro-kernel reads and writes.
+    #[derive(Clone, Copy)]
+    struct Pointers {
+        x: *const i16,
+        w: *const i16,
+        out: *mut i32,
     }
 
-    /// Rows `t`, `t + 1` of `x` against rows `j .. j + 4` of `w`.
-    macro_rules! block_2x4 {
+    #[derive(Clone, Copy)]
+    struct Strides {
+        k: usize,
+        x: usize,
+        out: usize,
+    }
+
+    /// The micro-kernel for `mr` rows and `nr` panels.
+    #[target_feature(enable = "avx2")]
+    unsafe fn dispatch(vnni: bool, mr: usize, nr: usize, p: Pointers, s: Strides) {
+        macro_rules! go {
+            ($($m:literal),*) => {
+                match (mr, nr) {
+                    $(
+                        ($m, 2) if vnni => unsafe { micro_vnni::<$m, 2>(p, s) },
+                        ($m, 1) if vnni => unsafe { micro_vnni::<$m, 1>(p, s) },
+                        ($m, 2) => unsafe { micro::<$m, 2>(p, s) },
+                        ($m, 1) => unsafe { micro::<$m, 1>(p, s) },
+                    )*
+                    _ => unreachable!("{mr} x {nr}"),
+                }
+            };
+        }
+        go!(1, 2, 3, 4)
+    }
+
+    /// `MR` rows of `x` against `NR` widened panels: for each input pair, the pair of
+    /// each row broadcast to all eight lanes and multiplied by each panel's pairs.
+    macro_rules! micro {
         ($name:ident, $feature:literal, $madd:expr) => {
+            /// # Safety
+            /// `p.x` holds `MR` rows of `s.k` values at stride `s.x`, `p.w` holds `NR`
+            /// widened panels of `s.k` pairs, `p.out` holds `MR` rows of `NR * 8` sums at
+            /// stride `s.out`; the CPU has the target's features.
             #[target_feature(enable = $feature)]
-            fn $name(x: &[i16], t: usize, w: &[i16], j: usize, k: usize) -> [[i32; 4]; 2] {
-                assert!((t + 2) * k <= x.len() && (j + 4) * k <= w.len() && k % 16 == 0);
-                let (xo, wo) = (t * k, j * k);
-                let mut acc = [[_mm256_setzero_si256(); 4]; 2];
-                for i in (0..k).step_by(16) {
-                    let a = [load(x, xo + i), load(x, xo + k + i)];
-                    for q in 0..4 {
-                        let b = load(w, wo + q * k + i);
-                        for r in 0..2 {
-                            acc[r][q] = $madd(acc[r][q], a[r], b);
+            #[inline]
+            unsafe fn $name<const MR: usize, const NR: usize>(p: Pointers, s: Strides) {
+                let mut acc = [[_mm256_setzero_si256(); NR]; MR];
+                let panel = PANEL * s.k;
+                for i in (0..s.k).step_by(2) {
+                    let mut b = [_mm256_setzero_si256(); NR];
+                    for (c, b) in b.iter_mut().enumerate() {
+                        // SAFETY: panel c's pair i/2 is 16 values inside `p.w`.
+                        *b = unsafe { _mm256_loadu_si256(p.w.add(c * panel + i * PANEL).cast()) };
+                    }
+                    for (r, acc) in acc.iter_mut().enumerate() {
+                        // SAFETY: values i, i + 1 of row r are inside `p.x`.
+                        let pair = unsafe { p.x.add(r * s.x + i).cast::<i32>().read_unaligned() };
+                        let a = _mm256_set1_epi32(pair);
+                        for (acc, &b) in acc.iter_mut().zip(&b) {
+                            *acc = $madd(*acc, a, b);
                         }
                     }
                 }
-                [reduce4(acc[0]), reduce4(acc[1])]
+                for (r, acc) in acc.iter().enumerate() {
+                    for (c, &v) in acc.iter().enumerate() {
+                        // SAFETY: eight sums of row r, panel c, are inside `p.out`.
+                        unsafe { _mm256_storeu_si256(p.out.add(r * s.out + c * PANEL).cast(), v) };
+                    }
+                }
             }
         };
     }
 
-    block_2x4!(block_2x4, "avx2", |c, a, b| _mm256_add_epi32(
+    micro!(micro, "avx2", |c, a, b| _mm256_add_epi32(
         c,
         _mm256_madd_epi16(a, b)
     ));
-    block_2x4!(block_2x4_vnni, "avx2,avxvnni", |c, a, b| {
+    micro!(micro_vnni, "avx2,avxvnni", |c, a, b| {
         _mm256_dpwssd_avx_epi32(c, a, b)
     });
-
-    /// The four lane sums of four accumulators.
-    #[target_feature(enable = "avx2")]
-    fn reduce4(a: [__m256i; 4]) -> [i32; 4] {
-        let h01 = _mm256_hadd_epi32(a[0], a[1]);
-        let h23 = _mm256_hadd_epi32(a[2], a[3]);
-        let h = _mm256_hadd_epi32(h01, h23);
-        let sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256::<1>(h));
-        let mut out = [0i32; 4];
-        // SAFETY: `out` is 16 writable bytes; unaligned stores are allowed.
-        unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), sum) };
-        out
-    }
 }
 
 #[cfg(test)]
@@ -157,7 +356,7 @@ mod tests {
     use super::*;
 
     /// A small seeded generator (splitmix64), so failures can be replayed.
-    fn values(seed: u64, n: usize, lo: i32, hi: i32) -> Vec<i16> {
+    fn values(seed: u64, n: usize, lo: i32, hi: i32) -> Vec<i32> {
         let mut s = seed;
         (0..n)
             .map(|_| {
@@ -166,36 +365,110 @@ mod tests {
                 z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
                 z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
                 z ^= z >> 31;
-                (lo + (z % (hi - lo + 1) as u64) as i32) as i16
+                lo + (z % (hi - lo + 1) as u64) as i32
             })
             .collect()
     }
 
+    fn both(x: &[i16], w: &Panels, rows: Rows) -> (Vec<i32>, Vec<i32>) {
+        let len = (rows.count - 1) * rows.out_stride + w.n_padded();
+        let (mut a, mut b) = (vec![7; len], vec![7; len]);
+        matmul(x, w, rows, &mut a, Simd::Auto);
+        matmul(x, w, rows, &mut b, Simd::Portable);
+        for path in [Simd::Avx2, Simd::AvxVnni] {
+            if path.resolve().is_ok() {
+                let mut c = vec![7; len];
+                matmul(x, w, rows, &mut c, path);
+                assert_eq!(c, b, "{path:?}");
+            }
+        }
+        (a, b)
+    }
+
     #[test]
     fn simd_equals_scalar_bit_for_bit() {
-        for (seed, t, n, k) in [
-            (1, 7, 13, 384),
-            (2, 1, 1, 16),
-            (3, 64, 384, 384),
-            (4, 5, 6, 32),
+        // Row counts around the micro-kernel's 4, column counts around the panel's 8
+        // and the pair of panels, strides wider than the rows.
+        for (seed, t, n, k, x_pad, out_pad) in [
+            (1, 7, 13, 384, 0, 3),
+            (2, 1, 1, 16, 0, 0),
+            (3, 64, 384, 384, 0, 0),
+            (4, 5, 6, 32, 352, 2),
+            (5, 108, 1536, 384, 0, 0),
+            (6, 3, 24, 512, 16, 0),
+            (7, 9, 17, 2, 0, 0),
         ] {
-            let x = values(seed, t * k, -32767, 32767);
-            let w = values(seed + 100, n * k, -127, 127);
-            let mut a = vec![0; t * n];
-            let mut b = vec![1; t * n];
-            matmul(&x, &w, k, &mut a, Simd::Auto);
-            matmul(&x, &w, k, &mut b, Simd::Off);
+            let x: Vec<i16> = values(seed, t * (k + x_pad), -32767, 32767)
+                .into_iter()
+                .map(|v| v as i16)
+                .collect();
+            let w: Vec<i8> = values(seed + 100, n * k, -128, 127)
+                .into_iter()
+                .map(|v| v as i8)
+                .collect();
+            let w = Panels::from_rows(&w, k);
+            let rows = Rows {
+                count: t,
+                x_stride: k + x_pad,
+                out_stride: w.n_padded() + out_pad,
+            };
+            let (a, b) = both(&x, &w, rows);
             assert_eq!(a, b, "seed {seed}");
+            for tt in 0..t {
+                let row = &b[tt * rows.out_stride..][..w.n_padded()];
+                assert!(row[n..].iter().all(|&v| v == 0), "padding sums to zero");
+            }
         }
     }
 
     #[test]
     fn extreme_values_stay_exact() {
         let k = 384;
-        let x = vec![32767i16; 3 * k];
-        let w = vec![-127i16; 5 * k];
-        let mut out = vec![0; 15];
-        matmul(&x, &w, k, &mut out, Simd::Auto);
-        assert!(out.iter().all(|&v| i64::from(v) == -32767 * 127 * k as i64));
+        for (xv, wv) in [(32767i16, -128i8), (-32768, -128), (-32767, 127)] {
+            let x = vec![xv; 5 * k];
+            let w = Panels::from_rows(&vec![wv; 9 * k], k);
+            let rows = Rows {
+                count: 5,
+                x_stride: k,
+                out_stride: w.n_padded(),
+            };
+            let (a, b) = both(&x, &w, rows);
+            assert_eq!(a, b);
+            let want = i64::from(xv) * i64::from(wv) * k as i64;
+            assert!(
+                a.chunks(16)
+                    .all(|r| r[..9].iter().all(|&v| i64::from(v) == want))
+            );
+        }
+    }
+
+    #[test]
+    fn paths_are_named_and_a_missing_one_is_refused() {
+        for name in Simd::NAMES {
+            let path = Simd::from_name(name).unwrap();
+            if let Ok(runs) = path.resolve() {
+                assert_eq!(runs.name(), name);
+            }
+        }
+        assert!(
+            Simd::from_name("avx512")
+                .unwrap_err()
+                .contains("portable, avx2")
+        );
+        assert_eq!(Simd::Portable.resolve(), Ok(Simd::Portable));
+        assert_eq!(Simd::Auto.resolve().unwrap().name(), Simd::Auto.name());
+    }
+
+    #[test]
+    fn panels_hold_what_they_were_given() {
+        let rows: Vec<i8> = (0..5 * 6).map(|v| v as i8).collect();
+        let p = Panels::from_rows(&rows, 6);
+        assert_eq!((p.n(), p.n_padded(), p.k()), (5, 8, 6));
+        for j in 0..8 {
+            for i in 0..6 {
+                let want = if j < 5 { rows[j * 6 + i] } else { 0 };
+                assert_eq!(p.at(j, i), want, "({j}, {i})");
+            }
+        }
     }
 }

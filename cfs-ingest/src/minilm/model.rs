@@ -6,8 +6,10 @@
 
 #![allow(unsafe_code)]
 
+use std::cell::RefCell;
+
 use super::file::ModelFile;
-use super::kernel::{Simd, matmul};
+use super::kernel::{Panels, Rows, Simd, matmul};
 use super::tokenize::Vocab;
 
 /// Width of the hidden state.
@@ -77,6 +79,23 @@ struct Channels {
 }
 
 impl Channels {
+    fn load(f: &ModelFile<'_>, name: &str, n: usize) -> Result<Self, String> {
+        let b = f.i64s(&format!("{name}.b"), &[n])?;
+        let m = f.i64s(&format!("{name}.m"), &[n])?;
+        let sh = f.i32s(&format!("{name}.sh"), &[1])?[0];
+        for &mj in &m {
+            check_multiplier(name, mj, sh)?;
+        }
+        if b.iter().any(|v| v.unsigned_abs() > 1 << 38) {
+            return Err(format!("{name}: bias out of range"));
+        }
+        Ok(Self {
+            b,
+            m,
+            sh: sh as u32,
+        })
+    }
+
     /// `requant(sum_j + b_j)` for every row of `sums` (rows of one value per channel).
     #[inline(always)]
     fn apply<T: Copy + Into<i64>>(&self, sums: &[T], out: &mut Vec<i64>) {
@@ -92,90 +111,81 @@ impl Channels {
     }
 }
 
-/// A linear layer: `i8` weights widened to `i16` rows of `k`, then its [`Channels`].
+/// A linear layer: `i8` weights of `n` columns by `k` laid out for the kernel, then
+/// its [`Channels`].
 #[derive(Debug)]
 struct Linear {
-    w: Vec<i16>,
+    w: Panels,
     out: Channels,
-    k: usize,
 }
 
 impl Linear {
     fn load(f: &ModelFile<'_>, name: &str, n: usize, k: usize) -> Result<Self, String> {
-        let w = f.i8s_as_i16(&format!("{name}.w"), &[n, k])?;
-        let b = f.i64s(&format!("{name}.b"), &[n])?;
-        let m = f.i64s(&format!("{name}.m"), &[n])?;
-        let sh = f.i32s(&format!("{name}.sh"), &[1])?[0];
-        for &mj in &m {
-            check_multiplier(name, mj, sh)?;
-        }
-        if b.iter().any(|v| v.unsigned_abs() > 1 << 38) {
-            return Err(format!("{name}: bias out of range"));
-        }
+        let w = f.i8s(&format!("{name}.w"), &[n, k])?;
         Ok(Self {
-            w,
-            out: Channels {
-                b,
-                m,
-                sh: sh as u32,
-            },
-            k,
+            w: Panels::from_rows(&w, k),
+            out: Channels::load(f, name, n)?,
         })
     }
 
     /// `requant(x . w_j + b_j)` for every row of `x` and channel `j`, into `out`.
     #[inline(always)]
-    fn forward(&self, x: &[i16], simd: Simd, out: &mut Vec<i64>) {
-        let t_len = x.len() / self.k;
-        let mut acc = vec![0i32; t_len * self.out.b.len()];
-        matmul(x, &self.w, self.k, &mut acc, simd);
-        self.out.apply(&acc, out);
+    fn forward(&self, x: &[i16], simd: Simd, sums: &mut Vec<i32>, out: &mut Vec<i64>) {
+        let (k, n) = (self.w.k(), self.w.n());
+        let rows = Rows {
+            count: x.len() / k,
+            x_stride: k,
+            out_stride: n,
+        };
+        sums.resize(rows.count * n, 0);
+        matmul(x, &self.w, rows, sums, simd);
+        self.out.apply(sums, out);
     }
 }
 
-/// The second feed-forward product, `k` = 1536 split into blocks of 384 whose `i32`
-/// sums are exact; the blocks are added in `i64`.
+/// The second feed-forward product, `k` = 1536 split into blocks of 384 inputs whose
+/// `i32` sums are exact; the blocks are added in `i64`.
 #[derive(Debug)]
 struct BlockedLinear {
-    blocks: Vec<Vec<i16>>,
+    blocks: Vec<Panels>,
     out: Channels,
 }
 
 impl BlockedLinear {
-    fn new(lin: Linear) -> Self {
-        let blocks = (0..lin.k / FFN_BLOCK)
+    fn load(f: &ModelFile<'_>, name: &str, n: usize, k: usize) -> Result<Self, String> {
+        let w = f.i8s(&format!("{name}.w"), &[n, k])?;
+        let blocks = (0..k / FFN_BLOCK)
             .map(|q| {
-                let mut block = Vec::with_capacity(lin.w.len() / (lin.k / FFN_BLOCK));
-                for row in lin.w.chunks_exact(lin.k) {
-                    block.extend_from_slice(&row[q * FFN_BLOCK..(q + 1) * FFN_BLOCK]);
-                }
-                block
+                let mut p = Panels::default();
+                p.fill(n, FFN_BLOCK, |j, i| w[j * k + q * FFN_BLOCK + i]);
+                p
             })
             .collect();
-        Self {
+        Ok(Self {
             blocks,
-            out: lin.out,
-        }
+            out: Channels::load(f, name, n)?,
+        })
     }
 
     #[inline(always)]
-    fn forward(&self, x: &[i16], simd: Simd, out: &mut Vec<i64>) {
+    fn forward(&self, x: &[i16], simd: Simd, s: &mut Sums, out: &mut Vec<i64>) {
         let k = FFN_BLOCK * self.blocks.len();
-        let t_len = x.len() / k;
         let n = self.out.b.len();
-        let mut sums = vec![0i64; t_len * n];
-        let mut part = vec![0i32; t_len * n];
-        let mut xs = vec![0i16; t_len * FFN_BLOCK];
+        let rows = Rows {
+            count: x.len() / k,
+            x_stride: k,
+            out_stride: n,
+        };
+        s.wide.clear();
+        s.wide.resize(rows.count * n, 0);
+        s.narrow.resize(rows.count * n, 0);
         for (q, w) in self.blocks.iter().enumerate() {
-            for (dst, row) in xs.chunks_exact_mut(FFN_BLOCK).zip(x.chunks_exact(k)) {
-                dst.copy_from_slice(&row[q * FFN_BLOCK..(q + 1) * FFN_BLOCK]);
-            }
-            matmul(&xs, w, FFN_BLOCK, &mut part, simd);
-            for (s, &p) in sums.iter_mut().zip(&part) {
-                *s += i64::from(p);
+            matmul(&x[q * FFN_BLOCK..], w, rows, &mut s.narrow, simd);
+            for (w, &p) in s.wide.iter_mut().zip(&s.narrow) {
+                *w += i64::from(p);
             }
         }
-        self.out.apply(&sums, out);
+        self.out.apply(&s.wide, out);
     }
 }
 
@@ -258,7 +268,7 @@ impl Layer {
             ln1: LayerNorm::load(f, &p("ln1"))?,
             f1: Linear::load(f, &p("f1"), FFN, HIDDEN)?,
             gelu: f.i16s(&p("gelu"), &[1 << 16])?,
-            f2: BlockedLinear::new(Linear::load(f, &p("f2"), HIDDEN, FFN)?),
+            f2: BlockedLinear::load(f, &p("f2"), HIDDEN, FFN)?,
             res2: scalar_requant(f, &p("res2"))?,
             ln2: LayerNorm::load(f, &p("ln2"))?,
         })
@@ -279,8 +289,16 @@ pub struct Model {
     layers: Vec<Layer>,
 }
 
+thread_local! {
+    /// Each thread's buffers, kept from one text to the next: in the steady state a
+    /// forward pass allocates only the hidden states it returns.
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
+
 /// Buffers of one forward pass.
+#[derive(Default)]
 struct Scratch {
+    sums: Sums,
     acc: Vec<i64>,
     q: Vec<i16>,
     k: Vec<i16>,
@@ -288,6 +306,25 @@ struct Scratch {
     ctx: Vec<i16>,
     h1: Vec<i16>,
     g: Vec<i16>,
+    att: Attention,
+}
+
+/// Sums of the matrix products before requantisation.
+#[derive(Default)]
+struct Sums {
+    narrow: Vec<i32>,
+    wide: Vec<i64>,
+}
+
+/// Buffers of one head's attention.
+#[derive(Default)]
+struct Attention {
+    keys: Panels,
+    values: Panels,
+    scores: Vec<i32>,
+    probs: Vec<i16>,
+    ctx: Vec<i32>,
+    e: Vec<i64>,
 }
 
 impl Model {
@@ -357,9 +394,14 @@ impl Model {
             "{} tokens",
             ids.len()
         );
+        SCRATCH.with_borrow_mut(|s| self.encode_with(ids, simd, s))
+    }
+
+    fn encode_with(&self, ids: &[u32], simd: Simd, s: &mut Scratch) -> Vec<i16> {
         let t_len = ids.len();
         let mut x = vec![0i16; t_len * HIDDEN];
-        let mut emb = Vec::with_capacity(t_len * HIDDEN);
+        let emb = &mut s.acc;
+        emb.clear();
         for (t, &id) in ids.iter().enumerate() {
             let id = id as usize;
             let word = &self.word[id * HIDDEN..(id + 1) * HIDDEN];
@@ -370,41 +412,36 @@ impl Model {
                     .map(|(&w, &p)| i64::from(w) * self.word_m[id] + i64::from(p) * self.pos_m[t]),
             );
         }
-        self.emb_ln.forward(&emb, &mut x);
-        let mut s = Scratch {
-            acc: Vec::new(),
-            q: Vec::new(),
-            k: Vec::new(),
-            v: Vec::new(),
-            ctx: vec![0; t_len * HIDDEN],
-            h1: vec![0; t_len * HIDDEN],
-            g: Vec::new(),
-        };
+        self.emb_ln.forward(emb, &mut x);
+        for buf in [&mut s.ctx, &mut s.h1] {
+            buf.clear();
+            buf.resize(t_len * HIDDEN, 0);
+        }
         for layer in &self.layers {
-            self.run_layer(layer, &mut x, &mut s, simd);
+            self.run_layer(layer, &mut x, s, simd);
         }
         x
     }
 
-    /// One layer, its loops compiled for the best instruction set the CPU has (the
-    /// same integer operations, so the same bits; `Simd::Off` runs the portable build).
+    /// One layer, its loops compiled for the path's instruction set (AVX-512 where the
+    /// CPU has it and no path was forced): the same integer operations, so the same
+    /// bits; [`Simd::Portable`] runs the portable build.
     fn run_layer(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
         #[cfg(target_arch = "x86_64")]
-        if simd == Simd::Auto {
-            if std::is_x86_feature_detected!("avx512f")
+        if let Ok(Simd::Avx2 | Simd::AvxVnni) = simd.resolve() {
+            if simd == Simd::Auto
+                && std::is_x86_feature_detected!("avx512f")
                 && std::is_x86_feature_detected!("avx512bw")
                 && std::is_x86_feature_detected!("avx512dq")
                 && std::is_x86_feature_detected!("avx512vl")
             {
                 // SAFETY: the CPU has every feature `layer_avx512` is compiled for.
                 unsafe { self.layer_avx512(layer, x, s, simd) };
-                return;
-            }
-            if std::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2.
+            } else {
+                // SAFETY: the CPU has AVX2 (`resolve` refuses a path it lacks).
                 unsafe { self.layer_avx2(layer, x, s, simd) };
-                return;
             }
+            return;
         }
         self.layer(layer, x, s, simd);
     }
@@ -428,67 +465,86 @@ impl Model {
             out.extend(acc.iter().map(|&a| saturate(a, bits) as i16));
         };
         // Attention.
-        layer.q.forward(x, simd, &mut s.acc);
+        layer.q.forward(x, simd, &mut s.sums.narrow, &mut s.acc);
         narrow(&s.acc, 8, &mut s.q);
-        layer.k.forward(x, simd, &mut s.acc);
+        layer.k.forward(x, simd, &mut s.sums.narrow, &mut s.acc);
         narrow(&s.acc, 8, &mut s.k);
-        layer.v.forward(x, simd, &mut s.acc);
+        layer.v.forward(x, simd, &mut s.sums.narrow, &mut s.acc);
         narrow(&s.acc, 8, &mut s.v);
         self.attention(layer, s, simd);
-        layer.o.forward(&s.ctx, simd, &mut s.acc);
+        layer
+            .o
+            .forward(&s.ctx, simd, &mut s.sums.narrow, &mut s.acc);
         for (a, &r) in s.acc.iter_mut().zip(x.iter()) {
             *a = saturate(*a + layer.res1.apply(i64::from(r)), 32);
         }
         layer.ln1.forward(&s.acc, &mut s.h1);
         // Feed-forward.
-        layer.f1.forward(&s.h1, simd, &mut s.acc);
+        layer
+            .f1
+            .forward(&s.h1, simd, &mut s.sums.narrow, &mut s.acc);
         s.g.clear();
         s.g.extend(
             s.acc
                 .iter()
                 .map(|&a| layer.gelu[(saturate(a, 16) + 32768) as usize]),
         );
-        layer.f2.forward(&s.g, simd, &mut s.acc);
+        layer.f2.forward(&s.g, simd, &mut s.sums, &mut s.acc);
         for (a, &r) in s.acc.iter_mut().zip(s.h1.iter()) {
             *a = saturate(*a + layer.res2.apply(i64::from(r)), 32);
         }
         layer.ln2.forward(&s.acc, x);
     }
 
-    /// Integer softmax attention of every head, into `s.ctx`.
+    /// Integer softmax attention of every head, into `s.ctx`: a head's keys and
+    /// values are laid out as the kernel's panels (they are saturated to 8 bits), its
+    /// queries read in place.
     #[inline(always)]
     fn attention(&self, layer: &Layer, s: &mut Scratch, simd: Simd) {
         let t_len = s.q.len() / HIDDEN;
-        let t_pad = t_len.next_multiple_of(super::kernel::K_STEP);
-        let mut qh = vec![0i16; t_len * HEAD_DIM];
-        let mut kh = vec![0i16; t_len * HEAD_DIM];
-        let mut vt = vec![0i16; HEAD_DIM * t_pad];
-        let mut scores = vec![0i32; t_len * t_len];
-        let mut probs = vec![0i16; t_len * t_pad];
-        let mut ctx = vec![0i32; t_len * HEAD_DIM];
-        let mut e = vec![0i64; t_len];
+        let t_pairs = t_len.next_multiple_of(2);
+        let a = &mut s.att;
+        a.e.resize(t_len, 0);
         for h in 0..HEADS {
-            let cols = h * HEAD_DIM..(h + 1) * HEAD_DIM;
-            for t in 0..t_len {
-                let src = t * HIDDEN + cols.start..t * HIDDEN + cols.end;
-                qh[t * HEAD_DIM..(t + 1) * HEAD_DIM].copy_from_slice(&s.q[src.clone()]);
-                kh[t * HEAD_DIM..(t + 1) * HEAD_DIM].copy_from_slice(&s.k[src.clone()]);
-                for (d, &v) in s.v[src].iter().enumerate() {
-                    vt[d * t_pad + t] = v;
+            let c0 = h * HEAD_DIM;
+            let (keys, values) = (&s.k, &s.v);
+            a.keys
+                .fill(t_len, HEAD_DIM, |t, d| as_i8(keys[t * HIDDEN + c0 + d]));
+            a.values.fill(HEAD_DIM, t_pairs, |d, t| {
+                if t < t_len {
+                    as_i8(values[t * HIDDEN + c0 + d])
+                } else {
+                    0
                 }
-            }
-            matmul(&qh, &kh, HEAD_DIM, &mut scores, simd);
-            for (row, prow) in scores
-                .chunks_exact(t_len)
-                .zip(probs.chunks_exact_mut(t_pad))
+            });
+            let stride = a.keys.n_padded();
+            a.scores.resize(t_len * stride, 0);
+            let rows = Rows {
+                count: t_len,
+                x_stride: HIDDEN,
+                out_stride: stride,
+            };
+            matmul(&s.q[c0..], &a.keys, rows, &mut a.scores, simd);
+            a.probs.clear();
+            a.probs.resize(t_len * t_pairs, 0);
+            for (row, prow) in a
+                .scores
+                .chunks_exact(stride)
+                .zip(a.probs.chunks_exact_mut(t_pairs))
             {
-                self.softmax_row(layer.att, row, &mut e, prow);
+                self.softmax_row(layer.att, &row[..t_len], &mut a.e, &mut prow[..t_len]);
             }
-            matmul(&probs, &vt, t_pad, &mut ctx, simd);
-            for t in 0..t_len {
-                for d in 0..HEAD_DIM {
-                    let c = layer.ctx.apply(i64::from(ctx[t * HEAD_DIM + d]));
-                    s.ctx[t * HIDDEN + cols.start + d] = saturate(c, 8) as i16;
+            let rows = Rows {
+                count: t_len,
+                x_stride: t_pairs,
+                out_stride: HEAD_DIM,
+            };
+            a.ctx.resize(t_len * HEAD_DIM, 0);
+            matmul(&a.probs, &a.values, rows, &mut a.ctx, simd);
+            for (t, sums) in a.ctx.chunks_exact(HEAD_DIM).enumerate() {
+                for (d, &sum) in sums.iter().enumerate() {
+                    let c = layer.ctx.apply(i64::from(sum));
+                    s.ctx[t * HIDDEN + c0 + d] = saturate(c, 8) as i16;
                 }
             }
         }
@@ -515,6 +571,13 @@ impl Model {
             *o = rshift_round(ej * factor, 47).min(32767) as i16;
         }
     }
+}
+
+/// A value the spec saturated to 8 bits (`saturate(x, 8)`), as the kernel's `i8`.
+#[inline(always)]
+fn as_i8(v: i16) -> i8 {
+    debug_assert!((-127..=127).contains(&v), "{v} was not saturated to 8 bits");
+    v as i8
 }
 
 /// Adds every row of [`HIDDEN`] hidden states to `pooled`, column by column.

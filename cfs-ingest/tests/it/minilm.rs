@@ -37,7 +37,7 @@ fn simd_threads_and_batches_give_the_same_bits() {
     let model = minilm();
     let texts = sample_texts();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-    let scalar = model.with_simd(Simd::Off);
+    let scalar = model.with_simd(Simd::Portable);
     let one_by_one: Vec<Vec<i16>> = refs.iter().map(|t| scalar.embed(t)).collect();
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new()
@@ -49,6 +49,12 @@ fn simd_threads_and_batches_give_the_same_bits() {
             batch, one_by_one,
             "{threads} threads, SIMD auto vs scalar alone"
         );
+    }
+    for path in [Simd::Avx2, Simd::AvxVnni] {
+        if path.resolve().is_ok() {
+            let forced = model.with_simd(path).embed_batch(&refs).expect("embed");
+            assert_eq!(forced, one_by_one, "{path:?} vs scalar");
+        }
     }
     let reversed: Vec<&str> = refs.iter().rev().copied().collect();
     let mut back = model.embed_batch(&reversed).expect("embed");
