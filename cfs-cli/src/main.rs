@@ -89,7 +89,11 @@ fn main() -> ExitCode {
         return cfs_ingest::pdf_child_main(std::env::args().skip(2));
     }
     let cli = Cli::parse();
-    let result = guarded(|| dispatch(cli.command));
+    // A CFS_SIMD this build or this CPU cannot honour is said at once, not found later.
+    let result = match cfs_core::cpu::Features::from_env() {
+        Ok(_) => guarded(|| dispatch(cli.command)),
+        Err(e) => Err(anyhow::anyhow!(e)),
+    };
     match result {
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,

@@ -445,7 +445,7 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
         head: head.as_deref(),
         seconds: started.elapsed().as_secs_f64(),
         vectors: vectors.as_ref(),
-        simd: model_ran.then(simd_path).transpose()?,
+        simd: model_ran.then(simd_path),
     };
     print_sync_report(&report, &root, &file, &done, args.common.json)?;
     Ok(ExitCode::SUCCESS)
@@ -587,12 +587,10 @@ pub fn bring_index_forward(
     Ok(())
 }
 
-/// The name of the code path minilm-int runs on here: `CFS_SIMD`'s, or the best the
-/// CPU has; a path the CPU lacks is an error.
-pub fn simd_path() -> anyhow::Result<&'static str> {
-    use cfs_ingest::minilm::Simd;
-    let path = Simd::from_env().and_then(Simd::resolve);
-    Ok(path.map_err(anyhow::Error::msg)?.name())
+/// The name of the code path minilm-int runs on in this process (`cfs_core::cpu`:
+/// `CFS_SIMD`, checked when the command started, or the best the CPU has).
+pub fn simd_path() -> &'static str {
+    cfs_ingest::minilm::Simd::Auto.name()
 }
 
 /// Whether syncs of this store commit text first: yes with a model (minilm-int), whose
@@ -895,7 +893,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     };
     let types = read.document_types()?;
     // The code path minilm-int runs on in this process (CFS_SIMD or the CPU's best).
-    let simd = text_first(&store).then(simd_path).transpose()?;
+    let simd = text_first(&store).then(simd_path);
     let mut value = json!({
         "store": store.path().display().to_string(),
         "tree": tree_of(store.path()).map(|p| p.display().to_string()),

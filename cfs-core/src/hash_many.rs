@@ -346,10 +346,11 @@ fn compress_pieces(pieces: &[Piece<'_>], key: &Cv, flags: u32) -> Vec<Cv> {
 fn compress(state: &mut State, blocks: &[&[u8]; LANES]) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+        let cpu = crate::cpu::features();
+        if cpu.avx512 {
             return simd::compress_avx512(state, blocks);
         }
-        if std::is_x86_feature_detected!("avx2") {
+        if cpu.avx2 {
             return simd::compress_avx2(state, blocks);
         }
     }
@@ -369,12 +370,13 @@ mod simd {
     use super::{BLOCK_LEN, IV, LANES, Lanes, SCHEDULE, State, compress_lanes, words_by_lane};
 
     pub(super) fn compress_avx512(state: &mut State, blocks: &[&[u8]; LANES]) {
-        // SAFETY: called only after `is_x86_feature_detected!` of avx512f and avx512bw.
+        // SAFETY: called only where `cpu::features()` (or the test's detection) found
+        // AVX-512 F, BW, DQ and VL.
         unsafe { avx512(state, blocks) }
     }
 
     pub(super) fn compress_avx2(state: &mut State, blocks: &[&[u8]; LANES]) {
-        // SAFETY: called only after `is_x86_feature_detected!("avx2")`.
+        // SAFETY: called only where `cpu::features()` (or the test's detection) found AVX2.
         unsafe { avx2(state, blocks) }
     }
 
@@ -705,14 +707,13 @@ mod tests {
             compress_lanes(&mut portable, &words_by_lane(&blocks));
             #[cfg(target_arch = "x86_64")]
             {
-                if std::is_x86_feature_detected!("avx512f")
-                    && std::is_x86_feature_detected!("avx512bw")
-                {
+                let cpu = crate::cpu::Features::detected();
+                if cpu.avx512 {
                     let mut s = state();
                     simd::compress_avx512(&mut s, &blocks);
                     assert_eq!(s.cv, portable.cv, "pattern {p}");
                 }
-                if std::is_x86_feature_detected!("avx2") {
+                if cpu.avx2 {
                     let mut s = state();
                     simd::compress_avx2(&mut s, &blocks);
                     assert_eq!(s.cv, portable.cv, "pattern {p}");

@@ -7,6 +7,7 @@
 
 mod bucket;
 mod chunk;
+pub mod cpu;
 mod diff;
 mod document;
 mod edge;

@@ -188,8 +188,8 @@ fn index_status_verify_log_show_prove() {
     );
     let (code, _, err) = cfs_env(root, &portable, &["verify", "--full"]);
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = cfs_env(root, &[("CFS_SIMD", "avx512")], &["status"]);
-    assert!(code != 0 && err.contains("CFS_SIMD=avx512"), "{err}");
+    let (code, _, err) = cfs_env(root, &[("CFS_SIMD", "amx")], &["status"]);
+    assert!(code != 0 && err.contains("CFS_SIMD=amx"), "{err}");
     assert!(s["tables"].is_null(), "tables only when asked");
     // Documents per type: the two Markdown files are one document; the Rust file was
     // parsed by symbol.

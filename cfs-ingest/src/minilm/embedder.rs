@@ -157,18 +157,16 @@ impl MiniLmInt {
 
     /// A model from the bytes of a model file whose BLAKE3 hash (hex) is `hash`.
     fn parse(bytes: &[u8], hash: &str) -> Result<Self, String> {
-        let simd = Simd::from_env()?;
-        simd.resolve()?;
         let file = ModelFile::parse(bytes)?;
         let model = Model::load(&file)?;
         Ok(Self {
             model: Arc::new(model),
             model_id: format!("{MODEL_ID_PREFIX}{hash}"),
-            simd,
+            simd: Simd::Auto,
         })
     }
 
-    /// The code path this embedder runs on (`CFS_SIMD` or the best the CPU has).
+    /// The code path this embedder runs on ([`Simd::Auto`] unless one was forced).
     pub fn simd(&self) -> Simd {
         self.simd
     }

@@ -11,16 +11,19 @@
 
 #![allow(unsafe_code)]
 
+use cfs_core::cpu::{Features, features};
+
 /// Output columns in one panel: one 256-bit register of `i32` sums.
 pub const PANEL: usize = 8;
 /// The longest row a panel may have (the kernel widens two panels on the stack).
 pub const MAX_K: usize = 512;
 
 /// Which code computes the products and the rest of the layer. Every path gives the
-/// same bits; `CFS_SIMD` forces one (tests, benchmarks, bug reports).
+/// same bits. [`Simd::Auto`] follows the process's decision (`cfs_core::cpu`, which
+/// `CFS_SIMD` narrows); the others force a path for tests and benchmarks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Simd {
-    /// The best path the CPU has.
+    /// The best path `cfs_core::cpu::features` allows.
     Auto,
     /// The portable scalar loops: the reference.
     Portable,
@@ -31,64 +34,37 @@ pub enum Simd {
 }
 
 impl Simd {
-    /// The names `CFS_SIMD` takes.
-    pub const NAMES: [&str; 3] = ["portable", "avx2", "avx-vnni"];
-
-    /// The path `CFS_SIMD` names, or [`Simd::Auto`] when it is unset or empty.
-    pub fn from_env() -> Result<Self, String> {
-        match std::env::var("CFS_SIMD") {
-            Ok(name) if !name.is_empty() => Self::from_name(&name),
-            _ => Ok(Self::Auto),
-        }
-    }
-
-    /// The path of a name in [`Simd::NAMES`] (or `auto`).
-    pub fn from_name(name: &str) -> Result<Self, String> {
-        match name {
-            "auto" => Ok(Self::Auto),
-            "portable" => Ok(Self::Portable),
-            "avx2" => Ok(Self::Avx2),
-            "avx-vnni" => Ok(Self::AvxVnni),
-            _ => Err(format!(
-                "CFS_SIMD={name}: not a path of this build (auto, {})",
-                Self::NAMES.join(", ")
-            )),
-        }
-    }
-
-    /// The path that runs: [`Simd::Auto`] resolved to the best the CPU has; a path the
-    /// CPU lacks is an error, never a silent fallback.
+    /// The path that runs: [`Simd::Auto`] resolved to the best the process allows; a
+    /// forced path the CPU lacks is an error, never a silent fallback.
     pub fn resolve(self) -> Result<Self, String> {
-        let (avx2, vnni) = cpu();
+        let (allowed, cpu) = (features(), Features::detected());
         match self {
-            Self::Auto if vnni => Ok(Self::AvxVnni),
-            Self::Auto if avx2 => Ok(Self::Avx2),
+            Self::Auto if allowed.avx_vnni => Ok(Self::AvxVnni),
+            Self::Auto if allowed.avx2 => Ok(Self::Avx2),
             Self::Auto => Ok(Self::Portable),
-            Self::Avx2 if !avx2 => Err("CFS_SIMD=avx2: this CPU has no AVX2".into()),
-            Self::AvxVnni if !vnni => Err("CFS_SIMD=avx-vnni: this CPU has no AVX-VNNI".into()),
+            Self::Avx2 if !cpu.avx2 => Err("this CPU has no AVX2".into()),
+            Self::AvxVnni if !cpu.avx_vnni => Err("this CPU has no AVX-VNNI".into()),
             forced => Ok(forced),
         }
     }
 
-    /// The path's name, as `CFS_SIMD` takes it.
+    /// Whether the layer loops run compiled for AVX-512 (the process allows it and no
+    /// path was forced).
+    pub fn wide_loops(self) -> bool {
+        self == Self::Auto && features().avx512
+    }
+
+    /// The path's name: the kernel's (`portable`, `avx2`, `avx-vnni`), with `+avx512`
+    /// where the layer loops are compiled for AVX-512.
     pub fn name(self) -> &'static str {
-        match self.resolve().unwrap_or(Self::Portable) {
-            Self::Avx2 => "avx2",
-            Self::AvxVnni => "avx-vnni",
+        match (self.resolve(), self.wide_loops()) {
+            (Ok(Self::Avx2), false) => "avx2",
+            (Ok(Self::Avx2), true) => "avx2+avx512",
+            (Ok(Self::AvxVnni), false) => "avx-vnni",
+            (Ok(Self::AvxVnni), true) => "avx-vnni+avx512",
             _ => "portable",
         }
     }
-}
-
-/// Whether the CPU has AVX2, and AVX-VNNI beside it.
-fn cpu() -> (bool, bool) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let avx2 = std::is_x86_feature_detected!("avx2");
-        (avx2, avx2 && std::is_x86_feature_detected!("avxvnni"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    (false, false)
 }
 
 /// A matrix of `n` output columns by `k` inputs, laid out for the kernel: for every
@@ -444,19 +420,14 @@ mod tests {
 
     #[test]
     fn paths_are_named_and_a_missing_one_is_refused() {
-        for name in Simd::NAMES {
-            let path = Simd::from_name(name).unwrap();
-            if let Ok(runs) = path.resolve() {
-                assert_eq!(runs.name(), name);
-            }
-        }
-        assert!(
-            Simd::from_name("avx512")
-                .unwrap_err()
-                .contains("portable, avx2")
-        );
         assert_eq!(Simd::Portable.resolve(), Ok(Simd::Portable));
-        assert_eq!(Simd::Auto.resolve().unwrap().name(), Simd::Auto.name());
+        assert_eq!(Simd::Portable.name(), "portable");
+        let cpu = Features::detected();
+        assert_eq!(Simd::Avx2.resolve().is_ok(), cpu.avx2);
+        assert_eq!(Simd::AvxVnni.resolve().is_ok(), cpu.avx_vnni);
+        let auto = Simd::Auto.resolve().unwrap();
+        assert!(Simd::Auto.name().starts_with(auto.name()));
+        assert_eq!(auto == Simd::Portable, !features().avx2);
     }
 
     #[test]

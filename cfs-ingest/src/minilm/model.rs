@@ -429,13 +429,9 @@ impl Model {
     fn run_layer(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
         #[cfg(target_arch = "x86_64")]
         if let Ok(Simd::Avx2 | Simd::AvxVnni) = simd.resolve() {
-            if simd == Simd::Auto
-                && std::is_x86_feature_detected!("avx512f")
-                && std::is_x86_feature_detected!("avx512bw")
-                && std::is_x86_feature_detected!("avx512dq")
-                && std::is_x86_feature_detected!("avx512vl")
-            {
-                // SAFETY: the CPU has every feature `layer_avx512` is compiled for.
+            if simd.wide_loops() {
+                // SAFETY: the CPU has every feature `layer_avx512` is compiled for
+                // (`cfs_core::cpu` allows AVX-512 only with F, BW, DQ and VL).
                 unsafe { self.layer_avx512(layer, x, s, simd) };
             } else {
                 // SAFETY: the CPU has AVX2 (`resolve` refuses a path it lacks).

@@ -133,9 +133,9 @@ fn within(dist: &[u16], lo: usize, hi: usize) -> Vec<(u16, usize)> {
 /// count of eight codes at once was measured no faster: the loads bound the pass).
 fn hamming_into(codes: &[u64], query: &[u64], out: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("popcnt") {
-        // SAFETY: the CPU has `popcnt` (checked on the line above); the function only
-        // reads and writes the slices it is given.
+    if cfs_core::cpu::features().popcnt {
+        // SAFETY: the CPU has `popcnt` (`features` allows only what it detected); the
+        // function only reads and writes the slices it is given.
         unsafe { hamming_popcnt(codes, query, out) };
         return;
     }

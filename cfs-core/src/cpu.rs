@@ -1,0 +1,147 @@
+//! One decision per process of which instruction sets the SIMD code of cfs may use: the
+//! hashing lanes, the embedding kernels and layer loops, the Hamming distances. Every
+//! path computes the same bits as the portable code, so the decision changes speed,
+//! never a result. `CFS_SIMD` narrows it, for tests, benchmarks and bug reports:
+//!
+//! | `CFS_SIMD` | what may run |
+//! |---|---|
+//! | unset, empty or `auto` | everything the CPU has |
+//! | `portable` | the portable code only (no `popcnt` either) |
+//! | `avx2` | AVX2 (and `popcnt`) |
+//! | `avx-vnni` | AVX2 and AVX-VNNI |
+//! | `avx512` | AVX2 and AVX-512 (F, BW, DQ, VL) |
+//!
+//! A name this build does not know, or one whose instructions the CPU lacks, is an
+//! error of [`Features::from_env`], which the CLI reports before doing anything; code
+//! that only asks [`features`] then runs the portable path, never a crash.
+
+use std::sync::OnceLock;
+
+/// The instruction sets the SIMD code may use in this process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// AVX2.
+    pub avx2: bool,
+    /// AVX-VNNI (`vpdpwssd` on 256-bit registers).
+    pub avx_vnni: bool,
+    /// AVX-512 F, BW, DQ and VL.
+    pub avx512: bool,
+    /// `popcnt`.
+    pub popcnt: bool,
+}
+
+/// The names `CFS_SIMD` takes, besides `auto`.
+pub const SIMD_NAMES: [&str; 4] = ["portable", "avx2", "avx-vnni", "avx512"];
+
+impl Features {
+    /// Everything the CPU has.
+    pub fn detected() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            let avx2 = has!("avx2");
+            Self {
+                avx2,
+                avx_vnni: avx2 && has!("avxvnni"),
+                avx512: avx2
+                    && has!("avx512f")
+                    && has!("avx512bw")
+                    && has!("avx512dq")
+                    && has!("avx512vl"),
+                popcnt: has!("popcnt"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        Self::default()
+    }
+
+    /// What `name` (one of [`SIMD_NAMES`] or `auto`) allows on a CPU with `cpu`.
+    pub fn named(name: &str, cpu: Self) -> Result<Self, String> {
+        let wanted = match name {
+            "" | "auto" => return Ok(cpu),
+            "portable" => Self::default(),
+            "avx2" => Self {
+                avx2: true,
+                popcnt: cpu.popcnt,
+                ..Self::default()
+            },
+            "avx-vnni" => Self {
+                avx2: true,
+                avx_vnni: true,
+                popcnt: cpu.popcnt,
+                ..Self::default()
+            },
+            "avx512" => Self {
+                avx2: true,
+                avx512: true,
+                popcnt: cpu.popcnt,
+                ..Self::default()
+            },
+            _ => {
+                return Err(format!(
+                    "CFS_SIMD={name}: not a path of this build (auto, {})",
+                    SIMD_NAMES.join(", ")
+                ));
+            }
+        };
+        let lacks = (wanted.avx2 && !cpu.avx2)
+            || (wanted.avx_vnni && !cpu.avx_vnni)
+            || (wanted.avx512 && !cpu.avx512);
+        if lacks {
+            return Err(format!("CFS_SIMD={name}: this CPU does not have it"));
+        }
+        Ok(wanted)
+    }
+
+    /// What `CFS_SIMD` allows on this CPU.
+    pub fn from_env() -> Result<Self, String> {
+        let name = std::env::var("CFS_SIMD").unwrap_or_default();
+        Self::named(&name, Self::detected())
+    }
+}
+
+/// The instruction sets this process uses, decided once: [`Features::from_env`], or the
+/// portable code when `CFS_SIMD` is not valid here.
+pub fn features() -> Features {
+    static FEATURES: OnceLock<Features> = OnceLock::new();
+    *FEATURES.get_or_init(|| Features::from_env().unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: Features = Features {
+        avx2: true,
+        avx_vnni: true,
+        avx512: true,
+        popcnt: true,
+    };
+
+    #[test]
+    fn a_name_narrows_what_the_cpu_has_and_never_widens_it() {
+        assert_eq!(Features::named("auto", ALL), Ok(ALL));
+        assert_eq!(Features::named("portable", ALL), Ok(Features::default()));
+        let avx2 = Features::named("avx2", ALL).unwrap();
+        assert!(avx2.avx2 && avx2.popcnt && !avx2.avx_vnni && !avx2.avx512);
+        let vnni = Features::named("avx-vnni", ALL).unwrap();
+        assert!(vnni.avx_vnni && !vnni.avx512);
+        let only_avx2 = Features {
+            avx2: true,
+            ..Features::default()
+        };
+        let err = Features::named("avx512", only_avx2).unwrap_err();
+        assert!(err.contains("does not have"), "{err}");
+        let err = Features::named("amx", ALL).unwrap_err();
+        assert!(err.contains("portable, avx2, avx-vnni, avx512"), "{err}");
+    }
+
+    #[test]
+    fn the_process_decision_is_one_the_cpu_allows() {
+        let (f, cpu) = (features(), Features::detected());
+        assert!(!f.avx2 || cpu.avx2);
+        assert!(!f.avx_vnni || cpu.avx_vnni);
+        assert!(!f.avx512 || cpu.avx512);
+        assert!(!f.popcnt || cpu.popcnt);
+    }
+}
