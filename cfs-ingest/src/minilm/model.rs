@@ -214,9 +214,7 @@ impl LayerNorm {
         let n = x.len() as i64;
         let sum: i64 = x.iter().sum();
         let mean = (sum + n / 2).div_euclid(n);
-        let var: i128 =
-            x.iter().map(|&v| i128::from(v - mean).pow(2)).sum::<i128>() / i128::from(n);
-        let std = crate::embed::isqrt(var as u128) as i64;
+        let std = crate::embed::isqrt(variance(x, mean)) as i64;
         let inv = if std > 0 {
             ((1i64 << 47) + std / 2) / std
         } else {
@@ -248,7 +246,8 @@ struct Layer {
     res1: Requant,
     ln1: LayerNorm,
     f1: Linear,
-    gelu: Vec<i16>,
+    /// GELU of every `i16` input, indexed by the input's bits as a `u16` plus 2^15.
+    gelu: Box<[i16; 1 << 16]>,
     f2: BlockedLinear,
     res2: Requant,
     ln2: LayerNorm,
@@ -267,7 +266,7 @@ impl Layer {
             res1: scalar_requant(f, &p("res1"))?,
             ln1: LayerNorm::load(f, &p("ln1"))?,
             f1: Linear::load(f, &p("f1"), FFN, HIDDEN)?,
-            gelu: f.i16s(&p("gelu"), &[1 << 16])?,
+            gelu: table(f.i16s(&p("gelu"), &[1 << 16])?),
             f2: BlockedLinear::load(f, &p("f2"), HIDDEN, FFN)?,
             res2: scalar_requant(f, &p("res2"))?,
             ln2: LayerNorm::load(f, &p("ln2"))?,
@@ -285,7 +284,7 @@ pub struct Model {
     pos: Vec<i8>,
     pos_m: Vec<i64>,
     emb_ln: LayerNorm,
-    exp2: Vec<u32>,
+    exp2: Box<[u32; EXP_ENTRIES]>,
     layers: Vec<Layer>,
 }
 
@@ -359,7 +358,7 @@ impl Model {
             pos,
             pos_m: pos_m.into_iter().map(i64::from).collect(),
             emb_ln: LayerNorm::load(f, "emb.ln")?,
-            exp2,
+            exp2: table(exp2),
             layers,
         })
     }
@@ -483,7 +482,7 @@ impl Model {
         s.g.extend(
             s.acc
                 .iter()
-                .map(|&a| layer.gelu[(saturate(a, 16) + 32768) as usize]),
+                .map(|&a| layer.gelu[usize::from((saturate(a, 16) + 32768) as u16)]),
         );
         layer.f2.forward(&s.g, simd, &mut s.sums, &mut s.acc);
         for (a, &r) in s.acc.iter_mut().zip(s.h1.iter()) {
@@ -558,7 +557,7 @@ impl Model {
         for ej in e.iter_mut() {
             let d = max - *ej;
             // exp2[f] <= 2^30, so a shift of 31 or more gives 0, as the spec says.
-            let (n, f) = ((d >> 10).min(31) as u32, (d & 1023) as usize);
+            let (n, f) = ((d >> 10).min(31) as u32, (d as usize) % EXP_ENTRIES);
             *ej = i64::from(self.exp2[f] >> n);
             total += *ej;
         }
@@ -567,6 +566,32 @@ impl Model {
             *o = rshift_round(ej * factor, 47).min(32767) as i16;
         }
     }
+}
+
+/// `floor(sum (v - mean)^2 / n)` of a row whose rounded mean is `mean`: in `i64` when
+/// the row's spread keeps every square under 2^54 (a sum of 384 stays under 2^63; the
+/// mean lies between the row's least and greatest value), else in `i128`. The same
+/// integer either way.
+#[inline(always)]
+fn variance(x: &[i64], mean: i64) -> u128 {
+    let n = x.len() as i64;
+    let (lo, hi) = x
+        .iter()
+        .fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    if hi - lo < 1 << 27 && n <= 512 {
+        let sum: i64 = x.iter().map(|&v| (v - mean) * (v - mean)).sum();
+        return (sum / n) as u128;
+    }
+    let sum: i128 = x.iter().map(|&v| i128::from(v - mean).pow(2)).sum();
+    (sum / i128::from(n)) as u128
+}
+
+/// A table checked for its length at load, so that indexing it needs no check.
+fn table<T, const N: usize>(values: Vec<T>) -> Box<[T; N]> {
+    values
+        .into_boxed_slice()
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("the model file reader checked the length"))
 }
 
 /// A value the spec saturated to 8 bits (`saturate(x, 8)`), as the kernel's `i8`.
@@ -581,6 +606,36 @@ fn add_rows(pooled: &mut [i64], hidden: &[i16]) {
     for row in hidden.chunks_exact(HIDDEN) {
         for (p, &v) in pooled.iter_mut().zip(row) {
             *p += i64::from(v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_variance_is_the_same_integer_on_both_sides_of_the_fast_path() {
+        let wide = |x: &[i64], mean: i64| {
+            let sum: i128 = x.iter().map(|&v| i128::from(v - mean).pow(2)).sum();
+            (sum / x.len() as i128) as u128
+        };
+        let mut s = 7u64;
+        for spread in [1i64, 1000, (1 << 27) - 1, 1 << 27, 1 << 33] {
+            // Values from -spread/2 up, the row's extremes exactly `spread` apart.
+            let mut row: Vec<i64> = (0..HIDDEN)
+                .map(|_| {
+                    s = s
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (s >> 11) as i64 % (spread + 1) - spread / 2
+                })
+                .collect();
+            row[0] = -spread / 2;
+            row[1] = spread - spread / 2;
+            let n = row.len() as i64;
+            let mean = (row.iter().sum::<i64>() + n / 2).div_euclid(n);
+            assert_eq!(variance(&row, mean), wide(&row, mean), "spread {spread}");
         }
     }
 }
