@@ -1,4 +1,4 @@
-//! minilm-int throughput, memory and bits, on real chunks:
+//! minilm-int throughput, memory, allocations and bits, on real chunks:
 //!
 //! `cargo run --release --bin embed_bench -- SRC [--chunks N] [--scalar N] [--out FILE]`
 //!
@@ -9,7 +9,9 @@
 //! token ids and vectors as JSON lines for `bench/embed_peer.py`, which runs
 //! onnxruntime (int8) and the float model on the same chunks.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -20,6 +22,45 @@ use cfs_ingest::{
     Embedder, HashEmbedder, IngestConfig, MiniLmInt, Registry, embedding_text, index_tree,
 };
 use serde_json::json;
+
+/// The system allocator, counting the blocks it hands out (allocations and reallocations).
+struct Counting;
+
+static BLOCKS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: every call is passed on to the system allocator unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        BLOCKS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        BLOCKS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Blocks allocated per text when `model` embeds `texts` one by one on this thread after
+/// a first pass (the steady state: buffers kept per thread are warm).
+fn allocations_per_text(model: &MiniLmInt, texts: &[&str]) -> f64 {
+    for t in texts {
+        model.embed(t);
+    }
+    let before = BLOCKS.load(Ordering::Relaxed);
+    for t in texts {
+        model.embed(t);
+    }
+    (BLOCKS.load(Ordering::Relaxed) - before) as f64 / texts.len() as f64
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -80,6 +121,7 @@ fn main() {
             writeln!(f, "{line}").expect("write");
         }
     }
+    let allocations = allocations_per_text(&model, &refs[..refs.len().min(50)]);
     let per_s = |s: f64, k: usize| k as f64 / s;
     println!(
         "{}",
@@ -88,6 +130,7 @@ fn main() {
             "mean_tokens": tokens as f64 / refs.len() as f64,
             "model_load_s": load_s,
             "model_rss_mb": model_rss as f64 / 1e6,
+            "allocations_per_text": allocations,
             "two_threads": {"seconds": s2, "chunks_per_s": per_s(s2, refs.len()), "tokens_per_s": per_s(s2, tokens)},
             "one_thread": {"seconds": s1, "chunks_per_s": per_s(s1, refs.len())},
             "one_thread_scalar": {"chunks": scalar_n, "seconds": s_scalar, "chunks_per_s": per_s(s_scalar, scalar_n)},

@@ -57,17 +57,13 @@ impl Vocab {
 
     /// The token ids of `text`: `[CLS]`, at most [`MAX_TOKENS`] - 2 word pieces, `[SEP]`.
     pub fn tokenize(&self, text: &str) -> Vec<u32> {
-        let mut ids = vec![self.cls];
-        let mut piece = String::new();
-        let cleaned = clean(text);
-        'words: for word in cleaned.split(' ').filter(|w| !w.is_empty()) {
-            for part in split_punctuation(&normalize_word(word)) {
-                self.wordpiece(&part, &mut piece, &mut ids);
-                if ids.len() >= MAX_TOKENS - 1 {
-                    break 'words;
-                }
-            }
-        }
+        let mut ids = Vec::with_capacity(MAX_TOKENS + MAX_WORD_CHARS);
+        ids.push(self.cls);
+        let mut piece = String::with_capacity(4 * MAX_WORD_CHARS);
+        for_each_part(text, |part| {
+            self.wordpiece(part, &mut piece, &mut ids);
+            ids.len() < MAX_TOKENS - 1
+        });
         ids.truncate(MAX_TOKENS - 1);
         ids.push(self.sep);
         ids
@@ -77,11 +73,10 @@ impl Vocab {
     pub fn word_pieces(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::new();
         let mut piece = String::new();
-        for word in clean(text).split(' ').filter(|w| !w.is_empty()) {
-            for part in split_punctuation(&normalize_word(word)) {
-                self.wordpiece(&part, &mut piece, &mut ids);
-            }
-        }
+        for_each_part(text, |part| {
+            self.wordpiece(part, &mut piece, &mut ids);
+            true
+        });
         ids
     }
 
@@ -169,32 +164,42 @@ fn clean(text: &str) -> String {
     out
 }
 
-/// Lower-cased (full Unicode mapping), NFD, with non-spacing marks removed.
-fn normalize_word(word: &str) -> String {
-    word.to_lowercase()
-        .nfd()
-        .filter(|&c| get_general_category(c) != GeneralCategory::NonspacingMark)
-        .collect()
-}
-
-/// Each punctuation character becomes a word of its own.
-fn split_punctuation(word: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    for c in word.chars() {
-        if is_punctuation(c) {
-            if !current.is_empty() {
-                out.push(std::mem::take(&mut current));
+/// The parts of `text` BERT's basic tokenizer gives, in order, to `f` until it returns
+/// false: the cleaned text's words, each lower-cased, in NFD without non-spacing marks,
+/// every punctuation character a part of its own. Two buffers a text, none a word.
+fn for_each_part(text: &str, mut f: impl FnMut(&str) -> bool) {
+    let cleaned = clean(text);
+    let mut word = String::with_capacity(4 * MAX_WORD_CHARS);
+    for raw in cleaned.split(' ').filter(|w| !w.is_empty()) {
+        word.clear();
+        normalize_word(raw, &mut word);
+        let mut start = 0;
+        for (i, c) in word.char_indices() {
+            if !is_punctuation(c) {
+                continue;
             }
-            out.push(c.to_string());
-        } else {
-            current.push(c);
+            let end = i + c.len_utf8();
+            if (start < i && !f(&word[start..i])) || !f(&word[i..end]) {
+                return;
+            }
+            start = end;
+        }
+        if start < word.len() && !f(&word[start..]) {
+            return;
         }
     }
-    if !current.is_empty() {
-        out.push(current);
+}
+
+/// `word` lower-cased (full Unicode mapping), in NFD, with non-spacing marks removed,
+/// appended to `out`. `str::to_lowercase` differs from lower-casing each character only
+/// for a capital sigma (final or not by its neighbours): such words take that path.
+fn normalize_word(word: &str, out: &mut String) {
+    let keep = |c: &char| get_general_category(*c) != GeneralCategory::NonspacingMark;
+    if word.contains('\u{3a3}') {
+        out.extend(word.to_lowercase().nfd().filter(keep));
+    } else {
+        out.extend(word.chars().flat_map(char::to_lowercase).nfd().filter(keep));
     }
-    out
 }
 
 fn is_whitespace(c: char) -> bool {
@@ -263,6 +268,58 @@ mod tests {
         assert_eq!(ids.last(), Some(&3));
         let long_word = "a".repeat(MAX_WORD_CHARS + 1);
         assert_eq!(v.tokenize(&long_word), [2, 1, 3]);
+    }
+
+    /// The tokenizer as first written (a string per word and per part): the reference
+    /// the allocation-free one is held to.
+    fn reference_parts(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for word in clean(text).split(' ').filter(|w| !w.is_empty()) {
+            let word: String = word
+                .to_lowercase()
+                .nfd()
+                .filter(|&c| get_general_category(c) != GeneralCategory::NonspacingMark)
+                .collect();
+            let mut current = String::new();
+            for c in word.chars() {
+                if is_punctuation(c) {
+                    if !current.is_empty() {
+                        out.push(std::mem::take(&mut current));
+                    }
+                    out.push(c.to_string());
+                } else {
+                    current.push(c);
+                }
+            }
+            if !current.is_empty() {
+                out.push(current);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn words_split_as_the_reference_splits_them() {
+        let texts = [
+            "Hello, CAFÉ! naïve résumé",
+            "ΟΔΥΣΣΕΥΣ Σ σΣ ΣΑΣ. ΑΣ, ΣΑ",
+            "İstanbul ǅemal Ⅻ ﬁ ß ẞ",
+            "東京タワー(とうきょう) 한국어 — «quotes» ‘x’",
+            "fn main() { let x = a::<b>(c)?; } // ~!@#$%^&*",
+            "\t tabs\u{a0}nbsp\u{2003}em\u{200b}zw \u{0301}lonely mark",
+            "",
+            "   ",
+        ];
+        let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/embed.rs"))
+            .expect("source");
+        for text in texts.iter().copied().chain([source.as_str()]) {
+            let mut parts = Vec::new();
+            for_each_part(text, |p| {
+                parts.push(p.to_owned());
+                true
+            });
+            assert_eq!(parts, reference_parts(text), "{text:?}");
+        }
     }
 
     #[test]
