@@ -4,16 +4,17 @@
 //!
 //! SRC is indexed in memory (hash embedder, to get its chunks); the first N distinct
 //! chunk texts in chunk-id order (a fixed, content-defined sample) are embedded with
-//! minilm-int on 2 threads, and on 1 thread, and the first `--scalar` (50) on 1 thread without SIMD; every run must
+//! minilm-int on 2 threads, and on 1 thread, and the first `--scalar` (50) on 1 thread
+//! on the portable path (what a CPU without AVX2 runs); every run must
 //! give the same vectors. Prints one JSON object. With `--out`, writes the texts, their
 //! token ids and vectors as JSON lines for `bench/embed_peer.py`, which runs
 //! onnxruntime (int8) and the float model on the same chunks.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use cfs_bench::{flag, rss_bytes};

@@ -1,9 +1,10 @@
 //! The integer matrix product every layer of minilm-int runs on: `i16` activations times
 //! `i8` weights (or activations the spec saturated to 8 bits) into `i32`, exact. The
 //! weights are laid out once, when the model loads, in [`Panels`]: the layout the SIMD
-//! kernel reads without shuffling. The portable scalar loop is the reference; the AVX2
-//! and AVX-VNNI paths (x86-64, detected at run time) must give the same bits, and tests
-//! hold them to that on random and extreme inputs.
+//! kernel reads without shuffling. The portable loop (a dot product per output, which
+//! the compiler vectorises for the target's baseline) is the reference; the AVX2 and
+//! AVX-VNNI paths (x86-64, detected at run time) must give the same bits, and tests hold
+//! them to that on random and extreme inputs.
 //!
 //! Exactness is the caller's bound: every sum must fit in `i32` (`docs/spec.md` shows
 //! that the model's shapes and value ranges keep them there), and then the order of
@@ -25,7 +26,9 @@ pub const MAX_K: usize = 512;
 pub enum Simd {
     /// The best path `cfs_core::cpu::features` allows.
     Auto,
-    /// The portable scalar loops: the reference.
+    /// The portable loops, which the compiler vectorises for the target's baseline
+    /// (SSE2 on x86-64, NEON on ARM): the reference the other paths are held to, and
+    /// the path of a CPU without AVX2 and of `CFS_SIMD=portable`.
     Portable,
     /// AVX2: `vpmaddwd` and `vpaddd`.
     Avx2,
@@ -177,19 +180,24 @@ fn check(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
     );
 }
 
-/// The reference: one dot product per output, in index order.
+/// The reference: one dot product per output, in index order, each column read out of
+/// its panel once (reading every weight through `at` for every row made the portable
+/// path eight times slower).
 pub fn matmul_scalar(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
     check(x, w, rows, out);
-    for t in 0..rows.count {
-        let row = &x[t * rows.x_stride..][..w.k];
-        for j in 0..w.n_padded() {
-            out[t * rows.out_stride + j] = row
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| i32::from(v) * i32::from(w.at(j, i)))
-                .sum();
+    for j in 0..w.n_padded() {
+        let col: Vec<i16> = (0..w.k).map(|i| i16::from(w.at(j, i))).collect();
+        for t in 0..rows.count {
+            out[t * rows.out_stride + j] = dot(&x[t * rows.x_stride..][..w.k], &col);
         }
     }
+}
+
+fn dot(a: &[i16], b: &[i16]) -> i32 {
+    a.iter()
+        .zip(b)
+        .map(|(&p, &q)| i32::from(p) * i32::from(q))
+        .sum()
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -424,7 +424,7 @@ impl Model {
 
     /// One layer, its loops compiled for the path's instruction set (AVX-512 where the
     /// CPU has it and no path was forced): the same integer operations, so the same
-    /// bits; [`Simd::Portable`] runs the portable build.
+    /// bits; [`Simd::Portable`] runs the build for the target's baseline.
     fn run_layer(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
         #[cfg(target_arch = "x86_64")]
         if let Ok(Simd::Avx2 | Simd::AvxVnni) = simd.resolve() {
