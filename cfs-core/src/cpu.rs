@@ -6,10 +6,11 @@
 //! | `CFS_SIMD` | what may run |
 //! |---|---|
 //! | unset, empty or `auto` | everything the CPU has |
-//! | `portable` | the portable code only (no `popcnt` either) |
+//! | `portable` | the portable code only (no `popcnt` or NEON kernel either) |
 //! | `avx2` | AVX2 (and `popcnt`) |
 //! | `avx-vnni` | AVX2 and AVX-VNNI |
 //! | `avx512` | AVX2 and AVX-512 (F, BW, DQ, VL) |
+//! | `neon` | the NEON kernels (64-bit ARM) |
 //!
 //! A name this build does not know, or one whose instructions the CPU lacks, is an
 //! error of [`Features::from_env`], which the CLI reports before doing anything; code
@@ -28,10 +29,12 @@ pub struct Features {
     pub avx512: bool,
     /// `popcnt`.
     pub popcnt: bool,
+    /// NEON (every 64-bit ARM CPU has it).
+    pub neon: bool,
 }
 
 /// The names `CFS_SIMD` takes, besides `auto`.
-pub const SIMD_NAMES: [&str; 4] = ["portable", "avx2", "avx-vnni", "avx512"];
+pub const SIMD_NAMES: [&str; 5] = ["portable", "avx2", "avx-vnni", "avx512", "neon"];
 
 impl Features {
     /// Everything the CPU has.
@@ -49,10 +52,14 @@ impl Features {
                     && has!("avx512dq")
                     && has!("avx512vl"),
                 popcnt: has!("popcnt"),
+                neon: false,
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        Self::default()
+        Self {
+            neon: cfg!(target_arch = "aarch64"),
+            ..Self::default()
+        }
     }
 
     /// What `name` (one of [`SIMD_NAMES`] or `auto`) allows on a CPU with `cpu`.
@@ -60,6 +67,10 @@ impl Features {
         let wanted = match name {
             "" | "auto" => return Ok(cpu),
             "portable" => Self::default(),
+            "neon" => Self {
+                neon: true,
+                ..Self::default()
+            },
             "avx2" => Self {
                 avx2: true,
                 popcnt: cpu.popcnt,
@@ -84,7 +95,8 @@ impl Features {
                 ));
             }
         };
-        let lacks = (wanted.avx2 && !cpu.avx2)
+        let lacks = (wanted.neon && !cpu.neon)
+            || (wanted.avx2 && !cpu.avx2)
             || (wanted.avx_vnni && !cpu.avx_vnni)
             || (wanted.avx512 && !cpu.avx512);
         if lacks {
@@ -116,6 +128,7 @@ mod tests {
         avx_vnni: true,
         avx512: true,
         popcnt: true,
+        neon: false,
     };
 
     #[test]
@@ -133,7 +146,14 @@ mod tests {
         let err = Features::named("avx512", only_avx2).unwrap_err();
         assert!(err.contains("does not have"), "{err}");
         let err = Features::named("amx", ALL).unwrap_err();
-        assert!(err.contains("portable, avx2, avx-vnni, avx512"), "{err}");
+        assert!(
+            err.contains("portable, avx2, avx-vnni, avx512, neon"),
+            "{err}"
+        );
+        assert!(
+            Features::named("neon", ALL).is_err(),
+            "an x86 CPU has no NEON"
+        );
     }
 
     #[test]
@@ -143,5 +163,6 @@ mod tests {
         assert!(!f.avx_vnni || cpu.avx_vnni);
         assert!(!f.avx512 || cpu.avx512);
         assert!(!f.popcnt || cpu.popcnt);
+        assert!(!f.neon || cpu.neon);
     }
 }

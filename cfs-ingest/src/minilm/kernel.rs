@@ -34,6 +34,8 @@ pub enum Simd {
     Avx2,
     /// AVX-VNNI: the multiply and the add as one `vpdpwssd`.
     AvxVnni,
+    /// NEON (64-bit ARM): `smlal` by a broadcast activation.
+    Neon,
 }
 
 impl Simd {
@@ -42,11 +44,13 @@ impl Simd {
     pub fn resolve(self) -> Result<Self, String> {
         let (allowed, cpu) = (features(), Features::detected());
         match self {
+            Self::Auto if allowed.neon => Ok(Self::Neon),
             Self::Auto if allowed.avx_vnni => Ok(Self::AvxVnni),
             Self::Auto if allowed.avx2 => Ok(Self::Avx2),
             Self::Auto => Ok(Self::Portable),
             Self::Avx2 if !cpu.avx2 => Err("this CPU has no AVX2".into()),
             Self::AvxVnni if !cpu.avx_vnni => Err("this CPU has no AVX-VNNI".into()),
+            Self::Neon if !cpu.neon => Err("this CPU has no NEON".into()),
             forced => Ok(forced),
         }
     }
@@ -57,7 +61,7 @@ impl Simd {
         self == Self::Auto && features().avx512
     }
 
-    /// The path's name: the kernel's (`portable`, `avx2`, `avx-vnni`), with `+avx512`
+    /// The path's name: the kernel's (`portable`, `avx2`, `avx-vnni`, `neon`), with `+avx512`
     /// where the layer loops are compiled for AVX-512.
     pub fn name(self) -> &'static str {
         match (self.resolve(), self.wide_loops()) {
@@ -65,6 +69,7 @@ impl Simd {
             (Ok(Self::Avx2), true) => "avx2+avx512",
             (Ok(Self::AvxVnni), false) => "avx-vnni",
             (Ok(Self::AvxVnni), true) => "avx-vnni+avx512",
+            (Ok(Self::Neon), _) => "neon",
             _ => "portable",
         }
     }
@@ -162,6 +167,11 @@ pub fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32], simd: Simd) {
         // refuses a path the CPU lacks), and `check` proved that every row read and
         // written lies inside `x` and `out`.
         unsafe { x86::matmul(x, w, rows, out, path == Simd::AvxVnni) };
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if simd.resolve() == Ok(Simd::Neon) {
+        neon::matmul(x, w, rows, out);
         return;
     }
     matmul_scalar(x, w, rows, out);
@@ -335,6 +345,88 @@ mod x86 {
     });
 }
 
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::{MAX_K, PANEL, Panels, Rows};
+    use std::arch::aarch64::*;
+
+    /// Rows of `x` one call of the micro-kernel takes.
+    const MR: usize = 4;
+
+    /// One panel at a time, widened once to `i16` on the stack with each pair's eight
+    /// even inputs before its eight odd ones, then met by every row of `x`, four rows
+    /// per call of the micro-kernel (eight accumulators of four lanes).
+    pub(super) fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
+        let k = w.k;
+        let mut wide = [0i16; PANEL * MAX_K];
+        for g in 0..w.n_padded() / PANEL {
+            let panel = &w.data[g * PANEL * k..][..PANEL * k];
+            for (p, pair) in panel.chunks_exact(2 * PANEL).enumerate() {
+                for c in 0..PANEL {
+                    wide[p * 2 * PANEL + c] = i16::from(pair[2 * c]);
+                    wide[p * 2 * PANEL + PANEL + c] = i16::from(pair[2 * c + 1]);
+                }
+            }
+            let mut t = 0;
+            while t < rows.count {
+                let mr = (rows.count - t).min(MR);
+                let xs = &x[t * rows.x_stride..];
+                let os = &mut out[t * rows.out_stride + g * PANEL..];
+                let (xp, op, wp) = (xs.as_ptr(), os.as_mut_ptr(), wide.as_ptr());
+                let s = (k, rows.x_stride, rows.out_stride);
+                // SAFETY: rows t .. t + mr of x hold k values at stride x_stride and rows
+                // t .. t + mr of out hold a panel's eight sums at stride out_stride
+                // (`super::check`); `wide` holds k / 2 widened pairs; NEON is part of
+                // every aarch64 target.
+                unsafe {
+                    match mr {
+                        4 => micro::<4>(xp, wp, op, s),
+                        3 => micro::<3>(xp, wp, op, s),
+                        2 => micro::<2>(xp, wp, op, s),
+                        _ => micro::<1>(xp, wp, op, s),
+                    }
+                }
+                t += mr;
+            }
+        }
+    }
+
+    /// `MR` rows of `x` against one widened panel: for each input pair, the eight even
+    /// weights times the row's first value and the eight odd ones times its second,
+    /// accumulated exactly in `i32`.
+    ///
+    /// # Safety
+    /// `x` holds `MR` rows of `k` values at stride `xs`, `w` holds `k / 2` widened pairs
+    /// of sixteen values, `out` holds `MR` rows of eight sums at stride `os`.
+    #[inline(always)]
+    unsafe fn micro<const MR: usize>(
+        x: *const i16,
+        w: *const i16,
+        out: *mut i32,
+        (k, xs, os): (usize, usize, usize),
+    ) {
+        // SAFETY: every read and write below stays inside what the caller guarantees.
+        unsafe {
+            let mut acc = [[vdupq_n_s32(0); 2]; MR];
+            for p in 0..k / 2 {
+                let even = vld1q_s16(w.add(p * 2 * PANEL));
+                let odd = vld1q_s16(w.add(p * 2 * PANEL + PANEL));
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let (a, b) = (*x.add(r * xs + 2 * p), *x.add(r * xs + 2 * p + 1));
+                    acc[0] = vmlal_n_s16(acc[0], vget_low_s16(even), a);
+                    acc[0] = vmlal_n_s16(acc[0], vget_low_s16(odd), b);
+                    acc[1] = vmlal_high_n_s16(acc[1], even, a);
+                    acc[1] = vmlal_high_n_s16(acc[1], odd, b);
+                }
+            }
+            for (r, acc) in acc.iter().enumerate() {
+                vst1q_s32(out.add(r * os), acc[0]);
+                vst1q_s32(out.add(r * os + 4), acc[1]);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,7 +451,7 @@ mod tests {
         let (mut a, mut b) = (vec![7; len], vec![7; len]);
         matmul(x, w, rows, &mut a, Simd::Auto);
         matmul(x, w, rows, &mut b, Simd::Portable);
-        for path in [Simd::Avx2, Simd::AvxVnni] {
+        for path in [Simd::Avx2, Simd::AvxVnni, Simd::Neon] {
             if path.resolve().is_ok() {
                 let mut c = vec![7; len];
                 matmul(x, w, rows, &mut c, path);
@@ -433,9 +525,10 @@ mod tests {
         let cpu = Features::detected();
         assert_eq!(Simd::Avx2.resolve().is_ok(), cpu.avx2);
         assert_eq!(Simd::AvxVnni.resolve().is_ok(), cpu.avx_vnni);
+        assert_eq!(Simd::Neon.resolve().is_ok(), cpu.neon);
         let auto = Simd::Auto.resolve().unwrap();
         assert!(Simd::Auto.name().starts_with(auto.name()));
-        assert_eq!(auto == Simd::Portable, !features().avx2);
+        assert_eq!(auto == Simd::Portable, !features().avx2 && !features().neon);
     }
 
     #[test]
