@@ -3,7 +3,8 @@
 //! Ids, hashes, the canonical encoding of every entity, the Merkle commitment over the
 //! five tables, inclusion proofs and state diffs. This crate does no I/O: the same
 //! inputs give the same bytes on every machine, which `docs/spec.md` pins down and the
-//! test vectors check.
+//! test vectors check. (It reads one environment variable, `CFS_SIMD` in [`cpu`], which
+//! chooses the instructions that compute those bytes, never the bytes.)
 
 mod bucket;
 mod chunk;
