@@ -3,8 +3,9 @@
 //! weights are laid out once, when the model loads, in [`Panels`]: the layout the SIMD
 //! kernel reads without shuffling. The portable loop (a dot product per output, which
 //! the compiler vectorises for the target's baseline) is the reference; the AVX2 and
-//! AVX-VNNI paths (x86-64, detected at run time) must give the same bits, and tests hold
-//! them to that on random and extreme inputs.
+//! AVX-VNNI paths (x86-64, detected at run time) and the NEON path (64-bit ARM) must give
+//! the same bits, and tests hold them to that on random and extreme inputs
+//! (`scripts/test-arm` runs the NEON ones under qemu).
 //!
 //! Exactness is the caller's bound: every sum must fit in `i32` (`docs/spec.md` shows
 //! that the model's shapes and value ranges keep them there), and then the order of
