@@ -593,6 +593,12 @@ pub fn simd_path() -> &'static str {
     cfs_ingest::minilm::Simd::Auto.name()
 }
 
+/// How the text reports name the kernels' path: ` (integer kernels: avx2)`, or nothing
+/// where minilm-int did not run.
+fn kernels_note(simd: Option<&str>) -> String {
+    simd.map_or(String::new(), |s| format!(" (integer kernels: {s})"))
+}
+
 /// Whether syncs of this store commit text first: yes with a model (minilm-int), whose
 /// embedding is far slower than parsing; no with the hash embedder.
 pub fn text_first(store: &Store) -> bool {
@@ -856,8 +862,7 @@ pub fn print_sync_report(
             v.chunks,
             v.texts_embedded,
             v.commits,
-            done.simd
-                .map_or(String::new(), |s| format!(" (integer kernels: {s})"))
+            kernels_note(done.simd)
         )?;
     }
     if pending > 0 {
@@ -990,9 +995,7 @@ fn write_status(out: &mut impl Write, v: &Value) -> std::io::Result<()> {
         n("embeddings"),
         n("edges")
     )?;
-    let simd = v["simd"]
-        .as_str()
-        .map_or(String::new(), |s| format!(" (integer kernels: {s})"));
+    let simd = kernels_note(v["simd"].as_str());
     writeln!(
         out,
         "  {} commits; embedder {}{simd}",

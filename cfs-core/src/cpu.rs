@@ -64,6 +64,11 @@ impl Features {
 
     /// What `name` (one of [`SIMD_NAMES`] or `auto`) allows on a CPU with `cpu`.
     pub fn named(name: &str, cpu: Self) -> Result<Self, String> {
+        let avx2 = Self {
+            avx2: true,
+            popcnt: cpu.popcnt,
+            ..Self::default()
+        };
         let wanted = match name {
             "" | "auto" => return Ok(cpu),
             "portable" => Self::default(),
@@ -71,22 +76,14 @@ impl Features {
                 neon: true,
                 ..Self::default()
             },
-            "avx2" => Self {
-                avx2: true,
-                popcnt: cpu.popcnt,
-                ..Self::default()
-            },
+            "avx2" => avx2,
             "avx-vnni" => Self {
-                avx2: true,
                 avx_vnni: true,
-                popcnt: cpu.popcnt,
-                ..Self::default()
+                ..avx2
             },
             "avx512" => Self {
-                avx2: true,
                 avx512: true,
-                popcnt: cpu.popcnt,
-                ..Self::default()
+                ..avx2
             },
             _ => {
                 return Err(format!(
@@ -95,14 +92,20 @@ impl Features {
                 ));
             }
         };
-        let lacks = (wanted.neon && !cpu.neon)
-            || (wanted.avx2 && !cpu.avx2)
-            || (wanted.avx_vnni && !cpu.avx_vnni)
-            || (wanted.avx512 && !cpu.avx512);
-        if lacks {
+        if !wanted.within(cpu) {
             return Err(format!("CFS_SIMD={name}: this CPU does not have it"));
         }
         Ok(wanted)
+    }
+
+    /// Whether everything these features allow, `cpu` has.
+    pub fn within(self, cpu: Self) -> bool {
+        let has = |wanted: bool, present: bool| !wanted || present;
+        has(self.avx2, cpu.avx2)
+            && has(self.avx_vnni, cpu.avx_vnni)
+            && has(self.avx512, cpu.avx512)
+            && has(self.popcnt, cpu.popcnt)
+            && has(self.neon, cpu.neon)
     }
 
     /// What `CFS_SIMD` allows on this CPU.
@@ -158,11 +161,6 @@ mod tests {
 
     #[test]
     fn the_process_decision_is_one_the_cpu_allows() {
-        let (f, cpu) = (features(), Features::detected());
-        assert!(!f.avx2 || cpu.avx2);
-        assert!(!f.avx_vnni || cpu.avx_vnni);
-        assert!(!f.avx512 || cpu.avx512);
-        assert!(!f.popcnt || cpu.popcnt);
-        assert!(!f.neon || cpu.neon);
+        assert!(features().within(Features::detected()));
     }
 }

@@ -166,11 +166,6 @@ impl MiniLmInt {
         })
     }
 
-    /// The code path this embedder runs on ([`Simd::Auto`] unless one was forced).
-    pub fn simd(&self) -> Simd {
-        self.simd
-    }
-
     /// The same model with the matrix products on the given path (the bits are equal;
     /// a path the CPU lacks runs the portable loops).
     pub fn with_simd(&self, simd: Simd) -> Self {

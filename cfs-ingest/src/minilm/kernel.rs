@@ -193,9 +193,8 @@ fn check(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
 
 /// The reference: one dot product per output, in index order, each column read out of
 /// its panel once (reading every weight through `at` for every row made the portable
-/// path eight times slower).
-pub fn matmul_scalar(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
-    check(x, w, rows, out);
+/// path eight times slower). [`matmul`] checked the arguments.
+fn matmul_scalar(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
     for j in 0..w.n_padded() {
         let col: Vec<i16> = (0..w.k).map(|i| i16::from(w.at(j, i))).collect();
         for t in 0..rows.count {
