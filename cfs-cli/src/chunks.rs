@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use cfs_core::ChunkKind;
 use cfs_ingest::{ChunkParams, IngestConfig, parse_file};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
-use crate::output::print_json;
+use crate::report::{CodeFields, Report, SymbolInfo, emit};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -40,66 +40,106 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             max_bytes: args.max,
             overlap_bytes: args.overlap,
         },
-        ..crate::ingest_config()
+        ..crate::open::ingest_config()
     };
     let parsed = parse_file(&name, &bytes, &config)?;
-    if args.json {
-        let chunks: Vec<_> = parsed
-            .chunks
-            .iter()
-            .map(|c| {
-                let language = match &c.kind {
-                    ChunkKind::Code { language, .. } => Some(language.clone()),
-                    _ => None,
-                };
-                let (symbol, symbol_info) = crate::output::symbol_json(&c.kind);
-                json!({
-                    "id": c.id.to_string(), "sequence": c.sequence, "kind": c.kind.name(),
-                    "language": language, "symbol": symbol, "symbol_info": symbol_info,
-                    "start_line": c.start_line, "end_line": c.end_line,
-                    "byte_offset": c.byte_offset, "byte_length": c.byte_length,
-                    "text": c.text,
-                })
-            })
-            .collect();
-        print_json(&json!({
-            "path": args.file.display().to_string(),
-            "document_id": parsed.document.id.to_string(),
-            "mime_type": parsed.document.profile.mime_type,
-            "encoding": parsed.encoding,
-            "chunks": chunks,
-        }))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{}: {} ({}, {}), {} chunks, document {}",
-        args.file.display(),
-        parsed.document.profile.mime_type,
-        parsed.encoding,
-        human_bytes(parsed.document.size_bytes),
-        parsed.chunks.len(),
-        parsed.document.id
-    )?;
-    for c in &parsed.chunks {
-        writeln!(
-            out,
-            "\n--- #{} {} lines {}-{} bytes {}..{} ({} bytes)",
-            c.sequence,
-            c.kind.name(),
-            c.start_line,
-            c.end_line,
-            c.byte_offset,
-            c.byte_end(),
-            c.byte_length
-        )?;
-        write!(out, "{}", c.text)?;
-        if !c.text.ends_with('\n') {
-            writeln!(out)?;
+    let report = ChunksReport {
+        path: args.file.display().to_string(),
+        document_id: parsed.document.id.to_string(),
+        mime_type: parsed.document.profile.mime_type.clone(),
+        encoding: parsed.encoding.to_string(),
+        chunks: parsed.chunks.iter().map(FileChunk::of).collect(),
+        size_bytes: parsed.document.size_bytes,
+    };
+    emit(&report, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `cfs chunks` answers: the file's type, encoding and document id, and its chunks.
+#[derive(Serialize, JsonSchema)]
+pub struct ChunksReport {
+    path: String,
+    document_id: String,
+    mime_type: String,
+    encoding: String,
+    chunks: Vec<FileChunk>,
+    /// The file's size, for the text form.
+    #[serde(skip)]
+    size_bytes: u64,
+}
+
+/// One chunk of the file.
+#[derive(Serialize, JsonSchema)]
+struct FileChunk {
+    id: String,
+    sequence: u32,
+    kind: &'static str,
+    /// Set for code chunks.
+    language: Option<String>,
+    /// The symbol's qualified name (`parent::name`, as search and show give it).
+    symbol: Option<String>,
+    symbol_info: Option<SymbolInfo>,
+    start_line: u32,
+    end_line: u32,
+    byte_offset: u64,
+    byte_length: u32,
+    text: String,
+}
+
+impl FileChunk {
+    fn of(c: &cfs_core::Chunk) -> Self {
+        let code = CodeFields::of(&c.kind);
+        let (language, symbol, symbol_info) = match code {
+            Some(f) => (Some(f.language), f.symbol, f.symbol_info),
+            None => (None, None, None),
+        };
+        Self {
+            id: c.id.to_string(),
+            sequence: c.sequence,
+            kind: c.kind.name(),
+            language,
+            symbol,
+            symbol_info,
+            start_line: c.start_line,
+            end_line: c.end_line,
+            byte_offset: c.byte_offset,
+            byte_length: c.byte_length,
+            text: c.text.clone(),
         }
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+impl Report for ChunksReport {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{}: {} ({}, {}), {} chunks, document {}",
+            self.path,
+            self.mime_type,
+            self.encoding,
+            human_bytes(self.size_bytes),
+            self.chunks.len(),
+            self.document_id
+        )?;
+        for c in &self.chunks {
+            writeln!(
+                out,
+                "\n--- #{} {} lines {}-{} bytes {}..{} ({} bytes)",
+                c.sequence,
+                c.kind,
+                c.start_line,
+                c.end_line,
+                c.byte_offset,
+                c.byte_offset + u64::from(c.byte_length),
+                c.byte_length
+            )?;
+            write!(out, "{}", c.text)?;
+            if !c.text.ends_with('\n') {
+                writeln!(out)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 pub fn human_bytes(n: u64) -> String {

@@ -16,11 +16,13 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use cfs_ingest::{EmbedError, Embedder, Registry, TreeIndex, index_walk, walk};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::chunks::human_bytes;
-use crate::output::{print_json, progress};
-use crate::store_cmds::EmbedderChoice;
+use crate::open::EmbedderChoice;
+use crate::output::progress;
+use crate::report::{Report, emit};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -142,11 +144,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         vectors: Mutex::new(HashMap::new()),
     };
     let shown = demonstrate(&root, args, &embedder)?;
-    if args.json {
-        print_json(&shown.json(&root, args))?;
-    } else {
-        shown.print(&root, args, embedder.model_id())?;
-    }
+    let report = DemoReport::new(&shown, &root, args, embedder.model_id());
+    emit(&report, args.json)?;
     if shown.proof_ok == Some(false) || !shown.problems.is_empty() {
         return Ok(ExitCode::FAILURE);
     }
@@ -159,7 +158,7 @@ struct Shown {
     index: TreeIndex,
     elapsed: std::time::Duration,
     same_root: bool,
-    hits: Vec<serde_json::Value>,
+    hits: Vec<DemoHit>,
     proof: Option<ChunkProof>,
     proof_ok: Option<bool>,
     problems: Vec<String>,
@@ -168,7 +167,7 @@ struct Shown {
 /// Indexes `root` in memory, checks the root against the files in reverse order on
 /// one thread, runs the query and proves its first hit.
 fn demonstrate(root: &Path, args: &Args, embedder: &Memo<'_>) -> anyhow::Result<Shown> {
-    let config = crate::ingest_config();
+    let config = crate::open::ingest_config();
     let started = Instant::now();
     let walked = walk(root)?;
     let files_in_order: Vec<_> = walked.files.clone();
@@ -204,14 +203,14 @@ fn demonstrate(root: &Path, args: &Args, embedder: &Memo<'_>) -> anyhow::Result<
         .iter()
         .filter_map(|h| {
             let chunk = index.state.chunks().get(&h.chunk)?;
-            Some(json!({
-                "paths": paths_of(&index, chunk.document_id),
-                "start_line": chunk.start_line,
-                "end_line": chunk.end_line,
-                "score": h.score,
-                "chunk_id": chunk.id.to_string(),
-                "text": chunk.text,
-            }))
+            Some(DemoHit {
+                paths: paths_of(&index, chunk.document_id),
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                score: h.score,
+                chunk_id: chunk.id.to_string(),
+                text: chunk.text.clone(),
+            })
         })
         .collect();
     let problems = index.state.check_integrity();
@@ -226,112 +225,171 @@ fn demonstrate(root: &Path, args: &Args, embedder: &Memo<'_>) -> anyhow::Result<
     })
 }
 
-impl Shown {
-    /// The `--json` report.
-    fn json(&self, root: &Path, args: &Args) -> serde_json::Value {
-        let (index, roots) = (&self.index, self.index.state.table_roots());
-        json!({
-            "root": root.display().to_string(),
-            "files": index.n_files,
-            "bytes": index.n_bytes,
-            "seconds": self.elapsed.as_secs_f64(),
-            "errors": index.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
-            "paths": index.state.paths().len(),
-            "documents": index.state.documents().len(),
-            "chunks": index.state.chunks().len(),
-            "embeddings": index.state.embeddings().len(),
-            "edges": index.state.edges().len(),
-            "state_root": roots.state_root().to_hex(),
-            "table_roots": {
-                "paths": roots.paths.to_hex(), "documents": roots.documents.to_hex(),
-                "chunks": roots.chunks.to_hex(), "embeddings": roots.embeddings.to_hex(),
-                "edges": roots.edges.to_hex(),
-            },
-            "same_root_reversed_single_thread": self.same_root,
-            "integrity_problems": self.problems,
-            "query": args.query,
-            "results": self.hits,
-            "proof": self.proof.as_ref().map(|p| json!({
-                "chunk_id": p.chunk.id.to_string(),
-                "bytes": p.encode().len(),
-                "verified": self.proof_ok,
-            })),
-        })
-    }
+/// What `cfs demo` answers.
+#[derive(Serialize, JsonSchema)]
+pub struct DemoReport {
+    /// The folder indexed.
+    root: String,
+    files: usize,
+    bytes: u64,
+    seconds: f64,
+    errors: Vec<String>,
+    paths: usize,
+    documents: usize,
+    chunks: usize,
+    embeddings: usize,
+    edges: usize,
+    state_root: String,
+    table_roots: TableRootsJson,
+    same_root_reversed_single_thread: bool,
+    integrity_problems: Vec<String>,
+    query: String,
+    results: Vec<DemoHit>,
+    /// Null when the folder has no chunks.
+    proof: Option<DemoProof>,
+    /// For the text form: the embedder and the threads the index ran on.
+    #[serde(skip)]
+    model_id: String,
+    #[serde(skip)]
+    threads: usize,
+}
 
-    /// The report for a person.
-    fn print(&self, root: &Path, args: &Args, model_id: &str) -> std::io::Result<()> {
-        let index = &self.index;
-        let mut out = std::io::stdout().lock();
-        let seconds = self.elapsed.as_secs_f64();
-        let mb_per_s = index.n_bytes as f64 / 1e6 / seconds.max(1e-9);
-        writeln!(out, "indexed {}", root.display())?;
-        writeln!(
-            out,
-            "  {} files, {} in {seconds:.2} s ({mb_per_s:.1} MB/s on {} threads)",
-            index.n_files,
-            human_bytes(index.n_bytes),
-            rayon::current_num_threads()
-        )?;
-        writeln!(
-            out,
-            "  {} paths, {} documents, {} chunks, {} embeddings, {} edges",
-            index.state.paths().len(),
-            index.state.documents().len(),
-            index.state.chunks().len(),
-            index.state.embeddings().len(),
-            index.state.edges().len()
-        )?;
-        if !index.errors.is_empty() {
-            writeln!(out, "  {} files not indexed:", index.errors.len())?;
-            for e in index.errors.iter().take(5) {
-                writeln!(out, "    {e}")?;
-            }
+/// The root of each table of the state.
+#[derive(Serialize, JsonSchema)]
+struct TableRootsJson {
+    paths: String,
+    documents: String,
+    chunks: String,
+    embeddings: String,
+    edges: String,
+}
+
+/// A chunk the query found.
+#[derive(Clone, Serialize, JsonSchema)]
+struct DemoHit {
+    paths: Vec<String>,
+    start_line: u32,
+    end_line: u32,
+    score: i64,
+    chunk_id: String,
+    text: String,
+}
+
+/// The inclusion proof of the best hit.
+#[derive(Serialize, JsonSchema)]
+struct DemoProof {
+    chunk_id: String,
+    bytes: usize,
+    verified: Option<bool>,
+}
+
+impl DemoReport {
+    fn new(shown: &Shown, root: &Path, args: &Args, model_id: &str) -> Self {
+        let (index, roots) = (&shown.index, shown.index.state.table_roots());
+        let state = &index.state;
+        Self {
+            root: root.display().to_string(),
+            files: index.n_files,
+            bytes: index.n_bytes,
+            seconds: shown.elapsed.as_secs_f64(),
+            errors: index.errors.iter().map(|e| e.to_string()).collect(),
+            paths: state.paths().len(),
+            documents: state.documents().len(),
+            chunks: state.chunks().len(),
+            embeddings: state.embeddings().len(),
+            edges: state.edges().len(),
+            state_root: roots.state_root().to_hex(),
+            table_roots: TableRootsJson {
+                paths: roots.paths.to_hex(),
+                documents: roots.documents.to_hex(),
+                chunks: roots.chunks.to_hex(),
+                embeddings: roots.embeddings.to_hex(),
+                edges: roots.edges.to_hex(),
+            },
+            same_root_reversed_single_thread: shown.same_root,
+            integrity_problems: shown.problems.clone(),
+            query: args.query.clone(),
+            results: shown.hits.clone(),
+            proof: shown.proof.as_ref().map(|p| DemoProof {
+                chunk_id: p.chunk.id.to_string(),
+                bytes: p.encode().len(),
+                verified: shown.proof_ok,
+            }),
+            model_id: model_id.to_owned(),
+            threads: rayon::current_num_threads(),
         }
-        writeln!(out, "state root {}", index.state.state_root())?;
-        writeln!(
-            out,
-            "  same root from the files in reverse order on 1 thread: {}",
-            self.same_root
-        )?;
-        let integrity = if self.problems.is_empty() {
-            "sound".to_string()
-        } else {
-            format!("{:?}", self.problems)
-        };
-        writeln!(out, "  integrity: {integrity}")?;
-        writeln!(out, "\nquery {:?} (exact search, {model_id}):", args.query)?;
-        self.print_hits(&mut out)
     }
 
     /// The hits, a line each with the first line of their text, and the proof.
-    fn print_hits(&self, out: &mut impl Write) -> std::io::Result<()> {
-        for (rank, h) in self.hits.iter().enumerate() {
-            let first_line = h["text"]
-                .as_str()
-                .unwrap_or("")
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("");
+    fn write_hits(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for (rank, h) in self.results.iter().enumerate() {
+            let first_line = h.text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
             writeln!(
                 out,
                 "  {}. {} lines {}-{}  score {}\n     {}",
                 rank + 1,
-                h["paths"][0].as_str().unwrap_or("?"),
-                h["start_line"],
-                h["end_line"],
-                h["score"],
+                h.paths.first().map_or("?", String::as_str),
+                h.start_line,
+                h.end_line,
+                h.score,
                 first_line.trim()
             )?;
         }
-        if let (Some(p), Some(ok)) = (&self.proof, self.proof_ok) {
+        if let Some(DemoProof {
+            chunk_id,
+            bytes,
+            verified: Some(ok),
+        }) = &self.proof
+        {
             writeln!(
                 out,
-                "\ninclusion proof of chunk {}: {} bytes, verified against the state root: {ok}",
-                p.chunk.id,
-                p.encode().len()
+                "\ninclusion proof of chunk {chunk_id}: {bytes} bytes, verified against the state root: {ok}"
             )?;
         }
         Ok(())
+    }
+}
+
+impl Report for DemoReport {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let seconds = self.seconds;
+        let mb_per_s = self.bytes as f64 / 1e6 / seconds.max(1e-9);
+        writeln!(out, "indexed {}", self.root)?;
+        writeln!(
+            out,
+            "  {} files, {} in {seconds:.2} s ({mb_per_s:.1} MB/s on {} threads)",
+            self.files,
+            human_bytes(self.bytes),
+            self.threads
+        )?;
+        writeln!(
+            out,
+            "  {} paths, {} documents, {} chunks, {} embeddings, {} edges",
+            self.paths, self.documents, self.chunks, self.embeddings, self.edges
+        )?;
+        if !self.errors.is_empty() {
+            writeln!(out, "  {} files not indexed:", self.errors.len())?;
+            for e in self.errors.iter().take(5) {
+                writeln!(out, "    {e}")?;
+            }
+        }
+        writeln!(out, "state root {}", self.state_root)?;
+        writeln!(
+            out,
+            "  same root from the files in reverse order on 1 thread: {}",
+            self.same_root_reversed_single_thread
+        )?;
+        let integrity = if self.integrity_problems.is_empty() {
+            "sound".to_string()
+        } else {
+            format!("{:?}", self.integrity_problems)
+        };
+        writeln!(out, "  integrity: {integrity}")?;
+        writeln!(
+            out,
+            "\nquery {:?} (exact search, {}):",
+            self.query, self.model_id
+        )?;
+        self.write_hits(out)
     }
 }

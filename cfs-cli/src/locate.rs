@@ -1,9 +1,11 @@
 //! Finding the store, as git finds a repository: `--store PATH` if given (a store folder
-//! or the store file), else the nearest `.cfs/` from the current directory upward.
+//! or the store file), else the nearest `.cfs/` from the current directory upward; and
+//! naming paths of its tree (`cfs refresh`, the MCP `refresh` tool).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use cfs_store::Store;
 
 /// Name of the store folder in an indexed tree.
 pub const STORE_DIR: &str = ".cfs";
@@ -55,4 +57,68 @@ pub fn find_store(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 pub fn tree_of(store_file: &Path) -> Option<PathBuf> {
     let dir = store_file.parent()?;
     (dir.file_name()? == STORE_DIR).then(|| dir.parent().map(Path::to_path_buf))?
+}
+
+/// `paths` (relative to `base`, or absolute) as paths relative to the tree at `root`
+/// (canonical); a path outside the tree is an error naming it.
+pub fn tree_relative(root: &Path, base: &Path, paths: &[PathBuf]) -> anyhow::Result<Vec<String>> {
+    let mut rel = Vec::new();
+    for path in paths {
+        let abs = absolute(&base.join(path));
+        let r = abs.strip_prefix(root).with_context(|| {
+            format!(
+                "{}: outside the indexed tree {}",
+                path.display(),
+                root.display()
+            )
+        })?;
+        rel.push(r.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"));
+    }
+    Ok(rel)
+}
+
+/// Refuses named paths that are neither in the tree nor in the store (a mistyped path
+/// would otherwise be a silent no-op), naming each.
+pub fn check_named_paths(store: &Store, root: &Path, rel: &[String]) -> anyhow::Result<()> {
+    let read = store.begin_read()?;
+    let mut missing = Vec::new();
+    for p in rel {
+        if std::fs::symlink_metadata(root.join(p)).is_err() && !read.holds_path(p)? {
+            missing.push(p.as_str());
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "no such file or folder in {} or its store: {}",
+            root.display(),
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `path` made absolute without touching the file system beyond its longest existing
+/// ancestor (a deleted file has no canonical form): `..` and `.` resolved, symlinks of
+/// the existing part resolved.
+fn absolute(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_os_string());
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut out = existing.canonicalize().unwrap_or(existing);
+    for name in rest.into_iter().rev() {
+        if name == ".." {
+            out.pop();
+        } else if name != "." {
+            out.push(name);
+        }
+    }
+    out
 }

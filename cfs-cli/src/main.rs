@@ -6,12 +6,17 @@
 mod alloc;
 mod chunks;
 mod demo;
+mod index_cmds;
+mod inspect_cmds;
 mod locate;
+mod maintain_cmds;
+#[cfg(test)]
+mod manual_tests;
+mod open;
 mod output;
-mod repair_cmd;
+mod report;
 mod search_cmds;
 mod serve;
-mod store_cmds;
 mod watch_cmd;
 
 use std::process::ExitCode;
@@ -35,27 +40,27 @@ enum Command {
     Chunks(chunks::Args),
     /// Index a folder into its store (PATH/.cfs/ unless --store), creating it if needed;
     /// later runs sync only what changed.
-    Index(store_cmds::IndexArgs),
+    Index(index_cmds::IndexArgs),
     /// Counts, state root and size of the store.
-    Status(store_cmds::StatusArgs),
+    Status(inspect_cmds::StatusArgs),
     /// Recompute every hash and root from the rows and check every rule; exit 1 on any
     /// problem.
-    Verify(store_cmds::VerifyArgs),
+    Verify(inspect_cmds::VerifyArgs),
     /// The state chain, newest first.
-    Log(store_cmds::LogArgs),
+    Log(inspect_cmds::LogArgs),
     /// A document by path, document id or chunk id: its paths, hashes and chunks.
-    Show(store_cmds::ShowArgs),
+    Show(inspect_cmds::ShowArgs),
     /// An inclusion proof of a chunk, or `--check` a proof offline.
-    Prove(store_cmds::ProveArgs),
+    Prove(inspect_cmds::ProveArgs),
     /// Sync exactly the named files and folders (deleted ones are removed).
-    Refresh(store_cmds::RefreshArgs),
+    Refresh(index_cmds::RefreshArgs),
     /// Remove cached vectors that no embedding names; `--compact` then shrinks the file.
-    Gc(store_cmds::GcArgs),
+    Gc(maintain_cmds::GcArgs),
     /// Rebuild a damaged store from its tree, reusing the vectors that verify; the
     /// damaged file is kept aside.
-    Repair(repair_cmd::RepairArgs),
+    Repair(maintain_cmds::RepairArgs),
     /// Switch the store to another embedder and embed every chunk with it.
-    Reembed(store_cmds::ReembedArgs),
+    Reembed(maintain_cmds::ReembedArgs),
     /// Keep the store in step with a folder while it changes, until Ctrl-C.
     Watch(watch_cmd::WatchArgs),
     /// Search the store: BM25 text and vector similarity, fused by reciprocal rank.
@@ -66,26 +71,12 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Rebuild the runtime search index from the committed state and check that it
     /// agrees with it.
-    RebuildIndex(store_cmds::Common),
-}
-
-/// Hidden first argument that makes `cfs` the isolated PDF extractor (a child process
-/// of itself), so the one binary needs no helper installed beside it.
-const PDF_CHILD_ARG: &str = "__cfs-extract-pdf";
-
-/// The ingestion configuration of the CLI: defaults, with PDFs extracted by this binary.
-pub fn ingest_config() -> cfs_ingest::IngestConfig {
-    let mut config = cfs_ingest::IngestConfig::default();
-    if let Ok(exe) = std::env::current_exe() {
-        config.pdf.program = Some(exe);
-        config.pdf.args = vec![PDF_CHILD_ARG.to_owned()];
-    }
-    config
+    RebuildIndex(open::Common),
 }
 
 fn main() -> ExitCode {
     alloc::tune();
-    if std::env::args().nth(1).as_deref() == Some(PDF_CHILD_ARG) {
+    if std::env::args().nth(1).as_deref() == Some(open::PDF_CHILD_ARG) {
         return cfs_ingest::pdf_child_main(std::env::args().skip(2));
     }
     let cli = Cli::parse();
@@ -155,16 +146,16 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Demo(args) => demo::run(&args),
         Command::Chunks(args) => chunks::run(&args),
-        Command::Index(args) => store_cmds::index(&args),
-        Command::Status(args) => store_cmds::status(&args),
-        Command::Verify(args) => store_cmds::verify(&args),
-        Command::Log(args) => store_cmds::log(&args),
-        Command::Show(args) => store_cmds::show(&args),
-        Command::Prove(args) => store_cmds::prove(&args),
-        Command::Refresh(args) => store_cmds::refresh(&args),
-        Command::Gc(args) => store_cmds::gc(&args),
-        Command::Reembed(args) => store_cmds::reembed(&args),
-        Command::Repair(args) => repair_cmd::run(&args),
+        Command::Index(args) => index_cmds::index(&args),
+        Command::Status(args) => inspect_cmds::status(&args),
+        Command::Verify(args) => inspect_cmds::verify(&args),
+        Command::Log(args) => inspect_cmds::log(&args),
+        Command::Show(args) => inspect_cmds::show(&args),
+        Command::Prove(args) => inspect_cmds::prove(&args),
+        Command::Refresh(args) => index_cmds::refresh(&args),
+        Command::Gc(args) => maintain_cmds::gc(&args),
+        Command::Reembed(args) => maintain_cmds::reembed(&args),
+        Command::Repair(args) => maintain_cmds::repair(&args),
         Command::Watch(args) => watch_cmd::run(&args),
         Command::Search(args) => search_cmds::search(&args),
         Command::Serve(args) => serve::run(&args),

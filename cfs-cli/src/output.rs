@@ -1,17 +1,10 @@
-//! Output helpers shared by the commands: JSON printing and terminal progress.
+//! Terminal progress shared by the commands: bars and spinners on stderr, hidden under
+//! `--json` and when stderr is not a terminal.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use cfs_store::SyncProgress;
 use indicatif::{ProgressBar, ProgressStyle};
-
-/// Prints a JSON value on stdout.
-pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
-    Ok(())
-}
 
 /// A progress bar on stderr when it is a terminal and JSON was not asked for; a hidden
 /// one otherwise, so that scripts and pipes see no progress output.
@@ -75,24 +68,6 @@ pub fn spinner(json: bool, what: &str) -> ProgressBar {
     bar.set_message(what.to_owned());
     bar.enable_steady_tick(std::time::Duration::from_millis(100));
     bar
-}
-
-/// The JSON fields of a code chunk's symbol, one shape for every command: `symbol` is
-/// the qualified name (`parent::name`, as search results give it), `symbol_info` the
-/// details (`kind`, `name`, `parent`, `signature`, `window`). Both null otherwise.
-pub fn symbol_json(kind: &cfs_core::ChunkKind) -> (serde_json::Value, serde_json::Value) {
-    use serde_json::{Value, json};
-    match kind {
-        cfs_core::ChunkKind::Code {
-            symbol: Some(s), ..
-        } => (
-            json!(s.qualified_name()),
-            json!({"kind": s.kind.name(), "name": s.name, "parent": s.parent,
-                   "signature": s.signature,
-                   "window": s.window.map(|w| json!({"index": w.index, "count": w.count}))}),
-        ),
-        _ => (Value::Null, Value::Null),
-    }
 }
 
 #[cfg(test)]

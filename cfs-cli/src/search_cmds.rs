@@ -7,14 +7,15 @@ use std::time::Instant;
 use cfs_ingest::{Embedder, Role};
 use cfs_store::Store;
 use cfs_store::search::{
-    CODE_CANDIDATES, CacheStatus, Explanation, FileHit, Filter, Hit, IndexOptions, Mode, PATH_ONE,
-    Parts, Query, SearchIndex,
+    CODE_CANDIDATES, Explanation, FileHit, Filter, Hit, IndexOptions, Mode, PATH_ONE, Query,
+    SearchIndex,
 };
+use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::json;
 
-use crate::output::{print_json, spinner};
-use crate::store_cmds::{Common, embedder_for, open_read};
+use crate::open::{Common, embedder_for, index_file, open_index, open_read};
+use crate::output::spinner;
+use crate::report::{Report, emit, print_json};
 
 #[derive(Debug, clap::Args)]
 pub struct SearchArgs {
@@ -69,11 +70,6 @@ fn parse_role(name: &str) -> Result<Role, String> {
     })
 }
 
-/// The cache file of a store's runtime index ([`cfs_store::search::cache_path`]).
-pub fn cache_path(store: &Store) -> std::path::PathBuf {
-    cfs_store::search::cache_path(store.path())
-}
-
 /// Opens the store's runtime index for a search command.
 fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, Box<dyn Embedder>)> {
     let store = open_read(common)?;
@@ -83,37 +79,6 @@ fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, Box<dyn Em
     let index = open_index(&store, &*embedder, IndexOptions::exact(), common.json)?;
     spinner.finish_and_clear();
     Ok((store, index, embedder))
-}
-
-/// Opens the runtime index from its cache file (written from the store when missing or
-/// unusable, brought forward when behind), and writes it again when that pays ([`CacheStatus::worth_saving`]): a whole file after a
-/// build or a merge, else a delta file beside it. `quiet` keeps the note of a rebuilt
-/// cache off stderr.
-pub fn open_index(
-    store: &Store,
-    embedder: &dyn Embedder,
-    options: IndexOptions,
-    quiet: bool,
-) -> anyhow::Result<SearchIndex> {
-    let cache = cache_path(store);
-    let (index, status) = SearchIndex::open_or_build_cached(store, embedder, options, &cache)?;
-    if let CacheStatus::Rebuilt(reason)
-    | CacheStatus::Written {
-        reason: Some(reason),
-    } = &status
-        && !quiet
-    {
-        eprintln!("cfs: index cache {} rebuilt: {reason}", cache.display());
-    }
-    // The cache only saves time: a store folder that cannot be written (a read-only
-    // mount) searches from the index built in memory, without a word.
-    if status.worth_saving()
-        && let Err(e) = index.save_cache(&cache)
-        && !cfs_store::search::unwritable(&e)
-    {
-        eprintln!("cfs: warning: index cache not written: {e}");
-    }
-    Ok(index)
 }
 
 pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
@@ -137,33 +102,30 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
         Found::Chunks(index.search(&query, &*embedder)?)
     };
     let ms = started.elapsed().as_secs_f64() * 1e3;
-    let explained = args.explain.then(|| index.explain(&query, &*embedder));
+    let explained = args
+        .explain
+        .then(|| ExplainJson::of(&index.explain(&query, &*embedder)));
+    let results = match &found {
+        Found::Chunks(hits) => SearchResults::Chunks(hits.iter().map(HitJson::of).collect()),
+        Found::Files(files) => SearchResults::Files(files.iter().map(FileJson::of).collect()),
+    };
+    let answer = SearchReport {
+        hits: results,
+        explain: explained,
+    };
     if args.common.json {
-        let results = match &found {
-            Found::Chunks(hits) => json!(hits.iter().map(HitJson::of).collect::<Vec<_>>()),
-            Found::Files(files) => json!(files.iter().map(FileJson::of).collect::<Vec<_>>()),
-        };
-        match &explained {
-            Some(e) => print_json(&json!({"hits": results, "explain": ExplainJson::of(e)}))?,
-            None => print_json(&results)?,
+        match &answer.explain {
+            Some(_) => print_json(&answer)?,
+            None => print_json(&answer.hits)?,
         }
-        std::mem::forget((index, embedder));
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut out = std::io::stdout().lock();
-    if let Some(e) = &explained {
-        write_explanation(&mut out, e)?;
-    }
-    match &found {
-        Found::Chunks(hits) => write_hits(&mut out, hits, args.explain)?,
-        Found::Files(files) => write_files(&mut out, files, args.explain)?,
-    }
-    if std::io::stderr().is_terminal() {
-        eprintln!("{} results in {ms:.1} ms", found.len());
+    } else {
+        answer.write_text(&mut std::io::stdout().lock())?;
+        if std::io::stderr().is_terminal() {
+            eprintln!("{} results in {ms:.1} ms", found.len());
+        }
     }
     // The process ends here: its index (documents, paths, maps) and the embedder (a
-    // model's 50 MB of weights) are left to the exit instead of freed piece by piece
-    // (as in the JSON branch above).
+    // model's 50 MB of weights) are left to the exit instead of freed piece by piece.
     std::mem::forget((index, embedder));
     Ok(ExitCode::SUCCESS)
 }
@@ -183,7 +145,36 @@ impl Found {
     }
 }
 
-fn write_hits(out: &mut impl Write, hits: &[Hit], explain: bool) -> std::io::Result<()> {
+/// What `cfs search` answers: its results, and with `--explain` how the query ran (the
+/// JSON is then `{"hits", "explain"}`, else the list of results alone).
+#[derive(Serialize, JsonSchema)]
+pub struct SearchReport {
+    hits: SearchResults,
+    explain: Option<ExplainJson>,
+}
+
+/// Chunks, or with `--files` files with their best chunks; best first.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+enum SearchResults {
+    Chunks(Vec<HitJson>),
+    Files(Vec<FileJson>),
+}
+
+impl Report for SearchReport {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        if let Some(e) = &self.explain {
+            e.write_text(out)?;
+        }
+        let explain = self.explain.is_some();
+        match &self.hits {
+            SearchResults::Chunks(hits) => write_hits(out, hits, explain),
+            SearchResults::Files(files) => write_files(out, files, explain),
+        }
+    }
+}
+
+fn write_hits(out: &mut dyn Write, hits: &[HitJson], explain: bool) -> std::io::Result<()> {
     if hits.is_empty() {
         writeln!(out, "no results")?;
     }
@@ -202,7 +193,7 @@ fn write_hits(out: &mut impl Write, hits: &[Hit], explain: bool) -> std::io::Res
             hit.end_line,
             role_tag(hit.role),
             hit.score,
-            parts_text(&hit.parts, explain)
+            parts_text(hit, explain)
         )?;
         for line in hit.snippet.lines() {
             writeln!(out, "      {line}")?;
@@ -211,7 +202,7 @@ fn write_hits(out: &mut impl Write, hits: &[Hit], explain: bool) -> std::io::Res
     Ok(())
 }
 
-fn write_files(out: &mut impl Write, files: &[FileHit], explain: bool) -> std::io::Result<()> {
+fn write_files(out: &mut dyn Write, files: &[FileJson], explain: bool) -> std::io::Result<()> {
     if files.is_empty() {
         writeln!(out, "no results")?;
     }
@@ -226,7 +217,7 @@ fn write_files(out: &mut impl Write, files: &[FileHit], explain: bool) -> std::i
         )?;
         for hit in &file.chunks {
             let symbol = hit.symbol.as_deref().unwrap_or("");
-            let parts = parts_text(&hit.parts, explain);
+            let parts = parts_text(hit, explain);
             writeln!(
                 out,
                 "      {}-{} {symbol}{parts}",
@@ -238,63 +229,62 @@ fn write_files(out: &mut impl Write, files: &[FileHit], explain: bool) -> std::i
 }
 
 /// ` [role]` for a file that is not source.
-fn role_tag(role: Role) -> String {
-    match role {
-        Role::Source => String::new(),
-        other => format!(" [{other}]"),
+fn role_tag(role: &str) -> String {
+    if role == Role::Source.name() {
+        String::new()
+    } else {
+        format!(" [{role}]")
     }
 }
 
 /// The lists that found a result with its rank in each; with `explain`, every part of
 /// its score too: the scores behind the ranks (BM25 and the dot product, scaled as in
 /// JSON), the fused sum, the path's points, the role's weight, the file's bonus.
-fn parts_text(p: &Parts, explain: bool) -> String {
+fn parts_text(hit: &HitJson, explain: bool) -> String {
+    let p = &hit.parts;
     let mut s = String::new();
-    if let Some((rank, level)) = p.definition {
+    if let (Some(rank), Some(level)) = (p.definition_rank, p.definition_level) {
         s += &format!(" definition #{rank}");
         if explain {
             s += &format!(" (level {level})");
         }
     }
-    if let Some((score, rank)) = p.text {
-        s += &format!(" text #{rank}");
+    if let Some(t) = &hit.text_score {
+        s += &format!(" text #{}", t.rank);
         if explain {
-            s += &format!(" (bm25 {:.3})", unit(score));
+            s += &format!(" (bm25 {:.3})", t.bm25);
         }
     }
-    if let Some((dot, rank)) = p.vector {
-        s += &format!(" vector #{rank}");
+    if let Some(v) = &hit.vector_score {
+        s += &format!(" vector #{}", v.rank);
         if explain {
-            s += &format!(" (dot {:.4})", dot as f64 / (1u64 << 30) as f64);
+            s += &format!(" (dot {:.4})", v.dot as f64 / (1u64 << 30) as f64);
         }
     }
     if !explain {
         return s;
     }
-    s += &format!(" fused {:.4}", unit(p.fused));
-    let e = &p.evidence;
-    if e.path > 0 {
-        s += &format!(" path {}/{PATH_ONE}", e.path);
+    s += &format!(" fused {:.4}", p.fused);
+    if p.path_points > 0 {
+        s += &format!(" path {}/{PATH_ONE}", p.path_points);
     }
-    if e.coverage > 0 {
-        s += &format!(" coverage {}/{PATH_ONE}", e.coverage);
+    if p.coverage_points > 0 {
+        s += &format!(" coverage {}/{PATH_ONE}", p.coverage_points);
     }
-    if let Some(rank) = e.vector_rank {
+    if let Some(rank) = p.file_vector_rank {
         s += &format!(" file vector #{rank}");
     }
-    if p.evidence_bonus > 0 {
-        s += &format!(" file evidence +{:.4}", unit(p.evidence_bonus));
+    if p.evidence_bonus > 0.0 {
+        s += &format!(" file evidence +{:.4}", p.evidence_bonus);
     }
-    if let Some((role, weight)) = p.role
-        && weight != 100
-    {
-        s += &format!(" {role} x{weight}%");
+    if p.role_weight != 100 {
+        s += &format!(" {} x{}%", hit.role, p.role_weight);
     }
     if let Some(was) = p.capped_from {
-        s += &format!(" kept below a word match (was {:.4})", unit(was));
+        s += &format!(" kept below a word match (was {was:.4})");
     }
-    if p.file_bonus > 0 {
-        s += &format!(" file +{:.4}", unit(p.file_bonus));
+    if p.file_bonus > 0.0 {
+        s += &format!(" file +{:.4}", p.file_bonus);
     }
     s
 }
@@ -304,42 +294,58 @@ fn unit(v: u64) -> f64 {
     v as f64 / (1u64 << 32) as f64
 }
 
-fn write_explanation(out: &mut impl Write, e: &Explanation) -> std::io::Result<()> {
-    writeln!(out, "state root {}", e.root)?;
-    writeln!(
-        out,
-        "query: {} intent; definitions looked up: {}; words for file names: {}",
-        e.intent.name(),
-        list_or_none(&e.identifiers),
-        list_or_none(&e.words)
-    )?;
-    for (i, s) in e.segments.iter().enumerate() {
+impl ExplainJson {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "state root {}", self.root)?;
         writeln!(
             out,
-            "segment {i}: {} chunks, {} live, {}{}",
-            s.chunks,
-            s.live,
-            if s.mapped {
+            "query: {} intent; definitions looked up: {}; words for file names: {}",
+            self.intent,
+            list_or_none(&self.identifiers),
+            list_or_none(&self.words)
+        )?;
+        for (i, s) in self.segments.iter().enumerate() {
+            let place = if s.mapped {
                 "mapped from the index file"
             } else {
                 "in memory"
-            },
-            if s.graph { ", HNSW graph" } else { "" }
+            };
+            let graph = if s.graph { ", HNSW graph" } else { "" };
+            writeln!(
+                out,
+                "segment {i}: {} chunks, {} live, {place}{graph}",
+                s.chunks, s.live
+            )?;
+        }
+        for t in &self.terms {
+            writeln!(
+                out,
+                "term {:?}: in {} chunks, idf {:.3}",
+                t.term, t.df, t.idf
+            )?;
+        }
+        writeln!(
+            out,
+            "text: {} chunks scored, top {} kept",
+            self.text_candidates, self.depth
         )?;
+        self.write_vectors(out)?;
+        let w = &self.weights;
+        writeln!(
+            out,
+            "fusion: reciprocal ranks weighted text {}%, vectors {}%, definitions {}%; a file \
+             named wholly by the query +{}% of a first rank\n",
+            w.text, w.vector, w.definitions, w.path
+        )
     }
-    for t in &e.terms {
-        let idf = t.idf as f64 / f64::from(1u32 << 16);
-        writeln!(out, "term {:?}: in {} chunks, idf {idf:.3}", t.term, t.df)?;
-    }
-    writeln!(
-        out,
-        "text: {} chunks scored, top {} kept",
-        e.text_candidates, e.depth
-    )?;
-    if e.vector_runs {
-        let how = if e.vector_exact {
+
+    fn write_vectors(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        if !self.vector_runs {
+            return writeln!(out, "vectors: not searched");
+        }
+        let how = if self.vector_exact {
             "exact scan of".to_owned()
-        } else if e.vector_codes {
+        } else if self.vector_codes {
             format!(
                 "sign codes (the best {CODE_CANDIDATES} of each mapped segment re-scored exactly) of"
             )
@@ -349,18 +355,9 @@ fn write_explanation(out: &mut impl Write, e: &Explanation) -> std::io::Result<(
         writeln!(
             out,
             "vectors: {how} {} vectors, top {} kept",
-            e.vectors, e.depth
-        )?;
-    } else {
-        writeln!(out, "vectors: not searched")?;
+            self.vectors, self.depth
+        )
     }
-    let w = &e.weights;
-    writeln!(
-        out,
-        "fusion: reciprocal ranks weighted text {}%, vectors {}%, definitions {}%; a file \
-         named wholly by the query +{}% of a first rank\n",
-        w.text, w.vector, w.definitions, w.path
-    )
 }
 
 fn list_or_none(list: &[String]) -> String {
@@ -372,7 +369,7 @@ fn list_or_none(list: &[String]) -> String {
 }
 
 /// `--explain` in JSON.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct ExplainJson {
     root: String,
     intent: &'static str,
@@ -390,7 +387,7 @@ struct ExplainJson {
     weights: WeightsJson,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct SegmentJson {
     chunks: usize,
     live: usize,
@@ -398,14 +395,14 @@ struct SegmentJson {
     graph: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct TermJson {
     term: String,
     df: u64,
     idf: f64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct WeightsJson {
     text: u32,
     vector: u32,
@@ -451,21 +448,21 @@ impl ExplainJson {
 }
 
 /// A result's BM25 score (as a float) and rank.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct TextScoreJson {
     bm25: f64,
     rank: usize,
 }
 
 /// A result's dot product and rank.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct VectorScoreJson {
     dot: i64,
     rank: usize,
 }
 
 /// How a result's score was made (`cfs_store::search::Parts`), scores as floats.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct PartsJson {
     definition_rank: Option<usize>,
     definition_level: Option<u64>,
@@ -481,7 +478,7 @@ struct PartsJson {
 }
 
 /// One chunk result of `cfs search --json`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct HitJson {
     path: String,
     paths: Vec<String>,
@@ -547,7 +544,7 @@ impl HitJson {
 }
 
 /// One file result of `cfs search --files --json`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
 struct FileJson {
     path: String,
     paths: Vec<String>,
@@ -585,43 +582,53 @@ pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
     let committed = read.chunk_ids()?;
     let agrees =
         snap.chunk_ids() == committed && snap.state_root() == read.table_roots()?.state_root();
-    let cache = cache_path(&store);
+    let cache = index_file(&store);
     if agrees {
         index.save_cache(&cache)?;
     }
-    let value = json!({
-        "state_root": snap.state_root().to_hex(),
-        "chunks": snap.n_chunks(),
-        "documents": snap.n_documents(),
-        "segments": snap.n_segments(),
-        "seconds": seconds,
-        "agrees_with_state": agrees,
-        "cache": cache.display().to_string(),
-    });
-    if common.json {
-        print_json(&value)?;
-    } else {
-        let mut out = std::io::stdout().lock();
-        writeln!(
-            out,
-            "index of {} chunks in {} documents rebuilt in {seconds:.2} s",
-            snap.n_chunks(),
-            snap.n_documents()
-        )?;
-        writeln!(out, "state root {}", snap.state_root())?;
-        writeln!(
-            out,
-            "{}",
-            if agrees {
-                "index agrees with the committed state"
-            } else {
-                "INDEX DISAGREES WITH THE COMMITTED STATE"
-            }
-        )?;
-    }
+    let report = RebuildReport {
+        state_root: snap.state_root().to_hex(),
+        chunks: snap.n_chunks(),
+        documents: snap.n_documents(),
+        segments: snap.n_segments(),
+        seconds,
+        agrees_with_state: agrees,
+        cache: cache.display().to_string(),
+    };
+    emit(&report, common.json)?;
     Ok(if agrees {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What `cfs rebuild-index` answers.
+#[derive(Serialize, JsonSchema)]
+pub struct RebuildReport {
+    state_root: String,
+    chunks: usize,
+    documents: usize,
+    segments: usize,
+    seconds: f64,
+    agrees_with_state: bool,
+    /// The index file written.
+    cache: String,
+}
+
+impl Report for RebuildReport {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "index of {} chunks in {} documents rebuilt in {:.2} s",
+            self.chunks, self.documents, self.seconds
+        )?;
+        writeln!(out, "state root {}", self.state_root)?;
+        let verdict = if self.agrees_with_state {
+            "index agrees with the committed state"
+        } else {
+            "INDEX DISAGREES WITH THE COMMITTED STATE"
+        };
+        writeln!(out, "{verdict}")
+    }
 }

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cfs_store::watch::{WatchEvent, WatchSettings, watch};
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::Serialize;
 
-use crate::store_cmds::{
-    Common, EmbedderChoice, Opened, bring_index_forward, open_or_create, tree_root,
-};
+use crate::open::{Common, EmbedderChoice, Opened, bring_index_forward, open_or_create, tree_root};
+use crate::report::{Report, json_line};
 
 #[derive(Debug, clap::Args)]
 pub struct WatchArgs {
@@ -85,11 +85,18 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
             WatchEvent::Embedded { report, .. } => bring_forward(report.commits),
             _ => {}
         }
-        let Some(line) = event_line(event, &root, &file, args, &settings) else {
+        let Some(line) = WatchLine::of(event, &root, &file, args, &settings) else {
             return;
         };
         let mut out = std::io::stdout().lock();
-        if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+        let written = if json {
+            json_line(&line)
+                .map_err(std::io::Error::other)
+                .and_then(|l| writeln!(out, "{l}"))
+        } else {
+            line.write_text(&mut out)
+        };
+        if let Err(e) = written.and_then(|()| out.flush()) {
             failed_io.get_or_insert(e);
         }
     };
@@ -114,95 +121,148 @@ pub fn run(args: &WatchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The line a watch event prints (JSON with `--json`), `None` for an event that prints
-/// nothing (a scoped sync that committed nothing; a fallback to polling, which warns on
-/// stderr instead, unless `--json`).
-fn event_line(
-    event: WatchEvent,
-    root: &Path,
-    file: &Path,
-    args: &WatchArgs,
-    settings: &WatchSettings,
-) -> Option<String> {
-    let json = args.common.json;
-    let line = match event {
-        WatchEvent::Watching => {
-            if json {
-                json!({"event": "watching", "root": root.display().to_string(), "store": file.display().to_string()}).to_string()
-            } else {
-                format!("watching {} (Ctrl-C to stop)", root.display())
+/// The line a watch event prints (a JSON line with `--json`).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(tag = "event", rename_all = "lowercase")]
+pub enum WatchLine {
+    /// Watching began, after the first whole sync.
+    Watching { root: String, store: String },
+    /// The tree cannot be watched: it is synced whole every `--poll-s` seconds.
+    Degraded {
+        reason: String,
+        /// `--poll` asked for it; the text form then says so on stdout.
+        #[serde(skip)]
+        asked: Option<String>,
+    },
+    /// A sync committed (`paths` is null for a whole sync).
+    Synced {
+        paths: Option<usize>,
+        added: usize,
+        updated: usize,
+        removed: usize,
+        renamed: usize,
+        failed: usize,
+        commits: usize,
+        state_root: String,
+        ms: f64,
+    },
+    /// Vectors were embedded after a sync.
+    Embedded {
+        chunks: usize,
+        texts_embedded: usize,
+        commits: usize,
+        pending: usize,
+        state_root: String,
+        ms: f64,
+    },
+}
+
+impl WatchLine {
+    /// The line of `event`, `None` for an event that prints nothing (a scoped sync that
+    /// committed nothing). A fallback to polling also warns on stderr, unless `--poll`
+    /// asked for it without `--json`.
+    fn of(
+        event: WatchEvent,
+        root: &Path,
+        file: &Path,
+        args: &WatchArgs,
+        settings: &WatchSettings,
+    ) -> Option<Self> {
+        let every = settings.poll_interval.as_secs();
+        Some(match event {
+            WatchEvent::Watching => Self::Watching {
+                root: root.display().to_string(),
+                store: file.display().to_string(),
+            },
+            WatchEvent::Degraded(reason) => {
+                if !args.poll || args.common.json {
+                    eprintln!(
+                        "cfs: warning: cannot watch {} ({reason}); syncing the whole tree every {every} s instead",
+                        root.display(),
+                    );
+                }
+                let polling = format!(
+                    "polling {} every {every} s (Ctrl-C to stop)",
+                    root.display()
+                );
+                Self::Degraded {
+                    reason,
+                    asked: args.poll.then_some(polling),
+                }
             }
-        }
-        WatchEvent::Degraded(_) if args.poll && !json => {
-            format!(
-                "polling {} every {} s (Ctrl-C to stop)",
-                root.display(),
-                settings.poll_interval.as_secs()
-            )
-        }
-        WatchEvent::Degraded(reason) => {
-            eprintln!(
-                "cfs: warning: cannot watch {} ({reason}); syncing the whole tree every {} s instead",
-                root.display(),
-                settings.poll_interval.as_secs()
-            );
-            if !json {
-                return None;
+            WatchEvent::Synced {
+                report,
+                paths,
+                elapsed,
+            } => {
+                if report.commits == 0 && paths.is_some() {
+                    return None;
+                }
+                Self::Synced {
+                    paths,
+                    added: report.added,
+                    updated: report.updated,
+                    removed: report.removed,
+                    renamed: report.renamed,
+                    failed: report.failed.len(),
+                    commits: report.commits,
+                    state_root: report.root.to_hex(),
+                    ms: elapsed.as_secs_f64() * 1e3,
+                }
             }
-            json!({"event": "degraded", "reason": reason}).to_string()
-        }
-        WatchEvent::Synced {
-            report,
-            paths,
-            elapsed,
-        } => {
-            if report.commits == 0 && paths.is_some() {
-                return None;
-            }
-            if json {
-                json!({"event": "synced", "paths": paths, "added": report.added,
-                    "updated": report.updated, "removed": report.removed,
-                    "renamed": report.renamed, "failed": report.failed.len(),
-                    "commits": report.commits, "state_root": report.root.to_hex(),
-                    "ms": elapsed.as_secs_f64() * 1e3})
-                .to_string()
-            } else {
-                format!(
-                    "{} {} added, {} updated, {} removed, {} renamed{} in {:.1} ms; root {}",
-                    match paths {
-                        Some(n) => format!("{n} paths:"),
-                        None => "whole tree:".into(),
-                    },
-                    report.added,
-                    report.updated,
-                    report.removed,
-                    report.renamed,
-                    if report.failed.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", {} failed", report.failed.len())
-                    },
-                    elapsed.as_secs_f64() * 1e3,
-                    report.root
+            WatchEvent::Embedded { report, elapsed } => Self::Embedded {
+                chunks: report.chunks,
+                texts_embedded: report.texts_embedded,
+                commits: report.commits,
+                pending: report.still_pending,
+                state_root: report.root.to_hex(),
+                ms: elapsed.as_secs_f64() * 1e3,
+            },
+        })
+    }
+}
+
+impl Report for WatchLine {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        match self {
+            Self::Watching { root, .. } => writeln!(out, "watching {root} (Ctrl-C to stop)"),
+            Self::Degraded { asked, .. } => match asked {
+                Some(polling) => writeln!(out, "{polling}"),
+                None => Ok(()),
+            },
+            Self::Synced {
+                paths,
+                added,
+                updated,
+                removed,
+                renamed,
+                failed,
+                ms,
+                state_root,
+                ..
+            } => {
+                let scope = match paths {
+                    Some(n) => format!("{n} paths:"),
+                    None => "whole tree:".into(),
+                };
+                let failed = match failed {
+                    0 => String::new(),
+                    n => format!(", {n} failed"),
+                };
+                writeln!(
+                    out,
+                    "{scope} {added} added, {updated} updated, {removed} removed, {renamed} renamed{failed} in {ms:.1} ms; root {state_root}"
                 )
             }
+            Self::Embedded {
+                chunks,
+                ms,
+                state_root,
+                ..
+            } => writeln!(
+                out,
+                "vectors: {chunks} chunks embedded in {ms:.1} ms; root {state_root}"
+            ),
         }
-        WatchEvent::Embedded { report, elapsed } => {
-            if json {
-                json!({"event": "embedded", "chunks": report.chunks,
-                    "texts_embedded": report.texts_embedded, "commits": report.commits,
-                    "pending": report.still_pending, "state_root": report.root.to_hex(),
-                    "ms": elapsed.as_secs_f64() * 1e3})
-                .to_string()
-            } else {
-                format!(
-                    "vectors: {} chunks embedded in {:.1} ms; root {}",
-                    report.chunks,
-                    elapsed.as_secs_f64() * 1e3,
-                    report.root
-                )
-            }
-        }
-    };
-    Some(line)
+    }
 }

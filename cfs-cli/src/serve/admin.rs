@@ -8,7 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::served::{Served, lock};
-use crate::store_cmds::{Common, Opened, check_named_paths, open_or_create, tree_relative};
+use crate::locate::{check_named_paths, tree_relative};
+use crate::open::{Common, Opened, open_or_create};
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct StatusAnswer {

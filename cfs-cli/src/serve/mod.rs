@@ -22,7 +22,7 @@ use cfs_store::watch::{WatchEvent, WatchSettings, watch};
 use rmcp::ServiceExt;
 
 use crate::locate::{tree_of, tree_store};
-use crate::store_cmds::{Common, Opened, open_or_create, tree_root};
+use crate::open::{Common, Opened, open_or_create, tree_root};
 use served::{Served, lock};
 
 #[derive(Debug, clap::Args)]

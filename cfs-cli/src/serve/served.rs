@@ -9,8 +9,8 @@ use cfs_ingest::Embedder;
 use cfs_store::Store;
 use cfs_store::search::{IndexOptions, SearchIndex, Snapshot};
 
-use crate::search_cmds::open_index;
-use crate::store_cmds::{embedder_for, open_read_file};
+use crate::open::open_index;
+use crate::open::{embedder_for, open_read_file};
 
 /// One opened store file with its index and its embedder.
 pub struct Live {

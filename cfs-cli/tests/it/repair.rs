@@ -80,13 +80,44 @@ fn a_damaged_store_is_rebuilt_and_verifies() {
 fn a_store_of_garbage_is_rebuilt_with_the_embedder_named() {
     let (dir, good) = indexed();
     let root = dir.path();
-    std::fs::write(root.join(".cfs/store.redb"), vec![0x5a; 64 * 1024]).unwrap();
-    let (code, _, err) = cfs_in(root, &["repair"]);
-    assert_eq!(code, 1);
-    assert!(err.contains("--embedder"), "{err}");
-    let (code, _, err) = cfs_in(root, &["repair", "--embedder", "hash"]);
+    let garbage = || std::fs::write(root.join(".cfs/store.redb"), vec![0x5a; 64 * 1024]).unwrap();
+    garbage();
+    let (code, _, err) = cfs_in(root, &["repair", "--embedder", "hash", "--json"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(root_of(root), good);
+    // Nothing names an embedder, nothing was salvaged: the default, said so.
+    garbage();
+    let (code, out, err) = cfs_in(root, &["repair", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (&v["embedder"], &v["embedder_from"], &v["vectors_salvaged"]),
+        (&"minilm-int".into(), &"the default".into(), &0.into()),
+        "{out}"
+    );
+}
+
+#[test]
+fn unreadable_settings_take_the_embedder_of_the_salvaged_vectors() {
+    let (dir, good) = indexed();
+    let root = dir.path();
+    set_meta(root, "settings", b"not settings");
+    let (code, out, err) = cfs_in(root, &["repair", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["embedder"], "hash", "{out}");
+    assert_eq!(v["embedder_from"], "the salvaged vectors", "{out}");
+    assert!(v["vectors_salvaged"].as_u64().unwrap() > 0, "{out}");
+    assert_eq!(v["texts_embedded"], 0, "{out}");
+    assert_eq!(root_of(root), good);
+    // Said on stderr in the text form.
+    set_meta(root, "settings", b"not settings");
+    let (code, _, err) = cfs_in(root, &["repair"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("settings cannot be read") && err.contains("hash (the salvaged vectors)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -1,0 +1,98 @@
+//! What a command answers: one typed report, printed as JSON with `--json` and as text
+//! for people otherwise, both from the same fields. Every `--json` output of `cfs` is a
+//! [`Report`]'s (or a list of them), so the fields docs/cli.md documents are the types'
+//! fields; a test holds the two together.
+
+use std::io::Write;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// A command's answer.
+pub trait Report: Serialize {
+    /// The text form, for people.
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()>;
+}
+
+/// Prints `report` on stdout: JSON with `json`, else its text form.
+pub fn emit(report: &impl Report, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(report);
+    }
+    let mut out = std::io::stdout().lock();
+    report.write_text(&mut out)?;
+    Ok(())
+}
+
+/// Prints `value` on stdout as indented JSON, its keys in alphabetical order at every
+/// level (the order of every JSON document cfs prints, whatever the fields' order in
+/// the type).
+pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &serde_json::to_value(value)?)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// `value` as one line of JSON (keys in alphabetical order, as [`print_json`]), for
+/// outputs of one document per line.
+pub fn json_line(value: &impl Serialize) -> serde_json::Result<String> {
+    Ok(serde_json::to_value(value)?.to_string())
+}
+
+/// How the text reports name the kernels' path: ` (integer kernels: avx2)`, or nothing
+/// where minilm-int did not run.
+pub fn kernels_note(simd: Option<&str>) -> String {
+    simd.map_or(String::new(), |s| format!(" (integer kernels: {s})"))
+}
+
+/// A code chunk's symbol in JSON, one shape for every command (`chunks`, `show`): the
+/// qualified name is beside it as `symbol` (`parent::name`, as search results give it).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SymbolInfo {
+    pub kind: &'static str,
+    pub name: String,
+    pub parent: Option<String>,
+    pub signature: String,
+    pub window: Option<WindowInfo>,
+}
+
+/// Which window of a split symbol a chunk is.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WindowInfo {
+    pub index: u32,
+    pub count: u32,
+}
+
+/// The JSON fields of a code chunk's kind: its language, its symbol's qualified name
+/// and the symbol's details (both null for code outside any symbol).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CodeFields {
+    pub language: String,
+    pub symbol: Option<String>,
+    pub symbol_info: Option<SymbolInfo>,
+}
+
+impl CodeFields {
+    /// The fields of `kind`, when it is code.
+    pub fn of(kind: &cfs_core::ChunkKind) -> Option<Self> {
+        let cfs_core::ChunkKind::Code { language, symbol } = kind else {
+            return None;
+        };
+        let info = symbol.as_ref().map(|s| SymbolInfo {
+            kind: s.kind.name(),
+            name: s.name.clone(),
+            parent: s.parent.clone(),
+            signature: s.signature.clone(),
+            window: s.window.map(|w| WindowInfo {
+                index: w.index,
+                count: w.count,
+            }),
+        });
+        Some(Self {
+            language: language.clone(),
+            symbol: symbol.as_ref().map(|s| s.qualified_name()),
+            symbol_info: info,
+        })
+    }
+}
