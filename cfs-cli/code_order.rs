@@ -4,7 +4,7 @@
 /// Places tree-sitter's functions at the start of the binary's code, hottest first
 /// (`list`, cfs-cli/code-order.txt), and the code on a page boundary: the parser's speed
 /// then no longer depends on how much Rust code comes before it (two builds differing
-/// only in Rust code parsed 3% apart, docs/benchmarks.md). Only where the linker is
+/// only in Rust code parsed 3% apart, docs/bench-log/02-store-cold-index.md). Only where the linker is
 /// rustc's own lld, which reads the list: x86_64 Linux with rustc 1.90 or later and its
 /// `gcc-ld/ld.lld` in the sysroot, no other linker asked for in the flags.
 /// `CFS_NO_CODE_ORDER=1` turns it off.

@@ -5,7 +5,7 @@
 //! (a parse group's files, staged rows, encoded rows) come from the heap arenas of
 //! whichever threads made them and stay there, fragmented, when freed. A fixed threshold
 //! returns them to the system when freed: a cold index of a 104 MB tree peaks at about
-//! 450 MB instead of 570 MB, at the same speed (docs/benchmarks.md, Store).
+//! 450 MB instead of 570 MB, at the same speed (docs/bench-log/02-store-cold-index.md, "Memory of a cold index").
 //!
 //! A fixed threshold also fixes the heap's trim threshold at glibc's 128 KiB, so a
 //! thread's heap shrank and grew again by a few pages at a time (an `mprotect` and fresh
@@ -16,9 +16,18 @@
 //! threads share one, three times slower): a cold text index of the 110 MB registry tree
 //! takes 5.5-5.7 s instead of 6.0-6.4 s and peaks at 410-460 MB instead of 370-380 MB; a
 //! 64 MiB pad was faster still on the Python library (4.5%) but peaked at 500-600 MB
-//! (docs/benchmarks.md, "The cold index as a process").
+//! (docs/bench-log/02-store-cold-index.md, "The cold index as a process").
+//!
+//! `CFS_NO_ALLOC_TUNING=1` leaves glibc's defaults and the heaps' pages as they are
+//! (for measuring what these settings gain, and for bug reports).
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
+
+/// Whether `CFS_NO_ALLOC_TUNING` asks for glibc's defaults.
+#[cfg(target_os = "linux")]
+fn tuning_off() -> bool {
+    std::env::var_os("CFS_NO_ALLOC_TUNING").is_some()
+}
 
 /// Allocations of at least this many bytes are mapped on their own.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -31,23 +40,16 @@ const TOP_PAD: std::ffi::c_int = 16 << 20;
 /// Applies the settings; call once, first thing in `main`.
 pub fn tune() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        /// `M_TOP_PAD`, `M_MMAP_THRESHOLD` and `M_ARENA_MAX` of glibc's `<malloc.h>`.
-        const M_TOP_PAD: std::ffi::c_int = -2;
-        const M_MMAP_THRESHOLD: std::ffi::c_int = -3;
-        const M_ARENA_MAX: std::ffi::c_int = -8;
+    if !tuning_off() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         // One heap for each parse thread and one for the thread writing the store.
         let arenas = std::ffi::c_int::try_from(cores + 1).unwrap_or(std::ffi::c_int::MAX);
-        unsafe extern "C" {
-            fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
-        }
         // SAFETY: mallopt only changes allocator parameters; it is called before any
         // other thread exists. A failure (0) leaves glibc's defaults, which are correct.
         unsafe {
-            mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD);
-            mallopt(M_TOP_PAD, TOP_PAD);
-            mallopt(M_ARENA_MAX, arenas);
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+            libc::mallopt(libc::M_TOP_PAD, TOP_PAD);
+            libc::mallopt(libc::M_ARENA_MAX, arenas);
         }
     }
 }
@@ -62,7 +64,7 @@ pub fn tune() {
 /// takes 5% less time there (1% on the Python library, equal on the Rust tree), at the
 /// same peak memory on the 110 MB tree. A sync into an existing store is not marked: 150
 /// changed files of the Python library took 3.5% longer with it (203 -> 210 ms), each
-/// fault zeroing 2 MiB of which the short sync uses little (docs/benchmarks.md, "Huge
+/// fault zeroing 2 MiB of which the short sync uses little (docs/bench-log/02-store-cold-index.md, "Huge
 /// pages for the heaps").
 ///
 /// glibc reserves each thread's heap (64 MiB of address space) when the thread first
@@ -83,7 +85,7 @@ pub fn huge_page_heaps() {
 
 fn mark_heaps() {
     #[cfg(target_os = "linux")]
-    {
+    if !tuning_off() {
         rayon::broadcast(|_| drop(std::hint::black_box(Box::new(0u64))));
         let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
             return;
@@ -117,18 +119,10 @@ fn anonymous_mappings(maps: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
 
 #[cfg(target_os = "linux")]
 fn advise_huge_pages(start: usize, len: usize) {
-    const MADV_HUGEPAGE: std::ffi::c_int = 14;
-    unsafe extern "C" {
-        fn madvise(
-            addr: *mut std::ffi::c_void,
-            len: usize,
-            advice: std::ffi::c_int,
-        ) -> std::ffi::c_int;
-    }
     // SAFETY: MADV_HUGEPAGE changes how the kernel backs the range, never its contents;
     // the range is a whole mapping of this process. A failure (an old kernel, a mapping
     // gone meanwhile) leaves 4 KiB pages, which are correct.
-    let _ = unsafe { madvise(start as *mut std::ffi::c_void, len, MADV_HUGEPAGE) };
+    let _ = unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE) };
 }
 
 #[cfg(all(test, target_os = "linux"))]

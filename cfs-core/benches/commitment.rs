@@ -103,7 +103,7 @@ fn chunk_leaf_hashing(c: &mut Criterion) {
         })
     });
     // The same leaves as a sync hashes them: a document's chunks (19 on average in the
-    // TypeScript tree of docs/benchmarks.md) side by side, sixteen lanes at a time.
+    // TypeScript tree of docs/bench-log/02-store-cold-index.md) side by side, sixteen lanes at a time.
     let batched: Vec<[u8; 32]> = chunks
         .chunks(19)
         .flat_map(Chunk::leaf_hashes)

@@ -358,7 +358,7 @@ fn compress(state: &mut State, blocks: &[&[u8]; LANES]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
+#[expect(unsafe_code)]
 mod simd {
     use std::arch::x86_64::{
         __m512i, _mm512_add_epi32, _mm512_loadu_si512, _mm512_maskz_loadu_epi8, _mm512_ror_epi32,

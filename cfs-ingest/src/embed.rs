@@ -46,7 +46,7 @@ pub trait Embedder: Send + Sync {
     /// Whether a vector search may scan the 1-bit sign codes of this model's vectors
     /// and re-score the best candidates exactly, instead of scoring every vector: an
     /// approximation that keeps recall@10 at 0.99 and more for dense semantic vectors
-    /// (docs/benchmarks.md), true by default. Exact search stays the reference.
+    /// (docs/bench-log/03-search.md), true by default. Exact search stays the reference.
     fn sign_codes(&self) -> bool {
         true
     }
@@ -116,13 +116,13 @@ impl Embedder for HashEmbedder {
         Ok(texts.iter().map(|t| self.embed(t)).collect())
     }
     /// 0: the hash embedder sees the same words as BM25, less sharply; on the
-    /// retrieval-quality suite every weight above 0 lowered Recall@10 (docs/benchmarks.md),
+    /// retrieval-quality suite every weight above 0 lowered Recall@10 (docs/bench-log/03-search.md),
     /// so its ranks only extend the text results.
     fn fusion_weight(&self) -> u32 {
         0
     }
     /// False: the hash embedder's vectors are sparse, and their sign codes lose the
-    /// neighbours (recall@10 0.78 at 200 candidates; docs/benchmarks.md).
+    /// neighbours (recall@10 0.78 at 200 candidates; docs/bench-log/03-search.md).
     fn sign_codes(&self) -> bool {
         false
     }

@@ -47,7 +47,7 @@ fn newlines(bytes: &[u8]) -> Vec<usize> {
 
 /// Bit `i` set where byte `i` of `block` is an LF.
 #[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
+#[expect(unsafe_code)]
 fn lf_mask(block: &[u8; 64]) -> u64 {
     use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
     let mut mask = 0;

@@ -6,7 +6,7 @@
 //! file system reserves a block for each page as it is written (ext4's delayed
 //! allocation) and allocates them all at the sync. Allocated first, 8 MiB at a time
 //! (`fallocate`), the pages are plain overwrites of allocated blocks: the Python
-//! library's commit took 12 ms less and the Rust tree's 22 ms less (docs/benchmarks.md,
+//! library's commit took 12 ms less and the Rust tree's 22 ms less (docs/bench-log/02-store-cold-index.md,
 //! "The commit tail, 2026-11-26 (later)"). The regions are allocated only where a page
 //! is written, so the file stays about as sparse as before (126 MB on disk for the Rust
 //! tree's 135 MB file against 123 MB).
@@ -89,27 +89,19 @@ impl AllocatingBackend {
 
 /// Allocates the blocks of `offset..offset + len` of `file`, within its length; a
 /// failure only leaves them to be allocated as they are written.
-#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-#[allow(unsafe_code)]
+#[cfg(target_os = "linux")]
+#[expect(unsafe_code)]
 fn allocate_blocks(file: &File, offset: u64, len: u64) {
     use std::os::fd::AsRawFd;
-    unsafe extern "C" {
-        fn fallocate(
-            fd: std::ffi::c_int,
-            mode: std::ffi::c_int,
-            offset: i64,
-            len: i64,
-        ) -> std::ffi::c_int;
-    }
-    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
         return;
     };
     // SAFETY: fallocate reads no memory of ours; mode 0 within the file's length only
     // allocates blocks for holes, which read as zeros before and after.
-    let _ = unsafe { fallocate(file.as_raw_fd(), 0, offset, len) };
+    let _ = unsafe { libc::fallocate(file.as_raw_fd(), 0, offset, len) };
 }
 
-#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+#[cfg(not(target_os = "linux"))]
 fn allocate_blocks(_file: &File, _offset: u64, _len: u64) {}
 
 impl StorageBackend for AllocatingBackend {

@@ -5,7 +5,7 @@
 //! Chunk texts are most of a store's bytes. In the store file they were written at the
 //! commit, one page at a time, after the last file was parsed; in the log they are
 //! appended in large writes while later files parse, and only synced at the commit
-//! (docs/proposals/text-log.md, docs/benchmarks.md).
+//! (docs/proposals/text-log.md, docs/bench-log/02-store-cold-index.md).
 //!
 //! The rules, which keep a crash and other processes safe:
 //! - The log is append-only. A 64-byte header (magic, format, a random id) comes first;
@@ -420,7 +420,7 @@ impl StorageBackend for LogFile {
 
 /// Writes `parts` one after the other at `offset` of `file`, by `pwritev` of up to
 /// 1,024 parts a call, until every byte is written.
-#[allow(unsafe_code)]
+#[expect(unsafe_code)]
 fn write_all_vectored_at(
     file: &std::fs::File,
     offset: u64,
@@ -428,14 +428,6 @@ fn write_all_vectored_at(
 ) -> std::io::Result<()> {
     use std::io::IoSlice;
     use std::os::fd::AsRawFd;
-    unsafe extern "C" {
-        fn pwritev(
-            fd: std::ffi::c_int,
-            iov: *const IoSlice<'_>,
-            iovcnt: std::ffi::c_int,
-            offset: i64,
-        ) -> isize;
-    }
     /// The most parts one call takes (`IOV_MAX` on Linux and the BSDs).
     const MOST: usize = 1024;
     let mut slices: Vec<IoSlice<'_>> = parts
@@ -447,14 +439,16 @@ fn write_all_vectored_at(
     let mut at = offset;
     while !rest.is_empty() {
         let count = rest.len().min(MOST);
-        let position = i64::try_from(at).map_err(std::io::Error::other)?;
+        // `off_t` is 32 bits on some 32-bit systems: a log past it is an error, not a
+        // write at a wrapped offset.
+        let position = libc::off_t::try_from(at).map_err(std::io::Error::other)?;
         // SAFETY: `IoSlice` is ABI-compatible with `struct iovec` on Unix; the first
         // `count` of `rest` are valid slices, which pwritev only reads.
         let written = unsafe {
-            pwritev(
+            libc::pwritev(
                 file.as_raw_fd(),
-                rest.as_ptr(),
-                count as std::ffi::c_int,
+                rest.as_ptr().cast::<libc::iovec>(),
+                count as libc::c_int,
                 position,
             )
         };
@@ -477,24 +471,19 @@ fn write_all_vectored_at(
 /// Starts writing `offset..offset + len` of `file` to its device, without waiting: the
 /// sync at the commit then finds most of the log written already.
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
+#[expect(unsafe_code)]
 fn start_writeback(file: &std::fs::File, offset: u64, len: usize) {
     use std::os::fd::AsRawFd;
-    unsafe extern "C" {
-        fn sync_file_range(
-            fd: std::ffi::c_int,
-            offset: i64,
-            nbytes: i64,
-            flags: std::ffi::c_uint,
-        ) -> std::ffi::c_int;
-    }
-    const SYNC_FILE_RANGE_WRITE: std::ffi::c_uint = 2;
-    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+    let (Ok(offset), Ok(len)) = (
+        libc::off64_t::try_from(offset),
+        libc::off64_t::try_from(len),
+    ) else {
         return;
     };
     // SAFETY: sync_file_range reads no memory of ours; it only starts writeback of
     // pages of the file (a failure leaves them to the sync at the commit).
-    let _ = unsafe { sync_file_range(file.as_raw_fd(), offset, len, SYNC_FILE_RANGE_WRITE) };
+    let flags = libc::SYNC_FILE_RANGE_WRITE;
+    let _ = unsafe { libc::sync_file_range(file.as_raw_fd(), offset, len, flags) };
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -259,7 +259,7 @@ impl Store {
     /// memory_bytes`): redb's page cache is a quarter of it instead of redb's gigabyte.
     /// A sync of a store that has rows reads and rewrites pages all over its tables, and
     /// filled the whole gigabyte: a third of a 640 MB store's files changed peaked at
-    /// 1.66 GB, 385-400 MB with a 64 MiB cache, 2-6% slower (docs/benchmarks.md).
+    /// 1.66 GB, 385-400 MB with a 64 MiB cache, 2-6% slower (docs/bench-log/02-store-cold-index.md).
     /// A new store ([`Store::create`]) keeps redb's cache: its one packed load is 6%
     /// slower through a small one.
     pub fn open_for_sync(path: &Path, memory_bytes: usize) -> Result<Self> {

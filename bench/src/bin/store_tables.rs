@@ -1,5 +1,5 @@
 //! Bytes of each table of a store file, as redb counts them: what the store's size is
-//! made of (docs/benchmarks.md, "Size on disk against LanceDB and Chroma").
+//! made of (docs/bench-log/03-search.md, "Size on disk against LanceDB and Chroma").
 //!
 //! `cargo run --release --bin store_tables -- STORE_FILE`
 //!

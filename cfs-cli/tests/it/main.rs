@@ -7,6 +7,7 @@ use serde_json::Value;
 mod concurrent;
 mod first_hour;
 mod idle;
+mod link;
 mod readonly;
 mod repair;
 

@@ -171,3 +171,192 @@ fn no_cli_file_holds_a_fifth_of_the_crate() {
         "over a fifth of cfs-cli's {total} lines: {big:?}"
     );
 }
+
+/// The files allowed `unsafe`, with how many sites (`unsafe {`, `unsafe fn`, `unsafe impl`,
+/// `unsafe extern`) each holds, and why. Every such file also marks the code with
+/// `#[expect(unsafe_code)]` (the workspace denies `unsafe_code`), so a site whose unsafe
+/// has gone fails to build under `-D warnings`; this list fails on a new file or site.
+const UNSAFE_ALLOWED: [(&str, usize, &str); 10] = [
+    (
+        "cfs-cli/src/alloc.rs",
+        2,
+        "glibc's mallopt and madvise, through libc",
+    ),
+    (
+        "cfs-core/src/hash_many.rs",
+        7,
+        "BLAKE3 lanes in AVX2/AVX-512 intrinsics",
+    ),
+    ("cfs-ingest/src/lines.rs", 1, "SSE2 line-feed scan"),
+    (
+        "cfs-ingest/src/minilm/embedder.rs",
+        1,
+        "the model file mapped read-only",
+    ),
+    (
+        "cfs-ingest/src/minilm/kernel.rs",
+        15,
+        "AVX2, AVX-VNNI and NEON matrix kernels",
+    ),
+    (
+        "cfs-ingest/src/minilm/model.rs",
+        2,
+        "AVX2/AVX-512 layer loops",
+    ),
+    ("cfs-store/src/backend.rs", 1, "fallocate, through libc"),
+    (
+        "cfs-store/src/chunk_log.rs",
+        2,
+        "pwritev and sync_file_range, through libc",
+    ),
+    (
+        "cfs-store/src/search/codes.rs",
+        1,
+        "popcount kernels chosen at run time",
+    ),
+    (
+        "cfs-store/src/search/mapped.rs",
+        7,
+        "the index file mapped and read in place",
+    ),
+];
+
+/// `unsafe` sites per source file of the four crates.
+fn unsafe_sites() -> std::collections::BTreeMap<String, usize> {
+    let mut sites = std::collections::BTreeMap::new();
+    let mut stack: Vec<PathBuf> = LAYERS.iter().map(|c| root().join(c).join("src")).collect();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("source folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("source");
+            let count = text
+                .match_indices("unsafe")
+                .filter(|(at, _)| {
+                    let before = text[..*at].chars().next_back();
+                    let after = text[at + "unsafe".len()..].trim_start();
+                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                        && ["{", "fn ", "impl", "extern"]
+                            .iter()
+                            .any(|w| after.starts_with(w))
+                })
+                .count();
+            if count > 0 {
+                let rel = path.strip_prefix(root()).expect("in the repository");
+                sites.insert(rel.to_string_lossy().replace('\\', "/"), count);
+            }
+        }
+    }
+    sites
+}
+
+#[test]
+fn unsafe_is_only_in_the_allowed_files() {
+    let found = unsafe_sites();
+    let allowed: std::collections::BTreeMap<String, usize> = UNSAFE_ALLOWED
+        .iter()
+        .map(|(file, n, _)| ((*file).to_owned(), *n))
+        .collect();
+    assert_eq!(
+        found, allowed,
+        "unsafe sites differ from UNSAFE_ALLOWED (a new one needs a reason there and a \
+         SAFETY comment; a removed one, its line there updated)"
+    );
+    for (file, _, _) in UNSAFE_ALLOWED {
+        let text = std::fs::read_to_string(root().join(file)).expect("allowed file");
+        assert!(
+            text.contains("expect(unsafe_code)") && !text.contains("allow(unsafe_code)"),
+            "{file}: mark its unsafe code with #[expect(unsafe_code)]"
+        );
+    }
+}
+
+#[test]
+fn system_calls_go_through_libc() {
+    let mut declared = Vec::new();
+    for file in unsafe_sites().keys() {
+        let text = std::fs::read_to_string(root().join(file)).expect("source");
+        if text.contains("extern \"C\" {") {
+            declared.push(file.clone());
+        }
+    }
+    assert!(
+        declared.is_empty(),
+        "C functions declared by hand (use the libc crate, whose types fit each target): \
+         {declared:?}"
+    );
+}
+
+#[test]
+fn every_unsafe_site_says_why_it_is_sound() {
+    let mut unexplained = Vec::new();
+    for (file, _, _) in UNSAFE_ALLOWED {
+        let text = std::fs::read_to_string(root().join(file)).expect("allowed file");
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            let site = ["unsafe {", "unsafe fn ", "unsafe impl", "unsafe extern"]
+                .iter()
+                .any(|w| code.contains(w));
+            let window = &lines[i.saturating_sub(12)..=i];
+            if site
+                && !window
+                    .iter()
+                    .any(|l| l.contains("SAFETY") || l.contains("# Safety"))
+            {
+                unexplained.push(format!("{file}:{}", i + 1));
+            }
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "unsafe without a SAFETY comment (or a # Safety section) just above: {unexplained:?}"
+    );
+}
+
+/// Every source file of the four crates (and cfs-cli's build files), repository-relative.
+fn source_files() -> std::collections::BTreeSet<String> {
+    let mut files = std::collections::BTreeSet::new();
+    let mut stack: Vec<PathBuf> = LAYERS.iter().map(|c| root().join(c).join("src")).collect();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("source folder") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(root()).expect("in the repository");
+                files.insert(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    files.extend([
+        "cfs-cli/build.rs".to_owned(),
+        "cfs-cli/code_order.rs".to_owned(),
+    ]);
+    files
+}
+
+/// ARCHITECTURE.md is the map: it names every source file (as `crate/src/...rs` in
+/// backticks), and every `.rs` path it names exists.
+#[test]
+fn the_map_names_every_source_file_and_no_missing_one() {
+    let map = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let named: std::collections::BTreeSet<String> = map
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| t.ends_with(".rs") && !t.contains(' '))
+        .map(str::to_owned)
+        .collect();
+    let files = source_files();
+    let unnamed: Vec<_> = files.difference(&named).collect();
+    let missing: Vec<_> = named.iter().filter(|n| !root().join(n).is_file()).collect();
+    assert!(
+        unnamed.is_empty() && missing.is_empty(),
+        "ARCHITECTURE.md does not name {unnamed:?}; it names files that do not exist: \
+         {missing:?}"
+    );
+}

@@ -15,7 +15,7 @@ use crate::embed::{EmbedError, Embedder};
 /// The model file mapped read-only: its pages come from the page cache every process
 /// shares, not copied into a buffer of this one (the weights are laid out anew from them
 /// and the map is dropped after the load).
-#[allow(unsafe_code)]
+#[expect(unsafe_code)]
 fn map(path: &Path) -> std::io::Result<memmap2::Mmap> {
     let file = std::fs::File::open(path)?;
     // SAFETY: the map is read while the model loads and dropped after. The file is

@@ -11,7 +11,7 @@
 //! that the model's shapes and value ranges keep them there), and then the order of
 //! additions cannot change the result.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use cfs_core::cpu::{Features, features};
 
@@ -280,8 +280,13 @@ mod x86 {
     }
 
     /// The micro-kernel for `mr` rows and `nr` panels.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 (and AVX-VNNI when `vnni`); `p` and `s` describe `mr` rows of
+    /// activations, `nr` widened panels and `mr` x `8 nr` outputs that are all in bounds.
     #[target_feature(enable = "avx2")]
     unsafe fn dispatch(vnni: bool, mr: usize, nr: usize, p: Pointers, s: Strides) {
+        // SAFETY: the micro-kernels need what this function's contract gives.
         macro_rules! go {
             ($($m:literal),*) => {
                 match (mr, nr) {

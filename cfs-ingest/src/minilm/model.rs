@@ -4,7 +4,7 @@
 //! bounds checked at load are the ones that keep every intermediate inside `i64` (and
 //! every dot product inside `i32`), so no step can overflow.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::cell::RefCell;
 

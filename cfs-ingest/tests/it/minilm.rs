@@ -140,7 +140,7 @@ fn the_lazy_embedder_names_the_model_without_reading_it_and_embeds_the_same_bits
     );
 }
 
-/// The whole-text embedding measured against the default (docs/benchmarks.md, "Every
+/// The whole-text embedding measured against the default (docs/bench-log/04-code-ranking-languages.md, "Every
 /// token of a chunk"): the first sequence is the default's, and more pool the rest.
 #[test]
 fn a_whole_text_embedding_starts_where_the_default_stops() {

@@ -8,7 +8,7 @@
 //! pass, whatever the thread count.
 
 // The population-count kernels are selected at run time (`target_feature`).
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use rayon::prelude::*;
 

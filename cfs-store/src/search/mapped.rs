@@ -9,7 +9,7 @@
 //! hash of each section is recorded when the file is written and checked by
 //! `verify_file`.
 
-#![allow(unsafe_code)]
+#![expect(unsafe_code)]
 
 use std::ops::Range;
 use std::sync::Arc;

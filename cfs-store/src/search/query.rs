@@ -490,7 +490,7 @@ pub(crate) struct Approx {
 }
 
 /// Candidates a sign-code scan keeps from a segment (at least `k`) for exact scoring:
-/// recall@10 0.995 on semantic vectors at this count (docs/benchmarks.md).
+/// recall@10 0.995 on semantic vectors at this count (docs/bench-log/03-search.md).
 pub const CODE_CANDIDATES: usize = 500;
 
 /// Vector search over the snapshot's live chunks: the top `k` passing `filter`, exact,

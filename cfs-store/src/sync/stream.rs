@@ -14,7 +14,7 @@
 //! frees it before its next file. Freed by the writer, the memory of a file parsed on
 //! the other core went back to that core's heap through its lock, while that core was
 //! allocating for its next parse: the TypeScript tree's cold index took 2.6-2.9% longer
-//! (155.7 -> 151.2 ms over 40 alternating rounds; docs/benchmarks.md).
+//! (155.7 -> 151.2 ms over 40 alternating rounds; docs/bench-log/02-store-cold-index.md).
 //!
 //! Files are written in the plan's order (largest first), so the chunk log's layout
 //! depends on the files alone, not on the timing, and they are handed to the cores in
@@ -25,7 +25,7 @@
 //! writing has a fixed cost (tables opened, a parallel row build joined) and takes the
 //! parser's data out of the caches: written a file at a time the TypeScript tree's
 //! cold index took 4 ms longer, a quarter of the part at a time 4 ms less than before
-//! (docs/benchmarks.md, "The parse in the plan's order"). A part's parsed files are
+//! (docs/bench-log/02-store-cold-index.md, "The parse in the plan's order"). A part's parsed files are
 //! still freed soon after they are written, by their parser's next file (the 110 MB
 //! tree with vectors inline peaked at 474 MB instead of 544 when the write came after
 //! the part), and the Python library's cold index is 15-31 ms shorter than with the
