@@ -224,30 +224,21 @@ const UNSAFE_ALLOWED: [(&str, usize, &str); 10] = [
 /// `unsafe` sites per source file of the four crates.
 fn unsafe_sites() -> std::collections::BTreeMap<String, usize> {
     let mut sites = std::collections::BTreeMap::new();
-    let mut stack: Vec<PathBuf> = LAYERS.iter().map(|c| root().join(c).join("src")).collect();
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("source folder") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).expect("source");
-            let count = text
-                .match_indices("unsafe")
-                .filter(|(at, _)| {
-                    let before = text[..*at].chars().next_back();
-                    let after = text[at + "unsafe".len()..].trim_start();
-                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
-                        && ["{", "fn ", "impl", "extern"]
-                            .iter()
-                            .any(|w| after.starts_with(w))
-                })
-                .count();
-            if count > 0 {
-                let rel = path.strip_prefix(root()).expect("in the repository");
-                sites.insert(rel.to_string_lossy().replace('\\', "/"), count);
-            }
+    for file in source_files() {
+        let text = std::fs::read_to_string(root().join(&file)).expect("source");
+        let count = text
+            .match_indices("unsafe")
+            .filter(|(at, _)| {
+                let before = text[..*at].chars().next_back();
+                let after = text[at + "unsafe".len()..].trim_start();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    && ["{", "fn ", "impl", "extern"]
+                        .iter()
+                        .any(|w| after.starts_with(w))
+            })
+            .count();
+        if count > 0 {
+            sites.insert(file, count);
         }
     }
     sites
