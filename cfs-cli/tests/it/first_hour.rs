@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::{cfs_in, sample_tree};
+use crate::support::{cfs_in, sample_tree};
 
 #[test]
 fn a_new_store_keeps_out_of_git_status() {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::{cfs_in, sample_tree};
+use crate::support::{cfs_in, sample_tree};
 
 /// User plus system CPU seconds of process `pid` so far (Linux `/proc`).
 fn cpu_seconds(pid: u32) -> f64 {
@@ -19,6 +19,9 @@ fn cpu_seconds(pid: u32) -> f64 {
 
 #[test]
 fn an_idle_watcher_makes_no_sync_and_spends_no_cpu() {
+    if crate::support::skip_slow("an_idle_watcher_makes_no_sync_and_spends_no_cpu") {
+        return;
+    }
     let dir = sample_tree();
     let root = dir.path();
     assert_eq!(

@@ -10,35 +10,9 @@ mod idle;
 mod link;
 mod readonly;
 mod repair;
+mod support;
 
-fn cfs(args: &[&str]) -> (i32, String, String) {
-    cfs_in(&std::env::current_dir().expect("current dir"), args)
-}
-
-fn sample_tree() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::create_dir_all(root.join("node_modules/x")).unwrap();
-    std::fs::write(
-        root.join("README.md"),
-        "# Sample\n\nA merkle tree proves inclusion.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("src/lib.rs"),
-        "/// Adds.\npub fn add(a: u32, b: u32) -> u32 { a + b }\n",
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("copy.md"),
-        "# Sample\n\nA merkle tree proves inclusion.\n",
-    )
-    .unwrap();
-    std::fs::write(root.join("image.png"), b"\x89PNG\r\n\x1a\n\0\0\0").unwrap();
-    std::fs::write(root.join("node_modules/x/index.js"), "ignored()").unwrap();
-    dir
-}
+use support::{cfs, cfs_env, cfs_in, git, sample_tree};
 
 #[test]
 fn demo_json_reports_a_sound_deterministic_state() {
@@ -117,25 +91,6 @@ fn chunks_json_and_errors() {
     let (code, _, err) = cfs(&["chunks", file.to_str().unwrap(), "--max", "4"]);
     assert_eq!(code, 1);
     assert!(err.contains("max"), "{err}");
-}
-
-fn cfs_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
-    cfs_env(dir, &[], args)
-}
-
-/// `cfs ARGS` in `dir` with the environment variables `env` set.
-fn cfs_env(dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_cfs"))
-        .args(args)
-        .envs(env.iter().copied())
-        .current_dir(dir)
-        .output()
-        .expect("run cfs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]
@@ -315,8 +270,15 @@ fn index_status_verify_log_show_prove() {
 
 /// `cfs index` killed with SIGKILL at seeded random moments: the store always reopens,
 /// verifies, and a new `cfs index` converges to the root of a clean in-memory index.
+/// With CFS_SLOW_TESTS, six moments of a minilm-int index (text first, then the vectors'
+/// commits); otherwise two of a hash-embedder index.
 #[test]
 fn sigkill_during_index_leaves_a_sound_store() {
+    let (rounds, embedder) = if support::slow() {
+        (6, "minilm-int")
+    } else {
+        (2, "hash")
+    };
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     for i in 0..300 {
@@ -327,15 +289,27 @@ fn sigkill_during_index_leaves_a_sound_store() {
         std::fs::create_dir_all(root.join(format!("d{}", i % 10))).unwrap();
         std::fs::write(root.join(format!("d{}/n{i}.md", i % 10)), text).unwrap();
     }
-    let (_, demo, _) = cfs(&["demo", root.to_str().unwrap(), "--json"]);
+    let demo_args = [
+        "demo",
+        root.to_str().unwrap(),
+        "--embedder",
+        embedder,
+        "--json",
+    ];
+    let (_, demo, _) = cfs(&demo_args);
     let clean = serde_json::from_str::<Value>(&demo).unwrap()["state_root"].clone();
     let mut seed: u64 = 0x5eed;
     let mut killed = 0;
-    for round in 0..6 {
+    for round in 0..rounds {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        let delay_ms = 20 + (seed >> 33) % 400;
+        // Within the run: a hash index of this tree takes about 300 ms in a debug build.
+        let delay_ms = if support::slow() {
+            20 + (seed >> 33) % 400
+        } else {
+            5 + (seed >> 33) % 100
+        };
         // Each round changes some files, so there is work to interrupt.
         for i in (round..300).step_by(7) {
             std::fs::write(
@@ -345,7 +319,7 @@ fn sigkill_during_index_leaves_a_sound_store() {
             .unwrap();
         }
         let mut child = Command::new(env!("CARGO_BIN_EXE_cfs"))
-            .args(["index", "--json"])
+            .args(["index", "--embedder", embedder, "--json"])
             .current_dir(root)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -365,7 +339,7 @@ fn sigkill_during_index_leaves_a_sound_store() {
     }
     let (code, _, err) = cfs_in(root, &["index"]);
     assert_eq!(code, 0, "{err}");
-    let (_, demo, _) = cfs(&["demo", root.to_str().unwrap(), "--json"]);
+    let (_, demo, _) = cfs(&demo_args);
     let clean_now = serde_json::from_str::<Value>(&demo).unwrap()["state_root"].clone();
     let (_, status, _) = cfs_in(root, &["status", "--json"]);
     assert_eq!(
@@ -579,28 +553,6 @@ fn search_and_rebuild_index() {
     assert!(!delta.exists());
 }
 
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@e",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
-}
-
 #[test]
 fn refresh_and_changed_since() {
     let dir = sample_tree();
@@ -663,6 +615,9 @@ fn refresh_and_changed_since() {
 
 #[test]
 fn watch_syncs_edits_and_stops_cleanly_on_interrupt() {
+    if support::skip_slow("watch_syncs_edits_and_stops_cleanly_on_interrupt") {
+        return;
+    }
     use std::io::BufRead;
     let dir = sample_tree();
     let root = dir.path();

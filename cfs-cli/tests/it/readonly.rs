@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::{cfs_in, sample_tree};
+use crate::support::{cfs_in, sample_tree};
 
 /// Every read command, with `--json`, against the store file `store`.
 fn read_commands(store: &Path) -> Vec<Vec<String>> {

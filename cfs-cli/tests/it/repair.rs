@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::{cfs_in, sample_tree};
+use crate::support::{cfs_in, sample_tree};
 
 fn flip(path: &std::path::Path, seed: u64) {
     let mut bytes = std::fs::read(path).unwrap();

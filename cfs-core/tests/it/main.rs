@@ -1,5 +1,6 @@
 //! Integration tests of cfs-core: test vectors and properties.
 
 mod properties;
+mod support;
 mod tidy;
 mod vectors;

@@ -103,7 +103,11 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    // 16 cases by default; CFS_SLOW_TESTS=1 runs 64.
+    #![proptest_config(ProptestConfig {
+        cases: crate::support::scaled(16, 64),
+        ..ProptestConfig::default()
+    })]
 
     /// After any sequence of writes, removals and renames the root equals the root of a
     /// clean build of the final files, and the state is sound.

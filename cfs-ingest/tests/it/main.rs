@@ -3,6 +3,7 @@ mod golden;
 mod minilm;
 mod pdf;
 mod properties;
+mod support;
 mod tree;
 mod vectors;
 mod walk;

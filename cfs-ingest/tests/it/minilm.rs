@@ -7,7 +7,7 @@ use std::path::Path;
 use cfs_ingest::minilm::{MINILM_FILE_NAME, Simd, default_model_dirs};
 use cfs_ingest::{Embedder, MiniLmInt};
 
-use crate::vectors::minilm;
+use crate::support::minilm;
 
 /// Texts of every length from this repository's sources: pieces of 50 to 3,000 bytes.
 fn sample_texts() -> Vec<String> {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use cfs_ingest::HashEmbedder;
 use cfs_store::{ShrinkPolicy, Store, StoreError, SyncOptions};
 
-use crate::store::{settings, write};
+use crate::support::{settings, write};
 
 /// A store of a tree of 30 files, synced; then a third of the files rewritten and
 /// synced again, which leaves their old chunks in the log.

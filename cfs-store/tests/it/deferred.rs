@@ -8,7 +8,7 @@ use cfs_ingest::{Embedder, HashEmbedder};
 use cfs_store::search::{IndexOptions, Mode, Query, Ranking, SearchIndex};
 use cfs_store::{EmbedOptions, EmbedProgress, Store, SyncOptions};
 
-use crate::store::{clean_root, settings, write};
+use crate::support::{clean_root, settings, write};
 
 fn tree(root: &std::path::Path) {
     write(

@@ -9,8 +9,8 @@ use cfs_store::search::{
 };
 use cfs_store::{Store, SyncOptions};
 
-use crate::search::{corpus, setup};
-use crate::store::write;
+use crate::support::write;
+use crate::support::{corpus, setup};
 
 const QUERIES: [&str; 5] = [
     "parse config",
@@ -253,7 +253,7 @@ fn a_damaged_or_foreign_delta_file_is_ignored_never_trusted() {
 fn a_flipped_byte_in_a_delta_file_is_ignored_or_found_by_verify() {
     let f = with_delta();
     let (ignored, found_by_verify) =
-        crate::search::flip_each_byte(&f.store, &f.embedder, &f.cache, &f.delta, |s| {
+        crate::support::flip_each_byte(&f.store, &f.embedder, &f.cache, &f.delta, |s| {
             *s != CacheStatus::Current
         });
     assert!(
@@ -276,7 +276,7 @@ fn a_delta_carries_embeddings_that_arrived_after_the_text() {
     };
     let store = Store::create(
         &db.path().join("store.redb"),
-        crate::store::settings(&options, &embedder),
+        crate::support::settings(&options, &embedder),
     )
     .unwrap();
     store

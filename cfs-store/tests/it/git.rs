@@ -1,7 +1,8 @@
 //! This repository's own history, replayed commit by commit through
 //! `git::changed_since`: after each commit the store's root equals a clean index of
 //! that commit's tree. The last `RECENT_COMMITS` commits by default, so that the suite
-//! does not grow with every commit; `CFS_SLOW_TESTS=1` replays them all.
+//! does not grow with every commit (each costs a clean index of the tree: about 4 s in a
+//! debug build); `CFS_SLOW_TESTS=1` replays them all.
 
 use std::path::Path;
 use std::process::Command;
@@ -9,10 +10,10 @@ use std::process::Command;
 use cfs_ingest::{HashEmbedder, Scope};
 use cfs_store::{Store, StoreError, SyncOptions, git};
 
-use crate::store::{clean_root, settings};
+use crate::support::{clean_root, settings, slow};
 
 /// Commits replayed by default (each costs a clean index of its tree).
-const RECENT_COMMITS: usize = 40;
+const RECENT_COMMITS: usize = 2;
 
 fn run_git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -103,7 +104,7 @@ fn replaying_this_repository_history_matches_a_clean_index_at_every_commit() {
             .lines()
             .map(str::to_owned)
             .collect();
-    if std::env::var_os("CFS_SLOW_TESTS").is_none() {
+    if !slow() {
         commits.drain(..commits.len().saturating_sub(RECENT_COMMITS));
     }
     // Two more commits on top, with a rename, a deletion, an edit and a new folder, so

@@ -13,5 +13,6 @@ mod readonly;
 mod repair;
 mod search;
 mod store;
+mod support;
 mod vectors;
 mod watch;

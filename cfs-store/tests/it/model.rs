@@ -9,7 +9,7 @@ use cfs_store::search::{CacheStatus, Filter, IndexOptions, Mode, Query, SavedAs,
 use cfs_store::{Store, SyncOptions};
 use proptest::prelude::*;
 
-use crate::store::{clean_root, settings, write};
+use crate::support::{clean_root, settings, write};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -176,9 +176,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    // 24 cases by default; CFS_SLOW_TESTS=1 runs 300.
+    // 4 cases by default; CFS_SLOW_TESTS=1 runs 300.
     #![proptest_config(ProptestConfig {
-        cases: if std::env::var_os("CFS_SLOW_TESTS").is_some() { 300 } else { 24 },
+        cases: crate::support::scaled(4, 300) as u32,
         ..ProptestConfig::default()
     })]
 

@@ -10,7 +10,7 @@ use cfs_ingest::{HashEmbedder, Role};
 use cfs_store::search::{FileHit, Filter, Hit, IndexOptions, Mode, Query, Ranking, SearchIndex};
 use cfs_store::{Store, SyncOptions};
 
-use crate::store::{settings, write};
+use crate::support::{settings, write};
 
 /// A small repository: a Rust trait defined once and used in many places, a Java
 /// class chunked as text, its test, docs and an example about the same things.

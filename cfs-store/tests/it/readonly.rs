@@ -14,7 +14,7 @@ use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::{Store, StoreError, SyncOptions};
 use redb::StorageBackend;
 
-use crate::store::{settings, write};
+use crate::support::{settings, write};
 
 /// Storage holding a store file's bytes that serves reads and refuses (and counts)
 /// every write, resize and sync: the stand-in for a read-only mount, which a test

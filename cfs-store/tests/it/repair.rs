@@ -3,7 +3,7 @@
 use cfs_ingest::{Embedder, HashEmbedder};
 use cfs_store::{Store, SyncOptions, salvage_vectors};
 
-use crate::store::{settings, write};
+use crate::support::{settings, write};
 
 #[test]
 fn salvaged_vectors_make_a_rebuild_embed_nothing() {

@@ -3,34 +3,11 @@
 use std::path::Path;
 
 use cfs_core::{Edge, EdgeKind};
-use cfs_ingest::{Embedder, HashEmbedder, Registry, index_tree};
-use cfs_store::{Settings, Store, StoreError, SyncOptions};
+use cfs_ingest::{Embedder, HashEmbedder, Registry};
+
+use crate::support::{clean_root, settings, write};
+use cfs_store::{Store, StoreError, SyncOptions};
 use redb::{ReadableDatabase, ReadableTable};
-
-pub fn settings(options: &SyncOptions, embedder: &HashEmbedder) -> Settings {
-    Settings {
-        chunk: options.config.chunk,
-        model_id: embedder.model_id().into(),
-    }
-}
-
-pub fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-/// The state root of a clean in-memory index of `root`.
-pub fn clean_root(
-    root: &Path,
-    options: &SyncOptions,
-    embedder: &HashEmbedder,
-) -> cfs_core::StateRoot {
-    index_tree(root, &options.config, &options.registry, embedder, &|_| {})
-        .unwrap()
-        .state
-        .state_root()
-}
 
 fn setup() -> (
     tempfile::TempDir,

@@ -12,7 +12,7 @@ use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::watch::{WatchEvent, WatchSettings, watch};
 use cfs_store::{Store, SyncOptions};
 
-use crate::store::{clean_root, settings, write};
+use crate::support::{clean_root, settings, write};
 
 /// Waits until the store's root is the clean-index root of the tree.
 fn settle(store: &Store, root: &Path, options: &SyncOptions, embedder: &HashEmbedder, what: &str) {
@@ -124,6 +124,9 @@ impl Watcher {
 
 #[test]
 fn a_real_watcher_converges_after_every_kind_of_edit() {
+    if crate::support::skip_slow("a_real_watcher_converges_after_every_kind_of_edit") {
+        return;
+    }
     let tree = tempfile::tempdir().unwrap();
     let root = tree.path().canonicalize().unwrap();
     let root = root.as_path();
@@ -271,6 +274,9 @@ fn text_first_watching_commits_the_text_then_the_vectors() {
 
 #[test]
 fn an_idle_tree_makes_no_sync_after_the_first() {
+    if crate::support::skip_slow("an_idle_tree_makes_no_sync_after_the_first") {
+        return;
+    }
     let tree = tempfile::tempdir().unwrap();
     write(tree.path(), "a.md", "# A\n\nalpha\n");
     write(tree.path(), "src/b.rs", "fn b() {}\n");
