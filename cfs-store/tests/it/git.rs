@@ -1,8 +1,8 @@
 //! This repository's own history, replayed commit by commit through
 //! `git::changed_since`: after each commit the store's root equals a clean index of
-//! that commit's tree. The last `RECENT_COMMITS` commits by default, so that the suite
-//! does not grow with every commit (each costs a clean index of the tree: about 4 s in a
-//! debug build); `CFS_SLOW_TESTS=1` replays them all.
+//! that commit's tree. The last `RECENT_COMMITS` commits by default (each costs a clean
+//! index of the tree: about 4 s in a debug build), `SLOW_COMMITS` with
+//! `CFS_SLOW_TESTS=1` (CI), every commit with `CFS_SLOW_TESTS=full`.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,10 +10,13 @@ use std::process::Command;
 use cfs_ingest::{HashEmbedder, Scope};
 use cfs_store::{Store, StoreError, SyncOptions, git};
 
-use crate::support::{clean_root, settings, slow};
+use crate::support::{clean_root, exhaustive, settings, slow};
 
 /// Commits replayed by default (each costs a clean index of its tree).
 const RECENT_COMMITS: usize = 2;
+
+/// Commits replayed with `CFS_SLOW_TESTS=1`.
+const SLOW_COMMITS: usize = 40;
 
 fn run_git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -104,8 +107,9 @@ fn replaying_this_repository_history_matches_a_clean_index_at_every_commit() {
             .lines()
             .map(str::to_owned)
             .collect();
-    if !slow() {
-        commits.drain(..commits.len().saturating_sub(RECENT_COMMITS));
+    if !exhaustive() {
+        let keep = if slow() { SLOW_COMMITS } else { RECENT_COMMITS };
+        commits.drain(..commits.len().saturating_sub(keep));
     }
     // Two more commits on top, with a rename, a deletion, an edit and a new folder, so
     // that every kind of change is replayed even from a shallow clone.

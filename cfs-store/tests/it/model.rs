@@ -176,9 +176,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    // 4 cases by default; CFS_SLOW_TESTS=1 runs 300.
+    // 4 cases by default, 24 with CFS_SLOW_TESTS=1 (CI), 300 with CFS_SLOW_TESTS=full.
     #![proptest_config(ProptestConfig {
-        cases: crate::support::scaled(4, 300) as u32,
+        cases: if crate::support::exhaustive() { 300 } else { crate::support::scaled(4, 24) as u32 },
         ..ProptestConfig::default()
     })]
 

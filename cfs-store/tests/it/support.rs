@@ -18,6 +18,12 @@ pub fn scaled(quick: usize, full: usize) -> usize {
     if slow() { full } else { quick }
 }
 
+/// Whether the longest forms run too (`CFS_SLOW_TESTS=full`: the whole history
+/// replayed, 300 model cases; longer than CI's budget, for a machine left to it).
+pub fn exhaustive() -> bool {
+    std::env::var_os("CFS_SLOW_TESTS").is_some_and(|v| v == "full")
+}
+
 /// True (and says so on stderr) when a test that only sleeps or waits should not run:
 /// `if skip_slow("name") { return; }`.
 pub fn skip_slow(test: &str) -> bool {
