@@ -266,3 +266,49 @@ impl Report for WatchLine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON lines docs/cli.md shows: the event's name as `event`, the text form's
+    /// fields left out.
+    #[test]
+    fn watch_lines_are_the_documented_json() {
+        let degraded = WatchLine::Degraded {
+            reason: "inotify limit".into(),
+            asked: Some("polling /t every 10 s (Ctrl-C to stop)".into()),
+        };
+        assert_eq!(
+            json_line(&degraded).unwrap(),
+            r#"{"event":"degraded","reason":"inotify limit"}"#
+        );
+        let synced = WatchLine::Synced {
+            paths: None,
+            added: 1,
+            updated: 0,
+            removed: 0,
+            renamed: 0,
+            failed: 0,
+            commits: 1,
+            state_root: "ab".into(),
+            ms: 1.5,
+        };
+        assert_eq!(
+            json_line(&synced).unwrap(),
+            r#"{"added":1,"commits":1,"event":"synced","failed":0,"ms":1.5,"paths":null,"removed":0,"renamed":0,"state_root":"ab","updated":0}"#
+        );
+        let mut text = Vec::new();
+        synced.write_text(&mut text).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "whole tree: 1 added, 0 updated, 0 removed, 0 renamed in 1.5 ms; root ab\n"
+        );
+        let mut text = Vec::new();
+        degraded.write_text(&mut text).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "polling /t every 10 s (Ctrl-C to stop)\n"
+        );
+    }
+}
