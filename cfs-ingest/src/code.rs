@@ -1,5 +1,8 @@
-//! Symbol-aware code chunking with tree-sitter (Rust, Go, Python, TypeScript, TSX,
-//! JavaScript, JSX, Java, C#, Kotlin, C, C++, Ruby, PHP).
+//! Symbol-aware code chunking with tree-sitter: Rust, Go, Python, TypeScript/TSX and
+//! JavaScript/JSX always; with their `lang-*` features Java, C#, Kotlin, C, C++, Ruby,
+//! PHP, Swift, Scala, Haskell, Elixir, Lua, Zig, Dart, OCaml (and its interfaces),
+//! Erlang, R, shell, Objective-C (`code/objc.rs`) and Julia (`code/julia.rs`); and the
+//! keys, tables, blocks and rules of YAML, TOML, HCL and CSS (`code/config.rs`).
 //!
 //! One chunk per symbol (function, method, class, interface, type, const, var, impl,
 //! trait, module, struct, enum, macro), its doc comments and attributes attached, its

@@ -1,7 +1,8 @@
 //! Embedders: text to integer vectors.
 //!
-//! [`Embedder`] is the seam for any model. [`HashEmbedder`], the default, needs no
-//! download and is bit-exact everywhere: integer arithmetic only, signed feature hashing
+//! [`Embedder`] is the seam for any model. [`HashEmbedder`] (lexical; the semantic
+//! embedder new stores get by default, minilm-int, is [`crate::minilm`]) needs no model
+//! file and is bit-exact everywhere: integer arithmetic only, signed feature hashing
 //! of words, identifier parts and character trigrams, L2-normalised in fixed point and
 //! quantised to `i16`. `docs/spec.md` ("The hash embedder") is its normative
 //! description, and `test-vectors/embedder.json` pins its output.
