@@ -51,8 +51,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         chunks: parsed.chunks.iter().map(FileChunk::of).collect(),
         size_bytes: parsed.document.size_bytes,
     };
-    emit(&report, args.json)?;
-    Ok(ExitCode::SUCCESS)
+    emit(&report, args.json)
 }
 
 /// What `cfs chunks` answers: the file's type, encoding and document id, and its chunks.

@@ -92,11 +92,8 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
             vectors: no_op.vectors.as_ref(),
             simd: None,
         };
-        emit(
-            &IndexReport::new(&no_op.report, &root, &no_op.file, &done),
-            args.common.json,
-        )?;
-        return Ok(ExitCode::SUCCESS);
+        let report = IndexReport::new(&no_op.report, &root, &no_op.file, &done);
+        return emit(&report, args.common.json);
     }
     let ahead = walk_ahead(&root, args, whole);
     let opened = open_or_create(&root, &args.common, args.embedder, args.memory_bytes())?;
@@ -134,8 +131,7 @@ pub fn index(args: &IndexArgs) -> anyhow::Result<ExitCode> {
     emit(
         &IndexReport::new(&report, &root, &file, &done),
         args.common.json,
-    )?;
-    Ok(ExitCode::SUCCESS)
+    )
 }
 
 /// The tree to index for `folder` and the part of it asked for: `folder` itself, or,
@@ -409,8 +405,7 @@ pub fn refresh(args: &RefreshArgs) -> anyhow::Result<ExitCode> {
     emit(
         &IndexReport::new(&report, &root, &file, &done),
         args.common.json,
-    )?;
-    Ok(ExitCode::SUCCESS)
+    )
 }
 
 /// What `cfs index` and `cfs refresh` answer: the sync's counts, the files that could not

@@ -71,12 +71,7 @@ pub struct ProveArgs {
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let store = open_read(&args.common)?;
     let report = StatusReport::of(&store, args.tables)?;
-    emit(&report, args.common.json)?;
-    Ok(if report.consistent {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    emit(&report, args.common.json)
 }
 
 /// What `cfs status` answers.
@@ -252,6 +247,10 @@ impl TableUse {
 }
 
 impl Report for StatusReport {
+    fn ok(&self) -> bool {
+        self.consistent
+    }
+
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(
             out,
@@ -317,12 +316,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let report = VerifyReport::new(&report, vectors, &store, started);
-    emit(&report, args.common.json)?;
-    Ok(if report.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    emit(&report, args.common.json)
 }
 
 /// What `cfs verify` answers: the store's rows and roots, its vectors (or why they were
@@ -337,9 +331,11 @@ pub struct VerifyReport {
     /// Null without an index file.
     index_file: Option<IndexFileChecked>,
     seconds: f64,
-    /// The rows recomputed, for the text form.
+    /// The rows recomputed, and whether they and the roots are sound, for the text form.
     #[serde(skip)]
     rows: u64,
+    #[serde(skip)]
+    rows_sound: bool,
     /// The index file the text form's advice names.
     #[serde(skip)]
     index_path: String,
@@ -418,6 +414,7 @@ impl VerifyReport {
             index_file: index,
             seconds: started.elapsed().as_secs_f64(),
             rows: c.paths + c.documents + c.chunks + c.embeddings + c.edges,
+            rows_sound: report.is_ok(),
             index_path: path.display().to_string(),
         }
     }
@@ -451,8 +448,12 @@ impl VerifyReport {
 }
 
 impl Report for VerifyReport {
+    fn ok(&self) -> bool {
+        self.ok
+    }
+
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        if self.problems.is_empty() && self.stored_root == self.computed_root {
+        if self.rows_sound {
             writeln!(
                 out,
                 "ok: {} rows recomputed to state root {} ({:.2} s)",
@@ -602,8 +603,7 @@ pub fn show(args: &ShowArgs) -> anyhow::Result<ExitCode> {
     let doc = document.context("the store names a document it does not hold: run cfs verify")?;
     let paths = read.paths_of(&doc.id)?;
     let chunks = read.chunks_of(&doc.id)?;
-    emit(&ShowReport::of(&doc, &paths, &chunks), args.common.json)?;
-    Ok(ExitCode::SUCCESS)
+    emit(&ShowReport::of(&doc, &paths, &chunks), args.common.json)
 }
 
 /// What `cfs show` answers: a document, its paths and its chunks.
@@ -775,8 +775,7 @@ pub fn prove(args: &ProveArgs) -> anyhow::Result<ExitCode> {
         state_root: root.to_hex(),
         proof: hex_encode(&proof.encode()),
     };
-    emit(&answer, args.common.json)?;
-    Ok(ExitCode::SUCCESS)
+    emit(&answer, args.common.json)
 }
 
 /// `cfs prove --check PROOF`: the proof checked against `--root` or the store's root.
@@ -797,12 +796,7 @@ fn check_proof(args: &ProveArgs, proof_text: &str) -> anyhow::Result<ExitCode> {
         error: result.err().map(|e| e.to_string()),
         source,
     };
-    emit(&answer, args.common.json)?;
-    Ok(if answer.valid {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    emit(&answer, args.common.json)
 }
 
 /// What `cfs prove CHUNK_ID` answers: the proof, as hex (the text form is the hex alone).
@@ -832,6 +826,10 @@ pub struct ProofChecked {
 }
 
 impl Report for ProofChecked {
+    fn ok(&self) -> bool {
+        self.valid
+    }
+
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         match &self.error {
             None => writeln!(

@@ -62,8 +62,7 @@ pub fn reembed(args: &ReembedArgs) -> anyhow::Result<ExitCode> {
         state_root: report.root.to_hex(),
         seconds: started.elapsed().as_secs_f64(),
     };
-    emit(&answer, args.common.json)?;
-    Ok(ExitCode::SUCCESS)
+    emit(&answer, args.common.json)
 }
 
 /// What `cfs reembed` answers.
@@ -121,8 +120,7 @@ pub fn gc(args: &GcArgs) -> anyhow::Result<ExitCode> {
         compacted: report.compacted,
         state_root: root.to_hex(),
     };
-    emit(&answer, args.common.json)?;
-    Ok(ExitCode::SUCCESS)
+    emit(&answer, args.common.json)
 }
 
 /// What `cfs gc` answers (the state root does not move).
@@ -184,17 +182,13 @@ fn recorded_embedder(file: &Path) -> Option<EmbedderChoice> {
     EmbedderChoice::of_model_id(&settings.model_id)
 }
 
-/// The embedder to rebuild with, and where the choice came from: the damaged store's
-/// settings; else `--embedder`; else the model most of the salvaged vectors come from
+/// The embedder to rebuild a store whose settings cannot be read with, and where the
+/// choice came from: `--embedder`; else the model most of the salvaged vectors come from
 /// (they name it by hash); else the default, minilm-int.
-fn repair_embedder(
-    file: &Path,
+fn unrecorded_embedder(
     asked: Option<EmbedderChoice>,
     salvage: &cfs_store::Salvage,
 ) -> (EmbedderChoice, &'static str) {
-    if let Some(recorded) = recorded_embedder(file) {
-        return (recorded, "the store's settings");
-    }
     if let Some(asked) = asked {
         return (asked, "--embedder");
     }
@@ -202,9 +196,9 @@ fn repair_embedder(
         let model = choice.load_lazily().model_hash();
         salvage.vectors.iter().filter(|v| v.model == model).count()
     };
-    let salvaged = [EmbedderChoice::MinilmInt, EmbedderChoice::Hash]
-        .into_iter()
-        .map(|c| (count(c), c))
+    let salvaged = <EmbedderChoice as clap::ValueEnum>::value_variants()
+        .iter()
+        .map(|&c| (count(c), c))
         .filter(|&(n, _)| n > 0)
         .max_by_key(|&(n, c)| (n, c == EmbedderChoice::MinilmInt));
     match salvaged {
@@ -223,14 +217,21 @@ pub fn repair(args: &RepairArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let salvage = salvage_vectors(&file);
-    let (choice, chosen_by) = repair_embedder(&file, args.embedder, &salvage);
-    if chosen_by != "the store's settings" && !args.common.json {
-        eprintln!(
-            "cfs: {}: its settings cannot be read; rebuilding with embedder {} ({chosen_by})",
-            file.display(),
-            choice.name()
-        );
-    }
+    let (choice, chosen_by) = match recorded_embedder(&file) {
+        Some(recorded) => (recorded, "the store's settings"),
+        None => {
+            let (choice, chosen_by) = unrecorded_embedder(args.embedder, &salvage);
+            if !args.common.json {
+                eprintln!(
+                    "cfs: {}: its settings cannot be read; rebuilding with embedder {} \
+                     ({chosen_by})",
+                    file.display(),
+                    choice.name()
+                );
+            }
+            (choice, chosen_by)
+        }
+    };
     let embedder = choice.load()?;
     let model = embedder.model_hash();
     let vectors: Vec<_> = salvage
@@ -286,8 +287,7 @@ pub fn repair(args: &RepairArgs) -> anyhow::Result<ExitCode> {
         texts_embedded: report.embedded,
         verified: true,
     };
-    emit(&answer, args.common.json)?;
-    Ok(ExitCode::SUCCESS)
+    emit(&answer, args.common.json)
 }
 
 /// What `cfs repair` answers.

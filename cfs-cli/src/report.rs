@@ -4,6 +4,7 @@
 //! fields; a test holds the two together.
 
 use std::io::Write;
+use std::process::ExitCode;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -12,16 +13,27 @@ use serde::Serialize;
 pub trait Report: Serialize {
     /// The text form, for people.
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()>;
+
+    /// Whether the answer is a success (exit 0); a report that finds a problem (damage,
+    /// an invalid proof, an index that disagrees) says no, and the command exits 1.
+    fn ok(&self) -> bool {
+        true
+    }
 }
 
-/// Prints `report` on stdout: JSON with `json`, else its text form.
-pub fn emit(report: &impl Report, json: bool) -> anyhow::Result<()> {
+/// Prints `report` on stdout (JSON with `json`, else its text form) and gives the exit
+/// code it calls for.
+pub fn emit(report: &impl Report, json: bool) -> anyhow::Result<ExitCode> {
     if json {
-        return print_json(report);
+        print_json(report)?;
+    } else {
+        report.write_text(&mut std::io::stdout().lock())?;
     }
-    let mut out = std::io::stdout().lock();
-    report.write_text(&mut out)?;
-    Ok(())
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Prints `value` on stdout as indented JSON, its keys in alphabetical order at every

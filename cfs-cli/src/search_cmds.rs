@@ -595,12 +595,7 @@ pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
         agrees_with_state: agrees,
         cache: cache.display().to_string(),
     };
-    emit(&report, common.json)?;
-    Ok(if agrees {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    emit(&report, common.json)
 }
 
 /// What `cfs rebuild-index` answers.
@@ -617,6 +612,10 @@ pub struct RebuildReport {
 }
 
 impl Report for RebuildReport {
+    fn ok(&self) -> bool {
+        self.agrees_with_state
+    }
+
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(
             out,

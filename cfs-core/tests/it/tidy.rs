@@ -74,9 +74,11 @@ fn core_does_no_io() {
 /// each, the modules it names through `crate::`; the crate root (`main.rs`) declares the
 /// modules and is left out.
 fn cli_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
-    let src = root().join("cfs-cli/src");
+    let sources = cli_sources();
+    let modules: std::collections::BTreeSet<&str> =
+        sources.iter().map(|(m, _)| m.as_str()).collect();
     let mut graph = std::collections::BTreeMap::new();
-    for (module, text) in cli_sources(&src) {
+    for (module, text) in sources.iter().filter(|(m, _)| m != "main") {
         let mut named = std::collections::BTreeSet::new();
         for (at, _) in text.match_indices("crate::") {
             let rest = &text[at + "crate::".len()..];
@@ -84,40 +86,30 @@ fn cli_imports() -> std::collections::BTreeMap<String, std::collections::BTreeSe
                 .chars()
                 .take_while(|c| c.is_ascii_lowercase() || *c == '_')
                 .collect();
-            let known = src.join(format!("{name}.rs")).is_file() || src.join(&name).is_dir();
-            if !name.is_empty() && name != module && known {
+            if name != *module && modules.contains(name.as_str()) {
                 named.insert(name);
             }
         }
-        graph.insert(module, named);
+        graph
+            .entry(module.clone())
+            .or_insert_with(std::collections::BTreeSet::new)
+            .extend(named);
     }
     graph
 }
 
-/// `(module, text)` of every source file of cfs-cli but its root, a folder's files under
-/// the folder's name; with their sizes in lines.
-fn cli_sources(src: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(src).expect("cfs-cli/src") {
-        let path = entry.expect("entry").path();
-        let name = path
-            .file_stem()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        if path.is_dir() {
-            for file in std::fs::read_dir(&path).expect("folder") {
-                let file = file.expect("entry").path();
-                out.push((
-                    name.clone(),
-                    std::fs::read_to_string(&file).expect("source"),
-                ));
-            }
-        } else if name != "main" {
-            out.push((name, std::fs::read_to_string(&path).expect("source")));
-        }
-    }
-    out
+/// `(module, text)` of every source file of cfs-cli (of [`source_files`]), a folder's
+/// files under the folder's name, the root as `main`.
+fn cli_sources() -> Vec<(String, String)> {
+    source_files()
+        .iter()
+        .filter_map(|file| {
+            let rel = file.strip_prefix("cfs-cli/src/")?;
+            let module = rel.split('/').next()?.trim_end_matches(".rs").to_owned();
+            let text = std::fs::read_to_string(root().join(file)).expect("source");
+            Some((module, text))
+        })
+        .collect()
 }
 
 #[test]
@@ -153,17 +145,10 @@ fn cli_modules_import_without_circles() {
 
 #[test]
 fn no_cli_file_holds_a_fifth_of_the_crate() {
-    let src = root().join("cfs-cli/src");
-    let mut sizes = vec![(
-        "main".to_owned(),
-        std::fs::read_to_string(src.join("main.rs"))
-            .expect("main.rs")
-            .lines()
-            .count(),
-    )];
-    for (module, text) in cli_sources(&src) {
-        sizes.push((module, text.lines().count()));
-    }
+    let sizes: Vec<(String, usize)> = cli_sources()
+        .into_iter()
+        .map(|(module, text)| (module, text.lines().count()))
+        .collect();
     let total: usize = sizes.iter().map(|(_, n)| n).sum();
     let big: Vec<_> = sizes.iter().filter(|(_, n)| n * 5 > total).collect();
     assert!(

@@ -1,11 +1,4 @@
-//! What cfs-ingest's tests share: the minilm-int model, loaded once, and the switch for
-//! the slow tests (`CFS_SLOW_TESTS=1`, which CI sets).
-
-/// Whether the slow tests run in full (`CFS_SLOW_TESTS` is set).
-#[allow(dead_code)]
-pub fn slow() -> bool {
-    std::env::var_os("CFS_SLOW_TESTS").is_some()
-}
+//! What cfs-ingest's tests share: the minilm-int model, loaded once.
 
 /// The minilm-int model, loaded once (`scripts/fetch-model` puts it where this looks).
 pub fn minilm() -> &'static cfs_ingest::MiniLmInt {
