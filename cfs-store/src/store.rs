@@ -135,32 +135,42 @@ fn next_instance() -> u64 {
 
 impl Store {
     /// Creates a store file at `path` (its folder is created); fails if one exists.
+    ///
+    /// The store and its chunk log are built under staging names beside `path` and
+    /// moved into place last, the log first: the store file's rename is the commit point,
+    /// so a process stopped at any moment leaves either no store at `path` or a whole
+    /// one, never a file without its tables. Creations in one folder take turns.
     pub fn create(path: &Path, settings: Settings) -> Result<Self> {
         if path.exists() {
             return Err(StoreError::Exists(path.to_path_buf()));
         }
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| io_error(dir, source))?;
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        std::fs::create_dir_all(dir).map_err(|source| io_error(dir, source))?;
+        let _turn = creation_turn(dir)?;
+        // A store made meanwhile by the creation ahead is found, not replaced.
+        if path.exists() {
+            return Err(StoreError::Exists(path.to_path_buf()));
         }
-        // A file made meanwhile by another process is found, not opened.
+        let staged = staging_path(path);
+        let staged_log = staging_path(&chunk_log::log_path(path));
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|source| match source.kind() {
-                std::io::ErrorKind::AlreadyExists => StoreError::Exists(path.to_path_buf()),
-                _ => io_error(path, source),
-            })?;
-        // The store file was made new: a log there is left from a store removed. A log
-        // that cannot be made leaves no store file behind.
-        let log_file = chunk_log::log_path(path);
-        let log = ChunkLog::create_file(&log_file).inspect_err(|_| {
-            let _ = std::fs::remove_file(path);
-        })?;
-        let backend = allocating(file, path)?;
-        let db = shared_builder().create_with_backend(backend)?;
-        Self::initialize(db, path, log, Some(log_file), settings)
+            .create(true)
+            .truncate(true)
+            .open(&staged)
+            .map_err(|source| io_error(&staged, source))?;
+        let log = ChunkLog::create_file(&staged_log)?;
+        let db = shared_builder().create_with_backend(allocating(file, &staged)?)?;
+        drop(Self::initialize(db, path, log, None, settings)?);
+        std::fs::rename(&staged_log, chunk_log::log_path(path))
+            .map_err(|source| io_error(&staged_log, source))?;
+        std::fs::rename(&staged, path).map_err(|source| io_error(&staged, source))?;
+        sync_folder(dir)?;
+        Self::open(path)
     }
 
     /// Creates a store on custom redb storage backends, one for the store file and one
@@ -554,6 +564,44 @@ fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
         path: path.to_path_buf(),
         reason: e.into(),
     }
+}
+
+/// The name a new store file, or its chunk log, is built under before it is moved to
+/// `path`. A creation that stopped left them behind; the next one writes over them.
+fn staging_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".creating");
+    path.with_file_name(name)
+}
+
+/// The turn of one creation in `dir`, held until dropped: a lock on the folder, which the
+/// system lets go when the process stops. A creation takes milliseconds; one still ahead
+/// after 10 s has stopped answering, and this one gives up rather than wait forever.
+fn creation_turn(dir: &Path) -> Result<std::fs::File> {
+    let folder = std::fs::File::open(dir).map_err(|source| io_error(dir, source))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match folder.try_lock() {
+            Ok(()) => return Ok(folder),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let busy = std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    "another process has been creating a store here for 10 s",
+                );
+                return Err(io_error(dir, busy));
+            }
+            Err(std::fs::TryLockError::Error(source)) => return Err(io_error(dir, source)),
+        }
+    }
+}
+
+/// Makes the renames in `dir` durable.
+fn sync_folder(dir: &Path) -> Result<()> {
+    let folder = std::fs::File::open(dir).map_err(|source| io_error(dir, source))?;
+    folder.sync_all().map_err(|source| io_error(dir, source))
 }
 
 /// A writable store file's backend: redb's, with the file's blocks allocated ahead of

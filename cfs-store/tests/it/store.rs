@@ -912,6 +912,57 @@ fn creating_where_a_file_is_fails_and_leaves_it() {
     Store::open(&file).unwrap();
 }
 
+/// What a creation that stopped part-way leaves (its staged store and log, a log whose
+/// store was removed) is written over by the next one, which ends with the store and its
+/// log in place and nothing staged beside them.
+#[test]
+fn a_creation_writes_over_what_a_stopped_one_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let (options, embedder) = (SyncOptions::default(), HashEmbedder::default());
+    let file = dir.path().join("store.redb");
+    for left in [
+        "store.redb.creating",
+        "store.redb.chunks.creating",
+        "store.redb.chunks",
+    ] {
+        std::fs::write(dir.path().join(left), b"left by a creation that stopped").unwrap();
+    }
+    let store = Store::create(&file, settings(&options, &embedder)).unwrap();
+    assert!(store.verify().unwrap().is_ok());
+    drop(store);
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["store.redb", "store.redb.chunks"]);
+    Store::open_read_only(&file).unwrap();
+}
+
+/// Processes creating one store at once take turns: one makes it, the others find it
+/// made, and the store they find is whole.
+#[test]
+fn creations_at_once_make_one_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (options, embedder) = (SyncOptions::default(), HashEmbedder::default());
+    let file = dir.path().join("store.redb");
+    let made: Vec<bool> = std::thread::scope(|s| {
+        let creators: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| Store::create(&file, settings(&options, &embedder))))
+            .collect();
+        creators
+            .into_iter()
+            .map(|c| match c.join().unwrap() {
+                Ok(_) => true,
+                Err(StoreError::Exists(_)) => false,
+                Err(e) => panic!("{e}"),
+            })
+            .collect()
+    });
+    assert_eq!(made.iter().filter(|&&m| m).count(), 1, "{made:?}");
+    assert!(Store::open(&file).unwrap().verify().unwrap().is_ok());
+}
+
 /// A cold index in pools of one, two and four threads: the same root, the same chunk
 /// log (after its header's random id), whatever order the files finish parsing in
 /// (their documents are written beside the parse, in the plan's order). Files of very
