@@ -75,6 +75,17 @@ pub enum StoreError {
     /// set, a filter value no chunk has).
     #[error("invalid request: {0}")]
     InvalidInput(String),
+    /// A commit that had to make one state root would have made another; nothing was
+    /// written.
+    #[error(
+        "the rows would make state root {root}, not the expected {expected}; nothing was written"
+    )]
+    RootMismatch {
+        /// The root the commit had to make.
+        expected: cfs_core::StateRoot,
+        /// The root its rows make.
+        root: cfs_core::StateRoot,
+    },
     /// A store file is already at the path a new store was asked for.
     #[error("{}: already exists", .0.display())]
     Exists(PathBuf),

@@ -29,6 +29,7 @@ mod gc;
 pub mod git;
 mod read;
 mod repair;
+mod replica;
 mod rows;
 mod scan;
 pub mod search;
@@ -50,6 +51,7 @@ pub use error::{Result, StoreError, panic_message};
 pub use gc::{GcReport, ShrinkPolicy};
 pub use read::{Counts, ReadTxn, TableUsage, TypeCount};
 pub use repair::{Salvage, SalvagedVector, salvage_vectors};
+pub use replica::{EMBEDDING_PAYLOAD_LEN, RowPayload};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
 pub use sync::{
     DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, DEFAULT_SYNC_MEMORY, SyncOptions, SyncProgress,

@@ -5,8 +5,7 @@
 use std::collections::BTreeSet;
 
 use cfs_core::{
-    Canonical, Chunk, ChunkId, Document, DocumentId, EmbeddingId, MerkleRoot, ModelHash, PathEntry,
-    PathId, Table,
+    Canonical, Chunk, ChunkId, Document, DocumentId, EmbeddingId, ModelHash, PathEntry, PathId,
 };
 use rayon::prelude::*;
 use redb::ReadOnlyTable;
@@ -53,11 +52,6 @@ impl DocumentScan {
 }
 
 impl ReadTxn {
-    /// The bucket roots of `table` (absent buckets are empty).
-    pub(crate) fn bucket_roots(&self, table: Table) -> Result<Vec<MerkleRoot>> {
-        tables::read_bucket_roots(&self.raw().open_table(tables::BUCKET_ROOTS)?, table)
-    }
-
     /// The path entries of bucket `bucket`, with their ids, in key order.
     pub(crate) fn path_bucket(&self, bucket: u16) -> Result<Vec<([u8; 16], PathEntry)>> {
         let t = self.raw().open_table(tables::PATHS)?;

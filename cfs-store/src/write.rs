@@ -643,7 +643,7 @@ impl<'s> WriteTxn<'s> {
 
     /// Records the parsers the store's documents were parsed with (`meta` `parsers`): a
     /// meta row, outside the state.
-    pub(crate) fn set_parsers(&mut self, parsers: &str) -> Result<()> {
+    pub fn set_parsers(&mut self, parsers: &str) -> Result<()> {
         let mut meta = self.txn.open_table(tables::META)?;
         meta.insert(tables::meta::PARSERS.as_bytes(), parsers.as_bytes())?;
         Ok(())
@@ -1076,7 +1076,18 @@ impl<'s> WriteTxn<'s> {
     /// Rehashes the touched buckets, composes the new state root, appends a state record
     /// and commits, all at once. A transaction that changed no committed row commits its
     /// cache updates only and returns the current root without a new record.
-    pub fn commit(mut self) -> Result<StateRoot> {
+    pub fn commit(self) -> Result<StateRoot> {
+        self.commit_checked(None)
+    }
+
+    /// [`WriteTxn::commit`] only if the new state root is `expected`; otherwise nothing
+    /// is written and the error names both roots. What replication does with a state it
+    /// received: the rows it applied must make the root they were sent under.
+    pub fn commit_expecting(self, expected: StateRoot) -> Result<StateRoot> {
+        self.commit_checked(Some(expected))
+    }
+
+    fn commit_checked(mut self, expected: Option<StateRoot>) -> Result<StateRoot> {
         self.remove_orphans()?;
         self.flush_staged_and_log()?;
         let Self {
@@ -1097,6 +1108,7 @@ impl<'s> WriteTxn<'s> {
             (read_table_roots(&meta)?, read_sequence(&meta)?)
         };
         if touched.is_empty() {
+            check_root(expected, previous.state_root())?;
             txn.commit()?;
             return Ok(previous.state_root());
         }
@@ -1135,9 +1147,19 @@ impl<'s> WriteTxn<'s> {
             timestamp_ms: timestamp_ms.unwrap_or_else(now_ms),
             summary,
         };
+        check_root(expected, record.root)?;
         append_record(&txn, &record)?;
         txn.commit()?;
         Ok(record.root)
+    }
+}
+
+/// Fails when a commit expecting `expected` would make `root` (the transaction, dropped
+/// by the caller's `?`, is then aborted).
+fn check_root(expected: Option<StateRoot>, root: StateRoot) -> Result<()> {
+    match expected {
+        Some(expected) if expected != root => Err(StoreError::RootMismatch { expected, root }),
+        _ => Ok(()),
     }
 }
 

@@ -1,0 +1,70 @@
+//! Fetching segments: the entries' byte ranges grouped by pack and read with neighbours
+//! coalesced, so that many small buckets cost few requests.
+
+use std::collections::BTreeMap;
+
+use crate::error::Result;
+use crate::format::{BucketEntry, ObjectName, object_path};
+use crate::remote::Remote;
+
+/// Two segments at most this far apart in a pack are read by one request.
+const GAP: u64 = 64 << 10;
+/// No request reads more than this.
+const MAX_READ: u64 = 16 << 20;
+
+/// What fetching cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Fetched {
+    pub bytes: u64,
+    pub requests: u64,
+}
+
+/// The segment of each entry, in the entries' order.
+pub(crate) fn segments(
+    remote: &dyn Remote,
+    entries: &[BucketEntry],
+    fetched: &mut Fetched,
+) -> Result<Vec<Vec<u8>>> {
+    let mut by_pack: BTreeMap<ObjectName, Vec<usize>> = BTreeMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        by_pack.entry(e.pack).or_default().push(i);
+    }
+    let mut out = vec![Vec::new(); entries.len()];
+    for (pack, mut members) in by_pack {
+        members.sort_by_key(|&i| entries[i].offset);
+        for run in runs(entries, &members) {
+            let (first, last) = (&entries[run[0]], &entries[*run.last().expect("a run")]);
+            let start = first.offset;
+            let end = last.offset.saturating_add(last.length);
+            let bytes = remote.get_range(&object_path(&pack), start, end - start)?;
+            fetched.bytes += bytes.len() as u64;
+            fetched.requests += 1;
+            for &i in run {
+                let at = (entries[i].offset - start) as usize;
+                out[i] = bytes[at..at + entries[i].length as usize].to_vec();
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `members` (sorted by offset) cut into runs that one read each covers.
+fn runs<'m>(entries: &[BucketEntry], members: &'m [usize]) -> Vec<&'m [usize]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=members.len() {
+        let split = i == members.len() || {
+            let (prev, next) = (&entries[members[i - 1]], &entries[members[i]]);
+            let prev_end = prev.offset.saturating_add(prev.length);
+            let run_start = entries[members[start]].offset;
+            next.offset > prev_end.saturating_add(GAP)
+                || next.offset < prev_end
+                || next.offset.saturating_add(next.length) - run_start > MAX_READ
+        };
+        if split {
+            out.push(&members[start..i]);
+            start = i;
+        }
+    }
+    out
+}

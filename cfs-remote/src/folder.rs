@@ -1,0 +1,124 @@
+//! A remote in a folder (a local disk, a mounted share): objects are files, created
+//! through a temporary file that is synced and then linked to its name, which fails if
+//! the name exists, so a name is never overwritten and never names half an object.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use crate::error::{RemoteError, Result};
+use crate::remote::{Remote, short};
+
+/// A remote in the folder at a path.
+#[derive(Clone, Debug)]
+pub struct FolderRemote {
+    root: PathBuf,
+}
+
+impl FolderRemote {
+    /// The remote in folder `root` (made at the first push).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    fn io(&self, name: &str) -> impl Fn(std::io::Error) -> RemoteError + '_ {
+        let name = name.to_owned();
+        move |source| RemoteError::Io {
+            remote: self.describe(),
+            name: name.clone(),
+            source,
+        }
+    }
+
+    /// A name of this process's own under `tmp/` for an object being written.
+    fn temporary(&self) -> PathBuf {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.root
+            .join("tmp")
+            .join(format!("{}.{n}", std::process::id()))
+    }
+}
+
+impl Remote for FolderRemote {
+    fn describe(&self) -> String {
+        self.root.display().to_string()
+    }
+
+    fn get(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        match std::fs::read(self.path(name)) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io(name)(e)),
+        }
+    }
+
+    fn get_range(&self, name: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let io = self.io(name);
+        let mut file = std::fs::File::open(self.path(name)).map_err(&io)?;
+        let size = file.metadata().map_err(&io)?.len();
+        let end = offset.saturating_add(len);
+        let wanted = usize::try_from(len).ok().filter(|_| end <= size);
+        let Some(wanted) = wanted else {
+            return Err(short(&self.describe(), name, size, end));
+        };
+        let mut out = vec![0u8; wanted];
+        file.seek(SeekFrom::Start(offset)).map_err(&io)?;
+        file.read_exact(&mut out).map_err(&io)?;
+        Ok(out)
+    }
+
+    fn create(&self, name: &str, bytes: &[u8]) -> Result<bool> {
+        let io = self.io(name);
+        let target = self.path(name);
+        if target.exists() {
+            return Ok(false);
+        }
+        let tmp = self.temporary();
+        for dir in [tmp.parent(), target.parent()].into_iter().flatten() {
+            std::fs::create_dir_all(dir).map_err(&io)?;
+        }
+        let written =
+            write_synced(&tmp, bytes).and_then(|()| match std::fs::hard_link(&tmp, &target) {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+                Err(e) => Err(e),
+            });
+        let _ = std::fs::remove_file(&tmp);
+        let made = written.map_err(&io)?;
+        if let Some(dir) = target.parent() {
+            sync_folder(dir).map_err(&io)?;
+        }
+        Ok(made)
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let entries = match std::fs::read_dir(self.path(prefix)) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(self.io(prefix)(e)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(self.io(prefix))?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(format!("{prefix}{name}"));
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = std::fs::File::create(path)?;
+    std::io::Write::write_all(&mut file, bytes)?;
+    file.sync_all()
+}
+
+fn sync_folder(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}

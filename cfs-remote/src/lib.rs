@@ -1,0 +1,36 @@
+//! cfs-remote: replication of a store's committed state through a remote.
+//!
+//! A remote holds immutable, content-addressed packs (the rows of buckets, vectors once)
+//! and manifests (one published state each), and create-only refs that name them
+//! (docs/format.md, "Remotes"). [`push`] sends the buckets whose roots differ from the
+//! branch's newest manifest; [`pull`] fetches the buckets whose roots differ from the
+//! store's, checks every row, leaf, root and vector before it writes, and applies the
+//! difference in one write transaction that commits only on the manifest's state root.
+//!
+//! ```no_run
+//! use cfs_remote::{FolderRemote, PullTarget, fetch_manifest, pull, push, PushOptions};
+//! # fn main() -> Result<(), cfs_remote::RemoteError> {
+//! let store = cfs_store::Store::open(std::path::Path::new(".cfs/store.redb"))?;
+//! let remote = FolderRemote::new("/srv/cfs-remote");
+//! push(&store, &remote, &PushOptions::default())?;
+//! let (name, manifest) = fetch_manifest(&remote, &PullTarget::default())?;
+//! pull(&store, &remote, &name, &manifest)?;
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod fetch;
+mod folder;
+mod format;
+mod pull;
+mod push;
+mod refs;
+mod remote;
+
+pub use error::{RemoteError, Result};
+pub use folder::FolderRemote;
+pub use format::{BucketEntry, FORMAT, Manifest, ObjectName, VECTOR_TAG};
+pub use pull::{PullReport, pull};
+pub use push::{PushOptions, PushReport, push};
+pub use refs::{DEFAULT_BRANCH, PullTarget, fetch_manifest};
+pub use remote::{MemoryRemote, Remote, open};

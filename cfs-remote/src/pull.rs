@@ -1,0 +1,506 @@
+//! Pull: take a published state into a store. Only the buckets whose roots differ from
+//! the store's are fetched; every row, leaf, bucket root and vector is checked before
+//! anything is written; the difference goes in as one write transaction that commits
+//! only on the manifest's state root.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cfs_core::{
+    Canonical, Chunk, ChunkId, Document, Edge, EdgeKind, Embedding, Entity, MerkleRoot, PathEntry,
+    StateRoot, Table, TextHash, hex_encode, merkle_root,
+};
+use cfs_store::{EMBEDDING_PAYLOAD_LEN, NewDocument, ReadTxn, Store};
+
+use crate::error::{RemoteError, Result};
+use crate::fetch::{self, Fetched};
+use crate::format::{
+    BucketEntry, Manifest, ObjectName, Row, VECTOR_TAG, decode_rows, decode_vectors, object_path,
+    vector_bucket, vector_root,
+};
+use crate::remote::Remote;
+
+/// What a pull did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PullReport {
+    /// The manifest pulled.
+    pub manifest: ObjectName,
+    /// The store's root before.
+    pub previous_root: StateRoot,
+    /// Its root now: the manifest's.
+    pub root: StateRoot,
+    /// Table buckets fetched (those whose roots differed and are not empty remotely).
+    pub buckets_fetched: usize,
+    /// Vector buckets fetched (those holding vectors the store lacked).
+    pub vector_buckets_fetched: usize,
+    /// Bytes read from the remote, manifest included.
+    pub bytes_fetched: u64,
+    /// Range reads made.
+    pub requests: u64,
+    /// Rows checked (decoded, validated, keyed, hashed).
+    pub rows_checked: u64,
+    /// Documents added.
+    pub documents_added: usize,
+    /// Paths bound or rebound.
+    pub paths_bound: usize,
+    /// Paths removed.
+    pub paths_removed: usize,
+    /// Embeddings added to chunks the store had.
+    pub embeddings_added: usize,
+    /// Vectors put in the embedding cache.
+    pub vectors_cached: usize,
+}
+
+/// Fails unless `manifest` was built with `store`'s settings.
+pub(crate) fn check_settings(
+    store: &Store,
+    manifest: &Manifest,
+    remote: &dyn Remote,
+) -> Result<()> {
+    let settings = store.settings();
+    let c = &settings.chunk;
+    let chunk = [c.target_bytes, c.max_bytes, c.overlap_bytes];
+    if manifest.model_id == settings.model_id && manifest.chunk == chunk {
+        return Ok(());
+    }
+    Err(RemoteError::Settings {
+        remote: remote.describe(),
+        what: format!(
+            "the remote's state was built with embedder {} and chunk sizes {:?}, the store {} \
+             with {} and {:?}; one store never mixes them (pull into a new store instead)",
+            manifest.model_id,
+            manifest.chunk,
+            store.path().display(),
+            settings.model_id,
+            chunk
+        ),
+    })
+}
+
+/// Takes the state of `manifest` (named `name`, fetched and checked by
+/// [`crate::fetch_manifest`]) into `store`. On any failure the store is as it was.
+pub fn pull(
+    store: &Store,
+    remote: &dyn Remote,
+    name: &ObjectName,
+    manifest: &Manifest,
+) -> Result<PullReport> {
+    check_settings(store, manifest, remote)?;
+    let txn = store.begin_read()?;
+    let previous_root = txn.table_roots()?.state_root();
+    let mut report = PullReport {
+        manifest: *name,
+        previous_root,
+        root: manifest.root(),
+        bytes_fetched: manifest.encode().len() as u64,
+        ..PullReport::default()
+    };
+    if previous_root == manifest.root() {
+        return Ok(report);
+    }
+    let wanted = differing(&txn, manifest)?;
+    let mut fetched = Fetched::default();
+    let entries: Vec<BucketEntry> = wanted.iter().filter_map(|w| w.1).collect();
+    let segments = fetch::segments(remote, &entries, &mut fetched)?;
+    let checker = Checker { remote };
+    let mut remote_rows = RemoteRows::default();
+    let mut embedding_rows = Vec::new();
+    for (entry, bytes) in entries.iter().zip(&segments) {
+        let rows = decode_rows(bytes).map_err(|r| checker.damaged(entry, r))?;
+        report.rows_checked += rows.len() as u64;
+        if entry.tag == Table::Embeddings as u8 {
+            embedding_rows.push((*entry, rows));
+        } else {
+            remote_rows.check(&checker, entry, rows)?;
+        }
+    }
+    let vectors = fetch_vectors(
+        &txn,
+        remote,
+        manifest,
+        &embedding_rows,
+        &mut fetched,
+        &mut report,
+    )?;
+    for (entry, rows) in embedding_rows {
+        let embeddings =
+            checker.entities::<Embedding>(&entry, rows, |row| embedding_encoding(row, &vectors))?;
+        remote_rows.embeddings.extend(embeddings);
+    }
+    report.buckets_fetched = entries.len();
+    report.bytes_fetched += fetched.bytes;
+    report.requests = fetched.requests;
+    let local = LocalRows::read(&txn, &wanted)?;
+    apply(store, &txn, manifest, &remote_rows, &local, &mut report)?;
+    Ok(report)
+}
+
+/// A table bucket to bring over, with the manifest's entry for it.
+type Wanted = ((Table, u16), Option<BucketEntry>);
+
+/// The table buckets whose roots differ between the store and the manifest, with the
+/// manifest's entry (`None`: the bucket is empty there).
+fn differing(txn: &ReadTxn, manifest: &Manifest) -> Result<Vec<Wanted>> {
+    let entries: BTreeMap<(u8, u16), BucketEntry> =
+        manifest.buckets.iter().map(|e| (e.slot(), *e)).collect();
+    let mut out = Vec::new();
+    for (tag, &table) in Table::ALL.iter().enumerate() {
+        let local = txn.bucket_roots(table)?;
+        let remote = manifest.bucket_roots(tag as u8);
+        for (bucket, (l, r)) in local.iter().zip(&remote).enumerate() {
+            if l != r {
+                let slot = (tag as u8, bucket as u16);
+                out.push(((table, slot.1), entries.get(&slot).copied()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The encoded vectors the embedding rows name, from the store or, for those it lacks,
+/// from the manifest's vector buckets (each checked: hash, order, bucket, root).
+fn fetch_vectors(
+    txn: &ReadTxn,
+    remote: &dyn Remote,
+    manifest: &Manifest,
+    embedding_rows: &[(BucketEntry, Vec<Row>)],
+    fetched: &mut Fetched,
+    report: &mut PullReport,
+) -> Result<BTreeMap<[u8; 32], Vec<u8>>> {
+    let mut named = BTreeSet::new();
+    for row in embedding_rows.iter().flat_map(|(_, rows)| rows) {
+        if let Some(hash) = row
+            .payload
+            .get(48..)
+            .and_then(|h| <[u8; 32]>::try_from(h).ok())
+        {
+            named.insert(hash);
+        }
+    }
+    let mut vectors = BTreeMap::new();
+    let mut lacking = BTreeSet::new();
+    for hash in named {
+        match txn.vector_encoding(&hash)? {
+            Some(encoding) => drop(vectors.insert(hash, encoding)),
+            None => drop(lacking.insert(vector_bucket(&hash))),
+        }
+    }
+    let entries: Vec<BucketEntry> = manifest
+        .buckets
+        .iter()
+        .filter(|e| e.tag == VECTOR_TAG && lacking.contains(&e.bucket))
+        .copied()
+        .collect();
+    let checker = Checker { remote };
+    for (entry, bytes) in entries
+        .iter()
+        .zip(fetch::segments(remote, &entries, fetched)?)
+    {
+        let rows = decode_vectors(&bytes).map_err(|r| checker.damaged(entry, r))?;
+        let hashes: Vec<[u8; 32]> = rows.iter().map(|r| r.hash).collect();
+        let sound = hashes.windows(2).all(|w| w[0] < w[1])
+            && rows.iter().all(|r| {
+                vector_bucket(&r.hash) == entry.bucket
+                    && *blake3::hash(&r.encoding).as_bytes() == r.hash
+            });
+        if !sound || vector_root(&hashes).0 != entry.root {
+            return Err(checker.damaged(entry, "its vectors do not make its root".into()));
+        }
+        report.rows_checked += rows.len() as u64;
+        vectors.extend(rows.into_iter().map(|r| (r.hash, r.encoding)));
+    }
+    report.vector_buckets_fetched = entries.len();
+    Ok(vectors)
+}
+
+/// An embedding's canonical encoding from its row: `key || payload[..48] || vector`.
+fn embedding_encoding(
+    row: &Row,
+    vectors: &BTreeMap<[u8; 32], Vec<u8>>,
+) -> std::result::Result<Vec<u8>, String> {
+    if row.payload.len() != EMBEDDING_PAYLOAD_LEN {
+        return Err(format!("an embedding row of {} bytes", row.payload.len()));
+    }
+    let hash: [u8; 32] = row.payload[48..].try_into().expect("32 bytes");
+    let vector = vectors
+        .get(&hash)
+        .ok_or_else(|| format!("vector {} is in no vector bucket", hex_encode(&hash)))?;
+    Ok([&row.key[..], &row.payload[..48], vector].concat())
+}
+
+/// The key a table keys an entity by (an edge's: source, target, kind big-endian).
+fn row_key<E: Entity>(entity: &E) -> Vec<u8> {
+    if E::TABLE == Table::Edges {
+        // An edge's canonical encoding starts with source, target and kind (little-endian).
+        let encoded = entity.encode();
+        let mut key = encoded[..32].to_vec();
+        key.extend([encoded[33], encoded[32]]);
+        return key;
+    }
+    E::key_bytes(&entity.key()).to_vec()
+}
+
+/// Checks segments against the manifest entries they were fetched for.
+struct Checker<'a> {
+    remote: &'a dyn Remote,
+}
+
+impl Checker<'_> {
+    fn damaged(&self, entry: &BucketEntry, reason: String) -> RemoteError {
+        RemoteError::Damaged {
+            remote: self.remote.describe(),
+            name: format!(
+                "{} (bucket {} of {})",
+                object_path(&entry.pack),
+                entry.bucket,
+                tag_name(entry.tag)
+            ),
+            reason,
+        }
+    }
+
+    /// The entities of a segment, each decoded strictly and validated, keyed by its own
+    /// key, in key order and in the entry's bucket, their leaves making the entry's root.
+    fn entities<E: Entity>(
+        &self,
+        entry: &BucketEntry,
+        rows: Vec<Row>,
+        canonical: impl Fn(&Row) -> std::result::Result<Vec<u8>, String>,
+    ) -> Result<Vec<E>> {
+        let mut leaves = Vec::with_capacity(rows.len());
+        let mut out = Vec::with_capacity(rows.len());
+        for (i, row) in rows.iter().enumerate() {
+            let bad = |what: &str| self.damaged(entry, format!("row {i}: {what}"));
+            if i > 0 && rows[i - 1].key >= row.key {
+                return Err(bad("out of key order"));
+            }
+            if cfs_core::Bucket::of_key(&row.key).0 != entry.bucket {
+                return Err(bad("not in its bucket"));
+            }
+            let encoding = canonical(row).map_err(|r| bad(&r))?;
+            let entity = E::decode(&encoding).map_err(|e| bad(&e.to_string()))?;
+            if row_key(&entity) != row.key {
+                return Err(bad("its key is not its entity's"));
+            }
+            leaves.push(E::leaf_of_encoding(&encoding).0);
+            out.push(entity);
+        }
+        if merkle_root(&leaves) != MerkleRoot(entry.root) {
+            return Err(self.damaged(entry, "its rows do not make its root".into()));
+        }
+        Ok(out)
+    }
+}
+
+fn tag_name(tag: u8) -> &'static str {
+    Table::ALL
+        .get(usize::from(tag))
+        .map_or("vectors", |t| t.name())
+}
+
+/// The checked rows of the fetched buckets.
+#[derive(Default)]
+struct RemoteRows {
+    paths: Vec<PathEntry>,
+    documents: Vec<Document>,
+    chunks: Vec<Chunk>,
+    embeddings: Vec<Embedding>,
+    edges: Vec<Edge>,
+}
+
+impl RemoteRows {
+    fn check(&mut self, checker: &Checker<'_>, entry: &BucketEntry, rows: Vec<Row>) -> Result<()> {
+        let plain = |row: &Row| Ok(row.payload.clone());
+        match Table::ALL[usize::from(entry.tag)] {
+            Table::Paths => self.paths.extend(checker.entities(entry, rows, plain)?),
+            Table::Documents => self.documents.extend(checker.entities(entry, rows, plain)?),
+            Table::Chunks => self.chunks.extend(checker.entities(entry, rows, plain)?),
+            Table::Edges => self
+                .edges
+                .extend(checker.entities::<Edge>(entry, rows, plain)?),
+            Table::Embeddings => unreachable!("embeddings are checked with their vectors"),
+        }
+        Ok(())
+    }
+}
+
+/// The store's rows of the buckets that differ.
+#[derive(Default)]
+struct LocalRows {
+    paths: Vec<PathEntry>,
+    documents: BTreeSet<cfs_core::DocumentId>,
+    embeddings: BTreeSet<cfs_core::EmbeddingId>,
+    edges: BTreeSet<Edge>,
+}
+
+impl LocalRows {
+    fn read(txn: &ReadTxn, wanted: &[Wanted]) -> Result<Self> {
+        let mut out = Self::default();
+        for &((table, bucket), _) in wanted {
+            let rows = txn.bucket_payloads(table, bucket)?;
+            for row in rows {
+                match table {
+                    Table::Paths => out.paths.push(PathEntry::decode(&row.payload)?),
+                    Table::Documents => {
+                        out.documents.insert(Document::decode(&row.payload)?.id);
+                    }
+                    Table::Embeddings => {
+                        let id: [u8; 16] = row.key.as_slice().try_into().map_err(|_| {
+                            cfs_store::StoreError::Corrupted(
+                                "an embedding key of other length".into(),
+                            )
+                        })?;
+                        out.embeddings.insert(cfs_core::EmbeddingId(id));
+                    }
+                    Table::Edges => drop(out.edges.insert(Edge::decode(&row.payload)?)),
+                    Table::Chunks => {}
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A new document with its rows, owned.
+struct Incoming {
+    document: Document,
+    chunks: Vec<Chunk>,
+    embeddings: Vec<Embedding>,
+    window_edges: Vec<Edge>,
+}
+
+/// Writes the difference between the fetched rows and the store's in one transaction
+/// that commits only on the manifest's root.
+fn apply(
+    store: &Store,
+    txn: &ReadTxn,
+    manifest: &Manifest,
+    remote: &RemoteRows,
+    local: &LocalRows,
+    report: &mut PullReport,
+) -> Result<()> {
+    let incoming = incoming(remote, local)?;
+    let new_chunks: BTreeSet<ChunkId> = incoming
+        .iter()
+        .flat_map(|d| d.chunks.iter().map(|c| c.id))
+        .collect();
+    let mut w = store.begin_write()?;
+    let news: Vec<NewDocument<'_>> = incoming
+        .iter()
+        .map(|d| NewDocument::new(&d.document, &d.chunks, &d.embeddings, &d.window_edges))
+        .collect();
+    report.documents_added = w.put_documents(&news)?;
+    let remote_paths: BTreeMap<&str, &PathEntry> =
+        remote.paths.iter().map(|p| (p.path.as_str(), p)).collect();
+    let local_paths: BTreeMap<&str, &PathEntry> =
+        local.paths.iter().map(|p| (p.path.as_str(), p)).collect();
+    let bind: Vec<PathEntry> = remote_paths
+        .iter()
+        .filter(|(path, p)| local_paths.get(*path) != Some(*p))
+        .map(|(_, p)| (*p).clone())
+        .collect();
+    w.bind_paths(&bind)?;
+    report.paths_bound = bind.len();
+    for path in local_paths
+        .keys()
+        .filter(|p| !remote_paths.contains_key(*p))
+    {
+        w.unbind_path(path)?;
+        report.paths_removed += 1;
+    }
+    let mut cached = Vec::new();
+    for e in remote
+        .embeddings
+        .iter()
+        .filter(|e| !local.embeddings.contains(&e.id))
+    {
+        if !new_chunks.contains(&e.chunk_id) && w.put_embedding(e)? {
+            report.embeddings_added += 1;
+        }
+        cached.push(e);
+    }
+    let gone: Vec<Edge> = local
+        .edges
+        .iter()
+        .filter(|e| !e.kind.is_system() && !remote.edges.contains(e))
+        .copied()
+        .collect();
+    if !gone.is_empty() {
+        w.remove_user_edges(&gone)?;
+    }
+    for edge in remote
+        .edges
+        .iter()
+        .filter(|e| !e.kind.is_system() && !local.edges.contains(e))
+    {
+        w.put_user_edge(edge)?;
+    }
+    report.vectors_cached = cache_vectors(&mut w, txn, remote, &cached)?;
+    if manifest.parsers != cfs_ingest::parsers_version() {
+        w.set_parsers(&manifest.parsers)?;
+    }
+    w.commit_expecting(manifest.root())?;
+    Ok(())
+}
+
+/// The fetched documents the store lacks, each with its chunks (all of them: a new
+/// document's chunks are new rows, so their buckets differ), their embeddings and their
+/// window edges.
+fn incoming(remote: &RemoteRows, local: &LocalRows) -> Result<Vec<Incoming>> {
+    let mut chunks: BTreeMap<cfs_core::DocumentId, Vec<Chunk>> = BTreeMap::new();
+    for c in &remote.chunks {
+        chunks.entry(c.document_id).or_default().push(c.clone());
+    }
+    let embeddings: BTreeMap<ChunkId, &Embedding> =
+        remote.embeddings.iter().map(|e| (e.chunk_id, e)).collect();
+    let mut out = Vec::new();
+    for document in remote
+        .documents
+        .iter()
+        .filter(|d| !local.documents.contains(&d.id))
+    {
+        let mut own = chunks.remove(&document.id).unwrap_or_default();
+        own.sort_by_key(|c| c.sequence);
+        let ids: BTreeSet<cfs_core::EntityId> =
+            own.iter().map(|c| cfs_core::EntityId(c.id.0)).collect();
+        out.push(Incoming {
+            document: document.clone(),
+            embeddings: own
+                .iter()
+                .filter_map(|c| embeddings.get(&c.id).map(|e| (*e).clone()))
+                .collect(),
+            window_edges: remote
+                .edges
+                .iter()
+                .filter(|e| e.kind == EdgeKind::NEXT_WINDOW && ids.contains(&e.source))
+                .copied()
+                .collect(),
+            chunks: own,
+        });
+    }
+    Ok(out)
+}
+
+/// Puts each pulled vector in the embedding cache under the text it embeds, so that a
+/// sync never embeds that text again.
+fn cache_vectors(
+    w: &mut cfs_store::WriteTxn<'_>,
+    txn: &ReadTxn,
+    remote: &RemoteRows,
+    embeddings: &[&Embedding],
+) -> Result<usize> {
+    let chunks: BTreeMap<ChunkId, &Chunk> = remote.chunks.iter().map(|c| (c.id, c)).collect();
+    let mut n = 0;
+    for e in embeddings {
+        let chunk = match chunks.get(&e.chunk_id) {
+            Some(c) => (*c).clone(),
+            None => match txn.chunk(&e.chunk_id)? {
+                Some(c) => c,
+                None => continue,
+            },
+        };
+        let text = cfs_ingest::embedding_text(&chunk);
+        w.cache_vector(&e.model_hash, &TextHash::of(&text), &e.vector)?;
+        n += 1;
+    }
+    Ok(n)
+}

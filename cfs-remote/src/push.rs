@@ -1,0 +1,266 @@
+//! Push: publish the store's state, sending only the buckets whose roots differ from the
+//! branch's newest manifest.
+
+use std::collections::BTreeMap;
+
+use cfs_core::{MerkleRoot, StateRoot, Table, hex_encode};
+use cfs_store::{ReadTxn, Store};
+
+use crate::error::{RemoteError, Result};
+use crate::format::{
+    BucketEntry, Manifest, ManifestFields, ObjectName, PackWriter, Row, VECTOR_TAG, VectorRow,
+    encode_rows, encode_vectors, object_path, vector_bucket, vector_root,
+};
+use crate::refs::{self, DEFAULT_BRANCH};
+use crate::remote::Remote;
+
+/// How many times a push re-reads the branch after losing a race for its next ref.
+const TRIES: u32 = 5;
+
+/// What to push.
+#[derive(Clone, Debug)]
+pub struct PushOptions {
+    /// The branch.
+    pub branch: String,
+    /// The git commit the store's tree is at, to publish a ref for.
+    pub git_commit: Option<String>,
+}
+
+impl Default for PushOptions {
+    fn default() -> Self {
+        Self {
+            branch: DEFAULT_BRANCH.to_owned(),
+            git_commit: None,
+        }
+    }
+}
+
+/// What a push did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushReport {
+    /// The state root pushed.
+    pub root: StateRoot,
+    /// The manifest the branch's newest ref names now.
+    pub manifest: ObjectName,
+    /// The ref written (`None`: the branch held this state already).
+    pub published: Option<String>,
+    /// Segments sent.
+    pub segments_sent: usize,
+    /// Non-empty buckets of the state (tables and vectors).
+    pub buckets: usize,
+    /// Bytes written to the remote (pack and manifest).
+    pub bytes_sent: u64,
+    /// Of them, the manifest's.
+    pub manifest_bytes: u64,
+    /// Races lost before this push published.
+    pub retries: u32,
+}
+
+/// The roots of every bucket of a state: five tables', then the vectors'.
+struct LocalRoots {
+    tables: Vec<Vec<MerkleRoot>>,
+    vectors: BTreeMap<u16, Vec<[u8; 32]>>,
+}
+
+impl LocalRoots {
+    fn read(txn: &ReadTxn) -> Result<Self> {
+        let tables = Table::ALL
+            .iter()
+            .map(|&t| txn.bucket_roots(t))
+            .collect::<cfs_store::Result<_>>()?;
+        let mut vectors: BTreeMap<u16, Vec<[u8; 32]>> = BTreeMap::new();
+        for hash in txn.vector_hashes()? {
+            vectors.entry(vector_bucket(&hash)).or_default().push(hash);
+        }
+        Ok(Self { tables, vectors })
+    }
+
+    /// Every non-empty bucket's (tag, bucket) and root, in order.
+    fn slots(&self) -> Vec<((u8, u16), MerkleRoot)> {
+        let empty = MerkleRoot::empty();
+        let mut out = Vec::new();
+        for (tag, roots) in self.tables.iter().enumerate() {
+            for (bucket, root) in roots.iter().enumerate().filter(|(_, r)| **r != empty) {
+                out.push(((tag as u8, bucket as u16), *root));
+            }
+        }
+        for (&bucket, hashes) in &self.vectors {
+            out.push(((VECTOR_TAG, bucket), vector_root(hashes)));
+        }
+        out
+    }
+}
+
+/// Publishes `store`'s committed state on `options.branch` of `remote`.
+pub fn push(store: &Store, remote: &dyn Remote, options: &PushOptions) -> Result<PushReport> {
+    refs::check_branch(&options.branch)?;
+    if let Some(commit) = &options.git_commit {
+        refs::check_commit(commit)?;
+    }
+    refs::mark(remote)?;
+    let txn = store.begin_read()?;
+    let local = LocalRoots::read(&txn)?;
+    for retries in 0..TRIES {
+        let newest = refs::newest(remote, &options.branch)?;
+        let previous = match newest {
+            Some((_, name)) => Some((name, refs::read_manifest(remote, &name)?)),
+            None => None,
+        };
+        if let Some((_, m)) = &previous {
+            crate::pull::check_settings(store, m, remote)?;
+        }
+        let attempt = Attempt {
+            store,
+            txn: &txn,
+            remote,
+            options,
+            local: &local,
+        };
+        if let Some(report) = attempt.publish(newest.map_or(0, |n| n.0), previous, retries)? {
+            return Ok(report);
+        }
+    }
+    Err(RemoteError::Race {
+        remote: remote.describe(),
+        branch: options.branch.clone(),
+        tries: TRIES,
+    })
+}
+
+/// One try at publishing on top of the branch's newest manifest.
+struct Attempt<'a> {
+    store: &'a Store,
+    txn: &'a ReadTxn,
+    remote: &'a dyn Remote,
+    options: &'a PushOptions,
+    local: &'a LocalRoots,
+}
+
+impl Attempt<'_> {
+    /// Publishes as ref `newest + 1`; `None` if another push took that ref first.
+    fn publish(
+        &self,
+        newest: u64,
+        previous: Option<(ObjectName, Manifest)>,
+        retries: u32,
+    ) -> Result<Option<PushReport>> {
+        let roots = self.txn.table_roots()?;
+        let slots = self.local.slots();
+        let before: BTreeMap<(u8, u16), BucketEntry> = previous
+            .iter()
+            .flat_map(|(_, m)| m.buckets.iter().map(|e| (e.slot(), *e)))
+            .collect();
+        let mut report = PushReport {
+            root: roots.state_root(),
+            manifest: [0; 32],
+            published: None,
+            segments_sent: 0,
+            buckets: slots.len(),
+            bytes_sent: 0,
+            manifest_bytes: 0,
+            retries,
+        };
+        if let Some((name, m)) = &previous
+            && m.buckets.len() == slots.len()
+            && slots
+                .iter()
+                .all(|(slot, root)| before.get(slot).is_some_and(|e| e.root == root.0))
+        {
+            report.manifest = *name;
+            self.publish_commit(name)?;
+            return Ok(Some(report));
+        }
+        let mut pack = PackWriter::new();
+        let mut entries = Vec::with_capacity(slots.len());
+        for &(slot, root) in &slots {
+            match before.get(&slot).filter(|e| e.root == root.0) {
+                Some(kept) => entries.push(*kept),
+                None => {
+                    entries.push(pack.push(slot.0, slot.1, root, &self.segment(slot)?));
+                    report.segments_sent += 1;
+                }
+            }
+        }
+        if !pack.is_empty() {
+            let (bytes, name) = pack.finish();
+            self.remote.create(&object_path(&name), &bytes)?;
+            report.bytes_sent += bytes.len() as u64;
+            for e in entries.iter_mut().filter(|e| e.pack == [0; 32]) {
+                e.pack = name;
+            }
+        }
+        let manifest = Manifest::new(ManifestFields {
+            chunk: {
+                let c = &self.store.settings().chunk;
+                [c.target_bytes, c.max_bytes, c.overlap_bytes]
+            },
+            model_id: self.store.settings().model_id.clone(),
+            table_roots: roots,
+            sequence: self.txn.sequence()?,
+            previous: previous.as_ref().map(|(name, _)| *name),
+            git_commit: self.options.git_commit.clone(),
+            parsers: self.store.parsers()?.unwrap_or_default(),
+            published_ms: now_ms(),
+            buckets: entries,
+        });
+        let bytes = manifest.encode();
+        let name = crate::format::name_of(&bytes);
+        self.remote.create(&object_path(&name), &bytes)?;
+        report.bytes_sent += bytes.len() as u64;
+        report.manifest_bytes = bytes.len() as u64;
+        let ref_name = refs::ref_name(&self.options.branch, newest + 1);
+        if !self.remote.create(&ref_name, &refs::ref_content(&name))? {
+            return Ok(None);
+        }
+        self.publish_commit(&name)?;
+        report.manifest = name;
+        report.published = Some(ref_name);
+        Ok(Some(report))
+    }
+
+    /// The ref of the pushed git commit, if one was given and none is there.
+    fn publish_commit(&self, manifest: &ObjectName) -> Result<()> {
+        if let Some(commit) = &self.options.git_commit {
+            self.remote
+                .create(&refs::commit_ref(commit), &refs::ref_content(manifest))?;
+        }
+        Ok(())
+    }
+
+    /// The segment of bucket `slot` of the store's state.
+    fn segment(&self, (tag, bucket): (u8, u16)) -> Result<Vec<u8>> {
+        if tag == VECTOR_TAG {
+            let mut rows = Vec::new();
+            for hash in &self.local.vectors[&bucket] {
+                let encoding = self.txn.vector_encoding(hash)?.ok_or_else(|| {
+                    cfs_store::StoreError::Corrupted(format!(
+                        "vector {} named by an embedding is missing",
+                        hex_encode(hash)
+                    ))
+                })?;
+                rows.push(VectorRow {
+                    hash: *hash,
+                    encoding,
+                });
+            }
+            return Ok(encode_vectors(&rows));
+        }
+        let table = Table::ALL[usize::from(tag)];
+        let rows: Vec<Row> = self
+            .txn
+            .bucket_payloads(table, bucket)?
+            .into_iter()
+            .map(|r| Row {
+                key: r.key,
+                payload: r.payload,
+            })
+            .collect();
+        Ok(encode_rows(&rows))
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

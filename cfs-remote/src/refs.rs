@@ -1,0 +1,192 @@
+//! Refs: each branch a create-only log whose first name is its newest push, and refs by
+//! git commit (docs/format.md, "Remotes").
+
+use cfs_core::{hex_decode, hex_encode};
+
+use crate::error::{RemoteError, Result};
+use crate::format::{FORMAT, Manifest, ObjectName, object_path};
+use crate::remote::Remote;
+
+/// The branch pushes and pulls use unless told otherwise.
+pub const DEFAULT_BRANCH: &str = "main";
+
+/// The name that marks a remote and holds its format.
+const MARK: &str = "cfs-remote";
+
+/// What a pull takes: a branch's newest state, a git commit's, or one manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PullTarget {
+    /// The newest state of a branch.
+    Branch(String),
+    /// The state pushed for a git commit (hex).
+    Commit(String),
+    /// The manifest of this name (hex).
+    Manifest(String),
+}
+
+impl Default for PullTarget {
+    fn default() -> Self {
+        Self::Branch(DEFAULT_BRANCH.to_owned())
+    }
+}
+
+/// Fails unless `branch` is 1-64 bytes of `[A-Za-z0-9._-]`, not `.` or `..`.
+pub(crate) fn check_branch(branch: &str) -> Result<()> {
+    let fine = (1..=64).contains(&branch.len())
+        && branch
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        && branch != "."
+        && branch != "..";
+    if fine {
+        Ok(())
+    } else {
+        Err(RemoteError::Invalid(format!(
+            "branch name {branch:?}: use 1-64 letters, digits, '.', '_' or '-'"
+        )))
+    }
+}
+
+/// Fails unless `commit` is a git object name (40 or 64 lower-case hex digits).
+pub(crate) fn check_commit(commit: &str) -> Result<()> {
+    let fine = matches!(commit.len(), 40 | 64)
+        && commit
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if fine {
+        Ok(())
+    } else {
+        Err(RemoteError::Invalid(format!(
+            "{commit:?} is not a git commit id"
+        )))
+    }
+}
+
+/// The name of the `n`th ref of `branch`: `u64::MAX - n` in 20 digits, so that newer
+/// sorts first.
+pub(crate) fn ref_name(branch: &str, n: u64) -> String {
+    format!("refs/{branch}/{:020}", u64::MAX - n)
+}
+
+/// The name of the ref of git commit `commit`.
+pub(crate) fn commit_ref(commit: &str) -> String {
+    format!("commits/{commit}")
+}
+
+/// The newest ref of `branch`: its number and the manifest it names.
+pub(crate) fn newest(remote: &dyn Remote, branch: &str) -> Result<Option<(u64, ObjectName)>> {
+    let prefix = format!("refs/{branch}/");
+    let Some(name) = remote.list(&prefix)?.into_iter().next() else {
+        return Ok(None);
+    };
+    let digits = &name[prefix.len()..];
+    let n = (digits.len() == 20)
+        .then(|| digits.parse::<u64>().ok())
+        .flatten()
+        .map(|v| u64::MAX - v)
+        .ok_or_else(|| damaged(remote, &name, "not a ref name".into()))?;
+    Ok(Some((n, read_ref(remote, &name)?)))
+}
+
+/// The manifest ref `name` names.
+fn read_ref(remote: &dyn Remote, name: &str) -> Result<ObjectName> {
+    let bytes = remote.get(name)?.ok_or_else(|| RemoteError::NotFound {
+        remote: remote.describe(),
+        what: name.to_owned(),
+    })?;
+    let text = std::str::from_utf8(&bytes).unwrap_or_default();
+    parse_object_name(text.strip_suffix('\n').unwrap_or("")).ok_or_else(|| {
+        damaged(
+            remote,
+            name,
+            "not a ref: a manifest's name and a newline".into(),
+        )
+    })
+}
+
+/// A ref's content: the manifest's hex name and a newline.
+pub(crate) fn ref_content(manifest: &ObjectName) -> Vec<u8> {
+    format!("{}\n", hex_encode(manifest)).into_bytes()
+}
+
+fn parse_object_name(hex: &str) -> Option<ObjectName> {
+    (hex.len() == 64)
+        .then(|| hex_decode(hex).ok())
+        .flatten()
+        .and_then(|bytes| bytes.try_into().ok())
+}
+
+fn damaged(remote: &dyn Remote, name: &str, reason: String) -> RemoteError {
+    RemoteError::Damaged {
+        remote: remote.describe(),
+        name: name.to_owned(),
+        reason,
+    }
+}
+
+/// Marks a remote at its first push, or checks its mark: a folder of something else,
+/// or a remote of another format, is refused.
+pub(crate) fn mark(remote: &dyn Remote) -> Result<()> {
+    let content = format!("cfs remote {FORMAT}\n");
+    remote.create(MARK, content.as_bytes())?;
+    check_mark(remote, false)
+}
+
+/// Checks a remote's mark; a remote with none has nothing published (`NotFound`).
+pub(crate) fn check_mark(remote: &dyn Remote, pulling: bool) -> Result<()> {
+    match remote.get(MARK)? {
+        Some(bytes) if bytes == format!("cfs remote {FORMAT}\n").as_bytes() => Ok(()),
+        Some(bytes) => Err(RemoteError::Version {
+            remote: remote.describe(),
+            what: format!(
+                "the remote's mark says {:?}; this build reads cfs remote {FORMAT}",
+                String::from_utf8_lossy(&bytes).trim_end()
+            ),
+        }),
+        None if pulling => Err(RemoteError::NotFound {
+            remote: remote.describe(),
+            what: "anything (no cfs remote here)".into(),
+        }),
+        None => Err(damaged(remote, MARK, "missing".into())),
+    }
+}
+
+/// The manifest a pull of `target` takes, checked (see [`Manifest::decode`]), and its
+/// name.
+pub fn fetch_manifest(remote: &dyn Remote, target: &PullTarget) -> Result<(ObjectName, Manifest)> {
+    check_mark(remote, true)?;
+    let not_found = |what: String| RemoteError::NotFound {
+        remote: remote.describe(),
+        what,
+    };
+    let name = match target {
+        PullTarget::Branch(branch) => {
+            check_branch(branch)?;
+            newest(remote, branch)?
+                .ok_or_else(|| not_found(format!("branch {branch}")))?
+                .1
+        }
+        PullTarget::Commit(commit) => {
+            check_commit(commit)?;
+            let name = commit_ref(commit);
+            if remote.get(&name)?.is_none() {
+                return Err(not_found(format!("commit {commit}")));
+            }
+            read_ref(remote, &name)?
+        }
+        PullTarget::Manifest(hex) => parse_object_name(hex)
+            .ok_or_else(|| RemoteError::Invalid(format!("{hex:?} is not a manifest name")))?,
+    };
+    Ok((name, read_manifest(remote, &name)?))
+}
+
+/// Manifest `name`, checked.
+pub(crate) fn read_manifest(remote: &dyn Remote, name: &ObjectName) -> Result<Manifest> {
+    let path = object_path(name);
+    let bytes = remote.get(&path)?.ok_or_else(|| RemoteError::Damaged {
+        remote: remote.describe(),
+        name: path.clone(),
+        reason: "missing: a ref names it".into(),
+    })?;
+    Manifest::decode(&bytes, name, &remote.describe())
+}

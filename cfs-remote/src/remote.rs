@@ -1,0 +1,128 @@
+//! What a remote can do: read an object whole or a range of it, create an object only
+//! where no object of its name is, and list names by prefix. Every remote kind (a
+//! folder; object storage and web servers later) is reached through [`Remote`].
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use crate::error::{RemoteError, Result};
+use crate::folder::FolderRemote;
+
+/// A place states are published to and pulled from.
+pub trait Remote: Send + Sync {
+    /// How the remote is named in messages.
+    fn describe(&self) -> String;
+    /// The object `name` whole, or `None` if there is none.
+    fn get(&self, name: &str) -> Result<Option<Vec<u8>>>;
+    /// `len` bytes of object `name` from `offset`; an object that ends before them is
+    /// `Damaged`.
+    fn get_range(&self, name: &str, offset: u64, len: u64) -> Result<Vec<u8>>;
+    /// Creates object `name` with `bytes` unless one is there: true if this call made
+    /// it. Never overwrites.
+    fn create(&self, name: &str, bytes: &[u8]) -> Result<bool>;
+    /// The names of the objects right under folder `prefix` (ending in `/`), sorted.
+    fn list(&self, prefix: &str) -> Result<Vec<String>>;
+}
+
+/// The remote a command names: a folder path or a `file://` URL. Object storage
+/// (`s3://`) and web servers (`http://`, `https://`) are not in this build yet.
+pub fn open(spec: &str) -> Result<Box<dyn Remote>> {
+    if let Some(path) = spec.strip_prefix("file://") {
+        return Ok(Box::new(FolderRemote::new(path)));
+    }
+    if let Some((scheme, _)) = spec.split_once("://") {
+        return Err(RemoteError::Invalid(format!(
+            "{spec}: remotes of scheme {scheme}:// are not supported by this build (a folder \
+             path or file:// URL is)"
+        )));
+    }
+    Ok(Box::new(FolderRemote::new(spec)))
+}
+
+/// A remote in memory, for tests of races and damage.
+#[derive(Debug, Default)]
+pub struct MemoryRemote {
+    objects: Mutex<BTreeMap<String, Vec<u8>>>,
+}
+
+impl MemoryRemote {
+    /// An empty remote.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Replaces object `name` (tests damage objects with it).
+    pub fn replace(&self, name: &str, bytes: Vec<u8>) {
+        self.lock().insert(name.to_owned(), bytes);
+    }
+
+    /// Removes object `name`.
+    pub fn remove(&self, name: &str) {
+        self.lock().remove(name);
+    }
+
+    /// Every object's name.
+    pub fn names(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Vec<u8>>> {
+        self.objects.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Remote for MemoryRemote {
+    fn describe(&self) -> String {
+        "memory".into()
+    }
+
+    fn get(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.lock().get(name).cloned())
+    }
+
+    fn get_range(&self, name: &str, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let objects = self.lock();
+        let object = objects.get(name).ok_or_else(|| RemoteError::NotFound {
+            remote: self.describe(),
+            what: name.to_owned(),
+        })?;
+        slice(object, offset, len)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| short(&self.describe(), name, object.len() as u64, offset + len))
+    }
+
+    fn create(&self, name: &str, bytes: &[u8]) -> Result<bool> {
+        let mut objects = self.lock();
+        if objects.contains_key(name) {
+            return Ok(false);
+        }
+        objects.insert(name.to_owned(), bytes.to_vec());
+        Ok(true)
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        Ok(self
+            .lock()
+            .range(prefix.to_owned()..)
+            .take_while(|(name, _)| name.starts_with(prefix))
+            .filter(|(name, _)| !name[prefix.len()..].contains('/'))
+            .map(|(name, _)| name.clone())
+            .collect())
+    }
+}
+
+/// `bytes[offset..offset + len]`, if it is within them.
+fn slice(bytes: &[u8], offset: u64, len: u64) -> Option<&[u8]> {
+    let start = usize::try_from(offset).ok()?;
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    bytes.get(start..end)
+}
+
+/// An object shorter than a read of it needs.
+pub(crate) fn short(remote: &str, name: &str, len: u64, end: u64) -> RemoteError {
+    RemoteError::Damaged {
+        remote: remote.to_owned(),
+        name: name.to_owned(),
+        reason: format!("{len} bytes long, a manifest names bytes up to {end}"),
+    }
+}

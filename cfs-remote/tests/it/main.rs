@@ -1,0 +1,174 @@
+//! Integration tests of cfs-remote: push, pull and clone through a folder and memory
+//! remote; damage of every kind refused with the store unchanged; racing pushers.
+
+mod support;
+
+use cfs_remote::{
+    FolderRemote, MemoryRemote, PullTarget, PushOptions, Remote, RemoteError, fetch_manifest, pull,
+    push,
+};
+use support::{Fixture, pull_into, write};
+
+/// A pushed state pulled into a new store gives the same root, bit for bit, which is
+/// the root of a clean index of the tree; the pulled store verifies; a second push of
+/// the same state publishes nothing.
+#[test]
+fn push_then_pull_into_a_new_store_gives_the_same_root() {
+    let f = Fixture::new();
+    let remote = FolderRemote::new(f.dir.path().join("remote"));
+    let pushed = push(&f.store, &remote, &PushOptions::default()).unwrap();
+    assert_eq!(pushed.root, f.clean_root());
+    assert!(pushed.published.is_some() && pushed.segments_sent > 0);
+    let (store, report) = pull_into(&f, &remote);
+    assert_eq!(report.root, pushed.root);
+    assert_eq!(store.state_root().unwrap(), pushed.root);
+    assert!(store.verify().unwrap().is_ok());
+    let again = push(&f.store, &remote, &PushOptions::default()).unwrap();
+    assert_eq!((again.published, again.bytes_sent), (None, 0));
+}
+
+/// After a one-file change, push sends a pack of the few buckets that changed and pull
+/// fetches only those, and the pulled store has the new root; a pulled text is cached,
+/// so a sync of the same tree into the pulled store embeds nothing.
+#[test]
+fn a_one_file_change_moves_only_its_buckets() {
+    let f = Fixture::new();
+    let remote = FolderRemote::new(f.dir.path().join("remote"));
+    let first = push(&f.store, &remote, &PushOptions::default()).unwrap();
+    let (mirror, _) = pull_into(&f, &remote);
+    write(&f.tree(), "src/m3.rs", "pub fn changed() -> u32 { 7 }\n");
+    f.sync();
+    let second = push(&f.store, &remote, &PushOptions::default()).unwrap();
+    assert!(second.segments_sent <= 12, "{second:?}");
+    let pack = |r: &cfs_remote::PushReport| r.bytes_sent - r.manifest_bytes;
+    assert!(pack(&second) * 20 < pack(&first), "{second:?} vs {first:?}");
+    let (name, manifest) = fetch_manifest(&remote, &PullTarget::default()).unwrap();
+    let report = pull(&mirror, &remote, &name, &manifest).unwrap();
+    assert_eq!(mirror.state_root().unwrap(), second.root);
+    assert!(report.buckets_fetched < 40, "{report:?}");
+    assert!(mirror.verify().unwrap().is_ok());
+    let synced = f.sync_other(&mirror);
+    assert_eq!(synced.root, second.root);
+    assert_eq!(synced.embedded, 0, "pulled texts are cached: {synced:?}");
+}
+
+/// Every kind of damage is refused with a clear error and leaves the store as it was: a
+/// flipped byte in a pack, a truncated pack, a missing pack, a manifest that does not
+/// hash to its name.
+#[test]
+fn damaged_objects_are_refused_and_nothing_is_written() {
+    let f = Fixture::new();
+    let remote = MemoryRemote::new();
+    push(&f.store, &remote, &PushOptions::default()).unwrap();
+    let names = remote.names();
+    let (name, manifest) = fetch_manifest(&remote, &PullTarget::default()).unwrap();
+    let pack = format!(
+        "objects/{}",
+        cfs_core::hex_encode(&manifest.buckets[0].pack)
+    );
+    let original = remote.get(&pack).unwrap().unwrap();
+    // Bytes a pull reads: in the first segment, the middle, the last segment's end. (The
+    // pack's own index, after its segments, is for tools that read a pack alone: a pull
+    // reads segments where its checked manifest says they are.)
+    let last = manifest.buckets.iter().max_by_key(|e| e.offset).unwrap();
+    let flips = [
+        30usize,
+        original.len() / 2,
+        (last.offset + last.length) as usize - 1,
+    ];
+    let mut damages: Vec<(&str, Vec<u8>)> = flips
+        .iter()
+        .map(|&at| {
+            let mut bytes = original.clone();
+            bytes[at] ^= 0x40;
+            ("a flipped byte", bytes)
+        })
+        .collect();
+    damages.push(("a truncated pack", original[..original.len() / 3].to_vec()));
+    for (what, bytes) in damages {
+        remote.replace(&pack, bytes);
+        let target = f.empty_store();
+        let before = target.state_root().unwrap();
+        let err = pull(&target, &remote, &name, &manifest).unwrap_err();
+        assert!(matches!(err, RemoteError::Damaged { .. }), "{what}: {err}");
+        assert!(err.to_string().contains("nothing was written"), "{err}");
+        assert_eq!(target.state_root().unwrap(), before, "{what}");
+    }
+    remote.remove(&pack);
+    let err = pull(&f.empty_store(), &remote, &name, &manifest).unwrap_err();
+    assert!(err.to_string().contains(&pack), "{err}");
+    let manifest_path = names
+        .iter()
+        .find(|n| n.ends_with(&cfs_core::hex_encode(&name)))
+        .unwrap();
+    let mut bytes = remote.get(manifest_path).unwrap().unwrap();
+    bytes[40] ^= 1;
+    remote.replace(manifest_path, bytes);
+    let err = fetch_manifest(&remote, &PullTarget::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("does not hash to its name"),
+        "{err}"
+    );
+}
+
+/// A manifest of another embedder is refused before anything is fetched.
+#[test]
+fn a_state_of_another_embedder_is_refused() {
+    let f = Fixture::new();
+    let remote = MemoryRemote::new();
+    push(&f.store, &remote, &PushOptions::default()).unwrap();
+    let (name, manifest) = fetch_manifest(&remote, &PullTarget::default()).unwrap();
+    let other = f.store_with_model("cfs-hash-embed/1 dim=128");
+    let err = pull(&other, &remote, &name, &manifest).unwrap_err();
+    assert!(matches!(err, RemoteError::Settings { .. }), "{err}");
+    let err = push(&other, &remote, &PushOptions::default()).unwrap_err();
+    assert!(matches!(err, RemoteError::Settings { .. }), "{err}");
+}
+
+/// Pushers racing on one branch each publish exactly once, under refs of their own, and
+/// the branch's newest state is one of theirs, whole.
+#[test]
+fn racing_pushers_each_publish_once() {
+    let stores: Vec<Fixture> = (0..4).map(Fixture::with_extra).collect();
+    let remote = MemoryRemote::new();
+    let reports: Vec<_> = std::thread::scope(|s| {
+        let pushes: Vec<_> = stores
+            .iter()
+            .map(|f| s.spawn(|| push(&f.store, &remote, &PushOptions::default())))
+            .collect();
+        pushes
+            .into_iter()
+            .map(|p| p.join().unwrap().unwrap())
+            .collect()
+    });
+    let refs: std::collections::BTreeSet<_> = reports
+        .iter()
+        .map(|r| r.published.clone().unwrap())
+        .collect();
+    assert_eq!(refs.len(), 4);
+    let (name, manifest) = fetch_manifest(&remote, &PullTarget::default()).unwrap();
+    assert!(reports.iter().any(|r| r.manifest == name));
+    let (store, _) = pull_into(&stores[0], &remote);
+    assert_eq!(store.state_root().unwrap(), manifest.root());
+    assert!(store.verify().unwrap().is_ok());
+}
+
+/// Pulls by git commit and by manifest name find what was pushed under them.
+#[test]
+fn pulls_by_commit_and_by_manifest() {
+    let f = Fixture::new();
+    let remote = MemoryRemote::new();
+    let commit = "0123456789abcdef0123456789abcdef01234567".to_owned();
+    let options = PushOptions {
+        git_commit: Some(commit.clone()),
+        ..PushOptions::default()
+    };
+    let pushed = push(&f.store, &remote, &options).unwrap();
+    let (by_commit, _) = fetch_manifest(&remote, &PullTarget::Commit(commit)).unwrap();
+    assert_eq!(by_commit, pushed.manifest);
+    let hex = cfs_core::hex_encode(&pushed.manifest);
+    let (by_name, _) = fetch_manifest(&remote, &PullTarget::Manifest(hex)).unwrap();
+    assert_eq!(by_name, pushed.manifest);
+    let err = fetch_manifest(&remote, &PullTarget::Branch("nope".into())).unwrap_err();
+    assert!(matches!(err, RemoteError::NotFound { .. }), "{err}");
+}
