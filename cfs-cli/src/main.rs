@@ -14,6 +14,7 @@ mod maintain_cmds;
 mod manual_tests;
 mod open;
 mod output;
+mod remote_cmds;
 mod report;
 mod search_cmds;
 mod serve;
@@ -72,6 +73,14 @@ enum Command {
     /// Rebuild the runtime search index from the committed state and check that it
     /// agrees with it.
     RebuildIndex(open::Common),
+    /// Publish the store's state to a remote (a folder), sending only the buckets the
+    /// remote's newest state lacks.
+    Push(remote_cmds::PushArgs),
+    /// Take a remote's state into the store (created if there is none): only what
+    /// differs is fetched, and every row is checked before anything is written.
+    Pull(remote_cmds::PullArgs),
+    /// Make a store in a new folder from a remote's state.
+    Clone(remote_cmds::CloneArgs),
 }
 
 fn main() -> ExitCode {
@@ -160,6 +169,9 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Search(args) => search_cmds::search(&args),
         Command::Serve(args) => serve::run(&args),
         Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),
+        Command::Push(args) => remote_cmds::push_cmd(&args),
+        Command::Pull(args) => remote_cmds::pull_cmd(&args),
+        Command::Clone(args) => remote_cmds::clone_cmd(&args),
     }
 }
 

@@ -117,7 +117,9 @@ fn shorthand_names(snippet: &str) -> Vec<String> {
 /// manual (or the other way round) fails here.
 #[test]
 fn the_manual_documents_every_json_field_and_no_other() {
-    use crate::{chunks, demo, index_cmds, inspect_cmds, maintain_cmds, search_cmds, watch_cmd};
+    use crate::{
+        chunks, demo, index_cmds, inspect_cmds, maintain_cmds, remote_cmds, search_cmds, watch_cmd,
+    };
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli.md");
     let doc = std::fs::read_to_string(path).expect("docs/cli.md");
     let cases: Vec<(&str, BTreeSet<String>)> = vec![
@@ -130,6 +132,9 @@ fn the_manual_documents_every_json_field_and_no_other() {
         ("reembed", fields::<maintain_cmds::ReembedReport>()),
         ("repair", fields::<maintain_cmds::RepairReport>()),
         ("gc", fields::<maintain_cmds::GcAnswer>()),
+        ("push", fields::<remote_cmds::PushAnswer>()),
+        ("pull", fields::<remote_cmds::PullAnswer>()),
+        ("clone", fields::<remote_cmds::PullAnswer>()),
         ("log", fields::<inspect_cmds::LogRecord>()),
         ("show", fields::<inspect_cmds::ShowReport>()),
         (

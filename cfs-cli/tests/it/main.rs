@@ -9,6 +9,7 @@ mod first_hour;
 mod idle;
 mod link;
 mod readonly;
+mod remote;
 mod repair;
 mod support;
 

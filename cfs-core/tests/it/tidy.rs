@@ -3,7 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [&str; 5] = ["cfs-core", "cfs-ingest", "cfs-store", "cfs-remote", "cfs-cli"];
+const LAYERS: [&str; 5] = [
+    "cfs-core",
+    "cfs-ingest",
+    "cfs-store",
+    "cfs-remote",
+    "cfs-cli",
+];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -1,0 +1,352 @@
+//! `cfs push`, `cfs pull` and `cfs clone`: a store's state published to a remote and
+//! taken from one (cfs-remote; docs/format.md, "Remotes").
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use cfs_core::hex_encode;
+use cfs_remote::{Manifest, PullReport, PullTarget, PushOptions, fetch_manifest, pull, push};
+use cfs_store::{Settings, Store};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::locate::{store_in, tree_store};
+use crate::open::{Common, embedder_for, keep_out_of_git, open_write, tree_root};
+use crate::output::spinner;
+use crate::report::{Report, emit};
+
+/// Which state of the remote a pull takes.
+#[derive(Debug, clap::Args)]
+pub struct Target {
+    /// The branch whose newest state to take.
+    #[arg(long, default_value = cfs_remote::DEFAULT_BRANCH, conflicts_with_all = ["commit", "manifest"])]
+    branch: String,
+    /// The state pushed for this git commit (hex).
+    #[arg(long)]
+    commit: Option<String>,
+    /// The state of this manifest (64 hex digits).
+    #[arg(long, conflicts_with = "commit")]
+    manifest: Option<String>,
+}
+
+impl Target {
+    fn pull_target(&self) -> PullTarget {
+        match (&self.commit, &self.manifest) {
+            (Some(commit), _) => PullTarget::Commit(commit.clone()),
+            (None, Some(manifest)) => PullTarget::Manifest(manifest.clone()),
+            (None, None) => PullTarget::Branch(self.branch.clone()),
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PushArgs {
+    /// The remote: a folder path or file:// URL.
+    remote: String,
+    /// The branch to publish on.
+    #[arg(long, default_value = cfs_remote::DEFAULT_BRANCH)]
+    branch: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PullArgs {
+    /// The remote: a folder path or file:// URL.
+    remote: String,
+    /// The tree whose store to pull into (default: the current folder); its store is
+    /// created when it has none.
+    path: Option<PathBuf>,
+    #[command(flatten)]
+    target: Target,
+    /// Then re-embed N random chunks of the store and compare the vectors bit for bit.
+    #[arg(long, value_name = "N")]
+    check: Option<usize>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CloneArgs {
+    /// The remote: a folder path or file:// URL.
+    remote: String,
+    /// The folder to make the store in (its .cfs/); it must hold no store.
+    path: PathBuf,
+    #[command(flatten)]
+    target: Target,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `cfs push REMOTE`: publishes the store's state; the git commit the store last
+/// recorded goes with it when the state is still the one recorded with it.
+pub fn push_cmd(args: &PushArgs) -> anyhow::Result<ExitCode> {
+    let store = open_write(&args.common)?;
+    let remote = cfs_remote::open(&args.remote)?;
+    let root = store.state_root()?;
+    let git_commit = store
+        .git_head()?
+        .filter(|(_, at)| *at == root)
+        .map(|(commit, _)| commit);
+    let options = PushOptions {
+        branch: args.branch.clone(),
+        git_commit: git_commit.clone(),
+    };
+    let bar = spinner(args.common.json, "pushing");
+    let report = push(&store, &*remote, &options)?;
+    bar.finish_and_clear();
+    let answer = PushAnswer {
+        remote: remote.describe(),
+        branch: args.branch.clone(),
+        state_root: report.root.to_hex(),
+        manifest: hex_encode(&report.manifest),
+        published: report.published,
+        git_commit,
+        segments_sent: report.segments_sent,
+        buckets: report.buckets,
+        bytes_sent: report.bytes_sent,
+        manifest_bytes: report.manifest_bytes,
+        retries: report.retries,
+    };
+    emit(&answer, args.common.json)
+}
+
+/// `cfs push --json`.
+#[derive(Serialize, JsonSchema)]
+pub struct PushAnswer {
+    remote: String,
+    branch: String,
+    state_root: String,
+    manifest: String,
+    /// The ref written; null when the branch held this state already.
+    published: Option<String>,
+    git_commit: Option<String>,
+    segments_sent: usize,
+    buckets: usize,
+    bytes_sent: u64,
+    manifest_bytes: u64,
+    retries: u32,
+}
+
+impl Report for PushAnswer {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        match &self.published {
+            None => writeln!(
+                out,
+                "{} already holds {} on {}",
+                self.remote, self.state_root, self.branch
+            ),
+            Some(name) => writeln!(
+                out,
+                "pushed {} to {} as {name}: {} of {} buckets, {} bytes (manifest {})",
+                self.state_root,
+                self.remote,
+                self.segments_sent,
+                self.buckets,
+                self.bytes_sent,
+                self.manifest_bytes
+            ),
+        }
+    }
+}
+
+/// `cfs pull REMOTE [PATH]`.
+pub fn pull_cmd(args: &PullArgs) -> anyhow::Result<ExitCode> {
+    let root = tree_root(args.path.as_deref())?;
+    let file = tree_store(&root, args.common.store.as_deref());
+    let into = Into {
+        file,
+        remote: &args.remote,
+        target: args.target.pull_target(),
+        json: args.common.json,
+    };
+    let mut answer = into.pull()?;
+    if let Some(n) = args.check {
+        let store = Store::open(&into.file)?;
+        let embedder = embedder_for(&store)?;
+        let bar = spinner(args.common.json, "re-embedding a sample to compare");
+        let check = store.check_vectors(&*embedder, Some(n))?;
+        bar.finish_and_clear();
+        answer.vectors_checked = Some(check.checked);
+        answer.vectors_wrong = Some(check.wrong);
+    }
+    emit(&answer, args.common.json)
+}
+
+/// `cfs clone REMOTE PATH`.
+pub fn clone_cmd(args: &CloneArgs) -> anyhow::Result<ExitCode> {
+    let file = store_in(&args.path);
+    if file.exists() {
+        bail!(
+            "{}: a store is there already (pull into it instead)",
+            file.display()
+        );
+    }
+    let into = Into {
+        file,
+        remote: &args.remote,
+        target: args.target.pull_target(),
+        json: args.json,
+    };
+    emit(&into.pull()?, args.json)
+}
+
+/// A pull into the store file `file`, made when there is none.
+struct Into<'a> {
+    file: PathBuf,
+    remote: &'a str,
+    target: PullTarget,
+    json: bool,
+}
+
+impl Into<'_> {
+    fn pull(&self) -> anyhow::Result<PullAnswer> {
+        let remote = cfs_remote::open(self.remote)?;
+        let bar = spinner(self.json, "pulling");
+        let (name, manifest) = fetch_manifest(&*remote, &self.target)?;
+        let created = !self.file.is_file();
+        let store = if created {
+            create_for(&self.file, &manifest)?
+        } else {
+            Store::open(&self.file)
+                .with_context(|| format!("cannot open {} for writing", self.file.display()))?
+        };
+        let result = pull(&store, &*remote, &name, &manifest);
+        bar.finish_and_clear();
+        drop(store);
+        let report = match result {
+            Ok(report) => report,
+            Err(e) if created => {
+                remove_store(&self.file);
+                return Err(e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        Ok(PullAnswer::new(
+            &report,
+            remote.describe(),
+            &self.file,
+            created,
+        ))
+    }
+}
+
+/// A new store at `file` with the manifest's settings.
+fn create_for(file: &Path, manifest: &Manifest) -> anyhow::Result<Store> {
+    let [target_bytes, max_bytes, overlap_bytes] = manifest.chunk;
+    let settings = Settings {
+        chunk: cfs_ingest::ChunkParams {
+            target_bytes,
+            max_bytes,
+            overlap_bytes,
+        },
+        model_id: manifest.model_id.clone(),
+    };
+    let store = Store::create(file, settings)?;
+    keep_out_of_git(file)?;
+    Ok(store)
+}
+
+/// Removes a store this pull made and could not fill: a failed pull leaves nothing.
+fn remove_store(file: &Path) {
+    let _ = std::fs::remove_file(cfs_store::chunk_log_path(file));
+    let _ = std::fs::remove_file(file);
+}
+
+/// `cfs pull --json` and `cfs clone --json`.
+#[derive(Serialize, JsonSchema)]
+pub struct PullAnswer {
+    remote: String,
+    store: String,
+    /// The store was made by this pull.
+    created: bool,
+    manifest: String,
+    previous_root: String,
+    state_root: String,
+    buckets_fetched: usize,
+    vector_buckets_fetched: usize,
+    bytes_fetched: u64,
+    requests: u64,
+    rows_checked: u64,
+    documents_added: usize,
+    paths_bound: usize,
+    paths_removed: usize,
+    embeddings_added: usize,
+    vectors_cached: usize,
+    /// With --check: vectors re-embedded and compared.
+    vectors_checked: Option<usize>,
+    /// With --check: one line per vector that differed.
+    vectors_wrong: Option<Vec<String>>,
+}
+
+impl PullAnswer {
+    fn new(r: &PullReport, remote: String, file: &Path, created: bool) -> Self {
+        Self {
+            remote,
+            store: file.display().to_string(),
+            created,
+            manifest: hex_encode(&r.manifest),
+            previous_root: r.previous_root.to_hex(),
+            state_root: r.root.to_hex(),
+            buckets_fetched: r.buckets_fetched,
+            vector_buckets_fetched: r.vector_buckets_fetched,
+            bytes_fetched: r.bytes_fetched,
+            requests: r.requests,
+            rows_checked: r.rows_checked,
+            documents_added: r.documents_added,
+            paths_bound: r.paths_bound,
+            paths_removed: r.paths_removed,
+            embeddings_added: r.embeddings_added,
+            vectors_cached: r.vectors_cached,
+            vectors_checked: None,
+            vectors_wrong: None,
+        }
+    }
+}
+
+impl Report for PullAnswer {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        if self.previous_root == self.state_root {
+            writeln!(out, "{} is up to date at {}", self.store, self.state_root)?;
+        } else {
+            writeln!(
+                out,
+                "pulled {} into {}: {} buckets and {} vector buckets, {} bytes in {} reads, {} rows checked",
+                self.state_root,
+                self.store,
+                self.buckets_fetched,
+                self.vector_buckets_fetched,
+                self.bytes_fetched,
+                self.requests,
+                self.rows_checked
+            )?;
+            writeln!(
+                out,
+                "{} documents added, {} paths bound, {} removed, {} embeddings added, {} vectors cached",
+                self.documents_added,
+                self.paths_bound,
+                self.paths_removed,
+                self.embeddings_added,
+                self.vectors_cached
+            )?;
+        }
+        if let (Some(checked), Some(wrong)) = (self.vectors_checked, &self.vectors_wrong) {
+            writeln!(
+                out,
+                "re-embedded {checked} chunks: {} vectors differ",
+                wrong.len()
+            )?;
+            for line in wrong {
+                writeln!(out, "  {line}")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn ok(&self) -> bool {
+        self.vectors_wrong.as_ref().is_none_or(Vec::is_empty)
+    }
+}

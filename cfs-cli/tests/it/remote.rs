@@ -1,0 +1,98 @@
+//! `cfs push`, `cfs pull` and `cfs clone` through a folder remote, end to end.
+
+use serde_json::Value;
+
+use crate::support::{cfs_in, sample_tree};
+
+fn json(out: &str) -> Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// A pushed store cloned elsewhere has the same root and answers a search at once; a
+/// copy of the tree pulled into and then indexed parses and embeds nothing; `--check`
+/// re-embeds and compares; a second push sends nothing.
+#[test]
+fn push_clone_pull_and_index_after() {
+    let tree = sample_tree();
+    let root = tree.path();
+    let (code, _, err) = cfs_in(root, &["index", "--embedder", "hash", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let remote = tempfile::tempdir().unwrap();
+    let remote_path = remote.path().join("r");
+    let remote_arg = remote_path.to_str().unwrap();
+    let (code, out, err) = cfs_in(root, &["push", remote_arg, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let pushed = json(&out);
+    assert!(pushed["published"].is_string(), "{pushed}");
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    let clone = elsewhere.path().join("clone");
+    let (code, out, err) = cfs_in(elsewhere.path(), &["clone", remote_arg, "clone", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["state_root"], pushed["state_root"]);
+    let (code, out, err) = cfs_in(&clone, &["search", "merkle inclusion", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("README.md"), "{out}");
+    let (code, _, err) = cfs_in(elsewhere.path(), &["clone", remote_arg, "clone"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("a store is there already"), "{err}");
+
+    let copy = tempfile::tempdir().unwrap();
+    for rel in ["README.md", "src/lib.rs", "copy.md"] {
+        std::fs::create_dir_all(copy.path().join(rel).parent().unwrap()).unwrap();
+        std::fs::copy(root.join(rel), copy.path().join(rel)).unwrap();
+    }
+    let (code, out, err) = cfs_in(copy.path(), &["pull", remote_arg, "--check", "3", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let pulled = json(&out);
+    assert_eq!(pulled["created"], true);
+    assert_eq!(pulled["vectors_wrong"], serde_json::json!([]));
+    let (code, out, err) = cfs_in(copy.path(), &["index", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let indexed = json(&out);
+    assert_eq!(indexed["state_root"], pushed["state_root"], "{indexed}");
+    assert_eq!(indexed["parsed"], 0, "{indexed}");
+    assert_eq!(indexed["embedded"], 0, "{indexed}");
+
+    let (code, out, err) = cfs_in(root, &["push", remote_arg, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["published"], Value::Null);
+}
+
+/// A pull from a remote with a damaged pack fails naming the object, and the store it
+/// would have made is not left behind; a pull into a store of another embedder is
+/// refused and leaves it as it was.
+#[test]
+fn a_damaged_or_foreign_remote_changes_nothing() {
+    let tree = sample_tree();
+    let root = tree.path();
+    assert_eq!(cfs_in(root, &["index", "--embedder", "hash"]).0, 0);
+    let remote = tempfile::tempdir().unwrap();
+    let remote_arg = remote.path().to_str().unwrap();
+    assert_eq!(cfs_in(root, &["push", remote_arg]).0, 0);
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("a.md"), "# A\n\nother words\n").unwrap();
+    let (code, _, err) = cfs_in(other.path(), &["index", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, before, _) = cfs_in(other.path(), &["status", "--json"]);
+    let (code, _, err) = cfs_in(other.path(), &["pull", remote_arg]);
+    assert_ne!(code, 0);
+    assert!(err.contains("one store never mixes them"), "{err}");
+    let (_, after, _) = cfs_in(other.path(), &["status", "--json"]);
+    assert_eq!(json(&before)["state_root"], json(&after)["state_root"]);
+
+    let objects = remote.path().join("objects");
+    let largest = std::fs::read_dir(&objects)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&largest).unwrap();
+    bytes[40] ^= 0x10;
+    std::fs::write(&largest, bytes).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, err) = cfs_in(empty.path(), &["pull", remote_arg]);
+    assert_ne!(code, 0);
+    assert!(err.contains("nothing was written"), "{err}");
+    assert!(!empty.path().join(".cfs/store.redb").exists());
+}
