@@ -157,7 +157,7 @@ impl Report for PushAnswer {
 pub fn pull_cmd(args: &PullArgs) -> anyhow::Result<ExitCode> {
     let root = tree_root(args.path.as_deref())?;
     let file = tree_store(&root, args.common.store.as_deref());
-    let into = Into {
+    let into = PullInto {
         file,
         remote: &args.remote,
         target: args.target.pull_target(),
@@ -185,7 +185,7 @@ pub fn clone_cmd(args: &CloneArgs) -> anyhow::Result<ExitCode> {
             file.display()
         );
     }
-    let into = Into {
+    let into = PullInto {
         file,
         remote: &args.remote,
         target: args.target.pull_target(),
@@ -195,14 +195,14 @@ pub fn clone_cmd(args: &CloneArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A pull into the store file `file`, made when there is none.
-struct Into<'a> {
+struct PullInto<'a> {
     file: PathBuf,
     remote: &'a str,
     target: PullTarget,
     json: bool,
 }
 
-impl Into<'_> {
+impl PullInto<'_> {
     fn pull(&self) -> anyhow::Result<PullAnswer> {
         let remote = cfs_remote::open(self.remote)?;
         let bar = spinner(self.json, "pulling");

@@ -36,7 +36,16 @@ pub(crate) fn segments(
             let (first, last) = (&entries[run[0]], &entries[*run.last().expect("a run")]);
             let start = first.offset;
             let end = last.offset.saturating_add(last.length);
-            let bytes = remote.get_range(&object_path(&pack), start, end - start)?;
+            let name = object_path(&pack);
+            let bytes = remote.get_range(&name, start, end - start)?;
+            if bytes.len() as u64 != end - start {
+                return Err(crate::remote::short(
+                    &remote.describe(),
+                    &name,
+                    bytes.len() as u64,
+                    end,
+                ));
+            }
             fetched.bytes += bytes.len() as u64;
             fetched.requests += 1;
             for &i in run {
