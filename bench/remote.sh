@@ -43,9 +43,10 @@ echo "cold index ${cold} s; push $(echo "$t2 - $t1" | bc) s, $(field "$work/push
 ratio=""
 [ -z "${PREBUILT:-}" ] && ratio="$(echo "scale=1; $cold / $clone" | bc)x faster; "
 echo "clone and first search ${clone} s: ${ratio}$rows rows checked ($(echo "$rows / $clone" | bc) a second, search included)"
-# One file changed: the first source file in the tree's order, a line appended.
-file=$(cd "$work/tree" && git ls-files 2>/dev/null | grep -E '\.(py|rs|go|java|cs|js|ts|rb|php|c|h|swift|kt)$' | head -1 || true)
-[ -n "$file" ] || file=$(cd "$work/tree" && find . -type f -name '*.*' ! -path './.cfs/*' | sort | head -1)
+# One file changed: the first source file in path order, a line appended.
+file=$(cd "$work/tree" && find . -type f \( -name '*.py' -o -name '*.rs' -o -name '*.go' \
+  -o -name '*.java' -o -name '*.cs' -o -name '*.ts' -o -name '*.js' -o -name '*.c' \) \
+  ! -path './.cfs/*' | sort | sed -n 1p)
 echo "// one more line" >>"$work/tree/$file"
 "$cfs" index "$work/tree" --json >/dev/null
 "$cfs" push "$work/remote" --store "$work/tree/.cfs" --json >"$work/push2.json"
