@@ -54,7 +54,7 @@ pub struct PushArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
-    /// The remote: a folder path or file:// URL.
+    /// The remote: a folder path, file:// URL, or http(s):// URL of a served remote.
     remote: String,
     /// The tree whose store to pull into (default: the current folder); its store is
     /// created when it has none.
@@ -70,7 +70,7 @@ pub struct PullArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CloneArgs {
-    /// The remote: a folder path or file:// URL.
+    /// The remote: a folder path, file:// URL, or http(s):// URL of a served remote.
     remote: String,
     /// The folder to make the store in (its .cfs/); it must hold no store.
     path: PathBuf,

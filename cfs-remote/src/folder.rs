@@ -95,6 +95,20 @@ impl Remote for FolderRemote {
         Ok(made)
     }
 
+    fn overwrite_hint(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let io = self.io(name);
+        let target = self.path(name);
+        let tmp = self.temporary();
+        for dir in [tmp.parent(), target.parent()].into_iter().flatten() {
+            std::fs::create_dir_all(dir).map_err(&io)?;
+        }
+        let moved = write_synced(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, &target));
+        if moved.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        moved.map_err(&io)
+    }
+
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let entries = match std::fs::read_dir(self.path(prefix)) {
             Ok(entries) => entries,

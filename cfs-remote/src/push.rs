@@ -213,6 +213,11 @@ impl Attempt<'_> {
             return Ok(None);
         }
         self.publish_commit(&name)?;
+        // Last, and only a hint: readers that cannot list start from it and check.
+        self.remote.overwrite_hint(
+            &refs::hint_name(&self.options.branch),
+            &refs::hint_content(newest + 1),
+        )?;
         report.manifest = name;
         report.published = Some(ref_name);
         Ok(Some(report))

@@ -73,19 +73,67 @@ pub(crate) fn commit_ref(commit: &str) -> String {
     format!("commits/{commit}")
 }
 
-/// The newest ref of `branch`: its number and the manifest it names.
+/// The newest ref of `branch`: its number and the manifest it names. A remote that
+/// lists answers from the first name of the branch's log; one that cannot (a web
+/// server) starts from the branch's `latest` hint and reads on while a later ref exists
+/// (a hint may lag a push that published after it).
 pub(crate) fn newest(remote: &dyn Remote, branch: &str) -> Result<Option<(u64, ObjectName)>> {
+    let n = if remote.lists() {
+        listed_newest(remote, branch)?
+    } else {
+        probed_newest(remote, branch)?
+    };
+    match n {
+        0 => Ok(None),
+        n => Ok(Some((n, read_ref(remote, &ref_name(branch, n))?))),
+    }
+}
+
+/// The newest ref's number from the listing of the branch's log (0: none).
+fn listed_newest(remote: &dyn Remote, branch: &str) -> Result<u64> {
     let prefix = format!("refs/{branch}/");
     let Some(name) = remote.list(&prefix)?.into_iter().next() else {
-        return Ok(None);
+        return Ok(0);
     };
     let digits = &name[prefix.len()..];
-    let n = (digits.len() == 20)
+    (digits.len() == 20)
         .then(|| digits.parse::<u64>().ok())
         .flatten()
         .map(|v| u64::MAX - v)
-        .ok_or_else(|| damaged(remote, &name, "not a ref name".into()))?;
-    Ok(Some((n, read_ref(remote, &name)?)))
+        .ok_or_else(|| damaged(remote, &name, "not a ref name".into()))
+}
+
+/// The newest ref's number from the hint and the refs after it (0: none).
+fn probed_newest(remote: &dyn Remote, branch: &str) -> Result<u64> {
+    let name = hint_name(branch);
+    let mut n = match remote.get(&name)? {
+        None => 0,
+        Some(bytes) => std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| t.strip_suffix('\n'))
+            .and_then(|t| t.parse::<u64>().ok())
+            .ok_or_else(|| {
+                damaged(
+                    remote,
+                    &name,
+                    "not a hint: a ref number and a newline".into(),
+                )
+            })?,
+    };
+    while remote.get(&ref_name(branch, n + 1))?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The name of the hint that names a branch's newest ref.
+pub(crate) fn hint_name(branch: &str) -> String {
+    format!("latest/{branch}")
+}
+
+/// A hint's content: the ref's number and a newline.
+pub(crate) fn hint_content(n: u64) -> Vec<u8> {
+    format!("{n}\n").into_bytes()
 }
 
 /// The manifest ref `name` names.

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use crate::error::{RemoteError, Result};
 use crate::folder::FolderRemote;
+use crate::http::HttpRemote;
 
 /// A place states are published to and pulled from.
 pub trait Remote: Send + Sync {
@@ -20,15 +21,25 @@ pub trait Remote: Send + Sync {
     /// Creates object `name` with `bytes` unless one is there: true if this call made
     /// it. Never overwrites.
     fn create(&self, name: &str, bytes: &[u8]) -> Result<bool>;
+    /// Replaces object `name` whole, atomically: only a branch's `latest` hint, which
+    /// readers check, is ever replaced.
+    fn overwrite_hint(&self, name: &str, bytes: &[u8]) -> Result<()>;
+    /// Whether [`Remote::list`] works (a web server cannot list).
+    fn lists(&self) -> bool {
+        true
+    }
     /// The names of the objects right under folder `prefix` (ending in `/`), sorted.
     fn list(&self, prefix: &str) -> Result<Vec<String>>;
 }
 
-/// The remote a command names: a folder path or a `file://` URL. Object storage
-/// (`s3://`) and web servers (`http://`, `https://`) are not in this build yet.
+/// The remote a command names: a folder path or a `file://` URL, or an `http://` or
+/// `https://` URL to pull from. Object storage (`s3://`) is not in this build yet.
 pub fn open(spec: &str) -> Result<Box<dyn Remote>> {
     if let Some(path) = spec.strip_prefix("file://") {
         return Ok(Box::new(FolderRemote::new(path)));
+    }
+    if spec.starts_with("http://") || spec.starts_with("https://") {
+        return Ok(Box::new(HttpRemote::new(spec)));
     }
     if let Some((scheme, _)) = spec.split_once("://") {
         return Err(RemoteError::Invalid(format!(
@@ -51,8 +62,8 @@ impl MemoryRemote {
         Self::default()
     }
 
-    /// Replaces object `name` (tests damage objects with it).
-    pub fn replace(&self, name: &str, bytes: Vec<u8>) {
+    /// Puts `bytes` as object `name`, whatever was there (tests damage objects with it).
+    pub fn put(&self, name: &str, bytes: Vec<u8>) {
         self.lock().insert(name.to_owned(), bytes);
     }
 
@@ -98,6 +109,11 @@ impl Remote for MemoryRemote {
         }
         objects.insert(name.to_owned(), bytes.to_vec());
         Ok(true)
+    }
+
+    fn overwrite_hint(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.put(name, bytes.to_vec());
+        Ok(())
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {

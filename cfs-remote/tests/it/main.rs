@@ -1,6 +1,7 @@
 //! Integration tests of cfs-remote: push, pull and clone through a folder and memory
 //! remote; damage of every kind refused with the store unchanged; racing pushers.
 
+mod http_server;
 mod support;
 
 use cfs_remote::{
@@ -86,7 +87,7 @@ fn damaged_objects_are_refused_and_nothing_is_written() {
         .collect();
     damages.push(("a truncated pack", original[..original.len() / 3].to_vec()));
     for (what, bytes) in damages {
-        remote.replace(&pack, bytes);
+        remote.put(&pack, bytes);
         let target = f.empty_store();
         let before = target.state_root().unwrap();
         let err = pull(&target, &remote, &name, &manifest).unwrap_err();
@@ -103,7 +104,7 @@ fn damaged_objects_are_refused_and_nothing_is_written() {
         .unwrap();
     let mut bytes = remote.get(manifest_path).unwrap().unwrap();
     bytes[40] ^= 1;
-    remote.replace(manifest_path, bytes);
+    remote.put(manifest_path, bytes);
     let err = fetch_manifest(&remote, &PullTarget::default()).unwrap_err();
     assert!(
         err.to_string().contains("does not hash to its name"),
@@ -171,4 +172,33 @@ fn pulls_by_commit_and_by_manifest() {
     assert_eq!(by_name, pushed.manifest);
     let err = fetch_manifest(&remote, &PullTarget::Branch("nope".into())).unwrap_err();
     assert!(matches!(err, RemoteError::NotFound { .. }), "{err}");
+}
+
+/// A pull through HTTP from a static server over a folder remote: with range reads, and
+/// from a server that ignores ranges and sends whole objects; the branch's newest state
+/// is found from its hint and the refs after it (a server cannot list), also when the
+/// hint lags a later push. An HTTP remote refuses a push.
+#[test]
+fn pull_through_http_with_and_without_ranges() {
+    let f = Fixture::new();
+    let folder = f.dir.path().join("remote");
+    let remote = FolderRemote::new(&folder);
+    push(&f.store, &remote, &PushOptions::default()).unwrap();
+    write(&f.tree(), "src/m7.rs", "pub fn seven() {}\n");
+    f.sync();
+    let hint = std::fs::read(folder.join("latest/main")).unwrap();
+    let pushed = push(&f.store, &remote, &PushOptions::default()).unwrap();
+    std::fs::write(folder.join("latest/main"), hint).unwrap();
+    for ranges in [true, false] {
+        let server = http_server::serve(&folder, ranges);
+        let http = cfs_remote::open(&server.url).unwrap();
+        let (store, report) = pull_into(&f, &*http);
+        assert_eq!(store.state_root().unwrap(), pushed.root, "ranges {ranges}");
+        assert_eq!(report.root, pushed.root);
+        assert!(store.verify().unwrap().is_ok());
+    }
+    let server = http_server::serve(&folder, true);
+    let http = cfs_remote::open(&server.url).unwrap();
+    let err = push(&f.store, &*http, &PushOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
 }
