@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use cfs_core::hex_encode;
-use cfs_remote::{Manifest, PullReport, PullTarget, PushOptions, fetch_manifest, pull, push};
-use cfs_store::{Settings, Store};
+use cfs_remote::{PullReport, PullTarget, PushOptions, fetch_manifest, pull, pull_new, push};
+use cfs_store::Store;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -208,23 +208,17 @@ impl PullInto<'_> {
         let bar = spinner(self.json, "pulling");
         let (name, manifest) = fetch_manifest(&*remote, &self.target)?;
         let created = !self.file.is_file();
-        let store = if created {
-            create_for(&self.file, &manifest)?
+        let report = if created {
+            let (store, report) = pull_new(&self.file, &*remote, &name, &manifest)?;
+            drop(store);
+            keep_out_of_git(&self.file)?;
+            report
         } else {
-            Store::open(&self.file)
-                .with_context(|| format!("cannot open {} for writing", self.file.display()))?
+            let store = Store::open(&self.file)
+                .with_context(|| format!("cannot open {} for writing", self.file.display()))?;
+            pull(&store, &*remote, &name, &manifest)?
         };
-        let result = pull(&store, &*remote, &name, &manifest);
         bar.finish_and_clear();
-        drop(store);
-        let report = match result {
-            Ok(report) => report,
-            Err(e) if created => {
-                remove_store(&self.file);
-                return Err(e.into());
-            }
-            Err(e) => return Err(e.into()),
-        };
         Ok(PullAnswer::new(
             &report,
             remote.describe(),
@@ -232,28 +226,6 @@ impl PullInto<'_> {
             created,
         ))
     }
-}
-
-/// A new store at `file` with the manifest's settings.
-fn create_for(file: &Path, manifest: &Manifest) -> anyhow::Result<Store> {
-    let [target_bytes, max_bytes, overlap_bytes] = manifest.chunk;
-    let settings = Settings {
-        chunk: cfs_ingest::ChunkParams {
-            target_bytes,
-            max_bytes,
-            overlap_bytes,
-        },
-        model_id: manifest.model_id.clone(),
-    };
-    let store = Store::create(file, settings)?;
-    keep_out_of_git(file)?;
-    Ok(store)
-}
-
-/// Removes a store this pull made and could not fill: a failed pull leaves nothing.
-fn remove_store(file: &Path) {
-    let _ = std::fs::remove_file(cfs_store::chunk_log_path(file));
-    let _ = std::fs::remove_file(file);
 }
 
 /// `cfs pull --json` and `cfs clone --json`.

@@ -32,7 +32,7 @@ pub use error::{RemoteError, Result};
 pub use folder::FolderRemote;
 pub use format::{BucketEntry, FORMAT, Manifest, ObjectName, VECTOR_TAG};
 pub use http::HttpRemote;
-pub use pull::{PullReport, pull};
+pub use pull::{PullReport, pull, pull_new, settings_of};
 pub use push::{PushOptions, PushReport, push};
 pub use refs::{DEFAULT_BRANCH, PullTarget, fetch_manifest};
 pub use remote::{MemoryRemote, Remote, open};

@@ -96,3 +96,109 @@ fn a_damaged_or_foreign_remote_changes_nothing() {
     assert!(err.contains("nothing was written"), "{err}");
     assert!(!empty.path().join(".cfs/store.redb").exists());
 }
+
+/// `cfs clone` and `cfs pull` killed with SIGKILL at seeded moments: a clone leaves no
+/// store or a whole one at the pushed root; a pull leaves the store at its previous root
+/// or the pulled one; whatever is left verifies, and the next pull completes.
+#[test]
+fn a_pull_killed_at_any_moment_leaves_one_state_or_the_other() {
+    let rounds = if crate::support::slow() { 12 } else { 4 };
+    let tree = tempfile::tempdir().unwrap();
+    let root = tree.path();
+    let write_notes = |tag: &str, step: usize| {
+        for i in (0..300).step_by(step) {
+            std::fs::create_dir_all(root.join(format!("d{}", i % 10))).unwrap();
+            let text = format!(
+                "# Note {i} {tag}\n\n{}\n",
+                "words to chunk. ".repeat(40 + i % 30)
+            );
+            std::fs::write(root.join(format!("d{}/n{i}.md", i % 10)), text).unwrap();
+        }
+    };
+    write_notes("first", 1);
+    let remote = tempfile::tempdir().unwrap();
+    let remote_arg = remote.path().to_str().unwrap();
+    let push = |args: &[&str]| -> Value {
+        let (code, out, err) = cfs_in(root, args);
+        assert_eq!(code, 0, "{err}");
+        json(&out)
+    };
+    push(&["index", "--embedder", "hash", "--json"]);
+    let first = push(&["push", remote_arg, "--json"]);
+    write_notes("second", 3);
+    push(&["index", "--json"]);
+    let second = push(&["push", remote_arg, "--json"]);
+    let roots = [&first["state_root"], &second["state_root"]];
+    let places = tempfile::tempdir().unwrap();
+    let mut seed: u64 = 0x9a11;
+    let mut killed = 0;
+    for round in 0..rounds {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let delay = std::time::Duration::from_millis((seed >> 33) % 700);
+        let place = places.path().join(format!("p{round}"));
+        // Odd rounds pull into a store cloned at the first state; even rounds clone.
+        let args: Vec<String> = if round % 2 == 1 {
+            let manifest = first["manifest"].as_str().unwrap();
+            let (code, _, err) = cfs_in(
+                places.path(),
+                &[
+                    "clone",
+                    remote_arg,
+                    &format!("p{round}"),
+                    "--manifest",
+                    manifest,
+                ],
+            );
+            assert_eq!(code, 0, "{err}");
+            vec![
+                "pull".into(),
+                remote_arg.into(),
+                place.to_str().unwrap().into(),
+            ]
+        } else {
+            vec![
+                "clone".into(),
+                remote_arg.into(),
+                place.to_str().unwrap().into(),
+            ]
+        };
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cfs"))
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL
+            killed += 1;
+        }
+        child.wait().unwrap();
+        let store = place.join(".cfs/store.redb");
+        if !store.exists() {
+            eprintln!("round {round} ({delay:?}): no store");
+            assert_eq!(round % 2, 0, "round {round}: a pull lost the store it had");
+            continue;
+        }
+        let (code, out, err) = cfs_in(&place, &["verify", "--json"]);
+        assert_eq!(code, 0, "round {round} ({delay:?}): {out} {err}");
+        let (_, status, _) = cfs_in(&place, &["status", "--json"]);
+        let now = json(&status)["state_root"].clone();
+        let expected: &[&Value] = if round % 2 == 1 { &roots } else { &roots[1..] };
+        assert!(expected.contains(&&now), "round {round} ({delay:?}): {now}");
+        eprintln!(
+            "round {round} ({delay:?}): at {}",
+            if &now == roots[0] {
+                "the first root"
+            } else {
+                "the pulled root"
+            }
+        );
+        let (code, out, err) = cfs_in(&place, &["pull", remote_arg, "--json"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(json(&out)["state_root"], second["state_root"]);
+    }
+    assert!(killed >= 1, "no pull was interrupted");
+}
