@@ -81,6 +81,8 @@ enum Command {
     Pull(remote_cmds::PullArgs),
     /// Make a store in a new folder from a remote's state.
     Clone(remote_cmds::CloneArgs),
+    /// Carry a store's state in one file: `create FILE [--since BUNDLE]`, `apply FILE`.
+    Bundle(remote_cmds::BundleArgs),
 }
 
 fn main() -> ExitCode {
@@ -172,6 +174,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Push(args) => remote_cmds::push_cmd(&args),
         Command::Pull(args) => remote_cmds::pull_cmd(&args),
         Command::Clone(args) => remote_cmds::clone_cmd(&args),
+        Command::Bundle(args) => remote_cmds::bundle_cmd(&args),
     }
 }
 

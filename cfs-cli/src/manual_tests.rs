@@ -135,6 +135,8 @@ fn the_manual_documents_every_json_field_and_no_other() {
         ("push", fields::<remote_cmds::PushAnswer>()),
         ("pull", fields::<remote_cmds::PullAnswer>()),
         ("clone", fields::<remote_cmds::PullAnswer>()),
+        ("bundle create", fields::<remote_cmds::BundleAnswer>()),
+        ("bundle apply", fields::<remote_cmds::PullAnswer>()),
         ("log", fields::<inspect_cmds::LogRecord>()),
         ("show", fields::<inspect_cmds::ShowReport>()),
         (

@@ -54,7 +54,8 @@ pub struct PushArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
-    /// The remote: a folder path, file:// URL, or http(s):// URL of a served remote.
+    /// The remote: a folder path, file:// URL, http(s):// URL of a served remote, or a
+    /// bundle file.
     remote: String,
     /// The tree whose store to pull into (default: the current folder); its store is
     /// created when it has none.
@@ -86,11 +87,7 @@ pub struct CloneArgs {
 pub fn push_cmd(args: &PushArgs) -> anyhow::Result<ExitCode> {
     let store = open_write(&args.common)?;
     let remote = cfs_remote::open(&args.remote)?;
-    let root = store.state_root()?;
-    let git_commit = store
-        .git_head()?
-        .filter(|(_, at)| *at == root)
-        .map(|(commit, _)| commit);
+    let git_commit = recorded_commit(&store)?;
     let options = PushOptions {
         branch: args.branch.clone(),
         git_commit: git_commit.clone(),
@@ -192,6 +189,98 @@ pub fn clone_cmd(args: &CloneArgs) -> anyhow::Result<ExitCode> {
         json: args.json,
     };
     emit(&into.pull()?, args.json)
+}
+
+/// `cfs bundle create` and `cfs bundle apply`.
+#[derive(Debug, clap::Subcommand)]
+pub enum BundleCommand {
+    /// Write the store's state to FILE, for hand-over without a network.
+    Create(BundleCreateArgs),
+    /// Take the state in bundle FILE into the tree's store, as `cfs pull` does.
+    Apply(PullArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BundleArgs {
+    #[command(subcommand)]
+    command: BundleCommand,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BundleCreateArgs {
+    /// The bundle file to write (replaced if it is there).
+    file: PathBuf,
+    /// Hold only what this earlier bundle lacks (the bundle then applies to a store at
+    /// that bundle's state).
+    #[arg(long, value_name = "BUNDLE")]
+    since: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// `cfs bundle ...`.
+pub fn bundle_cmd(args: &BundleArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        BundleCommand::Create(create) => bundle_create(create),
+        BundleCommand::Apply(apply) => pull_cmd(apply),
+    }
+}
+
+fn bundle_create(args: &BundleCreateArgs) -> anyhow::Result<ExitCode> {
+    let store = open_write(&args.common)?;
+    let options = PushOptions {
+        git_commit: recorded_commit(&store)?,
+        ..PushOptions::default()
+    };
+    let report = cfs_remote::create_bundle(&store, &args.file, args.since.as_deref(), &options)?;
+    let answer = BundleAnswer {
+        bundle: args.file.display().to_string(),
+        state_root: report.push.root.to_hex(),
+        manifest: hex_encode(&report.push.manifest),
+        since: report.since.map(|m| hex_encode(&m)),
+        objects: report.objects,
+        bytes: report.bytes,
+        segments: report.push.segments_sent,
+    };
+    emit(&answer, args.common.json)
+}
+
+/// `cfs bundle create --json`.
+#[derive(Serialize, JsonSchema)]
+pub struct BundleAnswer {
+    bundle: String,
+    state_root: String,
+    manifest: String,
+    /// The manifest of the bundle it was made since; null for a whole bundle.
+    since: Option<String>,
+    objects: usize,
+    bytes: u64,
+    segments: usize,
+}
+
+impl Report for BundleAnswer {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let since = self
+            .since
+            .as_deref()
+            .map(|m| format!(" since {}", &m[..16]))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "wrote {} ({} bytes, {} segments){since}: state {}",
+            self.bundle, self.bytes, self.segments, self.state_root
+        )
+    }
+}
+
+/// The git commit the store's last index recorded, while the state is still the one it
+/// was recorded with.
+fn recorded_commit(store: &Store) -> anyhow::Result<Option<String>> {
+    let root = store.state_root()?;
+    Ok(store
+        .git_head()?
+        .filter(|(_, at)| *at == root)
+        .map(|(commit, _)| commit))
 }
 
 /// A pull into the store file `file`, made when there is none.

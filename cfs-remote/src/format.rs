@@ -2,7 +2,9 @@
 //! and the segments in them. Every decode is strict and checks what the bytes claim.
 
 use borsh::{BorshDeserialize, BorshSerialize};
-use cfs_core::{MerkleRoot, N_BUCKETS, StateRoot, Table, TableRoots, TopTree, hex_encode};
+use cfs_core::{MerkleRoot, StateRoot, Table, TableRoots, hex_encode};
+
+use crate::groups::{self, GROUPS};
 
 use crate::error::{RemoteError, Result};
 
@@ -54,8 +56,64 @@ pub struct Manifest {
     pub parsers: String,
     /// When it was published (ms since the epoch).
     pub published_ms: u64,
-    /// Every non-empty bucket, in (tag, bucket) order.
-    pub buckets: Vec<BucketEntry>,
+    /// Every non-empty group of 32 buckets, in (tag, group) order: `bucket` is the
+    /// group's number, `root` its node, and the pack range its group segment. Encoded
+    /// as the packs they lie in, then each group naming its pack by index.
+    #[borsh(serialize_with = "write_groups", deserialize_with = "read_groups")]
+    pub groups: Vec<BucketEntry>,
+}
+
+/// A manifest's group as encoded: its pack by index in the manifest's list of packs.
+#[derive(BorshSerialize, BorshDeserialize)]
+struct GroupRef {
+    tag: u8,
+    group: u8,
+    node: [u8; 32],
+    pack: u16,
+    offset: u64,
+    length: u32,
+}
+
+fn write_groups<W: std::io::Write>(groups: &Vec<BucketEntry>, w: &mut W) -> std::io::Result<()> {
+    let mut packs: Vec<ObjectName> = Vec::new();
+    let mut refs = Vec::with_capacity(groups.len());
+    for e in groups {
+        let at = packs.iter().position(|p| *p == e.pack).unwrap_or_else(|| {
+            packs.push(e.pack);
+            packs.len() - 1
+        });
+        let too_big = |what| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+        refs.push(GroupRef {
+            tag: e.tag,
+            group: u8::try_from(e.bucket).map_err(|_| too_big("a group number over 255"))?,
+            node: e.root,
+            pack: u16::try_from(at).map_err(|_| too_big("over 65,535 packs"))?,
+            offset: e.offset,
+            length: u32::try_from(e.length).map_err(|_| too_big("a group segment over 4 GiB"))?,
+        });
+    }
+    packs.serialize(w)?;
+    refs.serialize(w)
+}
+
+fn read_groups<R: std::io::Read>(r: &mut R) -> std::io::Result<Vec<BucketEntry>> {
+    let packs = Vec::<ObjectName>::deserialize_reader(r)?;
+    let refs = Vec::<GroupRef>::deserialize_reader(r)?;
+    refs.into_iter()
+        .map(|g| {
+            let pack = packs.get(usize::from(g.pack)).copied().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "a group names no pack")
+            })?;
+            Ok(BucketEntry {
+                tag: g.tag,
+                bucket: u16::from(g.group),
+                root: g.node,
+                pack,
+                offset: g.offset,
+                length: u64::from(g.length),
+            })
+        })
+        .collect()
 }
 
 /// A non-empty bucket of a manifest and where its segment lies.
@@ -92,7 +150,7 @@ pub(crate) struct ManifestFields {
     pub git_commit: Option<String>,
     pub parsers: String,
     pub published_ms: u64,
-    pub buckets: Vec<BucketEntry>,
+    pub groups: Vec<BucketEntry>,
 }
 
 impl Manifest {
@@ -112,7 +170,7 @@ impl Manifest {
             git_commit: f.git_commit,
             parsers: f.parsers,
             published_ms: f.published_ms,
-            buckets: f.buckets,
+            groups: f.groups,
         }
     }
 
@@ -158,25 +216,24 @@ impl Manifest {
         Ok(m)
     }
 
-    /// Entries in strictly increasing order, of known tags and buckets, not empty, and
-    /// table roots and state root that recompute from them.
+    /// Groups in strictly increasing order, of known tags and numbers, not empty, and
+    /// table roots and a state root that recompute from their nodes.
     fn check_roots(&self) -> std::result::Result<(), String> {
         if self.model_hash != cfs_core::ModelHash::of(&self.model_id).0 {
             return Err("its model hash is not its model id's".into());
         }
-        let in_order = self.buckets.windows(2).all(|w| w[0].slot() < w[1].slot());
-        let known = |e: &BucketEntry| e.tag <= VECTOR_TAG && usize::from(e.bucket) < N_BUCKETS;
-        if !in_order || !self.buckets.iter().all(known) {
-            return Err("its buckets are out of order or out of range".into());
+        let in_order = self.groups.windows(2).all(|w| w[0].slot() < w[1].slot());
+        let known = |e: &BucketEntry| e.tag <= VECTOR_TAG && usize::from(e.bucket) < GROUPS;
+        if !in_order || !self.groups.iter().all(known) {
+            return Err("its groups are out of order or out of range".into());
         }
-        if self.buckets.iter().any(|e| e.root == MerkleRoot::empty().0) {
-            return Err("it lists an empty bucket".into());
+        if self.groups.iter().any(|e| e.root == groups::empty_node().0) {
+            return Err("it lists an empty group".into());
         }
         let roots = self.table_roots();
         for (i, &table) in Table::ALL.iter().enumerate() {
-            let top = TopTree::from_bucket_roots(&self.bucket_roots(i as u8))
-                .map_err(|e| e.to_string())?;
-            if top.root() != roots.get(table) {
+            let nodes: Vec<[u8; 32]> = self.group_nodes(i as u8).iter().map(|n| n.0).collect();
+            if cfs_core::merkle_root(&nodes) != roots.get(table) {
                 return Err(format!("its {} root does not recompute", table.name()));
             }
         }
@@ -200,13 +257,21 @@ impl Manifest {
         StateRoot(self.state_root)
     }
 
-    /// The 1,024 bucket roots of tag `tag` (absent buckets are empty).
-    pub fn bucket_roots(&self, tag: u8) -> Vec<MerkleRoot> {
-        let mut roots = vec![MerkleRoot::empty(); N_BUCKETS];
-        for e in self.buckets.iter().filter(|e| e.tag == tag) {
-            roots[usize::from(e.bucket)] = MerkleRoot(e.root);
+    /// The 32 group nodes of tag `tag` (absent groups are empty).
+    pub fn group_nodes(&self, tag: u8) -> Vec<MerkleRoot> {
+        let mut nodes = vec![groups::empty_node(); GROUPS];
+        for e in self.groups.iter().filter(|e| e.tag == tag) {
+            nodes[usize::from(e.bucket)] = MerkleRoot(e.root);
         }
-        roots
+        nodes
+    }
+
+    /// The group entry of (tag, group), if the group is not empty.
+    pub fn group(&self, tag: u8, group: usize) -> Option<BucketEntry> {
+        self.groups
+            .iter()
+            .find(|e| e.tag == tag && usize::from(e.bucket) == group)
+            .copied()
     }
 }
 
@@ -280,6 +345,19 @@ impl PackWriter {
             offset: entry.offset,
             length: entry.length,
         }
+    }
+
+    /// Appends group `group`'s segment (its index entry's tag is `0x80 | tag`): its
+    /// entry in a manifest, whose pack is named when the pack is finished.
+    pub(crate) fn push_group(
+        &mut self,
+        tag: u8,
+        group: u16,
+        node: MerkleRoot,
+        segment: &[u8],
+    ) -> BucketEntry {
+        let entry = self.push(0x80 | tag, group, node, segment);
+        BucketEntry { tag, ..entry }
     }
 
     /// The pack's bytes and name.

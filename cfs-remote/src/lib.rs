@@ -18,16 +18,19 @@
 //! # Ok(()) }
 //! ```
 
+mod bundle;
 mod error;
 mod fetch;
 mod folder;
 mod format;
+mod groups;
 mod http;
 mod pull;
 mod push;
 mod refs;
 mod remote;
 
+pub use bundle::{BundleRemote, BundleReport, create_bundle};
 pub use error::{RemoteError, Result};
 pub use folder::FolderRemote;
 pub use format::{BucketEntry, FORMAT, Manifest, ObjectName, VECTOR_TAG};

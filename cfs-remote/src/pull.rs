@@ -18,6 +18,7 @@ use crate::format::{
     BucketEntry, Manifest, ObjectName, Row, VECTOR_TAG, decode_rows, decode_vectors, object_path,
     vector_bucket, vector_root,
 };
+use crate::groups::{self, GROUP_BUCKETS};
 use crate::remote::Remote;
 
 /// What a pull did.
@@ -98,8 +99,8 @@ pub fn pull(
     if previous_root == manifest.root() {
         return Ok(report);
     }
-    let wanted = differing(&txn, manifest)?;
     let mut fetched = Fetched::default();
+    let wanted = differing(&txn, remote, manifest, &mut fetched)?;
     let entries: Vec<BucketEntry> = wanted.iter().filter_map(|w| w.1).collect();
     let segments = fetch::segments(remote, &entries, &mut fetched)?;
     let checker = Checker { remote };
@@ -205,18 +206,44 @@ fn remove_store_files(file: &Path) {
 }
 
 /// The table buckets whose roots differ between the store and the manifest, with the
-/// manifest's entry (`None`: the bucket is empty there).
-fn differing(txn: &ReadTxn, manifest: &Manifest) -> Result<Vec<Wanted>> {
-    let entries: BTreeMap<(u8, u16), BucketEntry> =
-        manifest.buckets.iter().map(|e| (e.slot(), *e)).collect();
-    let mut out = Vec::new();
+/// manifest's entry (`None`: the bucket is empty there): the groups whose nodes differ
+/// are fetched and checked, and within them the buckets compared.
+fn differing(
+    txn: &ReadTxn,
+    remote: &dyn Remote,
+    manifest: &Manifest,
+    fetched: &mut Fetched,
+) -> Result<Vec<Wanted>> {
+    let mut local = Vec::new();
+    let mut changed = Vec::new();
     for (tag, &table) in Table::ALL.iter().enumerate() {
-        let local = txn.bucket_roots(table)?;
-        let remote = manifest.bucket_roots(tag as u8);
-        for (bucket, (l, r)) in local.iter().zip(&remote).enumerate() {
-            if l != r {
-                let slot = (tag as u8, bucket as u16);
-                out.push(((table, slot.1), entries.get(&slot).copied()));
+        let roots = txn.bucket_roots(table)?;
+        let remote_nodes = manifest.group_nodes(tag as u8);
+        for (g, remote_node) in remote_nodes.iter().enumerate() {
+            if groups::node(&roots, g) != *remote_node {
+                changed.push((tag, g));
+            }
+        }
+        local.push(roots);
+    }
+    let wanted_groups: Vec<BucketEntry> = changed
+        .iter()
+        .filter_map(|&(tag, g)| manifest.group(tag as u8, g))
+        .collect();
+    let entries = groups::fetch(remote, &wanted_groups, fetched)?;
+    let mut out = Vec::new();
+    for (tag, g) in changed {
+        let first = g * GROUP_BUCKETS;
+        for (b, root) in local[tag]
+            .iter()
+            .enumerate()
+            .skip(first)
+            .take(GROUP_BUCKETS)
+        {
+            let entry = entries.get(&(tag as u8, b as u16)).copied();
+            let remote_root = entry.map_or(MerkleRoot::empty(), |e| MerkleRoot(e.root));
+            if *root != remote_root {
+                out.push(((Table::ALL[tag], b as u16), entry));
             }
         }
     }
@@ -251,10 +278,18 @@ fn fetch_vectors(
             None => drop(lacking.insert(vector_bucket(&hash))),
         }
     }
-    let entries: Vec<BucketEntry> = manifest
-        .buckets
+    let wanted_groups: BTreeSet<usize> = lacking
         .iter()
-        .filter(|e| e.tag == VECTOR_TAG && lacking.contains(&e.bucket))
+        .map(|&b| usize::from(b) / GROUP_BUCKETS)
+        .collect();
+    let wanted_groups: Vec<BucketEntry> = wanted_groups
+        .into_iter()
+        .filter_map(|g| manifest.group(VECTOR_TAG, g))
+        .collect();
+    let in_groups = groups::fetch(remote, &wanted_groups, fetched)?;
+    let entries: Vec<BucketEntry> = in_groups
+        .values()
+        .filter(|e| lacking.contains(&e.bucket))
         .copied()
         .collect();
     let checker = Checker { remote };

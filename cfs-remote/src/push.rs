@@ -7,10 +7,12 @@ use cfs_core::{MerkleRoot, StateRoot, Table, hex_encode};
 use cfs_store::{ReadTxn, Store};
 
 use crate::error::{RemoteError, Result};
+use crate::fetch::Fetched;
 use crate::format::{
     BucketEntry, Manifest, ManifestFields, ObjectName, PackWriter, Row, VECTOR_TAG, VectorRow,
     encode_rows, encode_vectors, object_path, vector_bucket, vector_root,
 };
+use crate::groups::{self, GROUP_BUCKETS, GROUPS};
 use crate::refs::{self, DEFAULT_BRANCH};
 use crate::remote::Remote;
 
@@ -46,7 +48,7 @@ pub struct PushReport {
     pub published: Option<String>,
     /// Segments sent.
     pub segments_sent: usize,
-    /// Non-empty buckets of the state (tables and vectors).
+    /// Non-empty buckets in the groups that changed (tables and vectors).
     pub buckets: usize,
     /// Bytes written to the remote (pack and manifest).
     pub bytes_sent: u64,
@@ -75,17 +77,30 @@ impl LocalRoots {
         Ok(Self { tables, vectors })
     }
 
-    /// Every non-empty bucket's (tag, bucket) and root, in order.
-    fn slots(&self) -> Vec<((u8, u16), MerkleRoot)> {
-        let empty = MerkleRoot::empty();
-        let mut out = Vec::new();
-        for (tag, roots) in self.tables.iter().enumerate() {
-            for (bucket, root) in roots.iter().enumerate().filter(|(_, r)| **r != empty) {
-                out.push(((tag as u8, bucket as u16), *root));
-            }
+    /// The 1,024 bucket roots of tag `tag` (a table's, or the vectors').
+    fn roots(&self, tag: u8) -> Vec<MerkleRoot> {
+        if tag != VECTOR_TAG {
+            return self.tables[usize::from(tag)].clone();
         }
+        let mut roots = vec![MerkleRoot::empty(); cfs_core::N_BUCKETS];
         for (&bucket, hashes) in &self.vectors {
-            out.push(((VECTOR_TAG, bucket), vector_root(hashes)));
+            roots[usize::from(bucket)] = vector_root(hashes);
+        }
+        roots
+    }
+
+    /// Every non-empty group's (tag, group) and node, in order.
+    fn groups(&self) -> Vec<((u8, usize), MerkleRoot)> {
+        let empty = groups::empty_node();
+        let mut out = Vec::new();
+        for tag in 0..=VECTOR_TAG {
+            let roots = self.roots(tag);
+            for g in 0..GROUPS {
+                let node = groups::node(&roots, g);
+                if node != empty {
+                    out.push(((tag, g), node));
+                }
+            }
         }
         out
     }
@@ -145,40 +160,50 @@ impl Attempt<'_> {
         retries: u32,
     ) -> Result<Option<PushReport>> {
         let roots = self.txn.table_roots()?;
-        let slots = self.local.slots();
-        let before: BTreeMap<(u8, u16), BucketEntry> = previous
+        let local = self.local.groups();
+        let before: BTreeMap<(u8, usize), BucketEntry> = previous
             .iter()
-            .flat_map(|(_, m)| m.buckets.iter().map(|e| (e.slot(), *e)))
+            .flat_map(|(_, m)| {
+                m.groups
+                    .iter()
+                    .map(|e| ((e.tag, usize::from(e.bucket)), *e))
+            })
             .collect();
         let mut report = PushReport {
             root: roots.state_root(),
             manifest: [0; 32],
             published: None,
             segments_sent: 0,
-            buckets: slots.len(),
+            buckets: 0,
             bytes_sent: 0,
             manifest_bytes: 0,
             retries,
         };
+        let changed: Vec<((u8, usize), MerkleRoot)> = local
+            .iter()
+            .filter(|(slot, node)| before.get(slot).is_none_or(|e| e.root != node.0))
+            .copied()
+            .collect();
         if let Some((name, m)) = &previous
-            && m.buckets.len() == slots.len()
-            && slots
-                .iter()
-                .all(|(slot, root)| before.get(slot).is_some_and(|e| e.root == root.0))
+            && changed.is_empty()
+            && m.groups.len() == local.len()
         {
             report.manifest = *name;
             self.publish_commit(name)?;
             return Ok(Some(report));
         }
+        // The bucket entries of the previous state's groups that changed.
+        let stale: Vec<BucketEntry> = changed
+            .iter()
+            .filter_map(|(slot, _)| before.get(slot).copied())
+            .collect();
+        let kept = groups::fetch(self.remote, &stale, &mut Fetched::default())?;
         let mut pack = PackWriter::new();
-        let mut entries = Vec::with_capacity(slots.len());
-        for &(slot, root) in &slots {
-            match before.get(&slot).filter(|e| e.root == root.0) {
-                Some(kept) => entries.push(*kept),
-                None => {
-                    entries.push(pack.push(slot.0, slot.1, root, &self.segment(slot)?));
-                    report.segments_sent += 1;
-                }
+        let mut entries = Vec::with_capacity(local.len());
+        for &((tag, g), node) in &local {
+            match changed.iter().any(|(slot, _)| *slot == (tag, g)) {
+                false => entries.push(before[&(tag, g)]),
+                true => entries.push(self.group(&mut pack, (tag, g), node, &kept, &mut report)?),
             }
         }
         if !pack.is_empty() {
@@ -201,7 +226,7 @@ impl Attempt<'_> {
             git_commit: self.options.git_commit.clone(),
             parsers: self.store.parsers()?.unwrap_or_default(),
             published_ms: now_ms(),
-            buckets: entries,
+            groups: entries,
         });
         let bytes = manifest.encode();
         let name = crate::format::name_of(&bytes);
@@ -221,6 +246,37 @@ impl Attempt<'_> {
         report.manifest = name;
         report.published = Some(ref_name);
         Ok(Some(report))
+    }
+
+    /// Writes group `slot` (node `node`) into `pack`: the segments of its buckets whose
+    /// roots differ from the previous state's (`kept`), then the group segment naming
+    /// them and the kept ones. Returns the group's manifest entry.
+    fn group(
+        &self,
+        pack: &mut PackWriter,
+        (tag, g): (u8, usize),
+        node: MerkleRoot,
+        kept: &BTreeMap<(u8, u16), BucketEntry>,
+        report: &mut PushReport,
+    ) -> Result<BucketEntry> {
+        let roots = self.local.roots(tag);
+        let mut entries = Vec::new();
+        let first = g * GROUP_BUCKETS;
+        for (b, &root) in roots.iter().enumerate().skip(first).take(GROUP_BUCKETS) {
+            let bucket = b as u16;
+            if root == MerkleRoot::empty() {
+                continue;
+            }
+            report.buckets += 1;
+            match kept.get(&(tag, bucket)).filter(|e| e.root == root.0) {
+                Some(e) => entries.push(*e),
+                None => {
+                    entries.push(pack.push(tag, bucket, root, &self.segment((tag, bucket))?));
+                    report.segments_sent += 1;
+                }
+            }
+        }
+        Ok(pack.push_group(tag, g as u16, node, &groups::encode(&entries)))
     }
 
     /// The ref of the pushed git commit, if one was given and none is there.

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use crate::bundle::BundleRemote;
 use crate::error::{RemoteError, Result};
 use crate::folder::FolderRemote;
 use crate::http::HttpRemote;
@@ -32,14 +33,18 @@ pub trait Remote: Send + Sync {
     fn list(&self, prefix: &str) -> Result<Vec<String>>;
 }
 
-/// The remote a command names: a folder path or a `file://` URL, or an `http://` or
-/// `https://` URL to pull from. Object storage (`s3://`) is not in this build yet.
+/// The remote a command names: a folder path or a `file://` URL, an `http://` or
+/// `https://` URL to pull from, or a bundle file. Object storage (`s3://`) is not in
+/// this build yet.
 pub fn open(spec: &str) -> Result<Box<dyn Remote>> {
     if let Some(path) = spec.strip_prefix("file://") {
         return Ok(Box::new(FolderRemote::new(path)));
     }
     if spec.starts_with("http://") || spec.starts_with("https://") {
         return Ok(Box::new(HttpRemote::new(spec)));
+    }
+    if std::path::Path::new(spec).is_file() {
+        return Ok(Box::new(BundleRemote::open(std::path::Path::new(spec))?));
     }
     if let Some((scheme, _)) = spec.split_once("://") {
         return Err(RemoteError::Invalid(format!(

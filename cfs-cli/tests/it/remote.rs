@@ -57,6 +57,16 @@ fn push_clone_pull_and_index_after() {
     let (code, out, err) = cfs_in(root, &["push", remote_arg, "--json"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(json(&out)["published"], Value::Null);
+
+    let bundle = remote.path().join("state.cfsb");
+    let bundle_arg = bundle.to_str().unwrap();
+    let (code, out, err) = cfs_in(root, &["bundle", "create", bundle_arg, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["state_root"], pushed["state_root"]);
+    let carried = tempfile::tempdir().unwrap();
+    let (code, out, err) = cfs_in(carried.path(), &["bundle", "apply", bundle_arg, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["state_root"], pushed["state_root"]);
 }
 
 /// A pull from a remote with a damaged pack fails naming the object, and the store it
