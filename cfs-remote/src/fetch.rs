@@ -8,7 +8,7 @@ use crate::format::{BucketEntry, ObjectName, object_path};
 use crate::remote::Remote;
 
 /// Two segments at most this far apart in a pack are read by one request.
-const GAP: u64 = 64 << 10;
+const GAP: u64 = 16 << 10;
 /// No request reads more than this.
 const MAX_READ: u64 = 16 << 20;
 

@@ -199,13 +199,21 @@ impl Attempt<'_> {
             .collect();
         let kept = groups::fetch(self.remote, &stale, &mut Fetched::default())?;
         let mut pack = PackWriter::new();
-        let mut entries = Vec::with_capacity(local.len());
-        for &((tag, g), node) in &local {
-            match changed.iter().any(|(slot, _)| *slot == (tag, g)) {
-                false => entries.push(before[&(tag, g)]),
-                true => entries.push(self.group(&mut pack, (tag, g), node, &kept, &mut report)?),
-            }
+        // Bucket segments first, the changed groups' segments after them all: a pull reads
+        // the groups in one run, then the buckets, and never a group's neighbours twice.
+        let mut written = Vec::with_capacity(changed.len());
+        for &((tag, g), node) in &changed {
+            let group = self.group(&mut pack, (tag, g), &kept, &mut report)?;
+            written.push(((tag, g), node, group));
         }
+        let mut made: BTreeMap<(u8, usize), BucketEntry> = BTreeMap::new();
+        for (slot, node, group) in written {
+            made.insert(slot, pack.push_group(slot.0, slot.1 as u16, node, &group));
+        }
+        let mut entries: Vec<BucketEntry> = local
+            .iter()
+            .map(|(slot, _)| made.get(slot).copied().unwrap_or_else(|| before[slot]))
+            .collect();
         if !pack.is_empty() {
             let (bytes, name) = pack.finish();
             self.remote.create(&object_path(&name), &bytes)?;
@@ -248,17 +256,16 @@ impl Attempt<'_> {
         Ok(Some(report))
     }
 
-    /// Writes group `slot` (node `node`) into `pack`: the segments of its buckets whose
-    /// roots differ from the previous state's (`kept`), then the group segment naming
-    /// them and the kept ones. Returns the group's manifest entry.
+    /// Writes into `pack` the segments of group `slot`'s buckets whose roots differ from
+    /// the previous state's (`kept`); returns the group segment naming them and the kept
+    /// ones.
     fn group(
         &self,
         pack: &mut PackWriter,
         (tag, g): (u8, usize),
-        node: MerkleRoot,
         kept: &BTreeMap<(u8, u16), BucketEntry>,
         report: &mut PushReport,
-    ) -> Result<BucketEntry> {
+    ) -> Result<Vec<u8>> {
         let roots = self.local.roots(tag);
         let mut entries = Vec::new();
         let first = g * GROUP_BUCKETS;
@@ -276,7 +283,7 @@ impl Attempt<'_> {
                 }
             }
         }
-        Ok(pack.push_group(tag, g as u16, node, &groups::encode(&entries)))
+        Ok(groups::encode(&entries))
     }
 
     /// The ref of the pushed git commit, if one was given and none is there.
