@@ -83,6 +83,8 @@ enum Command {
     Clone(remote_cmds::CloneArgs),
     /// Carry a store's state in one file: `create FILE [--since BUNDLE]`, `apply FILE`.
     Bundle(remote_cmds::BundleArgs),
+    /// Work on a remote itself: `gc REMOTE [--keep N] [--grace-minutes M]`.
+    Remote(remote_cmds::RemoteArgs),
 }
 
 fn main() -> ExitCode {
@@ -175,6 +177,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Pull(args) => remote_cmds::pull_cmd(&args),
         Command::Clone(args) => remote_cmds::clone_cmd(&args),
         Command::Bundle(args) => remote_cmds::bundle_cmd(&args),
+        Command::Remote(args) => remote_cmds::remote_cmd(&args),
     }
 }
 

@@ -137,6 +137,7 @@ fn the_manual_documents_every_json_field_and_no_other() {
         ("clone", fields::<remote_cmds::PullAnswer>()),
         ("bundle create", fields::<remote_cmds::BundleAnswer>()),
         ("bundle apply", fields::<remote_cmds::PullAnswer>()),
+        ("remote gc", fields::<remote_cmds::RemoteGcAnswer>()),
         ("log", fields::<inspect_cmds::LogRecord>()),
         ("show", fields::<inspect_cmds::ShowReport>()),
         (

@@ -283,6 +283,93 @@ fn recorded_commit(store: &Store) -> anyhow::Result<Option<String>> {
         .map(|(commit, _)| commit))
 }
 
+/// `cfs remote ...`: work on a remote itself.
+#[derive(Debug, clap::Args)]
+pub struct RemoteArgs {
+    #[command(subcommand)]
+    command: RemoteCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum RemoteCommand {
+    /// Remove the refs past the newest N of each branch and every object no kept ref
+    /// reaches, once older than the grace period.
+    Gc(RemoteGcArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RemoteGcArgs {
+    /// The remote: a folder path or file:// URL.
+    remote: String,
+    /// The newest refs of each branch to keep.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    keep: usize,
+    /// Objects younger than this many minutes are kept, reached or not (a push under
+    /// way is never cut).
+    #[arg(long, default_value_t = 60, value_name = "MINUTES")]
+    grace_minutes: u64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `cfs remote ...`.
+pub fn remote_cmd(args: &RemoteArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        RemoteCommand::Gc(gc) => remote_gc(gc),
+    }
+}
+
+fn remote_gc(args: &RemoteGcArgs) -> anyhow::Result<ExitCode> {
+    let remote = cfs_remote::open(&args.remote)?;
+    let options = cfs_remote::GcOptions {
+        keep: args.keep,
+        grace: std::time::Duration::from_secs(args.grace_minutes * 60),
+    };
+    let bar = spinner(args.json, "collecting the remote's garbage");
+    let report = cfs_remote::gc(&*remote, &options)?;
+    bar.finish_and_clear();
+    let answer = RemoteGcAnswer {
+        remote: remote.describe(),
+        refs_kept: report.refs_kept,
+        refs_removed: report.refs_removed,
+        manifests_kept: report.manifests_kept,
+        objects_kept: report.objects_kept,
+        objects_young: report.objects_young,
+        objects_removed: report.objects_removed,
+    };
+    emit(&answer, args.json)
+}
+
+/// `cfs remote gc --json`.
+#[derive(Serialize, JsonSchema)]
+pub struct RemoteGcAnswer {
+    remote: String,
+    refs_kept: usize,
+    refs_removed: usize,
+    manifests_kept: usize,
+    objects_kept: usize,
+    /// Objects no kept ref reaches, kept for being younger than the grace period.
+    objects_young: usize,
+    objects_removed: usize,
+}
+
+impl Report for RemoteGcAnswer {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{}: removed {} refs and {} objects; kept {} refs, {} manifests, {} objects ({} only for being young)",
+            self.remote,
+            self.refs_removed,
+            self.objects_removed,
+            self.refs_kept,
+            self.manifests_kept,
+            self.objects_kept + self.objects_young,
+            self.objects_young
+        )
+    }
+}
+
 /// A pull into the store file `file`, made when there is none.
 struct PullInto<'a> {
     file: PathBuf,

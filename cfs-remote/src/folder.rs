@@ -109,6 +109,40 @@ impl Remote for FolderRemote {
         moved.map_err(&io)
     }
 
+    fn list_all(&self, prefix: &str) -> Result<Vec<(String, std::time::Duration)>> {
+        let mut out = Vec::new();
+        let mut stack = vec![prefix.trim_end_matches('/').to_owned()];
+        while let Some(dir) = stack.pop() {
+            let entries = match std::fs::read_dir(self.path(&dir)) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(self.io(&dir)(e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(self.io(&dir))?;
+                let Some(name) = entry.file_name().to_str().map(|n| format!("{dir}/{n}")) else {
+                    continue;
+                };
+                let meta = entry.metadata().map_err(self.io(&name))?;
+                if meta.is_dir() {
+                    stack.push(name);
+                } else {
+                    let age = meta.modified().ok().and_then(|m| m.elapsed().ok());
+                    out.push((name, age.unwrap_or_default()));
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    fn delete(&self, name: &str) -> Result<()> {
+        match std::fs::remove_file(self.path(name)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(self.io(name)(e)),
+            _ => Ok(()),
+        }
+    }
+
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let entries = match std::fs::read_dir(self.path(prefix)) {
             Ok(entries) => entries,

@@ -137,7 +137,7 @@ pub(crate) fn hint_content(n: u64) -> Vec<u8> {
 }
 
 /// The manifest ref `name` names.
-fn read_ref(remote: &dyn Remote, name: &str) -> Result<ObjectName> {
+pub(crate) fn read_ref(remote: &dyn Remote, name: &str) -> Result<ObjectName> {
     let bytes = remote.get(name)?.ok_or_else(|| RemoteError::NotFound {
         remote: remote.describe(),
         what: name.to_owned(),

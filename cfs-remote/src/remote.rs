@@ -31,6 +31,21 @@ pub trait Remote: Send + Sync {
     }
     /// The names of the objects right under folder `prefix` (ending in `/`), sorted.
     fn list(&self, prefix: &str) -> Result<Vec<String>>;
+    /// Every object whose name starts with `prefix`, at any depth, sorted, with its age
+    /// (for `gc`, which never removes what is younger than its grace period).
+    fn list_all(&self, prefix: &str) -> Result<Vec<(String, std::time::Duration)>> {
+        Err(RemoteError::Invalid(format!(
+            "{}: {prefix}: this remote cannot list its objects",
+            self.describe()
+        )))
+    }
+    /// Removes object `name` (for `gc` only); one already gone is no error.
+    fn delete(&self, name: &str) -> Result<()> {
+        Err(RemoteError::Invalid(format!(
+            "{}: {name}: this remote is read-only",
+            self.describe()
+        )))
+    }
 }
 
 /// The remote a command names: a folder path or a `file://` URL, an `http://` or
@@ -59,12 +74,22 @@ pub fn open(spec: &str) -> Result<Box<dyn Remote>> {
 #[derive(Debug, Default)]
 pub struct MemoryRemote {
     objects: Mutex<BTreeMap<String, Vec<u8>>>,
+    /// The age every object reports (none: zero).
+    age: Option<std::time::Duration>,
 }
 
 impl MemoryRemote {
     /// An empty remote.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty remote whose objects all report being `age` old (tests of `gc`).
+    pub fn aged(age: std::time::Duration) -> Self {
+        Self {
+            age: Some(age),
+            ..Self::default()
+        }
     }
 
     /// Puts `bytes` as object `name`, whatever was there (tests damage objects with it).
@@ -129,6 +154,21 @@ impl Remote for MemoryRemote {
             .filter(|(name, _)| !name[prefix.len()..].contains('/'))
             .map(|(name, _)| name.clone())
             .collect())
+    }
+
+    fn list_all(&self, prefix: &str) -> Result<Vec<(String, std::time::Duration)>> {
+        let age = self.age.unwrap_or_default();
+        Ok(self
+            .lock()
+            .range(prefix.to_owned()..)
+            .take_while(|(name, _)| name.starts_with(prefix))
+            .map(|(name, _)| (name.clone(), age))
+            .collect())
+    }
+
+    fn delete(&self, name: &str) -> Result<()> {
+        self.remove(name);
+        Ok(())
     }
 }
 

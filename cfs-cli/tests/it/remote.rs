@@ -67,6 +67,36 @@ fn push_clone_pull_and_index_after() {
     let (code, out, err) = cfs_in(carried.path(), &["bundle", "apply", bundle_arg, "--json"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(json(&out)["state_root"], pushed["state_root"]);
+
+    std::fs::write(root.join("src/more.rs"), "pub fn more() {}\n").unwrap();
+    assert_eq!(cfs_in(root, &["index"]).0, 0);
+    assert_eq!(cfs_in(root, &["push", remote_arg]).0, 0);
+    let gc = [
+        "remote",
+        "gc",
+        remote_arg,
+        "--keep",
+        "1",
+        "--grace-minutes",
+        "0",
+        "--json",
+    ];
+    let (code, out, err) = cfs_in(root, &gc);
+    assert_eq!(code, 0, "{err}");
+    let report = json(&out);
+    assert_eq!(
+        (
+            report["refs_removed"].as_u64(),
+            report["manifests_kept"].as_u64()
+        ),
+        (Some(1), Some(1)),
+        "{report}"
+    );
+    assert!(report["objects_removed"].as_u64() > Some(0), "{report}");
+    let again = tempfile::tempdir().unwrap();
+    let (code, out, err) = cfs_in(again.path(), &["clone", remote_arg, "c", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_ne!(json(&out)["state_root"], pushed["state_root"]);
 }
 
 /// A pull from a remote with a damaged pack fails naming the object, and the store it

@@ -245,3 +245,53 @@ fn bundles_whole_and_since_another() {
     assert!(matches!(err, RemoteError::Damaged { .. }), "{err}");
     assert_eq!(target.state_root().unwrap(), cfs_core::StateRoot::default());
 }
+
+/// `gc` keeps the newest refs of each branch and everything their manifests reach (a
+/// pull of each kept state still works), removes the rest once past the grace period,
+/// and keeps what is younger than it.
+#[test]
+fn gc_keeps_what_the_newest_refs_reach_and_removes_the_rest() {
+    let f = Fixture::new();
+    let remote = MemoryRemote::aged(std::time::Duration::from_secs(7200));
+    let mut pushed = Vec::new();
+    for i in 0..4 {
+        write(
+            &f.tree(),
+            &format!("src/m{i}.rs"),
+            &format!("pub fn v{i}() {{}}\n"),
+        );
+        f.sync();
+        pushed.push(push(&f.store, &remote, &PushOptions::default()).unwrap());
+    }
+    let before = remote.names().len();
+    let young = cfs_remote::GcOptions {
+        keep: 2,
+        grace: std::time::Duration::from_secs(3 * 3600),
+    };
+    let report = cfs_remote::gc(&remote, &young).unwrap();
+    assert_eq!(
+        (report.refs_removed, report.objects_removed),
+        (2, 0),
+        "{report:?}"
+    );
+    assert!(report.objects_young > 0, "{report:?}");
+    let options = cfs_remote::GcOptions {
+        keep: 2,
+        grace: std::time::Duration::from_secs(3600),
+    };
+    let report = cfs_remote::gc(&remote, &options).unwrap();
+    assert!(report.objects_removed > 0, "{report:?}");
+    assert_eq!(report.manifests_kept, 2);
+    assert!(remote.names().len() < before);
+    for kept in &pushed[2..] {
+        let hex = cfs_core::hex_encode(&kept.manifest);
+        let (name, manifest) = fetch_manifest(&remote, &PullTarget::Manifest(hex)).unwrap();
+        let store = f.empty_store();
+        pull(&store, &remote, &name, &manifest).unwrap();
+        assert_eq!(store.state_root().unwrap(), kept.root);
+    }
+    let hex = cfs_core::hex_encode(&pushed[0].manifest);
+    assert!(fetch_manifest(&remote, &PullTarget::Manifest(hex)).is_err());
+    let err = cfs_remote::gc(&remote, &cfs_remote::GcOptions { keep: 0, ..options }).unwrap_err();
+    assert!(err.to_string().contains("--keep 1"), "{err}");
+}
