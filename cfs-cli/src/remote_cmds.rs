@@ -29,15 +29,30 @@ pub struct Target {
     /// The state of this manifest (64 hex digits).
     #[arg(long, conflicts_with = "commit")]
     manifest: Option<String>,
+    /// The state pushed for the tree's git HEAD or its nearest ancestor that has one
+    /// (of the 256 latest).
+    #[arg(long, conflicts_with_all = ["commit", "manifest"])]
+    nearest: bool,
 }
 
 impl Target {
-    fn pull_target(&self) -> PullTarget {
-        match (&self.commit, &self.manifest) {
+    /// What to pull; `tree` is the git work tree `--nearest` looks in.
+    fn pull_target(&self, tree: &Path) -> anyhow::Result<PullTarget> {
+        Ok(match (&self.commit, &self.manifest) {
+            _ if self.nearest => {
+                let commits = cfs_store::git::ancestors(tree, 256)?;
+                if commits.is_empty() {
+                    bail!(
+                        "{}: --nearest needs a git work tree with commits",
+                        tree.display()
+                    );
+                }
+                PullTarget::Nearest(commits)
+            }
             (Some(commit), _) => PullTarget::Commit(commit.clone()),
             (None, Some(manifest)) => PullTarget::Manifest(manifest.clone()),
             (None, None) => PullTarget::Branch(self.branch.clone()),
-        }
+        })
     }
 }
 
@@ -157,7 +172,7 @@ pub fn pull_cmd(args: &PullArgs) -> anyhow::Result<ExitCode> {
     let into = PullInto {
         file,
         remote: &args.remote,
-        target: args.target.pull_target(),
+        target: args.target.pull_target(&root)?,
         json: args.common.json,
     };
     let mut answer = into.pull()?;
@@ -185,7 +200,7 @@ pub fn clone_cmd(args: &CloneArgs) -> anyhow::Result<ExitCode> {
     let into = PullInto {
         file,
         remote: &args.remote,
-        target: args.target.pull_target(),
+        target: args.target.pull_target(&std::env::current_dir()?)?,
         json: args.json,
     };
     emit(&into.pull()?, args.json)
@@ -395,12 +410,10 @@ impl PullInto<'_> {
             pull(&store, &*remote, &name, &manifest)?
         };
         bar.finish_and_clear();
-        Ok(PullAnswer::new(
-            &report,
-            remote.describe(),
-            &self.file,
-            created,
-        ))
+        Ok(PullAnswer {
+            git_commit: manifest.git_commit.clone(),
+            ..PullAnswer::new(&report, remote.describe(), &self.file, created)
+        })
     }
 }
 
@@ -412,6 +425,8 @@ pub struct PullAnswer {
     /// The store was made by this pull.
     created: bool,
     manifest: String,
+    /// The git commit the pushed tree was at, when the push named one.
+    git_commit: Option<String>,
     previous_root: String,
     state_root: String,
     buckets_fetched: usize,
@@ -437,6 +452,7 @@ impl PullAnswer {
             store: file.display().to_string(),
             created,
             manifest: hex_encode(&r.manifest),
+            git_commit: None,
             previous_root: r.previous_root.to_hex(),
             state_root: r.root.to_hex(),
             buckets_fetched: r.buckets_fetched,

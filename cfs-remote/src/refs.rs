@@ -22,6 +22,9 @@ pub enum PullTarget {
     Commit(String),
     /// The manifest of this name (hex).
     Manifest(String),
+    /// The state of the first of these git commits (newest first: `HEAD`, then its
+    /// ancestors) that has one.
+    Nearest(Vec<String>),
 }
 
 impl Default for PullTarget {
@@ -222,10 +225,38 @@ pub fn fetch_manifest(remote: &dyn Remote, target: &PullTarget) -> Result<(Objec
             }
             read_ref(remote, &name)?
         }
+        PullTarget::Nearest(commits) => {
+            let commit = nearest(remote, commits)?.ok_or_else(|| {
+                not_found(format!("any of {} commits from HEAD back", commits.len()))
+            })?;
+            read_ref(remote, &commit_ref(&commit))?
+        }
         PullTarget::Manifest(hex) => parse_object_name(hex)
             .ok_or_else(|| RemoteError::Invalid(format!("{hex:?} is not a manifest name")))?,
     };
     Ok((name, read_manifest(remote, &name)?))
+}
+
+/// The first of `commits` that has a ref: from one listing where the remote lists, else
+/// by asking for each of the first 32 (a web server).
+fn nearest(remote: &dyn Remote, commits: &[String]) -> Result<Option<String>> {
+    for commit in commits {
+        check_commit(commit)?;
+    }
+    if remote.lists() {
+        let published: std::collections::BTreeSet<String> =
+            remote.list("commits/")?.into_iter().collect();
+        return Ok(commits
+            .iter()
+            .find(|c| published.contains(&commit_ref(c)))
+            .cloned());
+    }
+    for commit in commits.iter().take(32) {
+        if remote.get(&commit_ref(commit))?.is_some() {
+            return Ok(Some(commit.clone()));
+        }
+    }
+    Ok(None)
 }
 
 /// Manifest `name`, checked.

@@ -106,6 +106,27 @@ pub fn head(tree: &Path) -> Option<String> {
     }
 }
 
+/// `HEAD` and up to `max - 1` of its ancestors, newest first (git's default order), for
+/// finding the nearest commit whose state was published. Outside a repository, or in
+/// one without commits, none.
+pub fn ancestors(tree: &Path, max: usize) -> Result<Vec<String>> {
+    if head(tree).is_none() {
+        return Ok(Vec::new());
+    }
+    let count = format!("--max-count={max}");
+    let out = git(tree, &["rev-list", &count, "HEAD"])?;
+    if !out.status.success() {
+        return Err(StoreError::Git {
+            tree: tree.to_path_buf(),
+            reason: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect())
+}
+
 /// Whether git's own environment can point it at a repository elsewhere.
 fn git_redirected() -> bool {
     ["GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE"]

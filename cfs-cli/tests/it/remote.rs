@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::support::{cfs_in, sample_tree};
+use crate::support::{cfs_in, git, sample_tree};
 
 fn json(out: &str) -> Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"))
@@ -241,4 +241,52 @@ fn a_pull_killed_at_any_moment_leaves_one_state_or_the_other() {
         assert_eq!(json(&out)["state_root"], second["state_root"]);
     }
     assert!(killed >= 1, "no pull was interrupted");
+}
+
+/// A push from a tree indexed at a git commit publishes that commit's state; a clone of
+/// the repository two commits later pulls it with `--nearest`, then indexes only what
+/// the later commits changed.
+#[test]
+fn pull_nearest_takes_the_state_of_the_nearest_pushed_ancestor() {
+    let tree = sample_tree();
+    let root = tree.path();
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "one"]);
+    assert_eq!(cfs_in(root, &["index", "--embedder", "hash"]).0, 0);
+    let remote = tempfile::tempdir().unwrap();
+    let remote_arg = remote.path().to_str().unwrap();
+    let (code, out, err) = cfs_in(root, &["push", remote_arg, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let pushed = json(&out);
+    assert!(pushed["git_commit"].is_string(), "{pushed}");
+    std::fs::write(root.join("src/two.rs"), "pub fn two() -> u32 { 2 }\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "two"]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let copy = elsewhere.path().join("copy");
+    git(
+        elsewhere.path(),
+        &["clone", "-q", root.to_str().unwrap(), "copy"],
+    );
+    let (code, out, err) = cfs_in(&copy, &["pull", remote_arg, "--nearest", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let pulled = json(&out);
+    assert_eq!(pulled["git_commit"], pushed["git_commit"]);
+    assert_eq!(pulled["state_root"], pushed["state_root"]);
+    let (code, out, err) = cfs_in(&copy, &["index", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    // Only the later commit's file is added and embedded (the skipped binary file is
+    // looked at again: which files failed is a local cache, never pushed).
+    let indexed = json(&out);
+    assert_eq!(
+        (&indexed["added"], &indexed["embedded"]),
+        (&Value::from(1), &Value::from(1)),
+        "{out}"
+    );
+    assert_eq!(indexed["unchanged"], 3, "{out}");
+    let bare = tempfile::tempdir().unwrap();
+    let (code, _, err) = cfs_in(bare.path(), &["pull", remote_arg, "--nearest"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("needs a git work tree"), "{err}");
 }

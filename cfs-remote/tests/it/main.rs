@@ -295,3 +295,33 @@ fn gc_keeps_what_the_newest_refs_reach_and_removes_the_rest() {
     let err = cfs_remote::gc(&remote, &cfs_remote::GcOptions { keep: 0, ..options }).unwrap_err();
     assert!(err.to_string().contains("--keep 1"), "{err}");
 }
+
+/// A pull of the nearest commit finds the first of the given commits that has a state,
+/// through a listing remote and through one that cannot list.
+#[test]
+fn the_nearest_published_commit_is_found() {
+    let f = Fixture::new();
+    let folder = f.dir.path().join("remote");
+    let remote = FolderRemote::new(&folder);
+    let old = "a".repeat(40);
+    let options = PushOptions {
+        git_commit: Some(old.clone()),
+        ..PushOptions::default()
+    };
+    let pushed = push(&f.store, &remote, &options).unwrap();
+    let commits = vec!["c".repeat(40), "b".repeat(40), old.clone(), "d".repeat(40)];
+    let server = http_server::serve(&folder, true);
+    let http = cfs_remote::open(&server.url).unwrap();
+    for r in [&remote as &dyn Remote, &*http] {
+        let (name, manifest) = fetch_manifest(r, &PullTarget::Nearest(commits.clone())).unwrap();
+        assert_eq!(
+            (name, manifest.git_commit),
+            (pushed.manifest, Some(old.clone()))
+        );
+        let none = PullTarget::Nearest(vec!["e".repeat(40)]);
+        assert!(matches!(
+            fetch_manifest(r, &none),
+            Err(RemoteError::NotFound { .. })
+        ));
+    }
+}
