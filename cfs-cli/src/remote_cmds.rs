@@ -58,7 +58,7 @@ impl Target {
 
 #[derive(Debug, clap::Args)]
 pub struct PushArgs {
-    /// The remote: a folder path or file:// URL.
+    /// The remote: a folder path, file:// URL or s3://bucket/prefix.
     remote: String,
     /// The branch to publish on.
     #[arg(long, default_value = cfs_remote::DEFAULT_BRANCH)]
@@ -69,8 +69,8 @@ pub struct PushArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct PullArgs {
-    /// The remote: a folder path, file:// URL, http(s):// URL of a served remote, or a
-    /// bundle file.
+    /// The remote: a folder path, file:// URL, s3://bucket/prefix, http(s):// URL of a
+    /// served remote, or a bundle file.
     remote: String,
     /// The tree whose store to pull into (default: the current folder); its store is
     /// created when it has none.
@@ -86,7 +86,8 @@ pub struct PullArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct CloneArgs {
-    /// The remote: a folder path, file:// URL, or http(s):// URL of a served remote.
+    /// The remote: a folder path, file:// URL, s3://bucket/prefix, or http(s):// URL of
+    /// a served remote.
     remote: String,
     /// The folder to make the store in (its .cfs/); it must hold no store.
     path: PathBuf,
@@ -314,7 +315,7 @@ pub enum RemoteCommand {
 
 #[derive(Debug, clap::Args)]
 pub struct RemoteGcArgs {
-    /// The remote: a folder path or file:// URL.
+    /// The remote: a folder path, file:// URL or s3://bucket/prefix.
     remote: String,
     /// The newest refs of each branch to keep.
     #[arg(long, default_value_t = 10, value_name = "N")]

@@ -30,6 +30,7 @@ mod pull;
 mod push;
 mod refs;
 mod remote;
+mod s3;
 
 pub use bundle::{BundleRemote, BundleReport, create_bundle};
 pub use error::{RemoteError, Result};
@@ -41,3 +42,4 @@ pub use pull::{PullReport, pull, pull_new, settings_of};
 pub use push::{PushOptions, PushReport, push};
 pub use refs::{DEFAULT_BRANCH, PullTarget, fetch_manifest};
 pub use remote::{MemoryRemote, Remote, open};
+pub use s3::{S3Config, S3Remote};

@@ -9,6 +9,7 @@ use crate::bundle::BundleRemote;
 use crate::error::{RemoteError, Result};
 use crate::folder::FolderRemote;
 use crate::http::HttpRemote;
+use crate::s3::S3Remote;
 
 /// A place states are published to and pulled from.
 pub trait Remote: Send + Sync {
@@ -48,15 +49,18 @@ pub trait Remote: Send + Sync {
     }
 }
 
-/// The remote a command names: a folder path or a `file://` URL, an `http://` or
-/// `https://` URL to pull from, or a bundle file. Object storage (`s3://`) is not in
-/// this build yet.
+/// The remote a command names: a folder path or a `file://` URL, an `s3://bucket/prefix`
+/// URL (S3-compatible object storage, `s3.rs`), an `http://` or `https://` URL to pull
+/// from, or a bundle file.
 pub fn open(spec: &str) -> Result<Box<dyn Remote>> {
     if let Some(path) = spec.strip_prefix("file://") {
         return Ok(Box::new(FolderRemote::new(path)));
     }
     if spec.starts_with("http://") || spec.starts_with("https://") {
         return Ok(Box::new(HttpRemote::new(spec)));
+    }
+    if spec.starts_with("s3://") {
+        return Ok(Box::new(S3Remote::new(spec)?));
     }
     if std::path::Path::new(spec).is_file() {
         return Ok(Box::new(BundleRemote::open(std::path::Path::new(spec))?));

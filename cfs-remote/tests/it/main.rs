@@ -2,6 +2,7 @@
 //! remote; damage of every kind refused with the store unchanged; racing pushers.
 
 mod http_server;
+mod s3;
 mod support;
 
 use cfs_remote::{
