@@ -53,19 +53,26 @@ impl HttpRemote {
             let last = offset + len - 1;
             request = request.header("Range", &format!("bytes={offset}-{last}"));
         }
-        let mut response = request.call().map_err(|e| self.io(name, e))?;
-        let status = response.status().as_u16();
-        if !(200..300).contains(&status) {
-            return Ok((status, Vec::new()));
+        let (status, body) = status_and_body(request.call()).map_err(|e| self.io(name, e))?;
+        match (200..300).contains(&status) {
+            true => Ok((status, body)),
+            false => Ok((status, Vec::new())),
         }
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_BODY)
-            .read_to_vec()
-            .map_err(|e| self.io(name, e))?;
-        Ok((status, body))
     }
+}
+
+/// The status of an answer and its body, read whole (up to 1 GiB).
+pub(crate) fn status_and_body(
+    response: std::result::Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+) -> std::result::Result<(u16, Vec<u8>), ureq::Error> {
+    let mut response = response?;
+    let status = response.status().as_u16();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_BODY)
+        .read_to_vec()?;
+    Ok((status, body))
 }
 
 impl Remote for HttpRemote {

@@ -18,8 +18,6 @@ use crate::remote::{Remote, short};
 const SIGNED_FOR: Duration = Duration::from_secs(600);
 /// The longest any one request may take.
 const TIMEOUT: Duration = Duration::from_secs(300);
-/// The most an answer may hold.
-const MAX_BODY: u64 = 1 << 30;
 
 /// A remote at `s3://bucket/prefix`.
 #[derive(Debug)]
@@ -158,15 +156,7 @@ impl S3Remote {
         name: &str,
         response: std::result::Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> Result<(u16, Vec<u8>)> {
-        let mut response = response.map_err(|e| self.io(name, e))?;
-        let status = response.status().as_u16();
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_BODY)
-            .read_to_vec()
-            .map_err(|e| self.io(name, e))?;
-        Ok((status, body))
+        crate::http::status_and_body(response).map_err(|e| self.io(name, e))
     }
 
     fn failed(&self, name: &str, status: u16, body: &[u8]) -> RemoteError {

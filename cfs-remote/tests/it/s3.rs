@@ -8,8 +8,8 @@ use cfs_remote::{
 
 use crate::support::{Fixture, pull_into, write};
 
-/// The remote `s3://cfs-test/<prefix>` on the server `CFS_TEST_S3` names, its bucket
-/// made; `None` when no server was started.
+/// A remote `s3://cfs-test/<prefix>-<run>` on the server `CFS_TEST_S3` names, its
+/// bucket made; `None` when no server was started.
 fn s3(prefix: &str) -> Option<S3Remote> {
     let Some(endpoint) = std::env::var("CFS_TEST_S3").ok() else {
         eprintln!("no S3-compatible server (CFS_TEST_S3 unset; scripts/test starts one): skipped");
@@ -20,7 +20,13 @@ fn s3(prefix: &str) -> Option<S3Remote> {
         region: Some("us-east-1".into()),
         credentials: Some(("test".into(), "test".into(), None)),
     };
-    let remote = S3Remote::with_config(&format!("s3://cfs-test/{prefix}"), &config).unwrap();
+    // A prefix of this run's own: a server outlives a run.
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let spec = format!("s3://cfs-test/{prefix}-{}-{run}", std::process::id());
+    let remote = S3Remote::with_config(&spec, &config).unwrap();
     remote.create_bucket().unwrap();
     Some(remote)
 }
