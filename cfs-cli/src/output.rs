@@ -31,6 +31,20 @@ pub fn progress_of(len: u64, json: bool, what: &str, unit: &str) -> ProgressBar 
     bar
 }
 
+/// A bar of bytes for a transfer in stages (a pull: groups, rows, vectors, writing),
+/// hidden under `--json` or when standard error is not a terminal.
+pub fn transfer_progress(json: bool) -> ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    let template = "{spinner} {msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)";
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
 /// A rate as the bar shows it: a whole number per second.
 fn rate_text(per_sec: f64) -> String {
     format!("{per_sec:.0}/s")

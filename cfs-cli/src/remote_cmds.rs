@@ -7,14 +7,16 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use cfs_core::hex_encode;
-use cfs_remote::{PullReport, PullTarget, PushOptions, fetch_manifest, pull, pull_new, push};
+use cfs_remote::{
+    Progress, PullReport, PullTarget, PushOptions, fetch_manifest, pull_new, pull_with, push,
+};
 use cfs_store::Store;
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::locate::{store_in, tree_store};
 use crate::open::{Common, embedder_for, keep_out_of_git, open_write, tree_root};
-use crate::output::spinner;
+use crate::output::{spinner, transfer_progress};
 use crate::report::{Report, emit};
 
 /// Which state of the remote a pull takes.
@@ -77,7 +79,8 @@ pub struct PullArgs {
     path: Option<PathBuf>,
     #[command(flatten)]
     target: Target,
-    /// Then re-embed N random chunks of the store and compare the vectors bit for bit.
+    /// Then re-embed N of the pulled chunks, spread over them, and compare the vectors
+    /// bit for bit.
     #[arg(long, value_name = "N")]
     check: Option<usize>,
     #[command(flatten)]
@@ -176,12 +179,12 @@ pub fn pull_cmd(args: &PullArgs) -> anyhow::Result<ExitCode> {
         target: args.target.pull_target(&root)?,
         json: args.common.json,
     };
-    let mut answer = into.pull()?;
+    let (mut answer, pulled) = into.pull()?;
     if let Some(n) = args.check {
         let store = Store::open(&into.file)?;
         let embedder = embedder_for(&store)?;
-        let bar = spinner(args.common.json, "re-embedding a sample to compare");
-        let check = store.check_vectors(&*embedder, Some(n))?;
+        let bar = spinner(args.common.json, "re-embedding pulled chunks to compare");
+        let check = store.check_vectors_of(&*embedder, &cfs_store::spread(&pulled, Some(n)))?;
         bar.finish_and_clear();
         answer.vectors_checked = Some(check.checked);
         answer.vectors_wrong = Some(check.wrong);
@@ -204,7 +207,7 @@ pub fn clone_cmd(args: &CloneArgs) -> anyhow::Result<ExitCode> {
         target: args.target.pull_target(&std::env::current_dir()?)?,
         json: args.json,
     };
-    emit(&into.pull()?, args.json)
+    emit(&into.pull()?.0, args.json)
 }
 
 /// `cfs bundle create` and `cfs bundle apply`.
@@ -395,26 +398,33 @@ struct PullInto<'a> {
 }
 
 impl PullInto<'_> {
-    fn pull(&self) -> anyhow::Result<PullAnswer> {
+    /// Pulls: the answer, and the embeddings the pull brought.
+    fn pull(&self) -> anyhow::Result<(PullAnswer, Vec<cfs_core::EmbeddingId>)> {
         let remote = cfs_remote::open(self.remote)?;
-        let bar = spinner(self.json, "pulling");
         let (name, manifest) = fetch_manifest(&*remote, &self.target)?;
         let created = !self.file.is_file();
+        let bar = transfer_progress(self.json);
+        let progress = |p: &Progress| {
+            bar.set_message(p.stage);
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+        };
         let report = if created {
-            let (store, report) = pull_new(&self.file, &*remote, &name, &manifest)?;
+            let (store, report) = pull_new(&self.file, &*remote, &name, &manifest, &progress)?;
             drop(store);
             keep_out_of_git(&self.file)?;
             report
         } else {
             let store = Store::open(&self.file)
                 .with_context(|| format!("cannot open {} for writing", self.file.display()))?;
-            pull(&store, &*remote, &name, &manifest)?
+            pull_with(&store, &*remote, &name, &manifest, &progress)?
         };
         bar.finish_and_clear();
-        Ok(PullAnswer {
+        let answer = PullAnswer {
             git_commit: manifest.git_commit.clone(),
             ..PullAnswer::new(&report, remote.describe(), &self.file, created)
-        })
+        };
+        Ok((answer, report.embeddings_pulled))
     }
 }
 

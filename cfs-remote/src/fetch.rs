@@ -12,24 +12,54 @@ const GAP: u64 = 16 << 10;
 /// No request reads more than this.
 const MAX_READ: u64 = 16 << 20;
 
-/// What fetching cost.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Fetched {
+/// What fetching cost, and whom to tell as it goes.
+#[derive(Default)]
+pub(crate) struct Fetched<'p> {
     pub bytes: u64,
     pub requests: u64,
+    /// Told after each read: what is being fetched, bytes done and in all of this fetch.
+    pub progress: Option<&'p dyn Fn(&Progress)>,
+    /// What the next fetch reads, for `progress`.
+    pub stage: &'static str,
+}
+
+/// How far a pull is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// What it is fetching (`groups`, `rows`, `vectors`) or doing (`writing`).
+    pub stage: &'static str,
+    /// Bytes of this stage read so far.
+    pub done: u64,
+    /// Bytes of this stage in all.
+    pub total: u64,
+}
+
+impl Fetched<'_> {
+    fn tell(&self, done: u64, total: u64) {
+        if let Some(progress) = self.progress {
+            progress(&Progress {
+                stage: self.stage,
+                done,
+                total,
+            });
+        }
+    }
 }
 
 /// The segment of each entry, in the entries' order.
 pub(crate) fn segments(
     remote: &dyn Remote,
     entries: &[BucketEntry],
-    fetched: &mut Fetched,
+    fetched: &mut Fetched<'_>,
 ) -> Result<Vec<Vec<u8>>> {
     let mut by_pack: BTreeMap<ObjectName, Vec<usize>> = BTreeMap::new();
     for (i, e) in entries.iter().enumerate() {
         by_pack.entry(e.pack).or_default().push(i);
     }
     let mut out = vec![Vec::new(); entries.len()];
+    let total: u64 = entries.iter().map(|e| e.length).sum();
+    let mut done = 0;
+    fetched.tell(0, total);
     for (pack, mut members) in by_pack {
         members.sort_by_key(|&i| entries[i].offset);
         for run in runs(entries, &members) {
@@ -51,7 +81,9 @@ pub(crate) fn segments(
             for &i in run {
                 let at = (entries[i].offset - start) as usize;
                 out[i] = bytes[at..at + entries[i].length as usize].to_vec();
+                done += entries[i].length;
             }
+            fetched.tell(done, total);
         }
     }
     Ok(out)

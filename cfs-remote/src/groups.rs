@@ -122,7 +122,7 @@ fn decode(bytes: &[u8], group: &BucketEntry) -> std::result::Result<Vec<BucketEn
 pub(crate) fn fetch(
     remote: &dyn Remote,
     groups: &[BucketEntry],
-    fetched: &mut Fetched,
+    fetched: &mut Fetched<'_>,
 ) -> Result<BTreeMap<(u8, u16), BucketEntry>> {
     let mut out = BTreeMap::new();
     for (group, bytes) in groups.iter().zip(fetch::segments(remote, groups, fetched)?) {

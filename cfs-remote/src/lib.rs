@@ -34,11 +34,12 @@ mod s3;
 
 pub use bundle::{BundleRemote, BundleReport, create_bundle};
 pub use error::{RemoteError, Result};
+pub use fetch::Progress;
 pub use folder::FolderRemote;
 pub use format::{BucketEntry, FORMAT, Manifest, ObjectName, VECTOR_TAG};
 pub use gc::{GcOptions, GcReport, gc};
 pub use http::HttpRemote;
-pub use pull::{PullReport, pull, pull_new, settings_of};
+pub use pull::{PullReport, pull, pull_new, pull_with, settings_of};
 pub use push::{PushOptions, PushReport, push};
 pub use refs::{DEFAULT_BRANCH, PullTarget, fetch_manifest};
 pub use remote::{MemoryRemote, Remote, open};

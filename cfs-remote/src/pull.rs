@@ -13,7 +13,7 @@ use cfs_core::{
 use cfs_store::{EMBEDDING_PAYLOAD_LEN, NewDocument, ReadTxn, Store};
 
 use crate::error::{RemoteError, Result};
-use crate::fetch::{self, Fetched};
+use crate::fetch::{self, Fetched, Progress};
 use crate::format::{
     BucketEntry, Manifest, ObjectName, Row, VECTOR_TAG, decode_rows, decode_vectors, object_path,
     vector_bucket, vector_root,
@@ -50,6 +50,8 @@ pub struct PullReport {
     pub embeddings_added: usize,
     /// Vectors put in the embedding cache.
     pub vectors_cached: usize,
+    /// The embeddings this pull brought (for `--check`, which re-embeds some of them).
+    pub embeddings_pulled: Vec<cfs_core::EmbeddingId>,
 }
 
 /// Fails unless `manifest` was built with `store`'s settings.
@@ -86,6 +88,17 @@ pub fn pull(
     name: &ObjectName,
     manifest: &Manifest,
 ) -> Result<PullReport> {
+    pull_with(store, remote, name, manifest, &|_| {})
+}
+
+/// [`pull`], telling `progress` how far it is after each read.
+pub fn pull_with(
+    store: &Store,
+    remote: &dyn Remote,
+    name: &ObjectName,
+    manifest: &Manifest,
+    progress: &dyn Fn(&Progress),
+) -> Result<PullReport> {
     check_settings(store, manifest, remote)?;
     let txn = store.begin_read()?;
     let previous_root = txn.table_roots()?.state_root();
@@ -99,9 +112,14 @@ pub fn pull(
     if previous_root == manifest.root() {
         return Ok(report);
     }
-    let mut fetched = Fetched::default();
+    let mut fetched = Fetched {
+        progress: Some(progress),
+        stage: "groups",
+        ..Fetched::default()
+    };
     let wanted = differing(&txn, remote, manifest, &mut fetched)?;
     let entries: Vec<BucketEntry> = wanted.iter().filter_map(|w| w.1).collect();
+    fetched.stage = "rows";
     let segments = fetch::segments(remote, &entries, &mut fetched)?;
     let checker = Checker { remote };
     let mut remote_rows = RemoteRows::default();
@@ -131,6 +149,11 @@ pub fn pull(
     report.buckets_fetched = entries.len();
     report.bytes_fetched += fetched.bytes;
     report.requests = fetched.requests;
+    progress(&Progress {
+        stage: "writing",
+        done: 0,
+        total: 0,
+    });
     let local = LocalRows::read(&txn, &wanted)?;
     apply(store, &txn, manifest, &remote_rows, &local, &mut report)?;
     Ok(report)
@@ -149,6 +172,7 @@ pub fn pull_new(
     remote: &dyn Remote,
     name: &ObjectName,
     manifest: &Manifest,
+    progress: &dyn Fn(&Progress),
 ) -> Result<(Store, PullReport)> {
     if file.exists() {
         return Err(cfs_store::StoreError::Exists(file.to_path_buf()).into());
@@ -157,7 +181,7 @@ pub fn pull_new(
     remove_store_files(&staged);
     let result = Store::create(&staged, settings_of(manifest))
         .map_err(RemoteError::from)
-        .and_then(|store| pull(&store, remote, name, manifest));
+        .and_then(|store| pull_with(&store, remote, name, manifest, progress));
     let report = match result {
         Ok(report) => report,
         Err(e) => {
@@ -212,7 +236,7 @@ fn differing(
     txn: &ReadTxn,
     remote: &dyn Remote,
     manifest: &Manifest,
-    fetched: &mut Fetched,
+    fetched: &mut Fetched<'_>,
 ) -> Result<Vec<Wanted>> {
     let mut local = Vec::new();
     let mut changed = Vec::new();
@@ -257,7 +281,7 @@ fn fetch_vectors(
     remote: &dyn Remote,
     manifest: &Manifest,
     embedding_rows: &[(BucketEntry, Vec<Row>)],
-    fetched: &mut Fetched,
+    fetched: &mut Fetched<'_>,
     report: &mut PullReport,
 ) -> Result<BTreeMap<[u8; 32], Vec<u8>>> {
     let mut named = BTreeSet::new();
@@ -286,7 +310,9 @@ fn fetch_vectors(
         .into_iter()
         .filter_map(|g| manifest.group(VECTOR_TAG, g))
         .collect();
+    fetched.stage = "vector groups";
     let in_groups = groups::fetch(remote, &wanted_groups, fetched)?;
+    fetched.stage = "vectors";
     let entries: Vec<BucketEntry> = in_groups
         .values()
         .filter(|e| lacking.contains(&e.bucket))
@@ -537,6 +563,7 @@ fn apply(
         w.put_user_edge(edge)?;
     }
     report.vectors_cached = cache_vectors(&mut w, txn, remote, &cached)?;
+    report.embeddings_pulled = cached.iter().map(|e| e.id).collect();
     if manifest.parsers != cfs_ingest::parsers_version() {
         w.set_parsers(&manifest.parsers)?;
     }

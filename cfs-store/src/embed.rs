@@ -329,6 +329,13 @@ pub struct VectorCheck {
 /// Embeddings [`Store::check_vectors`] recomputes when not asked for all.
 pub const DEFAULT_VECTOR_SAMPLE: usize = 64;
 
+/// `sample` of `ids` spread evenly over them (all of them with `None`).
+pub fn spread<T: Copy>(ids: &[T], sample: Option<usize>) -> Vec<T> {
+    let n = ids.len();
+    let k = sample.unwrap_or(n).min(n);
+    (0..k).map(|i| ids[i * n / k]).collect()
+}
+
 impl Store {
     /// Recomputes the vectors of `sample` embeddings spread evenly over the store (all
     /// of them with `None`) from their chunks' texts, and compares them with the stored
@@ -342,12 +349,20 @@ impl Store {
         let read = self.begin_read()?;
         let ids: Vec<EmbeddingId> =
             tables::embedding_ids(&read.raw().open_table(tables::EMBEDDINGS)?)?;
-        let n = ids.len();
-        let k = sample.unwrap_or(n).min(n);
-        let picked: Vec<EmbeddingId> = (0..k).map(|i| ids[i * n / k]).collect();
+        self.check_vectors_of(embedder, &spread(&ids, sample))
+    }
+
+    /// [`Store::check_vectors`] of the embeddings `ids` (a pull checks those it brought).
+    pub fn check_vectors_of(
+        &self,
+        embedder: &dyn Embedder,
+        ids: &[EmbeddingId],
+    ) -> Result<VectorCheck> {
+        let read = self.begin_read()?;
+        let picked = ids;
         let mut check = VectorCheck {
             checked: 0,
-            embeddings: n,
+            embeddings: read.counts()?.embeddings as usize,
             wrong: Vec::new(),
         };
         for group in picked.chunks(DEFAULT_EMBED_BATCH_TEXTS) {

@@ -45,7 +45,7 @@ mod write;
 pub use chunk_log::log_path as chunk_log_path;
 pub use embed::{
     DEFAULT_EMBED_BATCH_TEXTS, DEFAULT_VECTOR_SAMPLE, EmbedOptions, EmbedProgress, EmbedReport,
-    EmbedStatus, VectorCheck,
+    EmbedStatus, VectorCheck, spread,
 };
 pub use error::{Result, StoreError, panic_message};
 pub use gc::{GcReport, ShrinkPolicy};

@@ -21,10 +21,28 @@ fn push_then_pull_into_a_new_store_gives_the_same_root() {
     let pushed = push(&f.store, &remote, &PushOptions::default()).unwrap();
     assert_eq!(pushed.root, f.clean_root());
     assert!(pushed.published.is_some() && pushed.segments_sent > 0);
-    let (store, report) = pull_into(&f, &remote);
+    let store = f.empty_store();
+    let (name, manifest) = fetch_manifest(&remote, &PullTarget::default()).unwrap();
+    let told = std::sync::Mutex::new(Vec::new());
+    let progress = |p: &cfs_remote::Progress| told.lock().unwrap().push(*p);
+    let report = cfs_remote::pull_with(&store, &remote, &name, &manifest, &progress).unwrap();
     assert_eq!(report.root, pushed.root);
     assert_eq!(store.state_root().unwrap(), pushed.root);
     assert!(store.verify().unwrap().is_ok());
+    // Each stage was told as it went, ending with all its bytes read, then the writing.
+    let told = told.into_inner().unwrap();
+    let stages: Vec<&str> = told.iter().map(|p| p.stage).collect();
+    for stage in ["groups", "rows", "vectors", "writing"] {
+        assert!(stages.contains(&stage), "{stages:?}");
+    }
+    for p in told.iter().filter(|p| p.stage != "writing") {
+        let last = told.iter().rfind(|q| q.stage == p.stage).unwrap();
+        assert!(last.done == last.total && p.done <= p.total, "{told:?}");
+    }
+    assert_eq!(
+        report.embeddings_pulled.len() as u64,
+        store.begin_read().unwrap().counts().unwrap().embeddings
+    );
     let again = push(&f.store, &remote, &PushOptions::default()).unwrap();
     assert_eq!((again.published, again.bytes_sent), (None, 0));
 }
