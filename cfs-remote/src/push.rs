@@ -142,6 +142,9 @@ pub fn push(store: &Store, remote: &dyn Remote, options: &PushOptions) -> Result
     })
 }
 
+/// A manifest's group entries by (tag, group).
+type Before = BTreeMap<(u8, usize), BucketEntry>;
+
 /// One try at publishing on top of the branch's newest manifest.
 struct Attempt<'a> {
     store: &'a Store,
@@ -161,7 +164,7 @@ impl Attempt<'_> {
     ) -> Result<Option<PushReport>> {
         let roots = self.txn.table_roots()?;
         let local = self.local.groups();
-        let before: BTreeMap<(u8, usize), BucketEntry> = previous
+        let before: Before = previous
             .iter()
             .flat_map(|(_, m)| {
                 m.groups
@@ -192,6 +195,36 @@ impl Attempt<'_> {
             self.publish_commit(name)?;
             return Ok(Some(report));
         }
+        let groups = self.send_pack(&local, &changed, &before, &mut report)?;
+        let manifest = Manifest::new(ManifestFields {
+            chunk: {
+                let c = &self.store.settings().chunk;
+                [c.target_bytes, c.max_bytes, c.overlap_bytes]
+            },
+            model_id: self.store.settings().model_id.clone(),
+            table_roots: roots,
+            sequence: self.txn.sequence()?,
+            previous: previous.as_ref().map(|(name, _)| *name),
+            git_commit: self.options.git_commit.clone(),
+            parsers: self.store.parsers()?.unwrap_or_default(),
+            published_ms: now_ms(),
+            groups,
+        });
+        self.publish_manifest(&manifest, newest + 1, report)
+    }
+
+    /// Writes one pack with the segments of the changed groups' changed buckets, then
+    /// the changed groups' segments after them all (a pull reads the groups in one run,
+    /// then the buckets, never a group's neighbours twice). Returns every group's
+    /// manifest entry: the new ones, and the previous ones of the groups that did not
+    /// change.
+    fn send_pack(
+        &self,
+        local: &[((u8, usize), MerkleRoot)],
+        changed: &[((u8, usize), MerkleRoot)],
+        before: &Before,
+        report: &mut PushReport,
+    ) -> Result<Vec<BucketEntry>> {
         // The bucket entries of the previous state's groups that changed.
         let stale: Vec<BucketEntry> = changed
             .iter()
@@ -199,14 +232,11 @@ impl Attempt<'_> {
             .collect();
         let kept = groups::fetch(self.remote, &stale, &mut Fetched::default())?;
         let mut pack = PackWriter::new();
-        // Bucket segments first, the changed groups' segments after them all: a pull reads
-        // the groups in one run, then the buckets, and never a group's neighbours twice.
         let mut written = Vec::with_capacity(changed.len());
-        for &((tag, g), node) in &changed {
-            let group = self.group(&mut pack, (tag, g), &kept, &mut report)?;
-            written.push(((tag, g), node, group));
+        for &(slot, node) in changed {
+            written.push((slot, node, self.group(&mut pack, slot, &kept, report)?));
         }
-        let mut made: BTreeMap<(u8, usize), BucketEntry> = BTreeMap::new();
+        let mut made: Before = BTreeMap::new();
         for (slot, node, group) in written {
             made.insert(slot, pack.push_group(slot.0, slot.1 as u16, node, &group));
         }
@@ -222,26 +252,23 @@ impl Attempt<'_> {
                 e.pack = name;
             }
         }
-        let manifest = Manifest::new(ManifestFields {
-            chunk: {
-                let c = &self.store.settings().chunk;
-                [c.target_bytes, c.max_bytes, c.overlap_bytes]
-            },
-            model_id: self.store.settings().model_id.clone(),
-            table_roots: roots,
-            sequence: self.txn.sequence()?,
-            previous: previous.as_ref().map(|(name, _)| *name),
-            git_commit: self.options.git_commit.clone(),
-            parsers: self.store.parsers()?.unwrap_or_default(),
-            published_ms: now_ms(),
-            groups: entries,
-        });
+        Ok(entries)
+    }
+
+    /// Writes `manifest`, then its ref `n` of the branch (`None` if another push took
+    /// it first), the commit's ref, and last the branch's hint.
+    fn publish_manifest(
+        &self,
+        manifest: &Manifest,
+        n: u64,
+        mut report: PushReport,
+    ) -> Result<Option<PushReport>> {
         let bytes = manifest.encode();
         let name = crate::format::name_of(&bytes);
         self.remote.create(&object_path(&name), &bytes)?;
         report.bytes_sent += bytes.len() as u64;
         report.manifest_bytes = bytes.len() as u64;
-        let ref_name = refs::ref_name(&self.options.branch, newest + 1);
+        let ref_name = refs::ref_name(&self.options.branch, n);
         if !self.remote.create(&ref_name, &refs::ref_content(&name))? {
             return Ok(None);
         }
@@ -249,7 +276,7 @@ impl Attempt<'_> {
         // Last, and only a hint: readers that cannot list start from it and check.
         self.remote.overwrite_hint(
             &refs::hint_name(&self.options.branch),
-            &refs::hint_content(newest + 1),
+            &refs::hint_content(n),
         )?;
         report.manifest = name;
         report.published = Some(ref_name);
