@@ -83,7 +83,8 @@ enum Command {
     Clone(remote_cmds::CloneArgs),
     /// Carry a store's state in one file: `create FILE [--since BUNDLE]`, `apply FILE`.
     Bundle(remote_cmds::BundleArgs),
-    /// Work on a remote itself: `gc REMOTE [--keep N] [--grace-minutes M]`.
+    /// Work on a remote itself: `gc REMOTE [--keep N] [--grace-minutes M]`, `verify
+    /// REMOTE`.
     Remote(remote_cmds::RemoteArgs),
 }
 

@@ -138,6 +138,7 @@ fn the_manual_documents_every_json_field_and_no_other() {
         ("bundle create", fields::<remote_cmds::BundleAnswer>()),
         ("bundle apply", fields::<remote_cmds::PullAnswer>()),
         ("remote gc", fields::<remote_cmds::RemoteGcAnswer>()),
+        ("remote verify", fields::<remote_cmds::RemoteVerifyAnswer>()),
         ("log", fields::<inspect_cmds::LogRecord>()),
         ("show", fields::<inspect_cmds::ShowReport>()),
         (

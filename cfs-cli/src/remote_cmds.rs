@@ -314,6 +314,67 @@ pub enum RemoteCommand {
     /// Remove the refs past the newest N of each branch and every object no kept ref
     /// reaches, once older than the grace period.
     Gc(RemoteGcArgs),
+    /// Read every ref, the manifests they name and every pack those reach, and check
+    /// each against its hash and roots; exit 1 on any problem.
+    Verify(RemoteVerifyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RemoteVerifyArgs {
+    /// The remote: a folder path, file:// URL or s3://bucket/prefix.
+    remote: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn remote_verify(args: &RemoteVerifyArgs) -> anyhow::Result<ExitCode> {
+    let remote = cfs_remote::open(&args.remote)?;
+    let bar = spinner(args.json, "reading every object of the remote");
+    let report = cfs_remote::check(&*remote)?;
+    bar.finish_and_clear();
+    let answer = RemoteVerifyAnswer {
+        remote: remote.describe(),
+        ok: report.problems.is_empty(),
+        refs: report.refs,
+        manifests: report.manifests,
+        packs: report.packs,
+        bytes: report.bytes,
+        problems: report.problems,
+    };
+    emit(&answer, args.json)
+}
+
+/// `cfs remote verify --json`.
+#[derive(Serialize, JsonSchema)]
+pub struct RemoteVerifyAnswer {
+    remote: String,
+    ok: bool,
+    refs: usize,
+    manifests: usize,
+    packs: usize,
+    bytes: u64,
+    /// One line per missing or damaged ref, manifest, group or pack.
+    problems: Vec<String>,
+}
+
+impl Report for RemoteVerifyAnswer {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let verdict = if self.ok { "ok" } else { "DAMAGED" };
+        writeln!(
+            out,
+            "{}: {verdict}: {} refs, {} manifests, {} packs, {} bytes read",
+            self.remote, self.refs, self.manifests, self.packs, self.bytes
+        )?;
+        for problem in &self.problems {
+            writeln!(out, "  {problem}")?;
+        }
+        Ok(())
+    }
+
+    fn ok(&self) -> bool {
+        self.ok
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -336,6 +397,7 @@ pub struct RemoteGcArgs {
 pub fn remote_cmd(args: &RemoteArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         RemoteCommand::Gc(gc) => remote_gc(gc),
+        RemoteCommand::Verify(verify) => remote_verify(verify),
     }
 }
 

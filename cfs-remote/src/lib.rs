@@ -19,6 +19,7 @@
 //! ```
 
 mod bundle;
+mod check;
 mod error;
 mod fetch;
 mod folder;
@@ -33,6 +34,7 @@ mod remote;
 mod s3;
 
 pub use bundle::{BundleRemote, BundleReport, create_bundle};
+pub use check::{CheckReport, check};
 pub use error::{RemoteError, Result};
 pub use fetch::Progress;
 pub use folder::FolderRemote;

@@ -93,6 +93,9 @@ fn push_clone_pull_and_index_after() {
         "{report}"
     );
     assert!(report["objects_removed"].as_u64() > Some(0), "{report}");
+    let (code, out, err) = cfs_in(root, &["remote", "verify", remote_arg, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["ok"], true, "{out}");
     let again = tempfile::tempdir().unwrap();
     let (code, out, err) = cfs_in(again.path(), &["clone", remote_arg, "c", "--json"]);
     assert_eq!(code, 0, "{err}");

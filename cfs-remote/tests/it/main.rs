@@ -344,3 +344,43 @@ fn the_nearest_published_commit_is_found() {
         ));
     }
 }
+
+/// `check` reads a sound remote without a problem, and names a pack damaged in place
+/// (which a push would have reused without reading) and a pack gone.
+#[test]
+fn check_reads_everything_and_names_what_is_damaged() {
+    let f = Fixture::new();
+    let folder = f.dir.path().join("remote");
+    let remote = FolderRemote::new(&folder);
+    push(&f.store, &remote, &PushOptions::default()).unwrap();
+    write(&f.tree(), "src/m6.rs", "pub fn six() {}\n");
+    f.sync();
+    let second = push(&f.store, &remote, &PushOptions::default()).unwrap();
+    let report = cfs_remote::check(&remote).unwrap();
+    assert!(report.problems.is_empty(), "{report:?}");
+    assert_eq!(
+        (report.refs, report.manifests, report.packs),
+        (2, 2, 2),
+        "{report:?}"
+    );
+    let (_, manifest) = fetch_manifest(&remote, &PullTarget::default()).unwrap();
+    assert!(second.published.is_some());
+    let pack = manifest.groups[0].pack;
+    let path = folder.join(format!("objects/{}", cfs_core::hex_encode(&pack)));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    let report = cfs_remote::check(&remote).unwrap();
+    assert_eq!(report.problems.len(), 1, "{report:?}");
+    assert!(
+        report.problems[0].contains("does not hash to its name"),
+        "{report:?}"
+    );
+    std::fs::remove_file(&path).unwrap();
+    let report = cfs_remote::check(&remote).unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.contains("missing")),
+        "{report:?}"
+    );
+}
