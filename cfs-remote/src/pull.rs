@@ -163,10 +163,9 @@ pub fn pull_with(
 type Wanted = ((Table, u16), Option<BucketEntry>);
 
 /// Makes a store at `file`, where none may be, holding the state of `manifest` (named
-/// `name`): created with the manifest's settings under a staging name beside `file`
-/// (`<file>.pulling`) and moved into place, its chunk log first, only once the pull has
-/// committed. A pull that fails, or a process that stops, leaves no store at `file`; the
-/// next one writes over what it staged.
+/// `name`): created with the manifest's settings and filled by the pull before it is
+/// moved into place ([`Store::create_filled`]), so a pull that fails, or a process that
+/// stops, leaves no store at `file`.
 pub fn pull_new(
     file: &Path,
     remote: &dyn Remote,
@@ -174,34 +173,9 @@ pub fn pull_new(
     manifest: &Manifest,
     progress: &dyn Fn(&Progress),
 ) -> Result<(Store, PullReport)> {
-    if file.exists() {
-        return Err(cfs_store::StoreError::Exists(file.to_path_buf()).into());
-    }
-    let staged = staging_path(file);
-    remove_store_files(&staged);
-    let result = Store::create(&staged, settings_of(manifest))
-        .map_err(RemoteError::from)
-        .and_then(|store| pull_with(&store, remote, name, manifest, progress));
-    let report = match result {
-        Ok(report) => report,
-        Err(e) => {
-            remove_store_files(&staged);
-            return Err(e);
-        }
-    };
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| RemoteError::Store(cfs_store::StoreError::Io { path, source })
-    };
-    let log = cfs_store::chunk_log_path(&staged);
-    std::fs::rename(&log, cfs_store::chunk_log_path(file)).map_err(io(&log))?;
-    std::fs::rename(&staged, file).map_err(io(&staged))?;
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(dir))?;
-    }
-    Ok((Store::open(file)?, report))
+    Store::create_filled(file, settings_of(manifest), |store| {
+        pull_with(store, remote, name, manifest, progress)
+    })
 }
 
 /// The settings a store must have to hold `manifest`'s state.
@@ -215,18 +189,6 @@ pub fn settings_of(manifest: &Manifest) -> cfs_store::Settings {
         },
         model_id: manifest.model_id.clone(),
     }
-}
-
-fn staging_path(file: &Path) -> std::path::PathBuf {
-    let mut name = file.file_name().unwrap_or_default().to_os_string();
-    name.push(".pulling");
-    file.with_file_name(name)
-}
-
-/// Removes a store file and its chunk log, if they are there.
-fn remove_store_files(file: &Path) {
-    let _ = std::fs::remove_file(cfs_store::chunk_log_path(file));
-    let _ = std::fs::remove_file(file);
 }
 
 /// The table buckets whose roots differ between the store and the manifest, with the

@@ -141,8 +141,21 @@ impl Store {
     /// so a process stopped at any moment leaves either no store at `path` or a whole
     /// one, never a file without its tables. Creations in one folder take turns.
     pub fn create(path: &Path, settings: Settings) -> Result<Self> {
+        Self::create_filled(path, settings, |_| Ok::<(), StoreError>(())).map(|(store, ())| store)
+    }
+
+    /// [`Store::create`], with `fill` writing into the new store before it is moved into
+    /// place (replication pulls a published state into it): a `fill` that fails, or a
+    /// process that stops, leaves no store at `path`. The folder's creation turn is held
+    /// until the store is in place, so no other creation in the folder writes over what
+    /// this one staged.
+    pub fn create_filled<T, E: From<StoreError>>(
+        path: &Path,
+        settings: Settings,
+        fill: impl FnOnce(&Store) -> std::result::Result<T, E>,
+    ) -> std::result::Result<(Self, T), E> {
         if path.exists() {
-            return Err(StoreError::Exists(path.to_path_buf()));
+            return Err(StoreError::Exists(path.to_path_buf()).into());
         }
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -152,25 +165,38 @@ impl Store {
         let _turn = creation_turn(dir)?;
         // A store made meanwhile by the creation ahead is found, not replaced.
         if path.exists() {
-            return Err(StoreError::Exists(path.to_path_buf()));
+            return Err(StoreError::Exists(path.to_path_buf()).into());
         }
         let staged = staging_path(path);
-        let staged_log = staging_path(&chunk_log::log_path(path));
+        let filled = Self::create_at(&staged, settings)
+            .map_err(E::from)
+            .and_then(|store| fill(&store));
+        let filled = match filled {
+            Ok(filled) => filled,
+            Err(e) => {
+                let _ = std::fs::remove_file(chunk_log::log_path(&staged));
+                let _ = std::fs::remove_file(&staged);
+                return Err(e);
+            }
+        };
+        move_into_place(&staged, path, dir)?;
+        Ok((Self::open(path)?, filled))
+    }
+
+    /// A new store at `path` and its chunk log beside it, written over whatever is
+    /// there: the staged store of [`Store::create_filled`], under its creation turn.
+    fn create_at(path: &Path, settings: Settings) -> Result<Self> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(true)
-            .open(&staged)
-            .map_err(|source| io_error(&staged, source))?;
-        let log = ChunkLog::create_file(&staged_log)?;
-        let db = shared_builder().create_with_backend(allocating(file, &staged)?)?;
-        drop(Self::initialize(db, path, log, None, settings)?);
-        std::fs::rename(&staged_log, chunk_log::log_path(path))
-            .map_err(|source| io_error(&staged_log, source))?;
-        std::fs::rename(&staged, path).map_err(|source| io_error(&staged, source))?;
-        sync_folder(dir)?;
-        Self::open(path)
+            .open(path)
+            .map_err(|source| io_error(path, source))?;
+        let log_path = chunk_log::log_path(path);
+        let log = ChunkLog::create_file(&log_path)?;
+        let db = shared_builder().create_with_backend(allocating(file, path)?)?;
+        Self::initialize(db, path, log, Some(log_path), settings)
     }
 
     /// Creates a store on custom redb storage backends, one for the store file and one
@@ -566,8 +592,9 @@ fn open_error(e: redb::DatabaseError, path: &Path) -> StoreError {
     }
 }
 
-/// The name a new store file, or its chunk log, is built under before it is moved to
-/// `path`. A creation that stopped left them behind; the next one writes over them.
+/// The name a new store file is built under before it is moved to `path` (its chunk log
+/// beside it, `<staged>.chunks`). A creation that stopped left them behind; the next one
+/// writes over them.
 fn staging_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".creating");
@@ -596,6 +623,17 @@ fn creation_turn(dir: &Path) -> Result<std::fs::File> {
             Err(std::fs::TryLockError::Error(source)) => return Err(io_error(dir, source)),
         }
     }
+}
+
+/// Moves the staged store at `staged` (closed) and its chunk log to `path` in `dir`: the
+/// log first, then the store file, whose rename is the commit point; then makes both
+/// renames durable.
+fn move_into_place(staged: &Path, path: &Path, dir: &Path) -> Result<()> {
+    let staged_log = chunk_log::log_path(staged);
+    std::fs::rename(&staged_log, chunk_log::log_path(path))
+        .map_err(|source| io_error(&staged_log, source))?;
+    std::fs::rename(staged, path).map_err(|source| io_error(staged, source))?;
+    sync_folder(dir)
 }
 
 /// Makes the renames in `dir` durable.

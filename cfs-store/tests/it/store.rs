@@ -922,7 +922,7 @@ fn a_creation_writes_over_what_a_stopped_one_left() {
     let file = dir.path().join("store.redb");
     for left in [
         "store.redb.creating",
-        "store.redb.chunks.creating",
+        "store.redb.creating.chunks",
         "store.redb.chunks",
     ] {
         std::fs::write(dir.path().join(left), b"left by a creation that stopped").unwrap();
