@@ -73,8 +73,8 @@ enum Command {
     /// Rebuild the runtime search index from the committed state and check that it
     /// agrees with it.
     RebuildIndex(open::Common),
-    /// Publish the store's state to a remote (a folder), sending only the buckets the
-    /// remote's newest state lacks.
+    /// Publish the store's state to a remote (a folder or S3), sending only the buckets
+    /// the remote's newest state lacks.
     Push(remote_cmds::PushArgs),
     /// Take a remote's state into the store (created if there is none): only what
     /// differs is fetched, and every row is checked before anything is written.

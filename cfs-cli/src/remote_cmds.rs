@@ -1,5 +1,6 @@
-//! `cfs push`, `cfs pull` and `cfs clone`: a store's state published to a remote and
-//! taken from one (cfs-remote; docs/format.md, "Remotes").
+//! `cfs push`, `cfs pull`, `cfs clone`, `cfs bundle` and `cfs remote`: a store's state
+//! published to a remote and taken from one, and the remote itself collected and
+//! checked (cfs-remote; docs/format.md, "Remotes").
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

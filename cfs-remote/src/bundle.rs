@@ -14,7 +14,7 @@ use cfs_store::Store;
 use crate::error::{RemoteError, Result};
 use crate::format::{FORMAT, ObjectName};
 use crate::push::{PushOptions, PushReport, push};
-use crate::remote::{MemoryRemote, Remote, short};
+use crate::remote::{MemoryRemote, Remote, names_under, short};
 
 const MAGIC: [u8; 16] = *b"cfs bundle\0\0\0\0\0\0";
 /// Bytes before the first object: the magic and the format.
@@ -161,13 +161,7 @@ impl Remote for BundleRemote {
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        Ok(self
-            .index
-            .range(prefix.to_owned()..)
-            .take_while(|(name, _)| name.starts_with(prefix))
-            .filter(|(name, _)| !name[prefix.len()..].contains('/'))
-            .map(|(name, _)| name.clone())
-            .collect())
+        Ok(names_under(&self.index, prefix))
     }
 }
 

@@ -68,7 +68,11 @@ pub fn check(remote: &dyn Remote) -> Result<CheckReport> {
 }
 
 /// Checks manifest `name` and its groups, adding the packs they name to `packs`.
-fn reach(remote: &dyn Remote, name: &ObjectName, packs: &mut BTreeSet<ObjectName>) -> Result<()> {
+pub(crate) fn reach(
+    remote: &dyn Remote,
+    name: &ObjectName,
+    packs: &mut BTreeSet<ObjectName>,
+) -> Result<()> {
     let manifest = refs::read_manifest(remote, name)?;
     packs.extend(manifest.groups.iter().map(|g| g.pack));
     let entries = groups::fetch(remote, &manifest.groups, &mut Fetched::default())?;

@@ -33,6 +33,25 @@ impl FolderRemote {
         }
     }
 
+    /// Writes `bytes` to a temporary file, synced, and lets `place` move it to the path
+    /// of `name` (both folders made first); the temporary file never outlives the call.
+    fn place(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        place: impl FnOnce(&Path, &Path) -> std::io::Result<bool>,
+    ) -> Result<bool> {
+        let io = self.io(name);
+        let target = self.path(name);
+        let tmp = self.temporary();
+        for dir in [tmp.parent(), target.parent()].into_iter().flatten() {
+            std::fs::create_dir_all(dir).map_err(&io)?;
+        }
+        let placed = write_synced(&tmp, bytes).and_then(|()| place(&tmp, &target));
+        let _ = std::fs::remove_file(&tmp);
+        placed.map_err(&io)
+    }
+
     /// A name of this process's own under `tmp/` for an object being written.
     fn temporary(&self) -> PathBuf {
         static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -72,41 +91,28 @@ impl Remote for FolderRemote {
     }
 
     fn create(&self, name: &str, bytes: &[u8]) -> Result<bool> {
-        let io = self.io(name);
         let target = self.path(name);
         if target.exists() {
             return Ok(false);
         }
-        let tmp = self.temporary();
-        for dir in [tmp.parent(), target.parent()].into_iter().flatten() {
-            std::fs::create_dir_all(dir).map_err(&io)?;
-        }
-        let written =
-            write_synced(&tmp, bytes).and_then(|()| match std::fs::hard_link(&tmp, &target) {
+        let made = self.place(name, bytes, |tmp, target| {
+            match std::fs::hard_link(tmp, target) {
                 Ok(()) => Ok(true),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
                 Err(e) => Err(e),
-            });
-        let _ = std::fs::remove_file(&tmp);
-        let made = written.map_err(&io)?;
+            }
+        })?;
         if let Some(dir) = target.parent() {
-            sync_folder(dir).map_err(&io)?;
+            sync_folder(dir).map_err(self.io(name))?;
         }
         Ok(made)
     }
 
     fn overwrite_hint(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        let io = self.io(name);
-        let target = self.path(name);
-        let tmp = self.temporary();
-        for dir in [tmp.parent(), target.parent()].into_iter().flatten() {
-            std::fs::create_dir_all(dir).map_err(&io)?;
-        }
-        let moved = write_synced(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, &target));
-        if moved.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        moved.map_err(&io)
+        self.place(name, bytes, |tmp, target| {
+            std::fs::rename(tmp, target).map(|()| true)
+        })
+        .map(drop)
     }
 
     fn list_all(&self, prefix: &str) -> Result<Vec<(String, std::time::Duration)>> {

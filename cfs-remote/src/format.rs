@@ -16,6 +16,11 @@ pub const VECTOR_TAG: u8 = 5;
 const PACK_MAGIC: [u8; 16] = *b"cfs pack\0\0\0\0\0\0\0\0";
 const MANIFEST_MAGIC: [u8; 16] = *b"cfs manifest\0\0\0\0";
 
+/// A store's chunk sizes as a manifest holds them: target, max, overlap.
+pub(crate) fn chunk_sizes(c: &cfs_ingest::ChunkParams) -> [u32; 3] {
+    [c.target_bytes, c.max_bytes, c.overlap_bytes]
+}
+
 /// An object's name: the BLAKE3 of its bytes.
 pub type ObjectName = [u8; 32];
 
@@ -227,7 +232,8 @@ impl Manifest {
         if !in_order || !self.groups.iter().all(known) {
             return Err("its groups are out of order or out of range".into());
         }
-        if self.groups.iter().any(|e| e.root == groups::empty_node().0) {
+        let empty = groups::empty_node();
+        if self.groups.iter().any(|e| e.root == empty.0) {
             return Err("it lists an empty group".into());
         }
         let roots = self.table_roots();

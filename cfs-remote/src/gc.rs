@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use cfs_core::hex_encode;
 
+use crate::check;
 use crate::error::{RemoteError, Result};
-use crate::fetch::Fetched;
 use crate::format::ObjectName;
-use crate::groups;
 use crate::refs;
 use crate::remote::Remote;
 
@@ -118,13 +117,13 @@ fn branch_refs(remote: &dyn Remote, keep: usize) -> Result<(Vec<String>, Vec<Str
 
 /// The hex names of every object the manifests reach.
 fn reached(remote: &dyn Remote, manifests: &BTreeSet<ObjectName>) -> Result<BTreeSet<String>> {
-    let mut out = BTreeSet::new();
+    let mut packs = BTreeSet::new();
     for name in manifests {
-        let manifest = refs::read_manifest(remote, name)?;
-        out.insert(hex_encode(name));
-        out.extend(manifest.groups.iter().map(|g| hex_encode(&g.pack)));
-        let entries = groups::fetch(remote, &manifest.groups, &mut Fetched::default())?;
-        out.extend(entries.values().map(|e| hex_encode(&e.pack)));
+        check::reach(remote, name, &mut packs)?;
     }
-    Ok(out)
+    Ok(manifests
+        .iter()
+        .chain(&packs)
+        .map(|n| hex_encode(n))
+        .collect())
 }

@@ -48,7 +48,7 @@ pub(crate) fn node(roots: &[MerkleRoot], g: usize) -> MerkleRoot {
 
 /// The node of a group of empty buckets.
 pub(crate) fn empty_node() -> MerkleRoot {
-    node(&vec![MerkleRoot::empty(); N_BUCKETS], 0)
+    merkle_root(&[MerkleRoot::empty().0; GROUP_BUCKETS])
 }
 
 /// A group segment of `entries` (all of one group, in bucket order); an entry whose

@@ -61,6 +61,30 @@ impl HttpRemote {
     }
 }
 
+/// Bytes `offset..offset + len` of object `name` from a 200, 206 or 416 answer to a
+/// request for them: a 206's body, or cut out of a 200's whole object (a server that
+/// ignores `Range`); `Damaged` when the object ends before them (and for 416).
+pub(crate) fn range_of(
+    remote: &str,
+    name: &str,
+    (status, body): (u16, Vec<u8>),
+    offset: u64,
+    len: u64,
+) -> Result<Vec<u8>> {
+    let end = offset.saturating_add(len);
+    let part = match status {
+        206 if body.len() as u64 == len => Ok(body),
+        206 => Err(offset + body.len() as u64),
+        200 => usize::try_from(offset)
+            .ok()
+            .zip(usize::try_from(end).ok())
+            .and_then(|(a, b)| body.get(a..b).map(<[u8]>::to_vec))
+            .ok_or(body.len() as u64),
+        _ => Err(offset),
+    };
+    part.map_err(|object_len| short(remote, name, object_len, end))
+}
+
 /// The status of an answer and its body, read whole (up to 1 GiB).
 pub(crate) fn status_and_body(
     response: std::result::Result<ureq::http::Response<ureq::Body>, ureq::Error>,
@@ -92,33 +116,14 @@ impl Remote for HttpRemote {
         if len == 0 {
             return Ok(Vec::new());
         }
-        let end = offset.saturating_add(len);
         let (status, body) = self.fetch(name, Some((offset, len)))?;
-        let part = match status {
-            206 => Some(body),
-            // The whole object: the range is cut out of it.
-            200 => usize::try_from(offset)
-                .ok()
-                .zip(usize::try_from(end).ok())
-                .and_then(|(a, b)| body.get(a..b).map(<[u8]>::to_vec)),
-            404 | 410 => {
-                return Err(RemoteError::NotFound {
-                    remote: self.describe(),
-                    what: name.to_owned(),
-                });
-            }
-            416 => None,
-            status => return Err(self.io(name, format!("HTTP status {status}"))),
-        };
-        match part {
-            Some(part) if part.len() as u64 == len => Ok(part),
-            Some(part) => Err(short(
-                &self.describe(),
-                name,
-                offset + part.len() as u64,
-                end,
-            )),
-            None => Err(short(&self.describe(), name, offset, end)),
+        match status {
+            200 | 206 | 416 => range_of(&self.describe(), name, (status, body), offset, len),
+            404 | 410 => Err(RemoteError::NotFound {
+                remote: self.describe(),
+                what: name.to_owned(),
+            }),
+            status => Err(self.io(name, format!("HTTP status {status}"))),
         }
     }
 

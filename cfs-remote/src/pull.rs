@@ -15,8 +15,8 @@ use cfs_store::{EMBEDDING_PAYLOAD_LEN, NewDocument, ReadTxn, Store};
 use crate::error::{RemoteError, Result};
 use crate::fetch::{self, Fetched, Progress};
 use crate::format::{
-    BucketEntry, Manifest, ObjectName, Row, VECTOR_TAG, decode_rows, decode_vectors, object_path,
-    vector_bucket, vector_root,
+    BucketEntry, Manifest, ObjectName, Row, VECTOR_TAG, chunk_sizes, decode_rows, decode_vectors,
+    object_path, vector_bucket, vector_root,
 };
 use crate::groups::{self, GROUP_BUCKETS};
 use crate::remote::Remote;
@@ -61,8 +61,7 @@ pub(crate) fn check_settings(
     remote: &dyn Remote,
 ) -> Result<()> {
     let settings = store.settings();
-    let c = &settings.chunk;
-    let chunk = [c.target_bytes, c.max_bytes, c.overlap_bytes];
+    let chunk = chunk_sizes(&settings.chunk);
     if manifest.model_id == settings.model_id && manifest.chunk == chunk {
         return Ok(());
     }
@@ -317,16 +316,23 @@ fn embedding_encoding(
     Ok([&row.key[..], &row.payload[..48], vector].concat())
 }
 
-/// The key a table keys an entity by (an edge's: source, target, kind big-endian).
-fn row_key<E: Entity>(entity: &E) -> Vec<u8> {
-    if E::TABLE == Table::Edges {
-        // An edge's canonical encoding starts with source, target and kind (little-endian).
-        let encoded = entity.encode();
-        let mut key = encoded[..32].to_vec();
-        key.extend([encoded[33], encoded[32]]);
-        return key;
+/// The key a table keys an entity by: its key's bytes, or for an edge the 34 bytes of
+/// source, target and kind big-endian ([`Edge::key`]), where [`Entity::key_bytes`]
+/// gives the source alone, which chooses the bucket.
+trait RowKey: Entity {
+    fn row_key(&self) -> Vec<u8> {
+        Self::key_bytes(&self.key()).to_vec()
     }
-    E::key_bytes(&entity.key()).to_vec()
+}
+
+impl RowKey for PathEntry {}
+impl RowKey for Document {}
+impl RowKey for Chunk {}
+impl RowKey for Embedding {}
+impl RowKey for Edge {
+    fn row_key(&self) -> Vec<u8> {
+        Edge::key(self).to_vec()
+    }
 }
 
 /// Checks segments against the manifest entries they were fetched for.
@@ -350,7 +356,7 @@ impl Checker<'_> {
 
     /// The entities of a segment, each decoded strictly and validated, keyed by its own
     /// key, in key order and in the entry's bucket, their leaves making the entry's root.
-    fn entities<E: Entity>(
+    fn entities<E: RowKey>(
         &self,
         entry: &BucketEntry,
         rows: Vec<Row>,
@@ -368,7 +374,7 @@ impl Checker<'_> {
             }
             let encoding = canonical(row).map_err(|r| bad(&r))?;
             let entity = E::decode(&encoding).map_err(|e| bad(&e.to_string()))?;
-            if row_key(&entity) != row.key {
+            if entity.row_key() != row.key {
                 return Err(bad("its key is not its entity's"));
             }
             leaves.push(E::leaf_of_encoding(&encoding).0);

@@ -10,7 +10,7 @@ use crate::error::{RemoteError, Result};
 use crate::fetch::Fetched;
 use crate::format::{
     BucketEntry, Manifest, ManifestFields, ObjectName, PackWriter, Row, VECTOR_TAG, VectorRow,
-    encode_rows, encode_vectors, object_path, vector_bucket, vector_root,
+    chunk_sizes, encode_rows, encode_vectors, object_path, vector_bucket, vector_root,
 };
 use crate::groups::{self, GROUP_BUCKETS, GROUPS};
 use crate::refs::{self, DEFAULT_BRANCH};
@@ -58,35 +58,34 @@ pub struct PushReport {
     pub retries: u32,
 }
 
-/// The roots of every bucket of a state: five tables', then the vectors'.
+/// The roots of every bucket of a state, by tag: five tables', then the vectors'; and
+/// the vectors of each vector bucket.
 struct LocalRoots {
-    tables: Vec<Vec<MerkleRoot>>,
+    roots: Vec<Vec<MerkleRoot>>,
     vectors: BTreeMap<u16, Vec<[u8; 32]>>,
 }
 
 impl LocalRoots {
     fn read(txn: &ReadTxn) -> Result<Self> {
-        let tables = Table::ALL
+        let mut roots = Table::ALL
             .iter()
             .map(|&t| txn.bucket_roots(t))
-            .collect::<cfs_store::Result<_>>()?;
+            .collect::<cfs_store::Result<Vec<_>>>()?;
         let mut vectors: BTreeMap<u16, Vec<[u8; 32]>> = BTreeMap::new();
         for hash in txn.vector_hashes()? {
             vectors.entry(vector_bucket(&hash)).or_default().push(hash);
         }
-        Ok(Self { tables, vectors })
+        let mut vector_roots = vec![MerkleRoot::empty(); cfs_core::N_BUCKETS];
+        for (&bucket, hashes) in &vectors {
+            vector_roots[usize::from(bucket)] = vector_root(hashes);
+        }
+        roots.push(vector_roots);
+        Ok(Self { roots, vectors })
     }
 
     /// The 1,024 bucket roots of tag `tag` (a table's, or the vectors').
-    fn roots(&self, tag: u8) -> Vec<MerkleRoot> {
-        if tag != VECTOR_TAG {
-            return self.tables[usize::from(tag)].clone();
-        }
-        let mut roots = vec![MerkleRoot::empty(); cfs_core::N_BUCKETS];
-        for (&bucket, hashes) in &self.vectors {
-            roots[usize::from(bucket)] = vector_root(hashes);
-        }
-        roots
+    fn roots(&self, tag: u8) -> &[MerkleRoot] {
+        &self.roots[usize::from(tag)]
     }
 
     /// Every non-empty group's (tag, group) and node, in order.
@@ -96,7 +95,7 @@ impl LocalRoots {
         for tag in 0..=VECTOR_TAG {
             let roots = self.roots(tag);
             for g in 0..GROUPS {
-                let node = groups::node(&roots, g);
+                let node = groups::node(roots, g);
                 if node != empty {
                     out.push(((tag, g), node));
                 }
@@ -197,10 +196,7 @@ impl Attempt<'_> {
         }
         let groups = self.send_pack(&local, &changed, &before, &mut report)?;
         let manifest = Manifest::new(ManifestFields {
-            chunk: {
-                let c = &self.store.settings().chunk;
-                [c.target_bytes, c.max_bytes, c.overlap_bytes]
-            },
+            chunk: chunk_sizes(&self.store.settings().chunk),
             model_id: self.store.settings().model_id.clone(),
             table_roots: roots,
             sequence: self.txn.sequence()?,

@@ -151,13 +151,7 @@ impl Remote for MemoryRemote {
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        Ok(self
-            .lock()
-            .range(prefix.to_owned()..)
-            .take_while(|(name, _)| name.starts_with(prefix))
-            .filter(|(name, _)| !name[prefix.len()..].contains('/'))
-            .map(|(name, _)| name.clone())
-            .collect())
+        Ok(names_under(&self.lock(), prefix))
     }
 
     fn list_all(&self, prefix: &str) -> Result<Vec<(String, std::time::Duration)>> {
@@ -174,6 +168,17 @@ impl Remote for MemoryRemote {
         self.remove(name);
         Ok(())
     }
+}
+
+/// The names in `objects` right under folder `prefix`: what `list` answers for the
+/// remotes that hold their names in a map.
+pub(crate) fn names_under<V>(objects: &BTreeMap<String, V>, prefix: &str) -> Vec<String> {
+    objects
+        .range(prefix.to_owned()..)
+        .take_while(|(name, _)| name.starts_with(prefix))
+        .filter(|(name, _)| !name[prefix.len()..].contains('/'))
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 /// `bytes[offset..offset + len]`, if it is within them.

@@ -12,7 +12,8 @@ use std::time::Duration;
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 
 use crate::error::{RemoteError, Result};
-use crate::remote::{Remote, short};
+use crate::http::range_of;
+use crate::remote::Remote;
 
 /// How long a signed request stays valid.
 const SIGNED_FOR: Duration = Duration::from_secs(600);
@@ -249,17 +250,13 @@ impl Remote for S3Remote {
         let range = format!("bytes={offset}-{}", end - 1);
         let request = self.agent.get(url.as_str()).header("range", &range);
         match self.answer(name, request.call())? {
-            (206, body) if body.len() as u64 == len => Ok(body),
-            (200, body) if body.len() as u64 >= end => {
-                Ok(body[offset as usize..end as usize].to_vec())
-            }
-            (200 | 206 | 416, body) => {
-                Err(short(&self.spec, name, offset + body.len() as u64, end))
-            }
             (404, _) => Err(RemoteError::NotFound {
                 remote: self.spec.clone(),
                 what: name.to_owned(),
             }),
+            (status @ (200 | 206 | 416), body) => {
+                range_of(&self.spec, name, (status, body), offset, len)
+            }
             (status, body) => Err(self.failed(name, status, &body)),
         }
     }

@@ -18,6 +18,7 @@ use cfs_ingest::{Embedder, embedding_text};
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use crate::error::{Result, StoreError};
+use crate::read::ReadTxn;
 use crate::store::Store;
 use crate::tables;
 
@@ -349,7 +350,7 @@ impl Store {
         let read = self.begin_read()?;
         let ids: Vec<EmbeddingId> =
             tables::embedding_ids(&read.raw().open_table(tables::EMBEDDINGS)?)?;
-        self.check_vectors_of(embedder, &spread(&ids, sample))
+        check_in(&read, embedder, &spread(&ids, sample))
     }
 
     /// [`Store::check_vectors`] of the embeddings `ids` (a pull checks those it brought).
@@ -358,43 +359,51 @@ impl Store {
         embedder: &dyn Embedder,
         ids: &[EmbeddingId],
     ) -> Result<VectorCheck> {
-        let read = self.begin_read()?;
-        let picked = ids;
-        let mut check = VectorCheck {
-            checked: 0,
-            embeddings: read.counts()?.embeddings as usize,
-            wrong: Vec::new(),
-        };
-        for group in picked.chunks(DEFAULT_EMBED_BATCH_TEXTS) {
-            let mut rows = Vec::with_capacity(group.len());
-            for id in group {
-                let e = read
-                    .embedding(id)?
-                    .ok_or_else(|| StoreError::Corrupted(format!("embedding {id} vanished")))?;
-                let chunk = read.chunk(&e.chunk_id)?.ok_or_else(|| {
-                    StoreError::Corrupted(format!(
-                        "embedding {id} names the absent chunk {}",
-                        e.chunk_id
-                    ))
-                })?;
-                rows.push((e, embedding_text(&chunk).into_owned()));
-            }
-            let texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = embedder
-                .embed_batch(&texts)
-                .map_err(|e| StoreError::Embedder(e.to_string()))?;
-            for ((e, _), v) in rows.iter().zip(vectors) {
-                check.checked += 1;
-                if e.model_hash != embedder.model_hash() || e.vector != v {
-                    check.wrong.push(format!(
-                        "embedding {} of chunk {}: the stored vector is not the one {} gives its text",
-                        e.id,
-                        e.chunk_id,
-                        embedder.model_id()
-                    ));
-                }
+        check_in(&self.begin_read()?, embedder, ids)
+    }
+}
+
+/// The check of [`Store::check_vectors`] of the embeddings `picked` of state `read`, the
+/// one the ids were read from.
+fn check_in(
+    read: &ReadTxn,
+    embedder: &dyn Embedder,
+    picked: &[EmbeddingId],
+) -> Result<VectorCheck> {
+    let mut check = VectorCheck {
+        checked: 0,
+        embeddings: read.counts()?.embeddings as usize,
+        wrong: Vec::new(),
+    };
+    for group in picked.chunks(DEFAULT_EMBED_BATCH_TEXTS) {
+        let mut rows = Vec::with_capacity(group.len());
+        for id in group {
+            let e = read
+                .embedding(id)?
+                .ok_or_else(|| StoreError::Corrupted(format!("embedding {id} vanished")))?;
+            let chunk = read.chunk(&e.chunk_id)?.ok_or_else(|| {
+                StoreError::Corrupted(format!(
+                    "embedding {id} names the absent chunk {}",
+                    e.chunk_id
+                ))
+            })?;
+            rows.push((e, embedding_text(&chunk).into_owned()));
+        }
+        let texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
+        let vectors = embedder
+            .embed_batch(&texts)
+            .map_err(|e| StoreError::Embedder(e.to_string()))?;
+        for ((e, _), v) in rows.iter().zip(vectors) {
+            check.checked += 1;
+            if e.model_hash != embedder.model_hash() || e.vector != v {
+                check.wrong.push(format!(
+                    "embedding {} of chunk {}: the stored vector is not the one {} gives its text",
+                    e.id,
+                    e.chunk_id,
+                    embedder.model_id()
+                ));
             }
         }
-        Ok(check)
     }
+    Ok(check)
 }
