@@ -170,17 +170,20 @@ impl Store {
         let staged = staging_path(path);
         let filled = Self::create_at(&staged, settings)
             .map_err(E::from)
-            .and_then(|store| fill(&store));
-        let filled = match filled {
-            Ok(filled) => filled,
+            .and_then(|store| fill(&store))
+            .and_then(|filled| {
+                move_into_place(&staged, path, dir)
+                    .map(|()| filled)
+                    .map_err(E::from)
+            });
+        match filled {
+            Ok(filled) => Ok((Self::open(path)?, filled)),
             Err(e) => {
                 let _ = std::fs::remove_file(chunk_log::log_path(&staged));
                 let _ = std::fs::remove_file(&staged);
-                return Err(e);
+                Err(e)
             }
-        };
-        move_into_place(&staged, path, dir)?;
-        Ok((Self::open(path)?, filled))
+        }
     }
 
     /// A new store at `path` and its chunk log beside it, written over whatever is
@@ -627,12 +630,11 @@ fn creation_turn(dir: &Path) -> Result<std::fs::File> {
 
 /// Moves the staged store at `staged` (closed) and its chunk log to `path` in `dir`: the
 /// log first, then the store file, whose rename is the commit point; then makes both
-/// renames durable.
+/// renames durable. An error names the file that could not be put in place.
 fn move_into_place(staged: &Path, path: &Path, dir: &Path) -> Result<()> {
-    let staged_log = chunk_log::log_path(staged);
-    std::fs::rename(&staged_log, chunk_log::log_path(path))
-        .map_err(|source| io_error(&staged_log, source))?;
-    std::fs::rename(staged, path).map_err(|source| io_error(staged, source))?;
+    let log = chunk_log::log_path(path);
+    std::fs::rename(chunk_log::log_path(staged), &log).map_err(|source| io_error(&log, source))?;
+    std::fs::rename(staged, path).map_err(|source| io_error(path, source))?;
     sync_folder(dir)
 }
 
