@@ -8,7 +8,8 @@
 # 3. `cfs clone` of the remote and the clone's first `cfs search` (wall, rows checked
 #    per second of the clone);
 # 4. one file of the tree changed and indexed again, then push and pull: bytes sent and
-#    fetched against the store's bytes (store file and chunk log).
+#    read by the push and fetched by the pull against the store's bytes (store file and
+#    chunk log).
 set -euo pipefail
 tree=$1 cfs=$2 embedder=${3:-minilm-int}
 work=$(mktemp -d)
@@ -54,5 +55,6 @@ t4=$(secs)
 (cd "$work/clone" && "$cfs" pull "$work/remote" --json >"$work/pull2.json")
 t5=$(secs)
 sent=$(field "$work/push2.json" bytes_sent)
+read=$(field "$work/push2.json" bytes_fetched)
 fetched=$(field "$work/pull2.json" bytes_fetched)
-echo "one file ($file) changed: push sent $sent bytes ($(echo "scale=3; 100 * $sent / $store_bytes" | bc)% of the store, manifest $(field "$work/push2.json" manifest_bytes)); pull fetched $fetched bytes ($(echo "scale=3; 100 * $fetched / $store_bytes" | bc)%) in $(echo "$t5 - $t4" | bc) s"
+echo "one file ($file) changed: push sent $sent bytes ($(echo "scale=3; 100 * $sent / $store_bytes" | bc)% of the store, manifest $(field "$work/push2.json" manifest_bytes), $(field "$work/push2.json" rows_sent) rows) and read $read ($(echo "scale=3; 100 * $read / $store_bytes" | bc)%); pull fetched $fetched bytes ($(echo "scale=3; 100 * $fetched / $store_bytes" | bc)%, $(field "$work/pull2.json" rows_checked) rows) in $(echo "$t5 - $t4" | bc) s"

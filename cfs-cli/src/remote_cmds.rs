@@ -122,10 +122,12 @@ pub fn push_cmd(args: &PushArgs) -> anyhow::Result<ExitCode> {
         manifest: hex_encode(&report.manifest),
         published: report.published,
         git_commit,
-        segments_sent: report.segments_sent,
+        tables_sent: report.tables_sent,
+        rows_sent: report.rows_sent,
         buckets: report.buckets,
         bytes_sent: report.bytes_sent,
         manifest_bytes: report.manifest_bytes,
+        bytes_fetched: report.bytes_fetched,
         retries: report.retries,
     };
     emit(&answer, args.common.json)
@@ -141,10 +143,15 @@ pub struct PushAnswer {
     /// The ref written; null when the branch held this state already.
     published: Option<String>,
     git_commit: Option<String>,
-    segments_sent: usize,
+    /// Row tables sent: one per bucket whose root changed.
+    tables_sent: usize,
+    /// Rows sent: those the remote lacked.
+    rows_sent: usize,
     buckets: usize,
     bytes_sent: u64,
     manifest_bytes: u64,
+    /// Bytes read from the remote to compare with its newest state.
+    bytes_fetched: u64,
     retries: u32,
 }
 
@@ -158,13 +165,16 @@ impl Report for PushAnswer {
             ),
             Some(name) => writeln!(
                 out,
-                "pushed {} to {} as {name}: {} of {} buckets, {} bytes (manifest {})",
+                "pushed {} to {} as {name}: {} rows in {} of {} buckets, {} bytes sent \
+                 (manifest {}), {} read",
                 self.state_root,
                 self.remote,
-                self.segments_sent,
+                self.rows_sent,
+                self.tables_sent,
                 self.buckets,
                 self.bytes_sent,
-                self.manifest_bytes
+                self.manifest_bytes,
+                self.bytes_fetched
             ),
         }
     }
@@ -260,7 +270,7 @@ fn bundle_create(args: &BundleCreateArgs) -> anyhow::Result<ExitCode> {
         since: report.since.map(|m| hex_encode(&m)),
         objects: report.objects,
         bytes: report.bytes,
-        segments: report.push.segments_sent,
+        rows: report.push.rows_sent,
     };
     emit(&answer, args.common.json)
 }
@@ -275,7 +285,8 @@ pub struct BundleAnswer {
     since: Option<String>,
     objects: usize,
     bytes: u64,
-    segments: usize,
+    /// Rows the bundle carries (those the bundle it was made since lacks).
+    rows: usize,
 }
 
 impl Report for BundleAnswer {
@@ -287,8 +298,8 @@ impl Report for BundleAnswer {
             .unwrap_or_default();
         writeln!(
             out,
-            "wrote {} ({} bytes, {} segments){since}: state {}",
-            self.bundle, self.bytes, self.segments, self.state_root
+            "wrote {} ({} bytes, {} rows){since}: state {}",
+            self.bundle, self.bytes, self.rows, self.state_root
         )
     }
 }

@@ -215,8 +215,8 @@ pub fn create_bundle(
     })
 }
 
-/// Writes `objects` as a bundle at `path`, through a synced temporary file renamed over
-/// it. Returns its length.
+/// Writes `objects` as a bundle at `path`, replacing it whole
+/// ([`cfs_store::replace_file`]). Returns its length.
 fn write_bundle(path: &Path, objects: &BTreeMap<String, Vec<u8>>) -> Result<u64> {
     let io = |source| RemoteError::Io {
         remote: path.display().to_string(),
@@ -237,15 +237,6 @@ fn write_bundle(path: &Path, objects: &BTreeMap<String, Vec<u8>>) -> Result<u64>
     let at = bytes.len() as u64;
     bytes.extend(borsh::to_vec(&entries).expect("an index in memory encodes"));
     bytes.extend(at.to_le_bytes());
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let written = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.map_err(io)?;
+    cfs_store::replace_file(path, io, |f| f.write_all(&bytes).map_err(io))?;
     Ok(bytes.len() as u64)
 }

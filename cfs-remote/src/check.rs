@@ -1,5 +1,6 @@
 //! Checking a remote whole (`cfs remote verify`): every ref names a manifest that is
-//! sound, and every object a manifest reaches is there and hashes to its name. A pull
+//! sound, its group segments make its nodes and its row tables decode, and every
+//! object a manifest reaches is there and hashes to its name. A pull
 //! checks what it reads; this reads everything, so damage is found before a pull meets
 //! it (a push reuses an object already at its name without reading it back).
 
@@ -7,10 +8,11 @@ use std::collections::BTreeSet;
 
 use crate::error::Result;
 use crate::fetch::Fetched;
-use crate::format::{ObjectName, name_of, object_path};
+use crate::format::{BucketEntry, ObjectName, name_of, object_path};
 use crate::groups;
 use crate::refs;
 use crate::remote::Remote;
+use crate::rows;
 
 /// What a check found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -41,14 +43,14 @@ pub fn check(remote: &dyn Remote) -> Result<CheckReport> {
             }
         }
     }
-    let mut packs = BTreeSet::new();
+    let mut reached = Reached::default();
     for name in &manifests {
         report.manifests += 1;
-        if let Err(e) = reach(remote, name, &mut packs) {
+        if let Err(e) = reach(remote, name, &mut reached) {
             report.problems.push(e.to_string());
         }
     }
-    for pack in &packs {
+    for pack in &reached.packs {
         report.packs += 1;
         match remote.get(&object_path(pack))? {
             None => report
@@ -67,15 +69,33 @@ pub fn check(remote: &dyn Remote) -> Result<CheckReport> {
     Ok(report)
 }
 
-/// Checks manifest `name` and its groups, adding the packs they name to `packs`.
-pub(crate) fn reach(
-    remote: &dyn Remote,
-    name: &ObjectName,
-    packs: &mut BTreeSet<ObjectName>,
-) -> Result<()> {
+/// What manifests reach: packs, and the group segments and row tables already read.
+#[derive(Default)]
+pub(crate) struct Reached {
+    pub packs: BTreeSet<ObjectName>,
+    read: BTreeSet<(ObjectName, u64)>,
+}
+
+/// Checks manifest `name`, its groups and its row tables (each read once however many
+/// manifests name it), adding the packs they name to `reached`.
+pub(crate) fn reach(remote: &dyn Remote, name: &ObjectName, reached: &mut Reached) -> Result<()> {
     let manifest = refs::read_manifest(remote, name)?;
-    packs.extend(manifest.groups.iter().map(|g| g.pack));
-    let entries = groups::fetch(remote, &manifest.groups, &mut Fetched::default())?;
-    packs.extend(entries.values().map(|e| e.pack));
+    let mut unread = |entries: &mut dyn Iterator<Item = &BucketEntry>| -> Vec<BucketEntry> {
+        entries
+            .filter(|e| reached.read.insert((e.pack, e.offset)))
+            .copied()
+            .collect()
+    };
+    let new_groups = unread(&mut manifest.groups.iter());
+    // Each pack is counted before it is read, so a missing one is reported as such.
+    reached.packs.extend(manifest.groups.iter().map(|g| g.pack));
+    let mut fetched = Fetched::default();
+    let entries = groups::fetch(remote, &new_groups, &mut fetched)?;
+    let new_tables = unread(&mut entries.values());
+    reached.packs.extend(new_tables.iter().map(|e| e.pack));
+    let tables = rows::fetch_tables(remote, &new_tables, &mut fetched)?;
+    for table in &tables {
+        reached.packs.extend(rows::packs(table));
+    }
     Ok(())
 }

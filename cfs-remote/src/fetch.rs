@@ -1,10 +1,10 @@
-//! Fetching segments: the entries' byte ranges grouped by pack and read with neighbours
-//! coalesced, so that many small buckets cost few requests.
+//! Fetching spans of packs (group segments, row tables, rows): grouped by pack and read
+//! with neighbours coalesced, so that many small pieces cost few requests.
 
 use std::collections::BTreeMap;
 
 use crate::error::Result;
-use crate::format::{BucketEntry, ObjectName, object_path};
+use crate::format::{ObjectName, object_path};
 use crate::remote::Remote;
 
 /// Two segments at most this far apart in a pack are read by one request.
@@ -21,6 +21,14 @@ pub(crate) struct Fetched<'p> {
     pub progress: Option<&'p dyn Fn(&Progress)>,
     /// What the next fetch reads, for `progress`.
     pub stage: &'static str,
+}
+
+/// Bytes of a pack: what one fetch reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub pack: ObjectName,
+    pub offset: u64,
+    pub length: u64,
 }
 
 /// How far a pull is.
@@ -46,10 +54,10 @@ impl Fetched<'_> {
     }
 }
 
-/// The segment of each entry, in the entries' order.
-pub(crate) fn segments(
+/// The bytes of each span, in the spans' order.
+pub(crate) fn spans(
     remote: &dyn Remote,
-    entries: &[BucketEntry],
+    entries: &[Span],
     fetched: &mut Fetched<'_>,
 ) -> Result<Vec<Vec<u8>>> {
     let mut by_pack: BTreeMap<ObjectName, Vec<usize>> = BTreeMap::new();
@@ -90,7 +98,7 @@ pub(crate) fn segments(
 }
 
 /// `members` (sorted by offset) cut into runs that one read each covers.
-fn runs<'m>(entries: &[BucketEntry], members: &'m [usize]) -> Vec<&'m [usize]> {
+fn runs<'m>(entries: &[Span], members: &'m [usize]) -> Vec<&'m [usize]> {
     let mut out = Vec::new();
     let mut start = 0;
     for i in 1..=members.len() {

@@ -4,12 +4,13 @@
 use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::{MerkleRoot, StateRoot, Table, TableRoots, hex_encode};
 
+use crate::fetch::Span;
 use crate::groups::{self, GROUPS};
 
 use crate::error::{RemoteError, Result};
 
 /// The remote layout's format, in `cfs-remote`, packs and manifests.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 /// The tag of vector buckets (tags 0-4 are the tables in state-root order).
 pub const VECTOR_TAG: u8 = 5;
 
@@ -130,7 +131,7 @@ pub struct BucketEntry {
     pub bucket: u16,
     /// Its root.
     pub root: [u8; 32],
-    /// The pack holding its segment.
+    /// The pack holding its segment (a group's, or a bucket's row table).
     pub pack: ObjectName,
     /// The segment's offset in the pack.
     pub offset: u64,
@@ -142,6 +143,15 @@ impl BucketEntry {
     /// (tag, bucket): the order of a manifest's entries.
     pub fn slot(&self) -> (u8, u16) {
         (self.tag, self.bucket)
+    }
+
+    /// Where its segment lies.
+    pub(crate) fn span(&self) -> Span {
+        Span {
+            pack: self.pack,
+            offset: self.offset,
+            length: self.length,
+        }
     }
 }
 
@@ -281,31 +291,36 @@ impl Manifest {
     }
 }
 
-/// A row of a table segment.
+/// A row of a table bucket as a pack holds it.
 #[derive(BorshSerialize, BorshDeserialize, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Row {
     pub key: Vec<u8>,
     pub payload: Vec<u8>,
 }
 
-/// A row of a vector segment.
+/// A row of a vector bucket as a pack holds it.
 #[derive(BorshSerialize, BorshDeserialize, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct VectorRow {
     pub hash: [u8; 32],
     pub encoding: Vec<u8>,
 }
 
-/// A segment's entry in a pack's index.
+/// The kind of a pack's region, in its index: a bucket's new rows are its tag alone.
+pub(crate) const TABLE_KIND: u8 = 0x40;
+/// A group segment's kind, or-ed with its tag.
+pub(crate) const GROUP_KIND: u8 = 0x80;
+
+/// A region's entry in a pack's index.
 #[derive(BorshSerialize, BorshDeserialize, Clone, Copy, Debug, PartialEq, Eq)]
 struct IndexEntry {
-    tag: u8,
+    kind: u8,
     bucket: u16,
     root: [u8; 32],
     offset: u64,
     length: u64,
 }
 
-/// A pack being written: segments appended, then the index.
+/// A pack being written: regions appended, then the index.
 pub(crate) struct PackWriter {
     bytes: Vec<u8>,
     index: Vec<IndexEntry>,
@@ -325,23 +340,28 @@ impl PackWriter {
         self.index.is_empty()
     }
 
-    /// Appends the segment of (`tag`, `bucket`) with root `root`: its entry in a
-    /// manifest, whose pack is named when the pack is finished.
+    /// Where the next region starts.
+    pub(crate) fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// Appends a region of kind `kind` for (tag, `bucket`) with root `root`: its entry
+    /// in a manifest or group, whose pack is named when the pack is finished.
     pub(crate) fn push(
         &mut self,
-        tag: u8,
+        (kind, tag): (u8, u8),
         bucket: u16,
         root: MerkleRoot,
-        segment: &[u8],
+        region: &[u8],
     ) -> BucketEntry {
         let entry = IndexEntry {
-            tag,
+            kind: kind | tag,
             bucket,
             root: root.0,
-            offset: self.bytes.len() as u64,
-            length: segment.len() as u64,
+            offset: self.len(),
+            length: region.len() as u64,
         };
-        self.bytes.extend_from_slice(segment);
+        self.bytes.extend_from_slice(region);
         self.index.push(entry);
         BucketEntry {
             tag,
@@ -353,22 +373,9 @@ impl PackWriter {
         }
     }
 
-    /// Appends group `group`'s segment (its index entry's tag is `0x80 | tag`): its
-    /// entry in a manifest, whose pack is named when the pack is finished.
-    pub(crate) fn push_group(
-        &mut self,
-        tag: u8,
-        group: u16,
-        node: MerkleRoot,
-        segment: &[u8],
-    ) -> BucketEntry {
-        let entry = self.push(0x80 | tag, group, node, segment);
-        BucketEntry { tag, ..entry }
-    }
-
     /// The pack's bytes and name.
     pub(crate) fn finish(mut self) -> (Vec<u8>, ObjectName) {
-        let at = self.bytes.len() as u64;
+        let at = self.len();
         let index = borsh::to_vec(&self.index).expect("an index in memory encodes");
         self.bytes.extend(index);
         self.bytes.extend(at.to_le_bytes());
@@ -377,24 +384,14 @@ impl PackWriter {
     }
 }
 
-/// A table segment's bytes.
-pub(crate) fn encode_rows(rows: &[Row]) -> Vec<u8> {
-    borsh::to_vec(rows).expect("rows in memory encode")
+/// A row's bytes in a pack.
+pub(crate) fn encode_row<R: BorshSerialize>(row: &R) -> Vec<u8> {
+    borsh::to_vec(row).expect("a row in memory encodes")
 }
 
-/// A vector segment's bytes.
-pub(crate) fn encode_vectors(rows: &[VectorRow]) -> Vec<u8> {
-    borsh::to_vec(rows).expect("vectors in memory encode")
-}
-
-/// The rows of a table segment, strictly decoded.
-pub(crate) fn decode_rows(bytes: &[u8]) -> std::result::Result<Vec<Row>, String> {
-    borsh::from_slice(bytes).map_err(|e| format!("not a segment of rows: {e}"))
-}
-
-/// The rows of a vector segment, strictly decoded.
-pub(crate) fn decode_vectors(bytes: &[u8]) -> std::result::Result<Vec<VectorRow>, String> {
-    borsh::from_slice(bytes).map_err(|e| format!("not a segment of vectors: {e}"))
+/// The row whose bytes are `bytes`, strictly decoded.
+pub(crate) fn decode_row<R: BorshDeserialize>(bytes: &[u8]) -> std::result::Result<R, String> {
+    borsh::from_slice(bytes).map_err(|e| format!("not a row: {e}"))
 }
 
 /// The bucket of a vector: the first 10 bits of its hash.

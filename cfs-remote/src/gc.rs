@@ -1,6 +1,6 @@
 //! Garbage collection of a remote: the refs past the newest `keep` of each branch go,
 //! with the refs of commits whose states no kept ref names, then every object no kept
-//! manifest reaches (itself, the packs of its groups, the packs its groups name) that is
+//! manifest reaches (itself, the packs of its groups, of its row tables and of its rows) that is
 //! older than the grace period, so that a push under way, whose pack and manifest no ref
 //! names yet, is never cut.
 
@@ -117,13 +117,13 @@ fn branch_refs(remote: &dyn Remote, keep: usize) -> Result<(Vec<String>, Vec<Str
 
 /// The hex names of every object the manifests reach.
 fn reached(remote: &dyn Remote, manifests: &BTreeSet<ObjectName>) -> Result<BTreeSet<String>> {
-    let mut packs = BTreeSet::new();
+    let mut reached = check::Reached::default();
     for name in manifests {
-        check::reach(remote, name, &mut packs)?;
+        check::reach(remote, name, &mut reached)?;
     }
     Ok(manifests
         .iter()
-        .chain(&packs)
+        .chain(&reached.packs)
         .map(|n| hex_encode(n))
         .collect())
 }

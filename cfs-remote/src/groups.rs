@@ -1,7 +1,7 @@
 //! Groups of 32 buckets: the level of the Merkle tree between a table's root and its
 //! buckets. A manifest lists, per tag, each non-empty group's node (the Merkle root of
 //! its 32 bucket roots) and where the group's segment lies; the group segment lists its
-//! non-empty buckets' roots and segments. A change re-sends only the groups it touched,
+//! non-empty buckets' roots and where their row tables lie. A change re-sends only the groups it touched,
 //! and a pull reads only the groups whose nodes differ from the store's (docs/format.md,
 //! "Remotes").
 
@@ -124,8 +124,9 @@ pub(crate) fn fetch(
     groups: &[BucketEntry],
     fetched: &mut Fetched<'_>,
 ) -> Result<BTreeMap<(u8, u16), BucketEntry>> {
+    let spans: Vec<fetch::Span> = groups.iter().map(BucketEntry::span).collect();
     let mut out = BTreeMap::new();
-    for (group, bytes) in groups.iter().zip(fetch::segments(remote, groups, fetched)?) {
+    for (group, bytes) in groups.iter().zip(fetch::spans(remote, &spans, fetched)?) {
         let entries = decode(&bytes, group).map_err(|reason| RemoteError::Damaged {
             remote: remote.describe(),
             name: format!(

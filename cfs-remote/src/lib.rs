@@ -1,11 +1,13 @@
 //! cfs-remote: replication of a store's committed state through a remote.
 //!
-//! A remote holds immutable, content-addressed packs (the rows of buckets, vectors once)
-//! and manifests (one published state each), and create-only refs that name them
-//! (docs/format.md, "Remotes"). [`push`] sends the buckets whose roots differ from the
-//! branch's newest manifest; [`pull`] fetches the buckets whose roots differ from the
-//! store's, checks every row, leaf, root and vector before it writes, and applies the
-//! difference in one write transaction that commits only on the manifest's state root.
+//! A remote holds immutable, content-addressed packs (rows, vectors once, row tables
+//! saying where each bucket's rows lie, group segments) and manifests (one published
+//! state each), and create-only refs that name them (docs/format.md, "Remotes").
+//! [`push`] sends the rows the branch's newest manifest lacks, with new tables for the
+//! buckets whose roots differ; [`pull`] fetches, of the buckets whose roots differ from
+//! the store's, the rows the store lacks, checks every row, leaf, root and vector before
+//! it writes, and applies the difference in one write transaction that commits only on
+//! the manifest's state root.
 //!
 //! ```no_run
 //! use cfs_remote::{FolderRemote, PullTarget, fetch_manifest, pull, push, PushOptions};
@@ -27,10 +29,12 @@ mod format;
 mod gc;
 mod groups;
 mod http;
+mod incoming;
 mod pull;
 mod push;
 mod refs;
 mod remote;
+mod rows;
 mod s3;
 
 pub use bundle::{BundleRemote, BundleReport, create_bundle};

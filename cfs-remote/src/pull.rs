@@ -1,24 +1,23 @@
-//! Pull: take a published state into a store. Only the buckets whose roots differ from
-//! the store's are fetched; every row, leaf, bucket root and vector is checked before
-//! anything is written; the difference goes in as one write transaction that commits
-//! only on the manifest's state root.
+//! Pull: take a published state into a store. Only the rows the store lacks, of the
+//! buckets whose roots differ from the store's, are fetched; every row, leaf, bucket
+//! root and vector is checked before anything is written (`incoming.rs`); the
+//! difference goes in as one write transaction that commits only on the manifest's
+//! state root.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use cfs_core::{
-    Canonical, Chunk, ChunkId, Document, Edge, EdgeKind, Embedding, Entity, MerkleRoot, PathEntry,
-    StateRoot, Table, TextHash, hex_encode, merkle_root,
+    Canonical, Chunk, ChunkId, Document, Edge, EdgeKind, Embedding, MerkleRoot, PathEntry,
+    StateRoot, Table, TextHash,
 };
-use cfs_store::{EMBEDDING_PAYLOAD_LEN, NewDocument, ReadTxn, Store};
+use cfs_store::{NewDocument, ReadTxn, Store};
 
 use crate::error::{RemoteError, Result};
-use crate::fetch::{self, Fetched, Progress};
-use crate::format::{
-    BucketEntry, Manifest, ObjectName, Row, VECTOR_TAG, chunk_sizes, decode_rows, decode_vectors,
-    object_path, vector_bucket, vector_root,
-};
+use crate::fetch::{Fetched, Progress};
+use crate::format::{BucketEntry, Manifest, ObjectName, chunk_sizes};
 use crate::groups::{self, GROUP_BUCKETS};
+use crate::incoming::{self, Arrived, Wanted};
 use crate::remote::Remote;
 
 /// What a pull did.
@@ -30,15 +29,16 @@ pub struct PullReport {
     pub previous_root: StateRoot,
     /// Its root now: the manifest's.
     pub root: StateRoot,
-    /// Table buckets fetched (those whose roots differed and are not empty remotely).
+    /// Row tables fetched: one per bucket whose root differed and is not empty
+    /// remotely.
     pub buckets_fetched: usize,
-    /// Vector buckets fetched (those holding vectors the store lacked).
+    /// Row tables of vector buckets fetched (those holding vectors the store lacked).
     pub vector_buckets_fetched: usize,
     /// Bytes read from the remote, manifest included.
     pub bytes_fetched: u64,
     /// Range reads made.
     pub requests: u64,
-    /// Rows checked (decoded, validated, keyed, hashed).
+    /// Rows fetched and checked (decoded, validated, keyed, hashed), vectors included.
     pub rows_checked: u64,
     /// Documents added.
     pub documents_added: usize,
@@ -117,35 +117,7 @@ pub fn pull_with(
         ..Fetched::default()
     };
     let wanted = differing(&txn, remote, manifest, &mut fetched)?;
-    let entries: Vec<BucketEntry> = wanted.iter().filter_map(|w| w.1).collect();
-    fetched.stage = "rows";
-    let segments = fetch::segments(remote, &entries, &mut fetched)?;
-    let checker = Checker { remote };
-    let mut remote_rows = RemoteRows::default();
-    let mut embedding_rows = Vec::new();
-    for (entry, bytes) in entries.iter().zip(&segments) {
-        let rows = decode_rows(bytes).map_err(|r| checker.damaged(entry, r))?;
-        report.rows_checked += rows.len() as u64;
-        if entry.tag == Table::Embeddings as u8 {
-            embedding_rows.push((*entry, rows));
-        } else {
-            remote_rows.check(&checker, entry, rows)?;
-        }
-    }
-    let vectors = fetch_vectors(
-        &txn,
-        remote,
-        manifest,
-        &embedding_rows,
-        &mut fetched,
-        &mut report,
-    )?;
-    for (entry, rows) in embedding_rows {
-        let embeddings =
-            checker.entities::<Embedding>(&entry, rows, |row| embedding_encoding(row, &vectors))?;
-        remote_rows.embeddings.extend(embeddings);
-    }
-    report.buckets_fetched = entries.len();
+    let arrived = incoming::fetch(&txn, remote, manifest, &wanted, &mut fetched, &mut report)?;
     report.bytes_fetched += fetched.bytes;
     report.requests = fetched.requests;
     progress(&Progress {
@@ -153,13 +125,10 @@ pub fn pull_with(
         done: 0,
         total: 0,
     });
-    let local = LocalRows::read(&txn, &wanted)?;
-    apply(store, &txn, manifest, &remote_rows, &local, &mut report)?;
+    let local = LocalRows::read(&txn, &wanted, &arrived.kept)?;
+    apply(store, &txn, manifest, &arrived, &local, &mut report)?;
     Ok(report)
 }
-
-/// A table bucket to bring over, with the manifest's entry for it.
-type Wanted = ((Table, u16), Option<BucketEntry>);
 
 /// Makes a store at `file`, where none may be, holding the state of `manifest` (named
 /// `name`): created with the manifest's settings and filled by the pull before it is
@@ -235,207 +204,38 @@ fn differing(
     Ok(out)
 }
 
-/// The encoded vectors the embedding rows name, from the store or, for those it lacks,
-/// from the manifest's vector buckets (each checked: hash, order, bucket, root).
-fn fetch_vectors(
-    txn: &ReadTxn,
-    remote: &dyn Remote,
-    manifest: &Manifest,
-    embedding_rows: &[(BucketEntry, Vec<Row>)],
-    fetched: &mut Fetched<'_>,
-    report: &mut PullReport,
-) -> Result<BTreeMap<[u8; 32], Vec<u8>>> {
-    let mut named = BTreeSet::new();
-    for row in embedding_rows.iter().flat_map(|(_, rows)| rows) {
-        if let Some(hash) = row
-            .payload
-            .get(48..)
-            .and_then(|h| <[u8; 32]>::try_from(h).ok())
-        {
-            named.insert(hash);
-        }
-    }
-    let mut vectors = BTreeMap::new();
-    let mut lacking = BTreeSet::new();
-    for hash in named {
-        match txn.vector_encoding(&hash)? {
-            Some(encoding) => drop(vectors.insert(hash, encoding)),
-            None => drop(lacking.insert(vector_bucket(&hash))),
-        }
-    }
-    let wanted_groups: BTreeSet<usize> = lacking
-        .iter()
-        .map(|&b| usize::from(b) / GROUP_BUCKETS)
-        .collect();
-    let wanted_groups: Vec<BucketEntry> = wanted_groups
-        .into_iter()
-        .filter_map(|g| manifest.group(VECTOR_TAG, g))
-        .collect();
-    fetched.stage = "vector groups";
-    let in_groups = groups::fetch(remote, &wanted_groups, fetched)?;
-    fetched.stage = "vectors";
-    let entries: Vec<BucketEntry> = in_groups
-        .values()
-        .filter(|e| lacking.contains(&e.bucket))
-        .copied()
-        .collect();
-    let checker = Checker { remote };
-    for (entry, bytes) in entries
-        .iter()
-        .zip(fetch::segments(remote, &entries, fetched)?)
-    {
-        let rows = decode_vectors(&bytes).map_err(|r| checker.damaged(entry, r))?;
-        let hashes: Vec<[u8; 32]> = rows.iter().map(|r| r.hash).collect();
-        let sound = hashes.windows(2).all(|w| w[0] < w[1])
-            && rows.iter().all(|r| {
-                vector_bucket(&r.hash) == entry.bucket
-                    && *blake3::hash(&r.encoding).as_bytes() == r.hash
-            });
-        if !sound || vector_root(&hashes).0 != entry.root {
-            return Err(checker.damaged(entry, "its vectors do not make its root".into()));
-        }
-        report.rows_checked += rows.len() as u64;
-        vectors.extend(rows.into_iter().map(|r| (r.hash, r.encoding)));
-    }
-    report.vector_buckets_fetched = entries.len();
-    Ok(vectors)
-}
-
-/// An embedding's canonical encoding from its row: `key || payload[..48] || vector`.
-fn embedding_encoding(
-    row: &Row,
-    vectors: &BTreeMap<[u8; 32], Vec<u8>>,
-) -> std::result::Result<Vec<u8>, String> {
-    if row.payload.len() != EMBEDDING_PAYLOAD_LEN {
-        return Err(format!("an embedding row of {} bytes", row.payload.len()));
-    }
-    let hash: [u8; 32] = row.payload[48..].try_into().expect("32 bytes");
-    let vector = vectors
-        .get(&hash)
-        .ok_or_else(|| format!("vector {} is in no vector bucket", hex_encode(&hash)))?;
-    Ok([&row.key[..], &row.payload[..48], vector].concat())
-}
-
-/// The key a table keys an entity by: its key's bytes, or for an edge the 34 bytes of
-/// source, target and kind big-endian ([`Edge::key`]), where [`Entity::key_bytes`]
-/// gives the source alone, which chooses the bucket.
-trait RowKey: Entity {
-    fn row_key(&self) -> Vec<u8> {
-        Self::key_bytes(&self.key()).to_vec()
-    }
-}
-
-impl RowKey for PathEntry {}
-impl RowKey for Document {}
-impl RowKey for Chunk {}
-impl RowKey for Embedding {}
-impl RowKey for Edge {
-    fn row_key(&self) -> Vec<u8> {
-        Edge::key(self).to_vec()
-    }
-}
-
-/// Checks segments against the manifest entries they were fetched for.
-struct Checker<'a> {
-    remote: &'a dyn Remote,
-}
-
-impl Checker<'_> {
-    fn damaged(&self, entry: &BucketEntry, reason: String) -> RemoteError {
-        RemoteError::Damaged {
-            remote: self.remote.describe(),
-            name: format!(
-                "{} (bucket {} of {})",
-                object_path(&entry.pack),
-                entry.bucket,
-                tag_name(entry.tag)
-            ),
-            reason,
-        }
-    }
-
-    /// The entities of a segment, each decoded strictly and validated, keyed by its own
-    /// key, in key order and in the entry's bucket, their leaves making the entry's root.
-    fn entities<E: RowKey>(
-        &self,
-        entry: &BucketEntry,
-        rows: Vec<Row>,
-        canonical: impl Fn(&Row) -> std::result::Result<Vec<u8>, String>,
-    ) -> Result<Vec<E>> {
-        let mut leaves = Vec::with_capacity(rows.len());
-        let mut out = Vec::with_capacity(rows.len());
-        for (i, row) in rows.iter().enumerate() {
-            let bad = |what: &str| self.damaged(entry, format!("row {i}: {what}"));
-            if i > 0 && rows[i - 1].key >= row.key {
-                return Err(bad("out of key order"));
-            }
-            if cfs_core::Bucket::of_key(&row.key).0 != entry.bucket {
-                return Err(bad("not in its bucket"));
-            }
-            let encoding = canonical(row).map_err(|r| bad(&r))?;
-            let entity = E::decode(&encoding).map_err(|e| bad(&e.to_string()))?;
-            if entity.row_key() != row.key {
-                return Err(bad("its key is not its entity's"));
-            }
-            leaves.push(E::leaf_of_encoding(&encoding).0);
-            out.push(entity);
-        }
-        if merkle_root(&leaves) != MerkleRoot(entry.root) {
-            return Err(self.damaged(entry, "its rows do not make its root".into()));
-        }
-        Ok(out)
-    }
-}
-
-fn tag_name(tag: u8) -> &'static str {
-    Table::ALL
-        .get(usize::from(tag))
-        .map_or("vectors", |t| t.name())
-}
-
-/// The checked rows of the fetched buckets.
-#[derive(Default)]
-struct RemoteRows {
-    paths: Vec<PathEntry>,
-    documents: Vec<Document>,
-    chunks: Vec<Chunk>,
-    embeddings: Vec<Embedding>,
-    edges: Vec<Edge>,
-}
-
-impl RemoteRows {
-    fn check(&mut self, checker: &Checker<'_>, entry: &BucketEntry, rows: Vec<Row>) -> Result<()> {
-        let plain = |row: &Row| Ok(row.payload.clone());
-        match Table::ALL[usize::from(entry.tag)] {
-            Table::Paths => self.paths.extend(checker.entities(entry, rows, plain)?),
-            Table::Documents => self.documents.extend(checker.entities(entry, rows, plain)?),
-            Table::Chunks => self.chunks.extend(checker.entities(entry, rows, plain)?),
-            Table::Edges => self
-                .edges
-                .extend(checker.entities::<Edge>(entry, rows, plain)?),
-            Table::Embeddings => unreachable!("embeddings are checked with their vectors"),
-        }
-        Ok(())
-    }
-}
-
-/// The store's rows of the buckets that differ.
+/// The store's rows of the buckets that differ; of paths and edges, also those the
+/// pulled state does not hold.
 #[derive(Default)]
 struct LocalRows {
     paths: Vec<PathEntry>,
+    paths_gone: Vec<PathEntry>,
     documents: BTreeSet<cfs_core::DocumentId>,
     embeddings: BTreeSet<cfs_core::EmbeddingId>,
     edges: BTreeSet<Edge>,
+    edges_gone: Vec<Edge>,
 }
 
 impl LocalRows {
-    fn read(txn: &ReadTxn, wanted: &[Wanted]) -> Result<Self> {
+    /// Reads the rows of `wanted`; `kept` holds the leaves of those the pulled state
+    /// holds too.
+    fn read(txn: &ReadTxn, wanted: &[Wanted], kept: &BTreeSet<[u8; 32]>) -> Result<Self> {
         let mut out = Self::default();
         for &((table, bucket), _) in wanted {
+            if table == Table::Chunks {
+                continue;
+            }
             let rows = txn.bucket_payloads(table, bucket)?;
             for row in rows {
+                let gone = !kept.contains(&row.leaf);
                 match table {
-                    Table::Paths => out.paths.push(PathEntry::decode(&row.payload)?),
+                    Table::Paths => {
+                        let path = PathEntry::decode(&row.payload)?;
+                        if gone {
+                            out.paths_gone.push(path.clone());
+                        }
+                        out.paths.push(path);
+                    }
                     Table::Documents => {
                         out.documents.insert(Document::decode(&row.payload)?.id);
                     }
@@ -447,7 +247,13 @@ impl LocalRows {
                         })?;
                         out.embeddings.insert(cfs_core::EmbeddingId(id));
                     }
-                    Table::Edges => drop(out.edges.insert(Edge::decode(&row.payload)?)),
+                    Table::Edges => {
+                        let edge = Edge::decode(&row.payload)?;
+                        if gone {
+                            out.edges_gone.push(edge);
+                        }
+                        out.edges.insert(edge);
+                    }
                     Table::Chunks => {}
                 }
             }
@@ -470,7 +276,7 @@ fn apply(
     store: &Store,
     txn: &ReadTxn,
     manifest: &Manifest,
-    remote: &RemoteRows,
+    remote: &Arrived,
     local: &LocalRows,
     report: &mut PullReport,
 ) -> Result<()> {
@@ -496,11 +302,12 @@ fn apply(
         .collect();
     w.bind_paths(&bind)?;
     report.paths_bound = bind.len();
-    for path in local_paths
-        .keys()
-        .filter(|p| !remote_paths.contains_key(*p))
+    for path in local
+        .paths_gone
+        .iter()
+        .filter(|p| !remote_paths.contains_key(p.path.as_str()))
     {
-        w.unbind_path(path)?;
+        w.unbind_path(&path.path)?;
         report.paths_removed += 1;
     }
     let mut cached = Vec::new();
@@ -515,7 +322,7 @@ fn apply(
         cached.push(e);
     }
     let gone: Vec<Edge> = local
-        .edges
+        .edges_gone
         .iter()
         .filter(|e| !e.kind.is_system() && !remote.edges.contains(e))
         .copied()
@@ -542,7 +349,7 @@ fn apply(
 /// The fetched documents the store lacks, each with its chunks (all of them: a new
 /// document's chunks are new rows, so their buckets differ), their embeddings and their
 /// window edges.
-fn incoming(remote: &RemoteRows, local: &LocalRows) -> Result<Vec<Incoming>> {
+fn incoming(remote: &Arrived, local: &LocalRows) -> Result<Vec<Incoming>> {
     let mut chunks: BTreeMap<cfs_core::DocumentId, Vec<Chunk>> = BTreeMap::new();
     for c in &remote.chunks {
         chunks.entry(c.document_id).or_default().push(c.clone());
@@ -582,7 +389,7 @@ fn incoming(remote: &RemoteRows, local: &LocalRows) -> Result<Vec<Incoming>> {
 fn cache_vectors(
     w: &mut cfs_store::WriteTxn<'_>,
     txn: &ReadTxn,
-    remote: &RemoteRows,
+    remote: &Arrived,
     embeddings: &[&Embedding],
 ) -> Result<usize> {
     let chunks: BTreeMap<ChunkId, &Chunk> = remote.chunks.iter().map(|c| (c.id, c)).collect();

@@ -1,5 +1,6 @@
-//! Push: publish the store's state, sending only the buckets whose roots differ from the
-//! branch's newest manifest.
+//! Push: publish the store's state, sending only the rows of the buckets whose roots
+//! differ from the branch's newest manifest that the remote lacks, with new row tables
+//! for those buckets and new segments for their groups.
 
 use std::collections::BTreeMap;
 
@@ -9,12 +10,13 @@ use cfs_store::{ReadTxn, Store};
 use crate::error::{RemoteError, Result};
 use crate::fetch::Fetched;
 use crate::format::{
-    BucketEntry, Manifest, ManifestFields, ObjectName, PackWriter, Row, VECTOR_TAG, VectorRow,
-    chunk_sizes, encode_rows, encode_vectors, object_path, vector_bucket, vector_root,
+    BucketEntry, GROUP_KIND, Manifest, ManifestFields, ObjectName, PackWriter, Row, TABLE_KIND,
+    VECTOR_TAG, VectorRow, chunk_sizes, encode_row, object_path, vector_bucket, vector_root,
 };
 use crate::groups::{self, GROUP_BUCKETS, GROUPS};
 use crate::refs::{self, DEFAULT_BRANCH};
 use crate::remote::Remote;
+use crate::rows::{self, NEW_PACK, RowAt};
 
 /// How many times a push re-reads the branch after losing a race for its next ref.
 const TRIES: u32 = 5;
@@ -46,12 +48,17 @@ pub struct PushReport {
     pub manifest: ObjectName,
     /// The ref written (`None`: the branch held this state already).
     pub published: Option<String>,
-    /// Segments sent.
-    pub segments_sent: usize,
+    /// Row tables sent: one per bucket whose root changed.
+    pub tables_sent: usize,
+    /// Rows sent (table rows and vectors): those the remote lacked.
+    pub rows_sent: usize,
     /// Non-empty buckets in the groups that changed (tables and vectors).
     pub buckets: usize,
     /// Bytes written to the remote (pack and manifest).
     pub bytes_sent: u64,
+    /// Bytes read from the remote: the previous state's manifest, and the group segments
+    /// and row tables of what changed.
+    pub bytes_fetched: u64,
     /// Of them, the manifest's.
     pub manifest_bytes: u64,
     /// Races lost before this push published.
@@ -175,9 +182,13 @@ impl Attempt<'_> {
             root: roots.state_root(),
             manifest: [0; 32],
             published: None,
-            segments_sent: 0,
+            tables_sent: 0,
+            rows_sent: 0,
             buckets: 0,
             bytes_sent: 0,
+            bytes_fetched: previous
+                .as_ref()
+                .map_or(0, |(_, m)| m.encode().len() as u64),
             manifest_bytes: 0,
             retries,
         };
@@ -209,11 +220,10 @@ impl Attempt<'_> {
         self.publish_manifest(&manifest, newest + 1, report)
     }
 
-    /// Writes one pack with the segments of the changed groups' changed buckets, then
-    /// the changed groups' segments after them all (a pull reads the groups in one run,
-    /// then the buckets, never a group's neighbours twice). Returns every group's
-    /// manifest entry: the new ones, and the previous ones of the groups that did not
-    /// change.
+    /// Writes one pack: the rows of the changed buckets that the remote lacks, then
+    /// those buckets' row tables, then the changed groups' segments (a pull reads the
+    /// groups in one run, then the tables, then the rows). Returns every group's manifest
+    /// entry: the new ones, and the previous ones of the groups that did not change.
     fn send_pack(
         &self,
         local: &[((u8, usize), MerkleRoot)],
@@ -221,34 +231,148 @@ impl Attempt<'_> {
         before: &Before,
         report: &mut PushReport,
     ) -> Result<Vec<BucketEntry>> {
-        // The bucket entries of the previous state's groups that changed.
         let stale: Vec<BucketEntry> = changed
             .iter()
             .filter_map(|(slot, _)| before.get(slot).copied())
             .collect();
-        let kept = groups::fetch(self.remote, &stale, &mut Fetched::default())?;
+        let mut fetched = Fetched::default();
+        let kept = groups::fetch(self.remote, &stale, &mut fetched)?;
+        let buckets = self.changed_buckets(changed, &kept, report);
+        let tables = self.previous_tables(&buckets, &kept, &mut fetched)?;
+        report.bytes_fetched += fetched.bytes;
         let mut pack = PackWriter::new();
-        let mut written = Vec::with_capacity(changed.len());
-        for &(slot, node) in changed {
-            written.push((slot, node, self.group(&mut pack, slot, &kept, report)?));
+        let mut written = Vec::with_capacity(buckets.len());
+        for &(slot, root) in &buckets {
+            let previous = tables.get(&slot).map_or(&[][..], Vec::as_slice);
+            let rows = self.send_rows(&mut pack, slot, root, previous, report)?;
+            written.push((slot, root, rows::encode(&rows)));
         }
-        let mut made: Before = BTreeMap::new();
-        for (slot, node, group) in written {
-            made.insert(slot, pack.push_group(slot.0, slot.1 as u16, node, &group));
+        let mut made = kept;
+        for (slot, root, table) in written {
+            let entry = pack.push((TABLE_KIND, slot.0), slot.1, root, &table);
+            made.insert(slot, entry);
+            report.tables_sent += 1;
+        }
+        let mut new_groups: Before = BTreeMap::new();
+        for &((tag, g), node) in changed {
+            let segment = groups::encode(&self.group_entries((tag, g), &made));
+            let entry = pack.push((GROUP_KIND, tag), g as u16, node, &segment);
+            new_groups.insert((tag, g), entry);
         }
         let mut entries: Vec<BucketEntry> = local
             .iter()
-            .map(|(slot, _)| made.get(slot).copied().unwrap_or_else(|| before[slot]))
+            .map(|(slot, _)| {
+                new_groups
+                    .get(slot)
+                    .copied()
+                    .unwrap_or_else(|| before[slot])
+            })
             .collect();
         if !pack.is_empty() {
             let (bytes, name) = pack.finish();
             self.remote.create(&object_path(&name), &bytes)?;
             report.bytes_sent += bytes.len() as u64;
-            for e in entries.iter_mut().filter(|e| e.pack == [0; 32]) {
+            for e in entries.iter_mut().filter(|e| e.pack == NEW_PACK) {
                 e.pack = name;
             }
         }
         Ok(entries)
+    }
+
+    /// The non-empty buckets of the changed groups whose roots differ from the previous
+    /// state's (`kept`: its entries of those groups), with their roots.
+    fn changed_buckets(
+        &self,
+        changed: &[((u8, usize), MerkleRoot)],
+        kept: &BTreeMap<(u8, u16), BucketEntry>,
+        report: &mut PushReport,
+    ) -> Vec<((u8, u16), MerkleRoot)> {
+        let mut out = Vec::new();
+        for &((tag, g), _) in changed {
+            let roots = self.local.roots(tag);
+            let first = g * GROUP_BUCKETS;
+            for (b, &root) in roots.iter().enumerate().skip(first).take(GROUP_BUCKETS) {
+                if root == MerkleRoot::empty() {
+                    continue;
+                }
+                report.buckets += 1;
+                let slot = (tag, b as u16);
+                if kept.get(&slot).is_none_or(|e| e.root != root.0) {
+                    out.push((slot, root));
+                }
+            }
+        }
+        out
+    }
+
+    /// The rows of the previous state's row tables of `buckets`, where it had them.
+    fn previous_tables(
+        &self,
+        buckets: &[((u8, u16), MerkleRoot)],
+        kept: &BTreeMap<(u8, u16), BucketEntry>,
+        fetched: &mut Fetched<'_>,
+    ) -> Result<BTreeMap<(u8, u16), Vec<RowAt>>> {
+        let entries: Vec<BucketEntry> = buckets
+            .iter()
+            .filter_map(|(slot, _)| kept.get(slot).copied())
+            .collect();
+        let tables = rows::fetch_tables(self.remote, &entries, fetched)?;
+        Ok(entries.iter().map(|e| e.slot()).zip(tables).collect())
+    }
+
+    /// Writes into `pack` the rows of bucket `slot` that `previous` (the rows of its
+    /// previous table) does not hold, or holds in too many packs; returns where each of
+    /// the bucket's rows lies.
+    fn send_rows(
+        &self,
+        pack: &mut PackWriter,
+        (tag, bucket): (u8, u16),
+        root: MerkleRoot,
+        previous: &[RowAt],
+        report: &mut PushReport,
+    ) -> Result<Vec<RowAt>> {
+        let local = self.bucket_rows((tag, bucket))?;
+        let leaves: Vec<rows::ShortLeaf> = local.iter().map(|r| rows::short(&r.leaf)).collect();
+        let start = pack.len();
+        let mut region = Vec::new();
+        let mut out = Vec::with_capacity(local.len());
+        for (at, row) in rows::reuse(&leaves, previous).into_iter().zip(&local) {
+            if let Some(at) = at {
+                out.push(at);
+                continue;
+            }
+            let bytes = self.row_bytes(tag, row)?;
+            let length = u32::try_from(bytes.len()).map_err(|_| {
+                RemoteError::Invalid(format!("a row of bucket {bucket} is over 4 GiB"))
+            })?;
+            out.push(RowAt {
+                leaf: rows::short(&row.leaf),
+                pack: NEW_PACK,
+                offset: start + region.len() as u64,
+                length,
+            });
+            region.extend(bytes);
+            report.rows_sent += 1;
+        }
+        if !region.is_empty() {
+            pack.push((0, tag), bucket, root, &region);
+        }
+        Ok(out)
+    }
+
+    /// The entries of group `slot`'s non-empty buckets: `made`'s (the new tables, and
+    /// the previous state's entries of the group).
+    fn group_entries(
+        &self,
+        (tag, g): (u8, usize),
+        made: &BTreeMap<(u8, u16), BucketEntry>,
+    ) -> Vec<BucketEntry> {
+        let roots = self.local.roots(tag);
+        let first = g * GROUP_BUCKETS;
+        (first..first + GROUP_BUCKETS)
+            .filter(|&b| roots[b] != MerkleRoot::empty())
+            .map(|b| made[&(tag, b as u16)])
+            .collect()
     }
 
     /// Writes `manifest`, then its ref `n` of the branch (`None` if another push took
@@ -279,36 +403,6 @@ impl Attempt<'_> {
         Ok(Some(report))
     }
 
-    /// Writes into `pack` the segments of group `slot`'s buckets whose roots differ from
-    /// the previous state's (`kept`); returns the group segment naming them and the kept
-    /// ones.
-    fn group(
-        &self,
-        pack: &mut PackWriter,
-        (tag, g): (u8, usize),
-        kept: &BTreeMap<(u8, u16), BucketEntry>,
-        report: &mut PushReport,
-    ) -> Result<Vec<u8>> {
-        let roots = self.local.roots(tag);
-        let mut entries = Vec::new();
-        let first = g * GROUP_BUCKETS;
-        for (b, &root) in roots.iter().enumerate().skip(first).take(GROUP_BUCKETS) {
-            let bucket = b as u16;
-            if root == MerkleRoot::empty() {
-                continue;
-            }
-            report.buckets += 1;
-            match kept.get(&(tag, bucket)).filter(|e| e.root == root.0) {
-                Some(e) => entries.push(*e),
-                None => {
-                    entries.push(pack.push(tag, bucket, root, &self.segment((tag, bucket))?));
-                    report.segments_sent += 1;
-                }
-            }
-        }
-        Ok(groups::encode(&entries))
-    }
-
     /// The ref of the pushed git commit, if one was given and none is there.
     fn publish_commit(&self, manifest: &ObjectName) -> Result<()> {
         if let Some(commit) = &self.options.git_commit {
@@ -318,37 +412,46 @@ impl Attempt<'_> {
         Ok(())
     }
 
-    /// The segment of bucket `slot` of the store's state.
-    fn segment(&self, (tag, bucket): (u8, u16)) -> Result<Vec<u8>> {
+    /// The rows of bucket `slot` of the store's state, in key order, with their leaves
+    /// (a vector's leaf is its hash; its encoding is read when it is sent).
+    fn bucket_rows(&self, (tag, bucket): (u8, u16)) -> Result<Vec<LocalRow>> {
         if tag == VECTOR_TAG {
-            let mut rows = Vec::new();
-            for hash in &self.local.vectors[&bucket] {
-                let encoding = self.txn.vector_encoding(hash)?.ok_or_else(|| {
-                    cfs_store::StoreError::Corrupted(format!(
-                        "vector {} named by an embedding is missing",
-                        hex_encode(hash)
-                    ))
-                })?;
-                rows.push(VectorRow {
-                    hash: *hash,
-                    encoding,
-                });
-            }
-            return Ok(encode_vectors(&rows));
+            return Ok(self.local.vectors[&bucket]
+                .iter()
+                .map(|hash| LocalRow {
+                    key: Vec::new(),
+                    payload: Vec::new(),
+                    leaf: *hash,
+                })
+                .collect());
         }
         let table = Table::ALL[usize::from(tag)];
-        let rows: Vec<Row> = self
-            .txn
-            .bucket_payloads(table, bucket)?
-            .into_iter()
-            .map(|r| Row {
-                key: r.key,
-                payload: r.payload,
-            })
-            .collect();
-        Ok(encode_rows(&rows))
+        Ok(self.txn.bucket_payloads(table, bucket)?)
+    }
+
+    /// A row's bytes in a pack.
+    fn row_bytes(&self, tag: u8, row: &LocalRow) -> Result<Vec<u8>> {
+        if tag != VECTOR_TAG {
+            return Ok(encode_row(&Row {
+                key: row.key.clone(),
+                payload: row.payload.clone(),
+            }));
+        }
+        let encoding = self.txn.vector_encoding(&row.leaf)?.ok_or_else(|| {
+            cfs_store::StoreError::Corrupted(format!(
+                "vector {} named by an embedding is missing",
+                hex_encode(&row.leaf)
+            ))
+        })?;
+        Ok(encode_row(&VectorRow {
+            hash: row.leaf,
+            encoding,
+        }))
     }
 }
+
+/// A row of the store's state as a push reads it.
+type LocalRow = cfs_store::RowPayload;
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()

@@ -25,6 +25,7 @@ mod caches;
 mod chunk_log;
 mod embed;
 mod error;
+mod files;
 mod gc;
 pub mod git;
 mod read;
@@ -48,10 +49,11 @@ pub use embed::{
     EmbedStatus, VectorCheck, spread,
 };
 pub use error::{Result, StoreError, panic_message};
+pub use files::replace_file;
 pub use gc::{GcReport, ShrinkPolicy};
 pub use read::{Counts, ReadTxn, TableUsage, TypeCount};
 pub use repair::{Salvage, SalvagedVector, salvage_vectors};
-pub use replica::{EMBEDDING_PAYLOAD_LEN, RowPayload};
+pub use replica::{EMBEDDING_PAYLOAD_LEN, RowLeaf, RowPayload};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
 pub use sync::{
     DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, DEFAULT_SYNC_MEMORY, SyncOptions, SyncProgress,

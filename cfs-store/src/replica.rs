@@ -21,6 +21,17 @@ pub struct RowPayload {
     pub key: Vec<u8>,
     /// Its canonical encoding (an embedding's: with the vector's hash for the vector).
     pub payload: Vec<u8>,
+    /// Its leaf hash, as committed.
+    pub leaf: [u8; 32],
+}
+
+/// A committed row's key and leaf hash, without its payload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowLeaf {
+    /// The row's key.
+    pub key: Vec<u8>,
+    /// Its leaf hash, as committed.
+    pub leaf: [u8; 32],
 }
 
 /// Bytes of an embedding's payload: chunk id, model hash, vector hash.
@@ -42,6 +53,22 @@ impl ReadTxn {
             out.push(RowPayload {
                 key: key.value().to_vec(),
                 payload: self.encoding(table, value.value())?.into_owned(),
+                leaf: *tables::split_row(value.value())?.0,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The keys and leaves of bucket `bucket` of `table`, in key order: what a row
+    /// holds without reading its payload (a chunk's lies in the chunk log).
+    pub fn bucket_leaves(&self, table: Table, bucket: u16) -> Result<Vec<RowLeaf>> {
+        let t = self.raw().open_table(tables::committed(table))?;
+        let mut out = Vec::new();
+        for row in tables::bucket_rows(&t, bucket)? {
+            let (key, value) = row?;
+            out.push(RowLeaf {
+                key: key.value().to_vec(),
+                leaf: *tables::split_row(value.value())?.0,
             });
         }
         Ok(out)

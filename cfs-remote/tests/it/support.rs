@@ -28,8 +28,20 @@ impl Fixture {
     /// The fixture with one more file when `extra` is not `usize::MAX`, so that stores
     /// differ.
     pub fn with_extra(extra: usize) -> Self {
+        Self::build(extra, 0)
+    }
+
+    /// The fixture with `n` more small notes, so that buckets hold several rows each.
+    pub fn wide(n: usize) -> Self {
+        Self::build(usize::MAX, n)
+    }
+
+    fn build(extra: usize, wide: usize) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let tree = dir.path().join("tree");
+        for i in 0..wide {
+            write(&tree, &format!("w/{i}.md"), &format!("Note {i} of many.\n"));
+        }
         for i in 0..40 {
             let body =
                 format!("pub fn f{i}(x: u32) -> u32 {{\n    x * {i} + 1\n}}\n").repeat(1 + i % 5);

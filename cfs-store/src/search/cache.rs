@@ -316,7 +316,7 @@ pub(crate) fn write_sections(
         base: [0; 32],
     };
     let header_len = encode_header(snap, blank, &[], 0)?.len();
-    write_atomically(path, |f| {
+    crate::files::replace_file(path, &io, |f| {
         f.seek(SeekFrom::Start(header_len as u64)).map_err(&io)?;
         let mut out = FileSections {
             f: &mut *f,
@@ -435,38 +435,6 @@ fn io_error(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
         path: path.to_path_buf(),
         source,
     }
-}
-
-/// Writes the file through `write` into a temporary file beside `path`, syncs it and
-/// renames it over `path`, then syncs the folder.
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<()>,
-) -> Result<()> {
-    let io = io_error(path);
-    // A name of this process's own: processes saving at once never write one file, and
-    // a failed write (a full disk) leaves nothing behind.
-    static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_extension(format!("tmp.{}.{n}", std::process::id()));
-    let written = (|| {
-        let file = std::fs::File::create(&tmp).map_err(&io)?;
-        let mut f = std::io::BufWriter::with_capacity(1 << 20, file);
-        write(&mut f)?;
-        let f = f.into_inner().map_err(|e| io(e.into_error()))?;
-        f.sync_all().map_err(&io)?;
-        std::fs::rename(&tmp, path).map_err(&io)
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    if let Some(dir) = path.parent()
-        && let Ok(d) = std::fs::File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
-    Ok(())
 }
 
 /// An index file mapped, its header and the places of its sections checked.
