@@ -5,8 +5,8 @@
 #                                                   instead of step 1's cold index)
 # 1. a cold `cfs index` of a copy of TREE (wall time);
 # 2. `cfs push` of that store to a folder remote (wall, bytes);
-# 3. `cfs clone` of the remote and the clone's first `cfs search` (wall, rows checked
-#    per second of the clone);
+# 3. `cfs clone` of the remote and the clone's first `cfs search` (wall; the clone's
+#    rows checked per second and peak memory);
 # 4. one file of the tree changed and indexed again, then push and pull: bytes sent and
 #    read by the push and fetched by the pull against the store's bytes (store file and
 #    chunk log).
@@ -28,7 +28,8 @@ fi
 t1=$(secs)
 "$cfs" push "$work/remote" --store "$work/tree/.cfs" --json >"$work/push.json"
 t2=$(secs)
-"$cfs" clone "$work/remote" "$work/clone" --json >"$work/clone.json"
+/usr/bin/time -f "%M" -o "$work/clone.rss" "$cfs" clone "$work/remote" "$work/clone" --json >"$work/clone.json"
+t2b=$(secs)
 (cd "$work/clone" && "$cfs" search "open a connection and retry" --json >"$work/search.json")
 t3=$(secs)
 field() { grep -o "\"$2\": *[0-9]*" "$1" | head -1 | grep -o '[0-9]*$'; }
@@ -43,7 +44,8 @@ echo "chunks $chunks, store $store_bytes bytes"
 echo "cold index ${cold} s; push $(echo "$t2 - $t1" | bc) s, $(field "$work/push.json" bytes_sent) bytes"
 ratio=""
 [ -z "${PREBUILT:-}" ] && ratio="$(echo "scale=1; $cold / $clone" | bc)x faster; "
-echo "clone and first search ${clone} s: ${ratio}$rows rows checked ($(echo "$rows / $clone" | bc) a second, search included)"
+clone_alone=$(echo "$t2b - $t2" | bc)
+echo "clone and first search ${clone} s: ${ratio}clone ${clone_alone} s ($rows rows checked, $(echo "$rows / $clone_alone" | bc) a second, peak $(cat "$work/clone.rss") KB), first search $(echo "$t3 - $t2b" | bc) s"
 # One file changed: the first source file in path order, a line appended.
 file=$(cd "$work/tree" && find . -type f \( -name '*.py' -o -name '*.rs' -o -name '*.go' \
   -o -name '*.java' -o -name '*.cs' -o -name '*.ts' -o -name '*.js' -o -name '*.c' \) \
