@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cfs_ingest::{Embedder, HashEmbedder};
-use cfs_store::search::{Hit, Ranking};
+use cfs_search::{Hit, Ranking};
 use cfs_store::{Settings, Store, SyncOptions};
 
 /// A query and where its answer is.
@@ -33,16 +33,11 @@ pub fn rss_bytes() -> u64 {
 /// over the norms), ties by index; scored on every core.
 pub fn exact_top(all: &[Vec<i16>], q: &[i16], k: usize) -> Vec<usize> {
     use rayon::prelude::*;
-    let qn = cfs_store::search::norm2(q);
+    let qn = cfs_search::norm2(q);
     let mut s: Vec<(i64, usize)> = all
         .par_iter()
         .enumerate()
-        .map(|(i, v)| {
-            (
-                -cfs_store::search::dot(q, v, qn, cfs_store::search::norm2(v)),
-                i,
-            )
-        })
+        .map(|(i, v)| (-cfs_search::dot(q, v, qn, cfs_search::norm2(v)), i))
         .collect();
     s.par_sort_unstable();
     s.into_iter().take(k).map(|(_, i)| i).collect()

@@ -392,7 +392,7 @@ impl VerifyReport {
         let path = index_file(store);
         let index = path
             .exists()
-            .then(|| match cfs_store::search::verify_index_file(&path) {
+            .then(|| match cfs_search::verify_index_file(&path) {
                 Ok(bytes) => IndexFileChecked {
                     ok: true,
                     bytes: Some(bytes),

@@ -48,7 +48,7 @@ pub fn reembed(args: &ReembedArgs) -> anyhow::Result<ExitCode> {
     // The search index file holds the old model's vectors: it goes.
     let cache = index_file(&store);
     if before != embedder.model_id() {
-        cfs_store::search::remove_cache(&cache)
+        cfs_search::remove_cache(&cache)
             .with_context(|| format!("cannot remove {}", cache.display()))?;
     }
     let report = embed_pending(&store, &*embedder, args.common.json)?;
@@ -343,8 +343,8 @@ fn set_aside(file: &Path, fresh: &Path) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot move {} into place", log.display()))?;
     std::fs::rename(fresh, file)
         .with_context(|| format!("cannot move {} into place", fresh.display()))?;
-    let cache = cfs_store::search::cache_path(file);
-    cfs_store::search::remove_cache(&cache)
+    let cache = cfs_search::cache_path(file);
+    cfs_search::remove_cache(&cache)
         .with_context(|| format!("cannot remove {}", cache.display()))?;
     Ok(aside)
 }

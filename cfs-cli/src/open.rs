@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use cfs_ingest::{Embedder, HashEmbedder, LazyMiniLmInt, MiniLmInt, Registry};
-use cfs_store::search::{CacheStatus, IndexOptions, SearchIndex};
+use cfs_search::{CacheStatus, IndexOptions, SearchIndex};
 use cfs_store::{Settings, Store, StoreError, SyncOptions};
 
 use crate::locate::{STORE_DIR, find_store, tree_store};
@@ -279,10 +279,10 @@ pub fn bring_index_forward(
     Ok(())
 }
 
-/// The runtime index file of a store ([`cfs_store::search::cache_path`]: the library
+/// The runtime index file of a store ([`cfs_search::cache_path`]: the library
 /// names it, beside the store file).
 pub fn index_file(store: &Store) -> PathBuf {
-    cfs_store::search::cache_path(store.path())
+    cfs_search::cache_path(store.path())
 }
 
 /// Opens the runtime index from its file (written from the store when missing or
@@ -309,7 +309,7 @@ pub fn open_index(
     // mount) searches from the index built in memory, without a word.
     if status.worth_saving()
         && let Err(e) = index.save_cache(&cache)
-        && !cfs_store::search::unwritable(&e)
+        && !cfs_search::unwritable(&e)
     {
         eprintln!("cfs: warning: index cache not written: {e}");
     }

@@ -5,11 +5,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use cfs_ingest::{Embedder, Role};
-use cfs_store::Store;
-use cfs_store::search::{
+use cfs_search::{
     CODE_CANDIDATES, Explanation, FileHit, Filter, Hit, IndexOptions, Mode, PATH_ONE, Query,
     SearchIndex,
 };
+use cfs_store::Store;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -412,13 +412,13 @@ struct WeightsJson {
 
 impl ExplainJson {
     fn of(e: &Explanation) -> Self {
-        let segment = |s: &cfs_store::search::SegmentExplained| SegmentJson {
+        let segment = |s: &cfs_search::SegmentExplained| SegmentJson {
             chunks: s.chunks,
             live: s.live,
             mapped: s.mapped,
             graph: s.graph,
         };
-        let term = |t: &cfs_store::search::TermExplained| TermJson {
+        let term = |t: &cfs_search::TermExplained| TermJson {
             term: t.term.clone(),
             df: t.df,
             idf: t.idf as f64 / f64::from(1u32 << 16),
@@ -461,7 +461,7 @@ struct VectorScoreJson {
     rank: usize,
 }
 
-/// How a result's score was made (`cfs_store::search::Parts`), scores as floats.
+/// How a result's score was made (`cfs_search::Parts`), scores as floats.
 #[derive(Serialize, JsonSchema)]
 struct PartsJson {
     definition_rank: Option<usize>,

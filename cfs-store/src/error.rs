@@ -155,7 +155,7 @@ pub(crate) fn io_error(path: &std::path::Path, source: std::io::Error) -> StoreE
 /// Runs `work`, turning a panic into [`StoreError::Corrupted`] naming the store file:
 /// the storage engine indexes its pages without checks and panics on some damaged
 /// bytes, which must be an error for the caller, never the end of its process.
-pub(crate) fn guard<T>(store: &std::path::Path, work: impl FnOnce() -> Result<T>) -> Result<T> {
+pub fn guard<T>(store: &std::path::Path, work: impl FnOnce() -> Result<T>) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|payload| {
         let message = panic_message(&*payload);
         Err(StoreError::Corrupted(format!(

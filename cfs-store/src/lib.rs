@@ -33,7 +33,6 @@ mod repair;
 mod replica;
 mod rows;
 mod scan;
-pub mod search;
 mod spill;
 mod store;
 mod sync;
@@ -48,12 +47,13 @@ pub use embed::{
     DEFAULT_EMBED_BATCH_TEXTS, DEFAULT_VECTOR_SAMPLE, EmbedOptions, EmbedProgress, EmbedReport,
     EmbedStatus, VectorCheck, spread,
 };
-pub use error::{Result, StoreError, panic_message};
+pub use error::{Result, StoreError, guard, panic_message};
 pub use files::replace_file;
 pub use gc::{GcReport, ShrinkPolicy};
 pub use read::{Counts, ReadTxn, TableUsage, TypeCount};
 pub use repair::{Salvage, SalvagedVector, salvage_vectors};
 pub use replica::{EMBEDDING_PAYLOAD_LEN, RowLeaf, RowPayload};
+pub use scan::{DocumentScan, IndexedDocument};
 pub use store::{MAGIC, SCHEMA_VERSION, Settings, Store};
 pub use sync::{
     DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, DEFAULT_SYNC_MEMORY, SyncOptions, SyncProgress,

@@ -21,22 +21,32 @@ const PARALLEL_MIN: usize = 256;
 type Bytes = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
 /// A document with the ids of its paths and of its chunks (in sequence order).
-pub(crate) struct IndexedDocument {
-    pub(crate) document: Document,
-    pub(crate) paths: Vec<PathId>,
-    pub(crate) chunks: Vec<ChunkId>,
+#[derive(Clone, Debug)]
+pub struct IndexedDocument {
+    /// The document.
+    pub document: Document,
+    /// The ids of the paths bound to it.
+    pub paths: Vec<PathId>,
+    /// Its chunks' ids, in sequence order.
+    pub chunks: Vec<ChunkId>,
 }
 
 /// Reads documents with their index entries, the three tables opened once.
-pub(crate) struct DocumentScan {
+pub struct DocumentScan {
     documents: Bytes,
     paths_by_document: Bytes,
     chunks_by_document: Bytes,
 }
 
+impl std::fmt::Debug for DocumentScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DocumentScan").finish_non_exhaustive()
+    }
+}
+
 impl DocumentScan {
     /// The document `id` with its paths and chunks, or `None` if it is absent.
-    pub(crate) fn get(&self, id: &DocumentId) -> Result<Option<IndexedDocument>> {
+    pub fn get(&self, id: &DocumentId) -> Result<Option<IndexedDocument>> {
         let Some(row) = self.documents.get(&id.0[..])? else {
             return Ok(None);
         };
@@ -53,7 +63,7 @@ impl DocumentScan {
 
 impl ReadTxn {
     /// The path entries of bucket `bucket`, with their ids, in key order.
-    pub(crate) fn path_bucket(&self, bucket: u16) -> Result<Vec<([u8; 16], PathEntry)>> {
+    pub fn path_bucket(&self, bucket: u16) -> Result<Vec<([u8; 16], PathEntry)>> {
         let t = self.raw().open_table(tables::PATHS)?;
         let mut rows = Vec::new();
         for row in tables::bucket_rows(&t, bucket)? {
@@ -65,7 +75,7 @@ impl ReadTxn {
     }
 
     /// The chunk ids of bucket `bucket`, in key order.
-    pub(crate) fn chunk_bucket(&self, bucket: u16) -> Result<Vec<ChunkId>> {
+    pub fn chunk_bucket(&self, bucket: u16) -> Result<Vec<ChunkId>> {
         let t = self.raw().open_table(tables::CHUNKS)?;
         let mut ids = Vec::new();
         for row in tables::bucket_rows(&t, bucket)? {
@@ -75,7 +85,7 @@ impl ReadTxn {
     }
 
     /// A reader of documents with their paths and chunks.
-    pub(crate) fn document_scan(&self) -> Result<DocumentScan> {
+    pub fn document_scan(&self) -> Result<DocumentScan> {
         Ok(DocumentScan {
             documents: self.raw().open_table(tables::DOCUMENTS)?,
             paths_by_document: self.raw().open_table(tables::PATHS_BY_DOCUMENT)?,
@@ -84,7 +94,7 @@ impl ReadTxn {
     }
 
     /// Of `chunks`, those that have an embedding by `model`.
-    pub(crate) fn embedded_of<'c>(
+    pub fn embedded_of<'c>(
         &self,
         chunks: impl IntoIterator<Item = &'c ChunkId>,
         model: &ModelHash,
@@ -102,7 +112,7 @@ impl ReadTxn {
     /// Chunks by id (rows read in order, their encodings read from the chunk log and
     /// decoded in parallel a batch at a time); a missing one is corruption (the ids come
     /// from this state).
-    pub(crate) fn chunks_by_id(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
+    pub fn chunks_by_id(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
         const BATCH: usize = 16_384;
         let t = self.raw().open_table(tables::CHUNKS)?;
         let decode = |extent: &tables::Extent| Ok(Chunk::decode(&self.log_bytes(*extent)?)?);
@@ -127,7 +137,7 @@ impl ReadTxn {
 
     /// The vectors of `chunks` under `model` (an empty vector where a chunk has none).
     /// Each distinct vector is read and decoded once.
-    pub(crate) fn vectors_of(&self, chunks: &[Chunk], model: &ModelHash) -> Result<Vec<Vec<i16>>> {
+    pub fn vectors_of(&self, chunks: &[Chunk], model: &ModelHash) -> Result<Vec<Vec<i16>>> {
         let t = self.raw().open_table(tables::EMBEDDINGS)?;
         let mut named: Vec<Option<VectorHash>> = Vec::with_capacity(chunks.len());
         for chunk in chunks {

@@ -128,6 +128,14 @@ pub struct Store {
     pub(crate) instance: u64,
 }
 
+impl Store {
+    /// Distinguishes the opened instances of this process: a search snapshot holding a
+    /// read transaction of one instance never serves another.
+    pub fn instance(&self) -> u64 {
+        self.instance
+    }
+}
+
 fn next_instance() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)

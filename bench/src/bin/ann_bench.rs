@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use cfs_bench::{IndexedCorpus, exact_top, indexed_corpus, percentile, recall};
 use cfs_ingest::Embedder;
-use cfs_store::search::{IndexOptions, SearchIndex, dot, norm2};
+use cfs_search::{IndexOptions, SearchIndex, dot, norm2};
 use serde_json::json;
 
 #[derive(Clone)]

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cfs_bench::{exact_top, flag, percentile, recall};
-use cfs_store::search::{dot, norm2};
+use cfs_search::{dot, norm2};
 use rayon::prelude::*;
 use serde_json::{Value, json};
 

@@ -36,7 +36,7 @@ use std::time::Instant;
 
 use cfs_bench::{flag, variant};
 use cfs_ingest::{Embedder, HashEmbedder, MiniLmInt};
-use cfs_store::search::{Hit, IndexOptions, Mode, Query, Ranking, SearchIndex};
+use cfs_search::{Hit, IndexOptions, Mode, Query, Ranking, SearchIndex};
 use cfs_store::{EmbedOptions, Settings, Store, SyncOptions};
 use serde_json::{Value, json};
 

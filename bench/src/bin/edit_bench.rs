@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use cfs_bench::{make_corpus, percentile};
 use cfs_ingest::{Embedder, MiniLmInt, Scope};
-use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
+use cfs_search::{IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::{EmbedOptions, Settings, Store, SyncOptions};
 use serde_json::json;
 

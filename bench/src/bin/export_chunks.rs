@@ -13,8 +13,8 @@ use std::path::PathBuf;
 
 use cfs_core::EmbeddingId;
 use cfs_ingest::{Embedder, HashEmbedder, MiniLmInt};
+use cfs_search::{IndexOptions, SearchIndex};
 use cfs_store::Store;
-use cfs_store::search::{IndexOptions, SearchIndex};
 use serde_json::json;
 
 fn main() {

@@ -27,7 +27,7 @@ use cfs_ingest::{
     EmbedError, Embedder, HashEmbedder, IngestConfig, MiniLmInt, Registry, embedding_text,
     index_tree,
 };
-use cfs_store::search::{IndexOptions, Mode, Query, Ranking, SearchIndex};
+use cfs_search::{IndexOptions, Mode, Query, Ranking, SearchIndex};
 use cfs_store::{EmbedOptions, EmbedProgress, Settings, Store, SyncOptions};
 use serde_json::json;
 

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use cfs_bench::{IndexedCorpus, Label, indexed_corpus, is_target, percentile, rss_bytes};
 use cfs_ingest::HashEmbedder;
-use cfs_store::search::{Hit, IndexOptions, Mode, Query, SearchIndex};
+use cfs_search::{Hit, IndexOptions, Mode, Query, SearchIndex};
 use serde_json::json;
 
 struct Quality {

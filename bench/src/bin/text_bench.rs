@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use cfs_bench::{IndexedCorpus, indexed_corpus, is_target_parts, percentile, rss_bytes};
-use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
+use cfs_search::{IndexOptions, Mode, Query, SearchIndex};
 use serde_json::json;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;

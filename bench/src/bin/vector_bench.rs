@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use cfs_bench::{flag, percentile};
 use cfs_ingest::{EmbedError, Embedder, HashEmbedder, MiniLmInt};
+use cfs_search::{IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::Store;
-use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
 use rayon::prelude::*;
 use serde_json::json;
 

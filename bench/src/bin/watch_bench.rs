@@ -15,7 +15,7 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use cfs_bench::{make_corpus, new_store, percentile};
-use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
+use cfs_search::{IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::watch::{WatchEvent, WatchSettings, watch};
 use serde_json::json;
 

@@ -8,9 +8,7 @@ use std::str::FromStr;
 use cfs_core::ChunkId;
 use cfs_ingest::Embedder;
 use cfs_ingest::Role;
-use cfs_store::search::{
-    ChunkMeta, DocInfo, Filter, Hit, Mode, Query, Snapshot, search, search_files,
-};
+use cfs_search::{ChunkMeta, DocInfo, Filter, Hit, Mode, Query, Snapshot, search, search_files};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

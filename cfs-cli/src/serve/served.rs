@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use cfs_ingest::Embedder;
+use cfs_search::{IndexOptions, SearchIndex, Snapshot};
 use cfs_store::Store;
-use cfs_store::search::{IndexOptions, SearchIndex, Snapshot};
 
 use crate::open::open_index;
 use crate::open::{embedder_for, open_read_file};

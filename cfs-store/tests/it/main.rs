@@ -3,16 +3,7 @@
 
 mod chunk_log;
 mod crash;
-mod deferred;
-mod delta;
 mod git;
-mod model;
-mod ranking;
-mod ranking_vectors;
-mod readonly;
 mod repair;
-mod search;
 mod store;
 mod support;
-mod vectors;
-mod watch;

@@ -8,7 +8,7 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use cfs_ingest::HashEmbedder;
-use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
+use cfs_search::{IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::watch::{WatchEvent, WatchSettings, watch};
 use cfs_store::{Store, SyncOptions};
 

@@ -17,7 +17,7 @@ use super::mapped::{NO_STRING, RECORD_BYTES, symbol_field};
 use super::mapped_docs::CachedDoc;
 use super::query::KINDS;
 use super::segment::{ChunkMeta, DocInfo, Posting, Vectors};
-use crate::error::{Result, StoreError};
+use cfs_store::{Result, StoreError};
 
 /// Where the sections go: each written in parts, hashed as it goes, then ended.
 pub(crate) trait SectionSink {

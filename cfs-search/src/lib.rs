@@ -8,7 +8,7 @@
 //!
 //! ```no_run
 //! use cfs_ingest::HashEmbedder;
-//! use cfs_store::search::{IndexOptions, Query, SearchIndex};
+//! use cfs_search::{IndexOptions, Query, SearchIndex};
 //! use cfs_store::{Store, SyncOptions};
 //!
 //! let store = Store::open(std::path::Path::new(".cfs/store.redb"))?;
@@ -75,8 +75,8 @@ pub use symbols::{
 pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens, variants, words};
 pub use vector::{EF_CONSTRUCTION, EF_SEARCH, HNSW_SEED, dot, norm2};
 
-use crate::error::{Result, StoreError};
-use crate::store::Store;
+use cfs_store::Store;
+use cfs_store::{Result, StoreError};
 
 /// How the runtime index is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -271,7 +271,7 @@ impl SearchIndex {
             Ok(snap) => return Self::from_file(store, snap, options),
             Err(reason) => reason,
         };
-        let built = crate::error::guard(store.path(), || {
+        let built = cfs_store::guard(store.path(), || {
             let txn = store.begin_read()?;
             build::build_file(&txn, embedder.model_hash(), embedder.dimension(), cache)
         });
@@ -303,7 +303,7 @@ impl SearchIndex {
         if !cache.exists() {
             return Ok(Err(None));
         }
-        crate::error::guard(store.path(), || {
+        cfs_store::guard(store.path(), || {
             let txn = store.begin_read()?;
             Ok(cache::load(cache, &txn, embedder.model_hash(), embedder.dimension()).map_err(Some))
         })
@@ -349,7 +349,7 @@ impl SearchIndex {
     /// Publishes the snapshot of the store's newest commit, if there is one. Costs in
     /// proportion to the change since the current snapshot.
     pub fn refresh(&self, store: &Store) -> Result<RefreshReport> {
-        crate::error::guard(store.path(), || self.refresh_unguarded(store))
+        cfs_store::guard(store.path(), || self.refresh_unguarded(store))
     }
 
     fn refresh_unguarded(&self, store: &Store) -> Result<RefreshReport> {
@@ -360,7 +360,7 @@ impl SearchIndex {
         let current = self.current.load_full();
         let Some((next, diff)) = current.next(
             store.begin_read()?,
-            store.instance,
+            store.instance(),
             self.options.merge_min_chunks,
         )?
         else {

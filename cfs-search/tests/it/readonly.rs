@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use cfs_ingest::HashEmbedder;
-use cfs_store::search::{IndexOptions, Mode, Query, SearchIndex};
+use cfs_search::{IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::{Store, StoreError, SyncOptions};
 use redb::StorageBackend;
 

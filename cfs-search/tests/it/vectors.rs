@@ -5,10 +5,10 @@
 
 use std::path::PathBuf;
 
-use cfs_store::search::{idf, log2_fixed, rrf, tf_part, tokens};
+use cfs_search::{idf, log2_fixed, rrf, tf_part, tokens};
 use serde_json::{Value, json};
 
-const REGENERATE: &str = "CFS_REGENERATE_VECTORS=1 cargo test -p cfs-store --test it vectors";
+const REGENERATE: &str = "CFS_REGENERATE_VECTORS=1 cargo test -p cfs-search --test it vectors";
 
 fn compute(case: &Value) -> Value {
     let input = &case["input"];

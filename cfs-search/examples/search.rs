@@ -1,13 +1,13 @@
 //! Link cfs as a storage engine: open (or create) a store, sync a folder into it (text
 //! first, then the vectors in later commits), and search it.
 //!
-//! `cargo run -p cfs-store --example search -- FOLDER "QUERY"` (minilm-int: the model
+//! `cargo run -p cfs-search --example search -- FOLDER "QUERY"` (minilm-int: the model
 //! file of `scripts/fetch-model`; set `CFS_EXAMPLE_EMBEDDER=hash` for no model).
 
 use std::path::PathBuf;
 
 use cfs_ingest::{Embedder, HashEmbedder, MiniLmInt};
-use cfs_store::search::{IndexOptions, Query, SearchIndex};
+use cfs_search::{IndexOptions, Query, SearchIndex};
 use cfs_store::{EmbedOptions, Settings, Store, SyncOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -2,7 +2,7 @@
 //! exact search, and agreement of an incrementally refreshed index with a fresh one.
 
 use cfs_ingest::HashEmbedder;
-use cfs_store::search::{Filter, Hit, IndexOptions, Mode, Query, SearchIndex};
+use cfs_search::{Filter, Hit, IndexOptions, Mode, Query, SearchIndex};
 
 use crate::support::{corpus, flip_each_byte, setup, write};
 
@@ -225,7 +225,7 @@ fn refresh_follows_edits_and_old_snapshots_stay_whole() {
     assert_eq!(manual.len(), 2);
     assert!(manual.iter().all(|h| h.path == "docs/manual.md"));
     // The snapshot taken before still answers from its own state.
-    let old = cfs_store::search::search(&before, &text("milk"), &embedder).unwrap();
+    let old = cfs_search::search(&before, &text("milk"), &embedder).unwrap();
     assert_eq!(paths(&old), ["notes.txt"]);
     assert!(old[0].text.contains("milk"));
     // No new commit: nothing to do.
@@ -304,7 +304,7 @@ fn results_do_not_depend_on_thread_count() {
 
 #[test]
 fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
-    use cfs_store::search::CacheStatus;
+    use cfs_search::CacheStatus;
     let tree = tempfile::tempdir().unwrap();
     let db = tempfile::tempdir().unwrap();
     corpus(tree.path());
@@ -380,11 +380,11 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
             .contains("not an index file")
     );
     assert_eq!(
-        cfs_store::search::verify_index_file(&cache).map_err(|_| ()),
+        cfs_search::verify_index_file(&cache).map_err(|_| ()),
         Err(())
     );
     std::fs::write(&cache, &good).unwrap();
-    assert_eq!(cfs_store::search::verify_index_file(&cache), Ok(good.len()));
+    assert_eq!(cfs_search::verify_index_file(&cache), Ok(good.len()));
 
     // A sound file of another store's state is not this store's.
     let other_tree = tempfile::tempdir().unwrap();
@@ -408,7 +408,7 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
 /// `verify_index_file` names the damaged section.
 #[test]
 fn a_flipped_byte_in_an_index_file_is_refused_or_found_by_verify() {
-    use cfs_store::search::CacheStatus;
+    use cfs_search::CacheStatus;
     let tree = tempfile::tempdir().unwrap();
     let db = tempfile::tempdir().unwrap();
     corpus(tree.path());
@@ -503,7 +503,7 @@ fn explain_agrees_with_the_search() {
         let idf = if t.df == 0 {
             0
         } else {
-            cfs_store::search::idf(n, t.df)
+            cfs_search::idf(n, t.df)
         };
         assert_eq!(t.idf, idf, "{}", t.term);
     }

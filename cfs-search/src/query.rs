@@ -17,7 +17,7 @@ use super::segment::{ChunkMeta, Live};
 use super::snapshot::Snapshot;
 use super::tokenize::{tokens, variants};
 use super::vector::{dot, norm2};
-use crate::error::{Result, StoreError};
+use cfs_store::{Result, StoreError};
 
 /// Which retrievers a query uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

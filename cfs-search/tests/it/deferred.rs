@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use cfs_ingest::{Embedder, HashEmbedder};
-use cfs_store::search::{IndexOptions, Mode, Query, Ranking, SearchIndex};
+use cfs_search::{IndexOptions, Mode, Query, Ranking, SearchIndex};
 use cfs_store::{EmbedOptions, EmbedProgress, Store, SyncOptions};
 
 use crate::support::{clean_root, settings, write};

@@ -21,8 +21,8 @@ use super::sections::{
 };
 use super::segment::{DocInfo, Posting, add_postings, fit_vector};
 use super::snapshot::{BUILD_BATCH, Snapshot, prepare_chunks};
-use crate::error::{Result, StoreError};
-use crate::read::ReadTxn;
+use cfs_store::ReadTxn;
+use cfs_store::{Result, StoreError};
 
 /// Writes the index file of `txn`'s state at `path` (through a temporary file, synced,
 /// then renamed), reading the store in batches.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, SymbolKind};
 use cfs_ingest::{Markers, Role, document_role, path_role};
-use cfs_store::search::{
+use cfs_search::{
     Analysis, ChunkMeta, DocInfo, Evidence, Intent, Mentions, Parts, PathInfo, RankedChunk,
     Ranking, analyze, chunk_list, coverage_points, declared, definition_terms,
     file_vector_score_of, file_words, fuse_ranks, match_level, name_head, name_key, path_points,
@@ -20,7 +20,7 @@ use cfs_store::search::{
 use serde_json::{Value, json};
 
 const REGENERATE: &str =
-    "CFS_REGENERATE_VECTORS=1 cargo test -p cfs-store --test it ranking_vectors";
+    "CFS_REGENERATE_VECTORS=1 cargo test -p cfs-search --test it ranking_vectors";
 
 fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v[k].as_str().unwrap_or_else(|| panic!("string {k}"))

@@ -41,8 +41,8 @@ use super::sections::{
 };
 use super::segment::{DocInfo, Live, Segment};
 use super::snapshot::Snapshot;
-use crate::error::{Result, StoreError};
-use crate::read::ReadTxn;
+use cfs_store::ReadTxn;
+use cfs_store::{Result, StoreError};
 
 const MAGIC: &[u8; 8] = b"CFSINDEX";
 /// Format version of the index file.
@@ -155,7 +155,7 @@ pub enum CacheStatus {
     Rebuilt(String),
     /// There was no usable file (`reason`: why the one there was not); it was written
     /// from the store and opened in place
-    /// ([`crate::search::SearchIndex::open_or_build_cached`]).
+    /// ([`crate::SearchIndex::open_or_build_cached`]).
     Written {
         /// Why the file there was not used (`None`: there was none).
         reason: Option<String>,
@@ -167,7 +167,7 @@ pub enum CacheStatus {
 pub const DELTA_MIN_CHANGED: usize = 1024;
 
 impl CacheStatus {
-    /// Whether writing the index ([`crate::search::SearchIndex::save_cache`]) pays:
+    /// Whether writing the index ([`crate::SearchIndex::save_cache`]) pays:
     /// always after a build or a merge; after a catch-up, when the change since the
     /// files is at least [`DELTA_MIN_CHANGED`] chunks or a sixteenth of the delta file
     /// it would rewrite (so that small commits after a large one do not rewrite it each
@@ -316,7 +316,7 @@ pub(crate) fn write_sections(
         base: [0; 32],
     };
     let header_len = encode_header(snap, blank, &[], 0)?.len();
-    crate::files::replace_file(path, &io, |f| {
+    cfs_store::replace_file(path, &io, |f| {
         f.seek(SeekFrom::Start(header_len as u64)).map_err(&io)?;
         let mut out = FileSections {
             f: &mut *f,

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use cfs_ingest::HashEmbedder;
-use cfs_store::search::{CacheStatus, Filter, IndexOptions, Mode, Query, SavedAs, SearchIndex};
+use cfs_search::{CacheStatus, Filter, IndexOptions, Mode, Query, SavedAs, SearchIndex};
 use cfs_store::{Store, SyncOptions};
 use proptest::prelude::*;
 
@@ -137,7 +137,7 @@ fn check_search(
         }
     }
     for (path, text) in files {
-        let Some(word) = cfs_store::search::tokens(text).into_iter().next() else {
+        let Some(word) = cfs_search::tokens(text).into_iter().next() else {
             continue;
         };
         let filter = Filter {

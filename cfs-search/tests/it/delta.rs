@@ -4,9 +4,7 @@
 use std::path::Path;
 
 use cfs_ingest::HashEmbedder;
-use cfs_store::search::{
-    CacheStatus, IndexOptions, Mode, Query, SavedAs, SearchIndex, verify_index_file,
-};
+use cfs_search::{CacheStatus, IndexOptions, Mode, Query, SavedAs, SearchIndex, verify_index_file};
 use cfs_store::{Store, SyncOptions};
 
 use crate::support::write;

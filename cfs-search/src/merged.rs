@@ -14,7 +14,7 @@ use super::cache::Counts;
 use super::codes::sign_code;
 use super::sections::{ChunkColumns, SectionSink, doc_sections, le, stream, tail_sections, terms};
 use super::segment::{DocInfo, Live, live_order, merged_postings, unmapped};
-use crate::error::{Result, StoreError};
+use cfs_store::{Result, StoreError};
 
 /// Gives `out` the sections of a whole index file holding the live chunks of `parts`
 /// with `docs` and `paths`; its counts.

@@ -23,11 +23,11 @@ use super::delta::{FileBase, set_bit};
 use super::segment::{
     ChunkMeta, DocInfo, Live, NewChunk, PathInfo, Segment, SegmentBuilder, chunk_terms,
 };
-use crate::error::{Result, StoreError};
-use crate::read::ReadTxn;
-use crate::scan::IndexedDocument;
+use cfs_store::IndexedDocument;
+use cfs_store::ReadTxn;
+use cfs_store::{Result, StoreError};
 
-/// Default of [`crate::search::IndexOptions::merge_min_chunks`].
+/// Default of [`crate::IndexOptions::merge_min_chunks`].
 pub const MERGE_MIN_CHUNKS: usize = 4096;
 /// Fewer items than this are decoded on the calling thread.
 const PARALLEL_MIN: usize = 256;

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use cfs_ingest::{HashEmbedder, Role};
-use cfs_store::search::{FileHit, Filter, Hit, IndexOptions, Mode, Query, Ranking, SearchIndex};
+use cfs_search::{FileHit, Filter, Hit, IndexOptions, Mode, Query, Ranking, SearchIndex};
 use cfs_store::{Store, SyncOptions};
 
 use crate::support::{settings, write};
