@@ -13,13 +13,14 @@ use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, ModelHash, N_BUCKETS, PathEntry};
 
-use super::cache::{ALIGN, Counts, write_sections};
+use super::cache::write_sections;
 use super::codes::{code_words, sign_code};
-use super::mapped::RECORD_BYTES;
+use super::format::{ALIGN, Counts, RECORD_BYTES};
+use super::meta::{DocInfo, Posting};
 use super::sections::{
     ChunkColumns, PART_BYTES, SectionSink, doc_sections, le, tail_sections, terms,
 };
-use super::segment::{DocInfo, Posting, add_postings, fit_vector};
+use super::segment::{add_postings, fit_vector};
 use super::snapshot::{BUILD_BATCH, Snapshot, prepare_chunks};
 use cfs_store::ReadTxn;
 use cfs_store::{Result, StoreError};

@@ -31,26 +31,25 @@ use cfs_core::{
 
 use super::buckets::BucketMap;
 use super::codes;
-use super::delta::{self, BucketBits, FileBase, Overlay, delta_path};
-use super::mapped::{self, Columns, Mapped, RECORD_BYTES};
+use super::delta::{self, Overlay};
+use super::format::{ALIGN, BucketBits, CACHE_FORMAT, Counts, RECORD_BYTES, Section, delta_path};
+use super::in_place;
+use super::mapped::{Columns, Mapped};
 use super::mapped_docs::{BlobList, MappedDocs, MappedPaths};
 use super::merged;
+use super::meta::DocInfo;
 use super::sections::{
     self, ChunkColumns, FileSections, PART_BYTES, SectionSink, doc_sections, le, sign_codes,
     tail_sections, terms,
 };
-use super::segment::{DocInfo, Live, Segment};
-use super::snapshot::Snapshot;
+use super::segment::{Live, Segment};
+use super::snapshot::{FileBase, Snapshot};
 use cfs_store::ReadTxn;
 use cfs_store::{Result, StoreError};
 
 const MAGIC: &[u8; 8] = b"CFSINDEX";
-/// Format version of the index file.
-pub const CACHE_FORMAT: u32 = 5;
 /// Bytes before the header: magic, format, reserved, file length, header length.
 const PREFIX: usize = 32;
-/// Sections start at multiples of this.
-pub(crate) const ALIGN: usize = 64;
 
 /// The sections, in file order (`docs/format.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,14 +122,6 @@ struct Header {
     /// header.
     base: [u8; 32],
     sections: Vec<Section>,
-}
-
-/// Where a section is and the BLAKE3 hash of its bytes.
-#[derive(BorshSerialize, BorshDeserialize, Clone, Copy, Debug)]
-pub(crate) struct Section {
-    pub offset: u64,
-    pub len: u64,
-    pub hash: [u8; 32],
 }
 
 /// What opening from a cache file found.
@@ -378,15 +369,6 @@ fn encode_sections(content: &Content<'_>, out: &mut dyn SectionSink) -> Result<(
     )
 }
 
-/// What a header says of a file's chunks besides the snapshot's stamp.
-#[derive(Clone, Copy)]
-pub(crate) struct Counts {
-    pub n_chunks: u64,
-    pub total_len: u64,
-    /// Zero for an index file; the base's header hash for a delta.
-    pub base: [u8; 32],
-}
-
 /// The prefix, the header (the stamp and the section table) and the BLAKE3 hash of
 /// both, for a file of `file_len` bytes. Its length does not depend on the sections'
 /// places, lengths or hashes (fixed-width fields), so an empty table measures it.
@@ -450,7 +432,7 @@ struct Opened {
 
 fn open(path: &Path) -> std::result::Result<Opened, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("unreadable: {e}"))?;
-    let map = Arc::new(mapped::map(&file).map_err(|e| format!("cannot be mapped: {e}"))?);
+    let map = Arc::new(in_place::map(&file).map_err(|e| format!("cannot be mapped: {e}"))?);
     let (header, hash) = read_header(&map)?;
     let n = usize::try_from(header.n_chunks).map_err(|_| "too many chunks".to_string())?;
     let (cols, placed) = columns(&header, map.len(), n, header.dim as usize)?;
@@ -481,7 +463,7 @@ impl Checked {
 
     /// The base positions a delta marks gone.
     fn dead(&self) -> &[u32] {
-        mapped::cast(&self.opened.map[self.range(Part::Dead)]).unwrap_or_default()
+        in_place::cast(&self.opened.map[self.range(Part::Dead)]).unwrap_or_default()
     }
 
     /// The file's chunks as a segment read in place (`None` without any).
@@ -528,7 +510,7 @@ fn open_checked(
         Part::PathIds,
     )));
     let bits = |p: Part| -> BucketBits {
-        let words: &[u64] = mapped::cast(&opened.map[range(p)]).unwrap_or_default();
+        let words: &[u64] = in_place::cast(&opened.map[range(p)]).unwrap_or_default();
         words.try_into().unwrap_or([0; N_BUCKETS / 64])
     };
     let (doc_buckets, path_buckets) = (bits(Part::DocBuckets), bits(Part::PathBuckets));

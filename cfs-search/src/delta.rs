@@ -12,62 +12,15 @@
 //! the base. A delta of another base (the base was rewritten since) is ignored.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cfs_core::{Bucket, DocumentId, N_BUCKETS, PathEntry, StateRoot};
+use cfs_core::{DocumentId, N_BUCKETS, PathEntry};
 
 use super::buckets::{Rows, Source};
-use super::segment::{DocInfo, Live, Segment};
-use super::snapshot::Snapshot;
-
-/// One bit per bucket.
-pub(crate) type BucketBits = [u64; N_BUCKETS / 64];
-
-/// Sets bucket `b`'s bit.
-pub(crate) fn set_bit(bits: &mut BucketBits, b: usize) {
-    bits[b / 64] |= 1 << (b % 64);
-}
-
-fn bit(bits: &BucketBits, b: usize) -> bool {
-    bits[b / 64] >> (b % 64) & 1 == 1
-}
-
-/// The delta file of the index file at `cache`: the same name with the extension
-/// `delta` (`index.cache` -> `index.delta`).
-pub(crate) fn delta_path(cache: &Path) -> PathBuf {
-    cache.with_extension("delta")
-}
-
-/// The index file a snapshot was opened from, and what moved since.
-#[derive(Clone, Debug)]
-pub(crate) struct FileBase {
-    /// The BLAKE3 hash that ends the base file's header (it covers every section's
-    /// hash): it names the file's exact content.
-    pub hash: [u8; 32],
-    /// The state the base file holds.
-    pub root: StateRoot,
-    /// The base file's chunks (`None` for a file without any).
-    pub segment: Option<Arc<Segment>>,
-    /// Buckets of documents whose rows may differ from the base file's.
-    pub doc_buckets: BucketBits,
-    /// Buckets of paths whose rows may differ from the base file's.
-    pub path_buckets: BucketBits,
-}
-
-impl FileBase {
-    /// Whether `live` is the base file's segment.
-    pub fn is_base(&self, live: &Live) -> bool {
-        self.segment
-            .as_ref()
-            .is_some_and(|s| Arc::ptr_eq(s, &live.segment))
-    }
-
-    /// Records that the documents of `doc` may have moved.
-    pub fn touch_doc(&mut self, doc: &DocumentId) {
-        set_bit(&mut self.doc_buckets, usize::from(Bucket::of_key(&doc.0).0));
-    }
-}
+use super::format::{BucketBits, bit};
+use super::meta::DocInfo;
+use super::segment::{Live, Segment};
+use super::snapshot::{FileBase, Snapshot};
 
 /// What a delta file holds, gathered from a snapshot.
 pub(crate) struct DeltaParts<'a> {

@@ -12,10 +12,10 @@ use std::sync::Arc;
 use cfs_core::DocumentId;
 
 use super::intent::Analysis;
+use super::meta::DocInfo;
 use super::path_words::{PATH_ONE, file_words, path_points};
 use super::query::{At, TextFound, rrf};
 use super::rank::{Lists, RankedChunk, Ranking, Weights};
-use super::segment::DocInfo;
 use super::snapshot::Snapshot;
 
 /// Most chunks of a file whose vectors make its file vector.

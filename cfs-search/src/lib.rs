@@ -30,10 +30,13 @@ mod declared;
 mod delta;
 mod evidence;
 mod explain;
+mod format;
+mod in_place;
 mod intent;
 mod mapped;
 mod mapped_docs;
 mod merged;
+mod meta;
 mod path_words;
 mod query;
 mod rank;
@@ -51,22 +54,23 @@ use cfs_core::{ChunkId, StateRoot};
 use cfs_ingest::{Embedder, Role};
 
 pub use bm25::{idf, log2_fixed, tf_part};
-pub use cache::{CACHE_FORMAT, CacheStatus, DELTA_MIN_CHANGED, SavedAs};
+pub use cache::{CacheStatus, DELTA_MIN_CHANGED, SavedAs};
 pub use declared::{
     Declared, KEYWORDS, MAX_DECLARATION_LINE_BYTES, MODIFIERS, STATEMENT_WORDS, declared,
     for_each_declared,
 };
 pub use evidence::{Evidence, FILE_VECTOR_CHUNKS, coverage_points, file_vector_score_of};
 pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
+pub use format::{CACHE_FORMAT, KINDS};
 pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
+pub use meta::{ChunkMeta, DocInfo, PathInfo};
 pub use path_words::{
     FOLDER_POINTS, FileWords, MODULE_STEMS, PATH_ONE, file_words, path_points, word_matches,
 };
-pub use query::{CODE_CANDIDATES, Filter, KINDS, Mode, Query, RRF_K, rrf};
+pub use query::{CODE_CANDIDATES, Filter, Mode, Query, RRF_K, rrf};
 pub use rank::{
     Parts, RankedChunk, RankedFile, Ranking, Weights, chunk_list, fuse_ranks, rank_chunks,
 };
-pub use segment::{ChunkMeta, DocInfo, PathInfo};
 pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff};
 pub use symbols::{
     DECLARED_PREFIX, DEFINITION_PREFIX, MAX_LEVEL, definition_terms, kind_rank, match_level,
@@ -462,7 +466,7 @@ pub fn cache_path(store: &std::path::Path) -> std::path::PathBuf {
 /// not an error): for a store whose files no longer describe it, e.g. after a change of
 /// embedder.
 pub fn remove_cache(cache: &std::path::Path) -> std::io::Result<()> {
-    for path in [cache.to_path_buf(), delta::delta_path(cache)] {
+    for path in [cache.to_path_buf(), format::delta_path(cache)] {
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
             _ => {}

@@ -9,31 +9,16 @@
 //! hash of each section is recorded when the file is written and checked by
 //! `verify_file`.
 
-#![expect(unsafe_code)]
-
 use std::ops::Range;
 use std::sync::Arc;
 
 use cfs_core::{ChunkId, SymbolKind};
 use memmap2::Mmap;
 
+use super::format::{KINDS, NO_STRING, RECORD_BYTES};
+use super::in_place::{Plain, cast, span};
 use super::mapped_docs::MappedDocs;
-use super::query::KINDS;
-use super::segment::{ChunkMeta, Posting};
-
-/// Maps an index file read-only.
-///
-/// The store's index files are never written in place (a new file is written beside
-/// the old one and renamed over it), so the mapped bytes do not change while mapped.
-pub(crate) fn map(file: &std::fs::File) -> std::io::Result<Mmap> {
-    // SAFETY: see above: no writer of cfs changes a file after its rename; another
-    // program truncating it under a running search is outside what cfs can prevent
-    // (tantivy's and LMDB's maps make the same assumption).
-    unsafe { Mmap::map(file) }
-}
-
-/// Bytes of one chunk record (`docs/format.md`).
-pub(crate) const RECORD_BYTES: usize = 48;
+use super::meta::{ChunkMeta, Posting};
 
 /// A record's last field: the symbol's kind plus one (0: none) in bits 0-7, where its
 /// name starts in the symbol string in bits 8-23, bit 24 set for a later window.
@@ -46,42 +31,6 @@ pub(crate) fn symbol_field(meta: &ChunkMeta) -> u32 {
 fn symbol_kind_of(field: u32) -> Option<SymbolKind> {
     let tag = (field & 0xff).checked_sub(1)?;
     SymbolKind::ALL.get(tag as usize).copied()
-}
-/// A record's string reference meaning "none".
-pub(crate) const NO_STRING: u32 = u32::MAX;
-
-/// Types whose every bit pattern is a value and whose bytes in the file are their
-/// little-endian in-memory form.
-///
-/// # Safety
-/// Implementors must have no padding and no invalid bit patterns.
-pub(crate) unsafe trait Plain: Copy {}
-// SAFETY: integers and arrays of integers have no padding and no invalid values.
-unsafe impl Plain for u32 {}
-// SAFETY: as above.
-unsafe impl Plain for u64 {}
-// SAFETY: as above.
-unsafe impl Plain for i16 {}
-// SAFETY: as above.
-unsafe impl Plain for [u32; 2] {}
-// SAFETY: as above.
-unsafe impl Plain for [u8; 16] {}
-
-/// `bytes` as a slice of `T`; `None` when misaligned or not a whole number of `T`.
-pub(crate) fn cast<T: Plain>(bytes: &[u8]) -> Option<&[T]> {
-    if cfg!(target_endian = "big") {
-        return None;
-    }
-    // SAFETY: `T: Plain` has no invalid bit patterns, so any aligned bytes are values.
-    let (head, body, tail) = unsafe { bytes.align_to::<T>() };
-    (head.is_empty() && tail.is_empty()).then_some(body)
-}
-
-/// Entry `i` of a list cut by u64 end offsets: `[ends[i - 1], ends[i])`, from 0 for
-/// the first; `None` when `ends` has no entry `i` or an offset does not fit.
-pub(crate) fn span(ends: &[u64], i: usize) -> Option<Range<usize>> {
-    let start = if i == 0 { 0 } else { *ends.get(i - 1)? };
-    Some(usize::try_from(start).ok()?..usize::try_from(*ends.get(i)?).ok()?)
 }
 
 /// The sections a mapped segment reads, as byte ranges of the map.

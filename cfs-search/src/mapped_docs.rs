@@ -15,8 +15,8 @@ use cfs_ingest::Markers;
 use memmap2::Mmap;
 
 use super::buckets::{Rows, Source};
-use super::mapped::{cast, span};
-use super::segment::{DocInfo, PathInfo};
+use super::in_place::{cast, span};
+use super::meta::{DocInfo, PathInfo};
 
 /// A document's MIME type, its markers ([`Markers::bits`]) and its paths with their
 /// collections (its id and chunk ids are in columns of their own).

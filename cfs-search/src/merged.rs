@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, N_BUCKETS, PathEntry};
 
-use super::cache::Counts;
 use super::codes::sign_code;
+use super::format::Counts;
+use super::meta::DocInfo;
 use super::sections::{ChunkColumns, SectionSink, doc_sections, le, stream, tail_sections, terms};
-use super::segment::{DocInfo, Live, live_order, merged_postings, unmapped};
+use super::segment::{Live, live_order, merged_postings, unmapped};
 use cfs_store::{Result, StoreError};
 
 /// Gives `out` the sections of a whole index file holding the live chunks of `parts`

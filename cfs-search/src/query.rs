@@ -11,9 +11,11 @@ use rayon::prelude::*;
 
 use super::bm25;
 use super::codes::{nearest, sign_code};
+use super::format::KINDS;
 use super::mapped::Mapped;
+use super::meta::ChunkMeta;
 use super::rank::Ranking;
-use super::segment::{ChunkMeta, Live};
+use super::segment::Live;
 use super::snapshot::Snapshot;
 use super::tokenize::{tokens, variants};
 use super::vector::{dot, norm2};
@@ -105,9 +107,6 @@ impl Filter {
         *self == Self::default()
     }
 }
-
-/// The chunk kinds a filter can name.
-pub const KINDS: [&str; 4] = ["text", "section", "code", "page"];
 
 /// After a search found nothing: a filter value that no chunk of the snapshot has (a
 /// mistyped language, kind, MIME type or collection) is an error listing the values

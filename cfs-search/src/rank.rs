@@ -13,8 +13,8 @@ use cfs_ingest::Role;
 
 use super::evidence::{Evidence, file_evidence};
 use super::intent::{Analysis, Intent, Mentions};
+use super::meta::ChunkMeta;
 use super::query::{At, Scored, TextFound, rrf};
-use super::segment::ChunkMeta;
 use super::snapshot::Snapshot;
 use super::symbols::{MAX_LEVEL, definition_level};
 

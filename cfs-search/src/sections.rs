@@ -10,13 +10,12 @@ use std::sync::Arc;
 use borsh::BorshSerialize;
 use cfs_core::{DocumentId, PathEntry};
 
-use super::cache::{ALIGN, Section};
 use super::codes;
-use super::delta::BucketBits;
-use super::mapped::{NO_STRING, RECORD_BYTES, symbol_field};
+use super::format::{ALIGN, BucketBits, KINDS, NO_STRING, RECORD_BYTES, Section};
+use super::mapped::symbol_field;
 use super::mapped_docs::CachedDoc;
-use super::query::KINDS;
-use super::segment::{ChunkMeta, DocInfo, Posting, Vectors};
+use super::meta::{ChunkMeta, DocInfo, Posting};
+use super::segment::Vectors;
 use cfs_store::{Result, StoreError};
 
 /// Where the sections go: each written in parts, hashed as it goes, then ended.

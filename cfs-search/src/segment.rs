@@ -9,105 +9,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use cfs_core::{ChunkId, DocumentId, SymbolKind};
-use cfs_ingest::{Markers, Role};
+use cfs_core::ChunkId;
 
 use super::mapped::Mapped;
+use super::meta::{ChunkMeta, Posting};
 use super::symbols::definition_terms;
 use super::tokenize::for_each_token;
-
-/// What a snapshot knows about one document.
-#[derive(Debug, PartialEq, Eq)]
-pub struct DocInfo {
-    /// The document.
-    pub id: DocumentId,
-    /// Its MIME type.
-    pub mime_type: Box<str>,
-    /// Its paths, sorted, with their collections.
-    pub paths: Vec<PathInfo>,
-    /// Its chunks in sequence order.
-    pub chunks: Vec<ChunkId>,
-    /// Markers found in the start of its text (generated, minified).
-    pub markers: Markers,
-    /// Its role, from its paths and markers (`cfs_ingest::document_role`).
-    pub role: Role,
-}
-
-impl DocInfo {
-    /// The info of a document, its role derived from its paths and markers.
-    pub fn new(
-        id: DocumentId,
-        mime_type: Box<str>,
-        paths: Vec<PathInfo>,
-        chunks: Vec<ChunkId>,
-        markers: Markers,
-    ) -> Self {
-        let role = cfs_ingest::document_role(paths.iter().map(|p| &*p.path), markers);
-        Self {
-            id,
-            mime_type,
-            paths,
-            chunks,
-            markers,
-            role,
-        }
-    }
-}
-
-/// One path of a document.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathInfo {
-    /// Relative path.
-    pub path: Box<str>,
-    /// Collections the path is in.
-    pub collections: Vec<Box<str>>,
-}
-
-/// What a snapshot knows about one chunk (its text stays in the store).
-#[derive(Debug)]
-pub struct ChunkMeta {
-    /// The chunk.
-    pub id: ChunkId,
-    /// Its document.
-    pub doc: Arc<DocInfo>,
-    /// Position in the document.
-    pub sequence: u32,
-    /// Byte span start in the canonical text.
-    pub byte_offset: u64,
-    /// Byte span length.
-    pub byte_length: u32,
-    /// First line (1-based).
-    pub start_line: u32,
-    /// Last line (1-based).
-    pub end_line: u32,
-    /// `text`, `section`, `code` or `page`.
-    pub kind: &'static str,
-    /// Language of a code chunk.
-    pub language: Option<Box<str>>,
-    /// Symbol of a code chunk, `parent::name` when it has a parent.
-    pub symbol: Option<Box<str>>,
-    /// Heading path of a section, joined with ` > `.
-    pub heading: Option<Box<str>>,
-    /// Kind of the symbol of a code chunk.
-    pub symbol_kind: Option<SymbolKind>,
-    /// Where the symbol's own name starts in `symbol` (after `parent::`).
-    pub name_start: u16,
-    /// A window after the first of a symbol split by sliding windows.
-    pub continued: bool,
-}
-
-impl ChunkMeta {
-    /// The symbol's own name (without its parent).
-    pub fn name(&self) -> Option<&str> {
-        self.symbol.as_deref()?.get(usize::from(self.name_start)..)
-    }
-
-    /// The symbol's parent, if it has one.
-    pub fn parent(&self) -> Option<&str> {
-        let start = usize::from(self.name_start).checked_sub(2)?;
-        self.symbol.as_deref()?.get(..start)
-    }
-}
 
 /// A chunk on its way into a segment: metadata, token counts, vector.
 #[derive(Debug)]
@@ -187,9 +94,6 @@ pub(crate) fn chunk_terms(text: &str, meta: &ChunkMeta) -> Terms {
     }
     terms
 }
-
-/// A postings entry: local chunk index and term count.
-pub(crate) type Posting = [u32; 2];
 
 /// The vectors of a segment, in local index order.
 #[derive(Debug, Default)]
@@ -627,6 +531,9 @@ impl Live {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta::{DocInfo, PathInfo};
+    use cfs_core::DocumentId;
+    use cfs_ingest::Markers;
 
     fn meta(symbol: Option<&str>, path: &str) -> ChunkMeta {
         ChunkMeta {

@@ -12,17 +12,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use cfs_core::{
-    Chunk, ChunkId, ChunkKind, DocumentId, MerkleRoot, ModelHash, N_BUCKETS, PathEntry, PathId,
-    StateRoot, Table, TableRoots,
+    Bucket, Chunk, ChunkId, ChunkKind, DocumentId, MerkleRoot, ModelHash, N_BUCKETS, PathEntry,
+    PathId, StateRoot, Table, TableRoots,
 };
 use cfs_ingest::Markers;
 use rayon::prelude::*;
 
 use super::buckets::BucketMap;
-use super::delta::{FileBase, set_bit};
-use super::segment::{
-    ChunkMeta, DocInfo, Live, NewChunk, PathInfo, Segment, SegmentBuilder, chunk_terms,
-};
+use super::format::{BucketBits, set_bit};
+use super::meta::{ChunkMeta, DocInfo, PathInfo};
+use super::segment::{Live, NewChunk, Segment, SegmentBuilder, chunk_terms};
 use cfs_store::IndexedDocument;
 use cfs_store::ReadTxn;
 use cfs_store::{Result, StoreError};
@@ -726,5 +725,35 @@ pub(crate) fn prepare_chunks(
         fresh.iter().zip(vectors).map(prepare).collect()
     } else {
         fresh.par_iter().zip(vectors).map(prepare).collect()
+    }
+}
+
+/// The index file a snapshot was opened from, and what moved since.
+#[derive(Clone, Debug)]
+pub(crate) struct FileBase {
+    /// The BLAKE3 hash that ends the base file's header (it covers every section's
+    /// hash): it names the file's exact content.
+    pub hash: [u8; 32],
+    /// The state the base file holds.
+    pub root: StateRoot,
+    /// The base file's chunks (`None` for a file without any).
+    pub segment: Option<Arc<Segment>>,
+    /// Buckets of documents whose rows may differ from the base file's.
+    pub doc_buckets: BucketBits,
+    /// Buckets of paths whose rows may differ from the base file's.
+    pub path_buckets: BucketBits,
+}
+
+impl FileBase {
+    /// Whether `live` is the base file's segment.
+    pub fn is_base(&self, live: &Live) -> bool {
+        self.segment
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, &live.segment))
+    }
+
+    /// Records that the documents of `doc` may have moved.
+    pub fn touch_doc(&mut self, doc: &DocumentId) {
+        set_bit(&mut self.doc_buckets, usize::from(Bucket::of_key(&doc.0).0));
     }
 }

@@ -9,8 +9,8 @@ use cfs_ingest::{Role, is_word_char};
 
 use super::declared::for_each_declared;
 use super::intent::Identifier;
+use super::meta::ChunkMeta;
 use super::query::{At, Filter, Scored, top};
-use super::segment::ChunkMeta;
 use super::snapshot::Snapshot;
 
 /// The first character of every definition term: a control character, which the

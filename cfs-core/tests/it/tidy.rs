@@ -208,7 +208,7 @@ const UNSAFE_ALLOWED: [(&str, usize, &str); 10] = [
         "popcount kernels chosen at run time",
     ),
     (
-        "cfs-search/src/mapped.rs",
+        "cfs-search/src/in_place.rs",
         7,
         "the index file mapped and read in place",
     ),
