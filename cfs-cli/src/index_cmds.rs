@@ -262,7 +262,7 @@ fn after_sync(store: Store, file: &Path, created: bool, embedder: &dyn Embedder,
         eprintln!("cfs: warning: {} was not compacted: {e}", file.display());
     }
     // A store never searched has no index to bring forward: not even opened then.
-    if !cfs_search::cache_path(file).exists() {
+    if !cfs_search::index_file_path(file).exists() {
         return;
     }
     let brought =

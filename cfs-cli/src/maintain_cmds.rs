@@ -46,10 +46,10 @@ pub fn reembed(args: &ReembedArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     store.switch_embedder(&*embedder)?;
     // The search index file holds the old model's vectors: it goes.
-    let cache = index_file(&store);
+    let file = index_file(&store);
     if before != embedder.model_id() {
-        cfs_search::remove_cache(&cache)
-            .with_context(|| format!("cannot remove {}", cache.display()))?;
+        cfs_search::remove_index_file(&file)
+            .with_context(|| format!("cannot remove {}", file.display()))?;
     }
     let report = embed_pending(&store, &*embedder, args.common.json)?;
     let answer = ReembedReport {
@@ -323,7 +323,7 @@ impl Report for RepairReport {
 }
 
 /// Moves the damaged `file` aside (named with the time) and the rebuilt `fresh` into its
-/// place; the stale index cache beside it goes.
+/// place; the stale index file beside it goes.
 fn set_aside(file: &Path, fresh: &Path) -> anyhow::Result<PathBuf> {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -343,8 +343,8 @@ fn set_aside(file: &Path, fresh: &Path) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot move {} into place", log.display()))?;
     std::fs::rename(fresh, file)
         .with_context(|| format!("cannot move {} into place", fresh.display()))?;
-    let cache = cfs_search::cache_path(file);
-    cfs_search::remove_cache(&cache)
-        .with_context(|| format!("cannot remove {}", cache.display()))?;
+    let index = cfs_search::index_file_path(file);
+    cfs_search::remove_index_file(&index)
+        .with_context(|| format!("cannot remove {}", index.display()))?;
     Ok(aside)
 }

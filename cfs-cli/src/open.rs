@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use cfs_ingest::{Embedder, HashEmbedder, LazyMiniLmInt, MiniLmInt, Registry};
-use cfs_search::{CacheStatus, IndexOptions, SearchIndex};
+use cfs_search::{IndexFileStatus, IndexOptions, SearchIndex};
 use cfs_store::{Settings, Store, StoreError, SyncOptions};
 
 use crate::locate::{STORE_DIR, find_store, tree_store};
@@ -226,7 +226,7 @@ pub fn sync_options(root: &Path) -> anyhow::Result<SyncOptions> {
 }
 
 /// A new store folder named `.cfs` gets a `.gitignore` of `*`, so that the store and
-/// its index cache never show in `git status` of the tree.
+/// its index file never show in `git status` of the tree.
 pub fn keep_out_of_git(file: &Path) -> anyhow::Result<()> {
     let Some(dir) = file
         .parent()
@@ -279,15 +279,15 @@ pub fn bring_index_forward(
     Ok(())
 }
 
-/// The runtime index file of a store ([`cfs_search::cache_path`]: the library
+/// The runtime index file of a store ([`cfs_search::index_file_path`]: the library
 /// names it, beside the store file).
 pub fn index_file(store: &Store) -> PathBuf {
-    cfs_search::cache_path(store.path())
+    cfs_search::index_file_path(store.path())
 }
 
 /// Opens the runtime index from its file (written from the store when missing or
 /// unusable, brought forward when behind), and writes it again when that pays
-/// ([`CacheStatus::worth_saving`]): a whole file after a build or a merge, else a delta
+/// ([`IndexFileStatus::worth_saving`]): a whole file after a build or a merge, else a delta
 /// file beside it. `quiet` keeps the note of a rebuilt file off stderr.
 pub fn open_index(
     store: &Store,
@@ -295,23 +295,23 @@ pub fn open_index(
     options: IndexOptions,
     quiet: bool,
 ) -> anyhow::Result<SearchIndex> {
-    let cache = index_file(store);
-    let (index, status) = SearchIndex::open_or_build_cached(store, embedder, options, &cache)?;
-    if let CacheStatus::Rebuilt(reason)
-    | CacheStatus::Written {
+    let file = index_file(store);
+    let (index, status) = SearchIndex::open_or_build_file(store, embedder, options, &file)?;
+    if let IndexFileStatus::Rebuilt(reason)
+    | IndexFileStatus::Written {
         reason: Some(reason),
     } = &status
         && !quiet
     {
-        eprintln!("cfs: index cache {} rebuilt: {reason}", cache.display());
+        eprintln!("cfs: index file {} rebuilt: {reason}", file.display());
     }
-    // The cache only saves time: a store folder that cannot be written (a read-only
+    // The index file only saves time: a store folder that cannot be written (a read-only
     // mount) searches from the index built in memory, without a word.
     if status.worth_saving()
-        && let Err(e) = index.save_cache(&cache)
+        && let Err(e) = index.save_index_file(&file)
         && !cfs_search::unwritable(&e)
     {
-        eprintln!("cfs: warning: index cache not written: {e}");
+        eprintln!("cfs: warning: index file not written: {e}");
     }
     Ok(index)
 }

@@ -566,7 +566,7 @@ impl FileJson {
 }
 
 /// Rebuilds the runtime index from the committed state, checks it against the state,
-/// writes its cache file, and reports its size and build time.
+/// writes its index file, and reports its size and build time.
 pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
     let store = open_read(common)?;
     let embedder = embedder_for(&store)?;
@@ -582,9 +582,9 @@ pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
     let committed = read.chunk_ids()?;
     let agrees =
         snap.chunk_ids() == committed && snap.state_root() == read.table_roots()?.state_root();
-    let cache = index_file(&store);
+    let file = index_file(&store);
     if agrees {
-        index.save_cache(&cache)?;
+        index.save_index_file(&file)?;
     }
     let report = RebuildReport {
         state_root: snap.state_root().to_hex(),
@@ -593,7 +593,7 @@ pub fn rebuild_index(common: &Common) -> anyhow::Result<ExitCode> {
         segments: snap.n_segments(),
         seconds,
         agrees_with_state: agrees,
-        cache: cache.display().to_string(),
+        cache: file.display().to_string(),
     };
     emit(&report, common.json)
 }

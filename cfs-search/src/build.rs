@@ -3,7 +3,7 @@
 //! written at once into their sections' places (known from the chunk count before the
 //! first chunk is read), so neither the vectors nor the chunks' metadata are ever all
 //! in memory; only the postings and the small fixed-size columns are. The file is byte
-//! for byte the one `cache::save` writes from an index built in memory.
+//! for byte the one `index_file::save` writes from an index built in memory.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, ModelHash, N_BUCKETS, PathEntry};
 
-use super::cache::write_sections;
 use super::codes::{code_words, sign_code};
 use super::format::{ALIGN, Counts, RECORD_BYTES};
+use super::index_file::write_sections;
 use super::meta::{DocInfo, Posting};
 use super::sections::{
     ChunkColumns, PART_BYTES, SectionSink, doc_sections, le, tail_sections, terms,

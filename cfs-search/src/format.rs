@@ -2,7 +2,7 @@
 //! file"): its version, the alignment of its sections and their table entries, the
 //! counts its header carries, a chunk record's size and "no string" mark, the chunk
 //! kinds it numbers, bucket bit sets, and the delta file's name. The files that write
-//! (`sections.rs`, `merged.rs`, `build.rs`), check (`cache.rs`) and read (`mapped.rs`,
+//! (`sections.rs`, `merged.rs`, `build.rs`), check (`index_file.rs`) and read (`mapped.rs`,
 //! `mapped_docs.rs`, `delta.rs`) it all speak it; it imports none of them.
 
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::N_BUCKETS;
 
 /// Format version of the index file.
-pub const CACHE_FORMAT: u32 = 5;
+pub const INDEX_FILE_FORMAT: u32 = 5;
 /// Sections start at multiples of this.
 pub(crate) const ALIGN: usize = 64;
 
@@ -54,8 +54,8 @@ pub(crate) fn bit(bits: &BucketBits, b: usize) -> bool {
     bits[b / 64] >> (b % 64) & 1 == 1
 }
 
-/// The delta file of the index file at `cache`: the same name with the extension
+/// The delta file of the index file at `file`: the same name with the extension
 /// `delta` (`index.cache` -> `index.delta`).
-pub(crate) fn delta_path(cache: &Path) -> PathBuf {
-    cache.with_extension("delta")
+pub(crate) fn delta_path(file: &Path) -> PathBuf {
+    file.with_extension("delta")
 }

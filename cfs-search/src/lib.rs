@@ -24,7 +24,6 @@
 mod bm25;
 mod buckets;
 mod build;
-mod cache;
 mod codes;
 mod declared;
 mod delta;
@@ -32,6 +31,7 @@ mod evidence;
 mod explain;
 mod format;
 mod in_place;
+mod index_file;
 mod intent;
 mod mapped;
 mod mapped_docs;
@@ -54,14 +54,14 @@ use cfs_core::{ChunkId, StateRoot};
 use cfs_ingest::{Embedder, Role};
 
 pub use bm25::{idf, log2_fixed, tf_part};
-pub use cache::{CacheStatus, DELTA_MIN_CHANGED, SavedAs};
 pub use declared::{
     Declared, KEYWORDS, MAX_DECLARATION_LINE_BYTES, MODIFIERS, STATEMENT_WORDS, declared,
     for_each_declared,
 };
 pub use evidence::{Evidence, FILE_VECTOR_CHUNKS, coverage_points, file_vector_score_of};
 pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
-pub use format::{CACHE_FORMAT, KINDS};
+pub use format::{INDEX_FILE_FORMAT, KINDS};
+pub use index_file::{DELTA_MIN_CHANGED, IndexFileStatus, SavedAs};
 pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
 pub use meta::{ChunkMeta, DocInfo, PathInfo};
 pub use path_words::{
@@ -220,18 +220,18 @@ impl SearchIndex {
         Ok(index)
     }
 
-    /// Opens the index from the cache file at `cache` when it is sound, bringing it
+    /// Opens the index from the index file at `file` when it is sound, bringing it
     /// forward to the store's newest commit; builds it from the store when the file is
     /// missing, torn, altered, of another format or model, or of a state that is not in
     /// the store's chain. The status says which. Does not write the file: see
-    /// [`SearchIndex::save_cache`] and [`SearchIndex::open_or_build_cached`].
-    pub fn open_cached(
+    /// [`SearchIndex::save_index_file`] and [`SearchIndex::open_or_build_file`].
+    pub fn open_from_file(
         store: &Store,
         embedder: &dyn Embedder,
         options: IndexOptions,
-        cache: &std::path::Path,
-    ) -> Result<(Self, CacheStatus)> {
-        match Self::load_cached(store, embedder, cache)? {
+        file: &std::path::Path,
+    ) -> Result<(Self, IndexFileStatus)> {
+        match Self::load_file(store, embedder, file)? {
             Ok(snap) => Self::from_file(store, snap, options),
             Err(reason) => Self::in_memory(store, embedder, options, reason),
         }
@@ -244,8 +244,8 @@ impl SearchIndex {
         embedder: &dyn Embedder,
         options: IndexOptions,
         reason: Option<String>,
-    ) -> Result<(Self, CacheStatus)> {
-        let status = reason.map_or(CacheStatus::Missing, CacheStatus::Rebuilt);
+    ) -> Result<(Self, IndexFileStatus)> {
+        let status = reason.map_or(IndexFileStatus::Missing, IndexFileStatus::Rebuilt);
         Ok((Self::open(store, embedder, options)?, status))
     }
 
@@ -259,57 +259,60 @@ impl SearchIndex {
         }
     }
 
-    /// [`SearchIndex::open_cached`], but a missing or unusable index file is written
+    /// [`SearchIndex::open_from_file`], but a missing or unusable index file is written
     /// from the store first, in one pass that holds neither the vectors nor the chunks'
     /// metadata in memory (a store's first search), then opened in place (status
-    /// [`CacheStatus::Written`]). Where it cannot be written (a read-only folder, any
-    /// I/O error on the file) the index is built in memory as `open_cached` does, with
+    /// [`IndexFileStatus::Written`]). Where it cannot be written (a read-only folder, any
+    /// I/O error on the file) the index is built in memory as `open_from_file` does, with
     /// its status.
-    pub fn open_or_build_cached(
+    pub fn open_or_build_file(
         store: &Store,
         embedder: &dyn Embedder,
         options: IndexOptions,
-        cache: &std::path::Path,
-    ) -> Result<(Self, CacheStatus)> {
-        let reason = match Self::load_cached(store, embedder, cache)? {
+        file: &std::path::Path,
+    ) -> Result<(Self, IndexFileStatus)> {
+        let reason = match Self::load_file(store, embedder, file)? {
             Ok(snap) => return Self::from_file(store, snap, options),
             Err(reason) => reason,
         };
         let built = cfs_store::guard(store.path(), || {
             let txn = store.begin_read()?;
-            build::build_file(&txn, embedder.model_hash(), embedder.dimension(), cache)
+            build::build_file(&txn, embedder.model_hash(), embedder.dimension(), file)
         });
         match built {
             Ok(()) => {}
             // The file cannot be written (a read-only folder, a full disk): in memory, as
-            // `open_cached` builds it; the caller's `save_cache` then says why, if it tries.
+            // `open_from_file` builds it; the caller's `save_index_file` then says why, if it tries.
             Err(StoreError::Io { .. }) => return Self::in_memory(store, embedder, options, reason),
             Err(e) => return Err(e),
         }
-        let snap = Self::load_cached(store, embedder, cache)?.map_err(|why| {
+        let snap = Self::load_file(store, embedder, file)?.map_err(|why| {
             StoreError::Internal(format!(
                 "the index file just written cannot be opened: {}",
                 why.unwrap_or_default()
             ))
         })?;
         let (index, _) = Self::from_file(store, snap, options)?;
-        Ok((index, CacheStatus::Written { reason }))
+        Ok((index, IndexFileStatus::Written { reason }))
     }
 
-    /// The snapshot of the index file at `cache` (and its delta), or why there is none:
+    /// The snapshot of the index file at `file` (and its delta), or why there is none:
     /// `Err(None)` when there is no file, `Err(Some(reason))` when it cannot be used.
-    fn load_cached(
+    fn load_file(
         store: &Store,
         embedder: &dyn Embedder,
-        cache: &std::path::Path,
+        file: &std::path::Path,
     ) -> Result<std::result::Result<Snapshot, Option<String>>> {
         check_model(store, embedder)?;
-        if !cache.exists() {
+        if !file.exists() {
             return Ok(Err(None));
         }
         cfs_store::guard(store.path(), || {
             let txn = store.begin_read()?;
-            Ok(cache::load(cache, &txn, embedder.model_hash(), embedder.dimension()).map_err(Some))
+            Ok(
+                index_file::load(file, &txn, embedder.model_hash(), embedder.dimension())
+                    .map_err(Some),
+            )
         })
     }
 
@@ -319,30 +322,30 @@ impl SearchIndex {
         store: &Store,
         snap: Snapshot,
         options: IndexOptions,
-    ) -> Result<(Self, CacheStatus)> {
-        let (cached_root, delta) = (snap.root, snap.pending_over_file());
+    ) -> Result<(Self, IndexFileStatus)> {
+        let (file_root, delta) = (snap.root, snap.pending_over_file());
         let index = Self::publishing(snap, options);
         let report = index.refresh(store)?;
         let status = match report.diff {
-            Some(d) if report.root != cached_root => CacheStatus::CaughtUp {
+            Some(d) if report.root != file_root => IndexFileStatus::CaughtUp {
                 changed: d.added + d.removed + d.repathed + d.embedded,
                 delta,
                 merged: d.merged,
             },
-            _ => CacheStatus::Current,
+            _ => IndexFileStatus::Current,
         };
         Ok((index, status))
     }
 
     /// Writes the current snapshot to disk: when it was opened from the index file at
-    /// `cache` and less than a quarter of it (and [`IndexOptions::merge_min_chunks`])
+    /// `file` and less than a quarter of it (and [`IndexOptions::merge_min_chunks`])
     /// has changed since, as a delta file beside it (`index.cache` -> `index.delta`:
     /// the base's tombstones and every later chunk, costing in proportion to the
-    /// change); otherwise as a whole index file at `cache`, its segments merged as it
+    /// change); otherwise as a whole index file at `file`, its segments merged as it
     /// is written, the delta beside it removed. Each file is written atomically: a
     /// temporary file, synced, then renamed.
-    pub fn save_cache(&self, cache: &std::path::Path) -> Result<SavedAs> {
-        cache::save(&self.snapshot(), cache, self.options.merge_min_chunks)
+    pub fn save_index_file(&self, file: &std::path::Path) -> Result<SavedAs> {
+        index_file::save(&self.snapshot(), file, self.options.merge_min_chunks)
     }
 
     /// The current snapshot; it stays valid (and unchanged) while held.
@@ -444,15 +447,15 @@ impl SearchIndex {
 /// Checks every section of the index file at `path` against the hash its header
 /// records (opening checks the header, places and stamp only): its size in bytes, or
 /// what is wrong. A damaged file is only a cache: deleting it makes the next
-/// [`SearchIndex::open_cached`] rebuild it.
+/// [`SearchIndex::open_from_file`] rebuild it.
 pub fn verify_index_file(path: &std::path::Path) -> std::result::Result<usize, String> {
-    cache::verify_file(path)
+    index_file::verify_file(path)
 }
 
 /// The index file of the store file `store`: `index.cache` beside a `store.redb` (a
 /// store folder holds one store), else `<store file>.index.cache`, so that store files
 /// sharing a folder never take each other's index file.
-pub fn cache_path(store: &std::path::Path) -> std::path::PathBuf {
+pub fn index_file_path(store: &std::path::Path) -> std::path::PathBuf {
     let name = store.file_name().unwrap_or_default();
     if name == "store.redb" {
         return store.with_file_name("index.cache");
@@ -462,11 +465,11 @@ pub fn cache_path(store: &std::path::Path) -> std::path::PathBuf {
     store.with_file_name(name)
 }
 
-/// Removes the index file at `cache` and the delta file beside it (what is not there is
+/// Removes the index file at `file` and the delta file beside it (what is not there is
 /// not an error): for a store whose files no longer describe it, e.g. after a change of
 /// embedder.
-pub fn remove_cache(cache: &std::path::Path) -> std::io::Result<()> {
-    for path in [cache.to_path_buf(), format::delta_path(cache)] {
+pub fn remove_index_file(file: &std::path::Path) -> std::io::Result<()> {
+    for path in [file.to_path_buf(), format::delta_path(file)] {
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
             _ => {}

@@ -3,7 +3,7 @@
 //! vectors and records it touches, from the page cache every process shares.
 //!
 //! Every section's place and length were checked when the file was opened
-//! (`cache::load`), so a column is a plain cast of its bytes. What lies inside a
+//! (`index_file::load`), so a column is a plain cast of its bytes. What lies inside a
 //! section (an offset, an ordinal, a string) is checked where it is read: a damaged
 //! byte gives a missing answer, never a panic or a read outside the file. The BLAKE3
 //! hash of each section is recorded when the file is written and checked by

@@ -1,5 +1,5 @@
 //! The sections of an index or delta file, encoded: written in order through a
-//! [`SectionSink`] (each hashed as it goes, the large ones in parts), by `cache::save`
+//! [`SectionSink`] (each hashed as it goes, the large ones in parts), by `index_file::save`
 //! from a snapshot and by `build::build_file` from the store (`docs/format.md`, "The
 //! index file").
 

@@ -69,7 +69,7 @@ fn main() {
     };
     let t = Instant::now();
     let (index, status) =
-        SearchIndex::open_cached(&store, &e, IndexOptions::exact(), &cache).expect("index");
+        SearchIndex::open_from_file(&store, &e, IndexOptions::exact(), &cache).expect("index");
     let open_ms = t.elapsed().as_secs_f64() * 1e3;
     let snap = index.snapshot();
     let ids = snap.chunk_ids();

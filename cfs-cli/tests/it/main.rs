@@ -508,7 +508,7 @@ fn search_and_rebuild_index() {
         "{v}"
     );
 
-    // The index cache is written beside the store, and a torn one is rebuilt.
+    // The index file is written beside the store, and a torn one is rebuilt.
     let cache = root.join(".cfs/index.cache");
     assert!(cache.is_file());
     let bytes = std::fs::read(&cache).unwrap();
@@ -814,7 +814,7 @@ fn embedders_text_first_and_a_missing_model() {
 
     // reembed switches that store to minilm-int: the root of a minilm-int clean index.
     let (code, _, _) = cfs_in(root, &["search", "merkle", "--store", store]);
-    assert_eq!(code, 0, "a cache file of the hash vectors exists now");
+    assert_eq!(code, 0, "an index file of the hash vectors exists now");
     let r = reembed_to_minilm(root, store);
     assert_eq!(r["vectors_pending"], 0);
     assert_eq!(r["state_root"], v["state_root"], "{r}");

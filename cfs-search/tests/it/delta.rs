@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use cfs_ingest::HashEmbedder;
-use cfs_search::{CacheStatus, IndexOptions, Mode, Query, SavedAs, SearchIndex, verify_index_file};
+use cfs_search::{
+    IndexFileStatus, IndexOptions, Mode, Query, SavedAs, SearchIndex, verify_index_file,
+};
 use cfs_store::{Store, SyncOptions};
 
 use crate::support::write;
@@ -52,8 +54,8 @@ fn same_as_fresh(store: &Store, embedder: &HashEmbedder, index: &SearchIndex) {
     }
 }
 
-fn open(store: &Store, embedder: &HashEmbedder, cache: &Path) -> (SearchIndex, CacheStatus) {
-    SearchIndex::open_cached(store, embedder, IndexOptions::exact(), cache).unwrap()
+fn open(store: &Store, embedder: &HashEmbedder, cache: &Path) -> (SearchIndex, IndexFileStatus) {
+    SearchIndex::open_from_file(store, embedder, IndexOptions::exact(), cache).unwrap()
 }
 
 /// A file added, one changed, one removed, one renamed (its chunks re-pathed).
@@ -100,9 +102,15 @@ fn fixture() -> Fixture {
 fn with_delta() -> Fixture {
     let f = fixture();
     let (store, embedder, cache) = (&f.store, &f.embedder, &f.cache);
-    open(store, embedder, cache).0.save_cache(cache).unwrap();
+    open(store, embedder, cache)
+        .0
+        .save_index_file(cache)
+        .unwrap();
     change(f.tree.path(), store, embedder, &f.options);
-    let saved = open(store, embedder, cache).0.save_cache(cache).unwrap();
+    let saved = open(store, embedder, cache)
+        .0
+        .save_index_file(cache)
+        .unwrap();
     assert!(matches!(saved, SavedAs::Delta { .. }), "{saved:?}");
     f
 }
@@ -119,19 +127,19 @@ fn a_delta_file_carries_every_change_over_its_base() {
         delta,
     } = fixture();
     let (index, status) = open(&store, &embedder, &cache);
-    assert_eq!(status, CacheStatus::Missing);
-    assert_eq!(index.save_cache(&cache).unwrap(), SavedAs::Whole);
+    assert_eq!(status, IndexFileStatus::Missing);
+    assert_eq!(index.save_index_file(&cache).unwrap(), SavedAs::Whole);
     let base = std::fs::read(&cache).unwrap();
 
     // The change is brought forward, then written as a delta; the base is untouched.
     change(tree.path(), &store, &embedder, &options);
     let (index, status) = open(&store, &embedder, &cache);
     assert!(
-        matches!(status, CacheStatus::CaughtUp { changed, delta: 0, merged: false } if changed >= 4),
+        matches!(status, IndexFileStatus::CaughtUp { changed, delta: 0, merged: false } if changed >= 4),
         "{status:?}"
     );
     assert!(status.worth_saving());
-    let saved = index.save_cache(&cache).unwrap();
+    let saved = index.save_index_file(&cache).unwrap();
     assert!(
         matches!(saved, SavedAs::Delta { chunks, dead } if chunks >= 3 && dead >= 3),
         "{saved:?}"
@@ -142,7 +150,7 @@ fn a_delta_file_carries_every_change_over_its_base() {
 
     // The next opening maps both and needs nothing from the store.
     let (index, status) = open(&store, &embedder, &cache);
-    assert_eq!(status, CacheStatus::Current);
+    assert_eq!(status, IndexFileStatus::Current);
     assert!(!status.worth_saving());
     assert_eq!(index.snapshot().n_segments(), 2);
     same_as_fresh(&store, &embedder, &index);
@@ -155,25 +163,25 @@ fn a_delta_file_carries_every_change_over_its_base() {
         .unwrap();
     let (index, status) = open(&store, &embedder, &cache);
     assert!(
-        matches!(status, CacheStatus::CaughtUp { delta, .. } if delta > 0),
+        matches!(status, IndexFileStatus::CaughtUp { delta, .. } if delta > 0),
         "{status:?}"
     );
     same_as_fresh(&store, &embedder, &index);
     assert!(matches!(
-        index.save_cache(&cache).unwrap(),
+        index.save_index_file(&cache).unwrap(),
         SavedAs::Delta { .. }
     ));
     assert_eq!(std::fs::read(&cache).unwrap(), base);
     let (index, status) = open(&store, &embedder, &cache);
-    assert_eq!(status, CacheStatus::Current);
+    assert_eq!(status, IndexFileStatus::Current);
     same_as_fresh(&store, &embedder, &index);
 
     // A whole file replaces both.
     let fresh = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
-    assert_eq!(fresh.save_cache(&cache).unwrap(), SavedAs::Whole);
+    assert_eq!(fresh.save_index_file(&cache).unwrap(), SavedAs::Whole);
     assert!(!delta.exists());
     let (index, status) = open(&store, &embedder, &cache);
-    assert_eq!(status, CacheStatus::Current);
+    assert_eq!(status, IndexFileStatus::Current);
     assert_eq!(index.snapshot().n_segments(), 1);
 }
 
@@ -202,7 +210,7 @@ fn a_damaged_or_foreign_delta_file_is_ignored_never_trusted() {
         std::fs::write(&delta, bytes).unwrap();
         let (index, status) = open(&store, &embedder, &cache);
         assert!(
-            matches!(status, CacheStatus::CaughtUp { delta: 0, .. }),
+            matches!(status, IndexFileStatus::CaughtUp { delta: 0, .. }),
             "{status:?}"
         );
         same_as_fresh(&store, &embedder, &index);
@@ -213,7 +221,7 @@ fn a_damaged_or_foreign_delta_file_is_ignored_never_trusted() {
         );
         // Saving replaces it with a sound one.
         assert!(matches!(
-            index.save_cache(&cache).unwrap(),
+            index.save_index_file(&cache).unwrap(),
             SavedAs::Delta { .. }
         ));
         assert_eq!(std::fs::read(&delta).unwrap(), good);
@@ -223,23 +231,23 @@ fn a_damaged_or_foreign_delta_file_is_ignored_never_trusted() {
     // `verify` does not count it.
     SearchIndex::open(&store, &embedder, IndexOptions::exact())
         .unwrap()
-        .save_cache(&cache)
+        .save_index_file(&cache)
         .unwrap();
     let whole = std::fs::read(&cache).unwrap();
     std::fs::write(&delta, &good).unwrap();
     let (index, status) = open(&store, &embedder, &cache);
-    assert_eq!(status, CacheStatus::Current);
+    assert_eq!(status, IndexFileStatus::Current);
     assert_eq!(index.snapshot().n_segments(), 1);
     same_as_fresh(&store, &embedder, &index);
     assert_eq!(verify_index_file(&cache), Ok(whole.len()));
 
     // The old base with its delta again; then the delta in the index file's place.
     std::fs::write(&cache, &base).unwrap();
-    assert_eq!(open(&store, &embedder, &cache).1, CacheStatus::Current);
+    assert_eq!(open(&store, &embedder, &cache).1, IndexFileStatus::Current);
     std::fs::write(&cache, &good).unwrap();
     let (index, status) = open(&store, &embedder, &cache);
     assert!(
-        matches!(&status, CacheStatus::Rebuilt(r) if r.contains("delta file")),
+        matches!(&status, IndexFileStatus::Rebuilt(r) if r.contains("delta file")),
         "{status:?}"
     );
     same_as_fresh(&store, &embedder, &index);
@@ -252,7 +260,7 @@ fn a_flipped_byte_in_a_delta_file_is_ignored_or_found_by_verify() {
     let f = with_delta();
     let (ignored, found_by_verify) =
         crate::support::flip_each_byte(&f.store, &f.embedder, &f.cache, &f.delta, |s| {
-            *s != CacheStatus::Current
+            *s != IndexFileStatus::Current
         });
     assert!(
         ignored > 0 && found_by_verify > 0,
@@ -283,23 +291,23 @@ fn a_delta_carries_embeddings_that_arrived_after_the_text() {
     let cache = db.path().join("index.cache");
     open(&store, &embedder, &cache)
         .0
-        .save_cache(&cache)
+        .save_index_file(&cache)
         .unwrap();
     store
         .embed_pending(&embedder, &cfs_store::EmbedOptions::default(), &|_| {})
         .unwrap();
     let (index, status) = open(&store, &embedder, &cache);
     assert!(
-        matches!(status, CacheStatus::CaughtUp { changed, .. } if changed >= 4),
+        matches!(status, IndexFileStatus::CaughtUp { changed, .. } if changed >= 4),
         "{status:?}"
     );
-    let saved = index.save_cache(&cache).unwrap();
+    let saved = index.save_index_file(&cache).unwrap();
     assert!(
         matches!(saved, SavedAs::Delta { chunks, dead } if chunks == dead && chunks >= 4),
         "{saved:?}"
     );
     let (index, status) = open(&store, &embedder, &cache);
-    assert_eq!(status, CacheStatus::Current);
+    assert_eq!(status, IndexFileStatus::Current);
     same_as_fresh(&store, &embedder, &index);
 }
 
@@ -316,11 +324,17 @@ fn a_state_equal_to_the_index_file_removes_the_delta() {
     std::fs::remove_file(tree.join("docs/manual.md")).unwrap();
     store.sync(tree, &f.options, embedder, &|_| {}).unwrap();
     let (index, status) = open(store, embedder, cache);
-    assert!(matches!(status, CacheStatus::CaughtUp { .. }), "{status:?}");
-    assert_eq!(index.save_cache(cache).unwrap(), SavedAs::IndexFileAlone);
+    assert!(
+        matches!(status, IndexFileStatus::CaughtUp { .. }),
+        "{status:?}"
+    );
+    assert_eq!(
+        index.save_index_file(cache).unwrap(),
+        SavedAs::IndexFileAlone
+    );
     assert!(!f.delta.exists());
     let (index, status) = open(store, embedder, cache);
-    assert_eq!(status, CacheStatus::Current);
+    assert_eq!(status, IndexFileStatus::Current);
     assert_eq!(index.snapshot().n_segments(), 1);
 }
 
@@ -331,19 +345,19 @@ fn a_missing_or_damaged_index_file_is_written_from_the_store() {
     let f = fixture();
     let (store, embedder, cache) = (&f.store, &f.embedder, &f.cache);
     let build = |cache: &Path| {
-        SearchIndex::open_or_build_cached(store, embedder, IndexOptions::exact(), cache).unwrap()
+        SearchIndex::open_or_build_file(store, embedder, IndexOptions::exact(), cache).unwrap()
     };
     let (index, status) = build(cache);
-    assert_eq!(status, CacheStatus::Written { reason: None });
+    assert_eq!(status, IndexFileStatus::Written { reason: None });
     assert!(!status.worth_saving());
     assert!(index.snapshot().n_segments() == 1 && cache.is_file());
     same_as_fresh(store, embedder, &index);
-    assert_eq!(build(cache).1, CacheStatus::Current);
+    assert_eq!(build(cache).1, IndexFileStatus::Current);
     let good = std::fs::read(cache).unwrap();
     std::fs::write(cache, &good[..good.len() / 2]).unwrap();
     let (index, status) = build(cache);
     assert!(
-        matches!(&status, CacheStatus::Written { reason: Some(r) } if r.contains("torn")),
+        matches!(&status, IndexFileStatus::Written { reason: Some(r) } if r.contains("torn")),
         "{status:?}"
     );
     same_as_fresh(store, embedder, &index);
@@ -352,7 +366,7 @@ fn a_missing_or_damaged_index_file_is_written_from_the_store() {
     let folder = f.tree.path().join("in-the-way.cache");
     std::fs::create_dir(&folder).unwrap();
     let (index, status) = build(&folder);
-    assert!(matches!(status, CacheStatus::Rebuilt(_)), "{status:?}");
+    assert!(matches!(status, IndexFileStatus::Rebuilt(_)), "{status:?}");
     assert!(status.worth_saving());
     same_as_fresh(store, embedder, &index);
 }
@@ -379,27 +393,27 @@ fn past_a_quarter_changed_a_whole_file_is_written() {
         merge_min_chunks: 2,
         ..IndexOptions::exact()
     };
-    let (index, status) = SearchIndex::open_cached(store, embedder, merging, cache).unwrap();
+    let (index, status) = SearchIndex::open_from_file(store, embedder, merging, cache).unwrap();
     assert!(
-        matches!(status, CacheStatus::CaughtUp { merged: false, .. }),
+        matches!(status, IndexFileStatus::CaughtUp { merged: false, .. }),
         "{status:?}"
     );
     assert!(status.worth_saving());
     // The mapped base kept, the delta's segment and the change merged beside it.
     assert_eq!(index.snapshot().n_segments(), 2);
-    assert_eq!(index.save_cache(cache).unwrap(), SavedAs::Whole);
+    assert_eq!(index.save_index_file(cache).unwrap(), SavedAs::Whole);
     assert!(!f.delta.exists());
     let from_memory = f.tree.path().join("from-memory.cache");
     SearchIndex::open(store, embedder, IndexOptions::exact())
         .unwrap()
-        .save_cache(&from_memory)
+        .save_index_file(&from_memory)
         .unwrap();
     assert_eq!(
         std::fs::read(cache).unwrap(),
         std::fs::read(&from_memory).unwrap()
     );
     let (index, status) = open(store, embedder, cache);
-    assert_eq!(status, CacheStatus::Current);
+    assert_eq!(status, IndexFileStatus::Current);
     assert_eq!(index.snapshot().n_segments(), 1);
     same_as_fresh(store, embedder, &index);
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use cfs_ingest::HashEmbedder;
-use cfs_search::{CacheStatus, Filter, IndexOptions, Mode, Query, SavedAs, SearchIndex};
+use cfs_search::{Filter, IndexFileStatus, IndexOptions, Mode, Query, SavedAs, SearchIndex};
 use cfs_store::{Store, SyncOptions};
 use proptest::prelude::*;
 
@@ -65,7 +65,7 @@ fn check_search(
     // delta brought forward by the diff), and the ones saved now: on odd commits a
     // delta written by the index opened from the files, else a whole file.
     let cache = store.path().with_file_name("index.cache");
-    let open_file = || SearchIndex::open_cached(store, embedder, IndexOptions::exact(), &cache);
+    let open_file = || SearchIndex::open_from_file(store, embedder, IndexOptions::exact(), &cache);
     let mut reopened = Vec::new();
     let mut saved = None;
     if cache.exists() {
@@ -75,19 +75,19 @@ fn check_search(
             merge_min_chunks: 2,
             ..IndexOptions::exact()
         };
-        let from_files = SearchIndex::open_cached(store, embedder, merging, &cache)
+        let from_files = SearchIndex::open_from_file(store, embedder, merging, &cache)
             .unwrap()
             .0;
         if snap.sequence() % 2 == 1 {
-            saved = Some(from_files.save_cache(&cache).unwrap());
+            saved = Some(from_files.save_index_file(&cache).unwrap());
         }
         reopened.push(from_files);
     }
     if saved.is_none() {
-        prop_assert_eq!(index.save_cache(&cache).unwrap(), SavedAs::Whole);
+        prop_assert_eq!(index.save_index_file(&cache).unwrap(), SavedAs::Whole);
     }
     let (now, status) = open_file().unwrap();
-    prop_assert_eq!(status, CacheStatus::Current);
+    prop_assert_eq!(status, IndexFileStatus::Current);
     reopened.push(now);
     // The index file written straight from the store is the one written from memory.
     let (from_memory, from_store) = (
@@ -95,7 +95,7 @@ fn check_search(
         cache.with_file_name("b.cache"),
     );
     let _ = std::fs::remove_file(&from_store);
-    fresh.save_cache(&from_memory).unwrap();
+    fresh.save_index_file(&from_memory).unwrap();
     // And so is a whole file merged from the mapped base and the segments beside it.
     if saved == Some(SavedAs::Whole) {
         prop_assert_eq!(
@@ -104,9 +104,9 @@ fn check_search(
         );
     }
     let (built, status) =
-        SearchIndex::open_or_build_cached(store, embedder, IndexOptions::exact(), &from_store)
+        SearchIndex::open_or_build_file(store, embedder, IndexOptions::exact(), &from_store)
             .unwrap();
-    prop_assert_eq!(status, CacheStatus::Written { reason: None });
+    prop_assert_eq!(status, IndexFileStatus::Written { reason: None });
     prop_assert_eq!(
         std::fs::read(&from_memory).unwrap(),
         std::fs::read(&from_store).unwrap()

@@ -220,7 +220,7 @@ fn the_index_file_and_any_thread_count_give_the_same_ranking() {
     let memory = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
     let cache = db.path().join("index.cache");
     let (mapped, _) =
-        SearchIndex::open_or_build_cached(&store, &e, IndexOptions::exact(), &cache).unwrap();
+        SearchIndex::open_or_build_file(&store, &e, IndexOptions::exact(), &cache).unwrap();
     assert!(mapped.snapshot().n_segments() == 1 && cache.exists());
     let key = |found: Vec<FileHit>| -> Vec<(String, u64, Vec<String>)> {
         found

@@ -269,10 +269,10 @@ fn a_cache_that_cannot_be_written_leaves_no_temporary_file() {
     let (_tree, db, file, embedder) = committed_store();
     let store = Store::open_read_only(&file).unwrap();
     let index = SearchIndex::open(&store, &embedder, IndexOptions::exact()).unwrap();
-    // A folder where the cache file should go: the final rename fails.
+    // A folder where the index file should go: the final rename fails.
     let cache = db.path().join("index.cache");
     std::fs::create_dir(&cache).unwrap();
-    assert!(index.save_cache(&cache).is_err());
+    assert!(index.save_index_file(&cache).is_err());
     let left: Vec<_> = std::fs::read_dir(db.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -304,7 +304,7 @@ fn results_do_not_depend_on_thread_count() {
 
 #[test]
 fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
-    use cfs_search::CacheStatus;
+    use cfs_search::IndexFileStatus;
     let tree = tempfile::tempdir().unwrap();
     let db = tempfile::tempdir().unwrap();
     corpus(tree.path());
@@ -331,12 +331,12 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
     };
 
     let (index, status) =
-        SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
-    assert_eq!(status, CacheStatus::Missing);
-    index.save_cache(&cache).unwrap();
+        SearchIndex::open_from_file(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
+    assert_eq!(status, IndexFileStatus::Missing);
+    index.save_index_file(&cache).unwrap();
     let (index, status) =
-        SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
-    assert_eq!(status, CacheStatus::Current);
+        SearchIndex::open_from_file(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
+    assert_eq!(status, IndexFileStatus::Current);
     same_as_fresh(&index);
 
     // An older cache is brought forward by the diff.
@@ -345,16 +345,16 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
         .sync(tree.path(), &options, &embedder, &|_| {})
         .unwrap();
     let (index, status) =
-        SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
+        SearchIndex::open_from_file(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
     assert!(
-        matches!(status, CacheStatus::CaughtUp { changed, delta: 0, merged: false } if changed >= 2),
+        matches!(status, IndexFileStatus::CaughtUp { changed, delta: 0, merged: false } if changed >= 2),
         "{status:?}"
     );
     same_as_fresh(&index);
     // Written whole (the delta file is the subject of `delta.rs`).
     SearchIndex::open(&store, &embedder, IndexOptions::exact())
         .unwrap()
-        .save_cache(&cache)
+        .save_index_file(&cache)
         .unwrap();
 
     // Torn, altered or foreign files are rebuilt from the store.
@@ -362,10 +362,10 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
     let rebuilt = |bytes: &[u8]| {
         std::fs::write(&cache, bytes).unwrap();
         let (index, status) =
-            SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
+            SearchIndex::open_from_file(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
         same_as_fresh(&index);
         match status {
-            CacheStatus::Rebuilt(reason) => reason,
+            IndexFileStatus::Rebuilt(reason) => reason,
             other => panic!("{other:?}"),
         }
     };
@@ -393,11 +393,11 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
     write(other_tree.path(), "y.txt", "with other text\n");
     let (other, _, _) = setup(other_tree.path(), other_db.path());
     let other_index = SearchIndex::open(&other, &embedder, IndexOptions::exact()).unwrap();
-    other_index.save_cache(&cache).unwrap();
+    other_index.save_index_file(&cache).unwrap();
     let (index, status) =
-        SearchIndex::open_cached(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
+        SearchIndex::open_from_file(&store, &embedder, IndexOptions::exact(), &cache).unwrap();
     assert!(
-        matches!(&status, CacheStatus::Rebuilt(r) if r.contains("not in this store's chain")),
+        matches!(&status, IndexFileStatus::Rebuilt(r) if r.contains("not in this store's chain")),
         "{status:?}"
     );
     same_as_fresh(&index);
@@ -408,7 +408,7 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
 /// `verify_index_file` names the damaged section.
 #[test]
 fn a_flipped_byte_in_an_index_file_is_refused_or_found_by_verify() {
-    use cfs_search::CacheStatus;
+    use cfs_search::IndexFileStatus;
     let tree = tempfile::tempdir().unwrap();
     let db = tempfile::tempdir().unwrap();
     corpus(tree.path());
@@ -416,10 +416,10 @@ fn a_flipped_byte_in_an_index_file_is_refused_or_found_by_verify() {
     let cache = db.path().join("index.cache");
     SearchIndex::open(&store, &embedder, IndexOptions::exact())
         .unwrap()
-        .save_cache(&cache)
+        .save_index_file(&cache)
         .unwrap();
     let (refused, found_by_verify) = flip_each_byte(&store, &embedder, &cache, &cache, |s| {
-        matches!(s, CacheStatus::Rebuilt(_))
+        matches!(s, IndexFileStatus::Rebuilt(_))
     });
     assert!(
         refused > 0 && found_by_verify > 0,
@@ -545,10 +545,10 @@ fn sign_code_scans_keep_the_exact_answer_when_candidates_cover_the_segment() {
     let cache = db.path().join("index.cache");
     SearchIndex::open(&store, &hash, IndexOptions::exact())
         .unwrap()
-        .save_cache(&cache)
+        .save_index_file(&cache)
         .unwrap();
     let (mapped, _) =
-        SearchIndex::open_cached(&store, &dense, IndexOptions::exact(), &cache).unwrap();
+        SearchIndex::open_from_file(&store, &dense, IndexOptions::exact(), &cache).unwrap();
     let fresh = SearchIndex::open(&store, &hash, IndexOptions::exact()).unwrap();
     for q in [
         "parse config",

@@ -100,7 +100,7 @@ pub fn flip_each_byte(
     embedder: &HashEmbedder,
     cache: &Path,
     damaged: &Path,
-    refused: impl Fn(&cfs_search::CacheStatus) -> bool,
+    refused: impl Fn(&cfs_search::IndexFileStatus) -> bool,
 ) -> (usize, usize) {
     let good = std::fs::read(damaged).unwrap();
     let fresh = SearchIndex::open(store, embedder, IndexOptions::exact()).unwrap();
@@ -117,7 +117,7 @@ pub fn flip_each_byte(
             bytes[at] ^= 1 << bit;
             std::fs::write(damaged, &bytes).unwrap();
             let (index, status) =
-                SearchIndex::open_cached(store, embedder, IndexOptions::exact(), cache).unwrap();
+                SearchIndex::open_from_file(store, embedder, IndexOptions::exact(), cache).unwrap();
             let answers: Vec<_> = queries
                 .iter()
                 .map(|q| index.search(q, embedder).ok())

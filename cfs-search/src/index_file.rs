@@ -32,7 +32,9 @@ use cfs_core::{
 use super::buckets::BucketMap;
 use super::codes;
 use super::delta::{self, Overlay};
-use super::format::{ALIGN, BucketBits, CACHE_FORMAT, Counts, RECORD_BYTES, Section, delta_path};
+use super::format::{
+    ALIGN, BucketBits, Counts, INDEX_FILE_FORMAT, RECORD_BYTES, Section, delta_path,
+};
 use super::in_place;
 use super::mapped::{Columns, Mapped};
 use super::mapped_docs::{BlobList, MappedDocs, MappedPaths};
@@ -124,9 +126,9 @@ struct Header {
     sections: Vec<Section>,
 }
 
-/// What opening from a cache file found.
+/// What opening from an index file found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CacheStatus {
+pub enum IndexFileStatus {
     /// The files hold the store's current state.
     Current,
     /// The files held an earlier committed state; it was brought forward by the diff.
@@ -146,7 +148,7 @@ pub enum CacheStatus {
     Rebuilt(String),
     /// There was no usable file (`reason`: why the one there was not); it was written
     /// from the store and opened in place
-    /// ([`crate::SearchIndex::open_or_build_cached`]).
+    /// ([`crate::SearchIndex::open_or_build_file`]).
     Written {
         /// Why the file there was not used (`None`: there was none).
         reason: Option<String>,
@@ -157,22 +159,22 @@ pub enum CacheStatus {
 /// rather than written, while they are also under a sixteenth of the delta file.
 pub const DELTA_MIN_CHANGED: usize = 1024;
 
-impl CacheStatus {
-    /// Whether writing the index ([`crate::SearchIndex::save_cache`]) pays:
+impl IndexFileStatus {
+    /// Whether writing the index ([`crate::SearchIndex::save_index_file`]) pays:
     /// always after a build or a merge; after a catch-up, when the change since the
     /// files is at least [`DELTA_MIN_CHANGED`] chunks or a sixteenth of the delta file
     /// it would rewrite (so that small commits after a large one do not rewrite it each
     /// time, and no process brings forward more than about a thousand chunks).
     pub fn worth_saving(&self) -> bool {
         match self {
-            CacheStatus::Current => false,
-            CacheStatus::CaughtUp {
+            IndexFileStatus::Current => false,
+            IndexFileStatus::CaughtUp {
                 changed,
                 delta,
                 merged,
             } => *merged || *changed >= DELTA_MIN_CHANGED || *changed * 16 >= *delta,
-            CacheStatus::Missing | CacheStatus::Rebuilt(_) => true,
-            CacheStatus::Written { .. } => false,
+            IndexFileStatus::Missing | IndexFileStatus::Rebuilt(_) => true,
+            IndexFileStatus::Written { .. } => false,
         }
     }
 }
@@ -401,7 +403,7 @@ fn encode_header(
     let body = borsh::to_vec(&header).map_err(sections::internal)?;
     let mut out = Vec::with_capacity(PREFIX + body.len() + 32);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&CACHE_FORMAT.to_le_bytes());
+    out.extend_from_slice(&INDEX_FILE_FORMAT.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     out.extend_from_slice(&file_len.to_le_bytes());
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
@@ -607,8 +609,10 @@ fn read_header(map: &[u8]) -> std::result::Result<(Header, [u8; 32]), String> {
     }
     let word = |at: usize| u64::from_le_bytes(map[at..at + 8].try_into().unwrap_or([0; 8]));
     let format = u32::from_le_bytes([map[8], map[9], map[10], map[11]]);
-    if format != CACHE_FORMAT {
-        return Err(format!("format {format}, this build reads {CACHE_FORMAT}"));
+    if format != INDEX_FILE_FORMAT {
+        return Err(format!(
+            "format {format}, this build reads {INDEX_FILE_FORMAT}"
+        ));
     }
     if word(16) != map.len() as u64 {
         return Err(format!(
