@@ -4,20 +4,7 @@
 
 use std::process::Command;
 
-/// Whether the slow tests run in full (`CFS_SLOW_TESTS` is set).
-pub fn slow() -> bool {
-    std::env::var_os("CFS_SLOW_TESTS").is_some()
-}
-
-/// True (and says so on stderr) when a test that only waits on the clock should not
-/// run: `if skip_slow("name") { return; }`.
-pub fn skip_slow(test: &str) -> bool {
-    let skip = !slow();
-    if skip {
-        eprintln!("{test}: skipped (it waits on the clock); CFS_SLOW_TESTS=1 runs it");
-    }
-    skip
-}
+pub use cfs_testkit::{skip_slow, slow};
 
 pub fn cfs(args: &[&str]) -> (i32, String, String) {
     cfs_in(&std::env::current_dir().expect("current dir"), args)

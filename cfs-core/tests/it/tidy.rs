@@ -46,6 +46,23 @@ fn dependencies_point_one_way() {
     );
 }
 
+/// The tests' shared helpers sit beside the layers, under the store: a dev-dependency
+/// of the store's tests may depend on the store, never on search or anything above it.
+#[test]
+fn the_test_kit_stays_under_search() {
+    let path = root().join("cfs-testkit/Cargo.toml");
+    let manifest: toml::Table = std::fs::read_to_string(&path)
+        .expect("cfs-testkit/Cargo.toml")
+        .parse()
+        .expect("a manifest");
+    let deps = manifest["dependencies"].as_table().expect("dependencies");
+    let above: Vec<&String> = deps
+        .keys()
+        .filter(|name| LAYERS.iter().position(|l| l == name) > Some(2))
+        .collect();
+    assert!(above.is_empty(), "cfs-testkit depends on {above:?}");
+}
+
 #[test]
 fn core_does_no_io() {
     let forbidden = [

@@ -1,16 +1,11 @@
 //! What the remote tests share: a store of a small tree, synced with the hash embedder.
 
-use std::path::Path;
-
-use cfs_ingest::{Embedder, HashEmbedder, index_tree};
+use cfs_ingest::{Embedder, HashEmbedder};
 use cfs_remote::{PullReport, PullTarget, Remote, fetch_manifest, pull};
 use cfs_store::{Settings, Store, SyncOptions, SyncReport};
+use cfs_testkit::settings;
 
-pub fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+pub use cfs_testkit::write;
 
 /// A tree of Rust and Markdown files, a store of it, and a folder for more stores.
 pub struct Fixture {
@@ -92,16 +87,7 @@ impl Fixture {
     }
 
     pub fn clean_root(&self) -> cfs_core::StateRoot {
-        index_tree(
-            &self.tree(),
-            &self.options.config,
-            &self.options.registry,
-            &self.embedder,
-            &|_| {},
-        )
-        .unwrap()
-        .state
-        .state_root()
+        cfs_testkit::clean_root(&self.tree(), &self.options, &self.embedder)
     }
 
     /// A new, empty store of the fixture's settings.
@@ -118,13 +104,6 @@ impl Fixture {
             model_id: model_id.into(),
         };
         Store::create(&self.dir.path().join(format!("s{n}/store.redb")), settings).unwrap()
-    }
-}
-
-fn settings(options: &SyncOptions, embedder: &HashEmbedder) -> Settings {
-    Settings {
-        chunk: options.config.chunk,
-        model_id: embedder.model_id().into(),
     }
 }
 
