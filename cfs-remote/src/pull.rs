@@ -126,7 +126,7 @@ pub fn pull_with(
         total: 0,
     });
     let local = LocalRows::read(&txn, &wanted, &arrived.kept)?;
-    apply(store, &txn, manifest, &arrived, &local, &mut report)?;
+    apply(store, &txn, manifest, arrived, &local, &mut report)?;
     Ok(report)
 }
 
@@ -271,20 +271,17 @@ struct Incoming {
 }
 
 /// Writes the difference between the fetched rows and the store's in one transaction
-/// that commits only on the manifest's root.
+/// that commits only on the manifest's root. The new documents take the fetched chunks
+/// and embeddings by value: a clone holds each fetched row once.
 fn apply(
     store: &Store,
     txn: &ReadTxn,
     manifest: &Manifest,
-    remote: &Arrived,
+    mut remote: Arrived,
     local: &LocalRows,
     report: &mut PullReport,
 ) -> Result<()> {
-    let incoming = incoming(remote, local)?;
-    let new_chunks: BTreeSet<ChunkId> = incoming
-        .iter()
-        .flat_map(|d| d.chunks.iter().map(|c| c.id))
-        .collect();
+    let incoming = incoming(&mut remote, local);
     let mut w = store.begin_write()?;
     let news: Vec<NewDocument<'_>> = incoming
         .iter()
@@ -310,17 +307,42 @@ fn apply(
         w.unbind_path(&path.path)?;
         report.paths_removed += 1;
     }
-    let mut cached = Vec::new();
+    // Embeddings of chunks the store had (the new documents' went in with them).
+    let mut cached: Vec<&Embedding> = incoming.iter().flat_map(|d| &d.embeddings).collect();
     for e in remote
         .embeddings
         .iter()
         .filter(|e| !local.embeddings.contains(&e.id))
     {
-        if !new_chunks.contains(&e.chunk_id) && w.put_embedding(e)? {
+        if w.put_embedding(e)? {
             report.embeddings_added += 1;
         }
         cached.push(e);
     }
+    // In key order, as the rows came, so `--check` samples the same embeddings.
+    cached.sort_by_key(|e| e.id);
+    apply_user_edges(&mut w, &remote, local)?;
+    let chunks: BTreeMap<ChunkId, &Chunk> = incoming
+        .iter()
+        .flat_map(|d| &d.chunks)
+        .chain(&remote.chunks)
+        .map(|c| (c.id, c))
+        .collect();
+    report.vectors_cached = cache_vectors(&mut w, txn, &chunks, &cached)?;
+    report.embeddings_pulled = cached.iter().map(|e| e.id).collect();
+    if manifest.parsers != cfs_ingest::parsers_version() {
+        w.set_parsers(&manifest.parsers)?;
+    }
+    w.commit_expecting(manifest.root())?;
+    Ok(())
+}
+
+/// Removes the store's user edges the pulled state lacks and adds those it lacks.
+fn apply_user_edges(
+    w: &mut cfs_store::WriteTxn<'_>,
+    remote: &Arrived,
+    local: &LocalRows,
+) -> Result<()> {
     let gone: Vec<Edge> = local
         .edges_gone
         .iter()
@@ -337,40 +359,36 @@ fn apply(
     {
         w.put_user_edge(edge)?;
     }
-    report.vectors_cached = cache_vectors(&mut w, txn, remote, &cached)?;
-    report.embeddings_pulled = cached.iter().map(|e| e.id).collect();
-    if manifest.parsers != cfs_ingest::parsers_version() {
-        w.set_parsers(&manifest.parsers)?;
-    }
-    w.commit_expecting(manifest.root())?;
     Ok(())
 }
 
 /// The fetched documents the store lacks, each with its chunks (all of them: a new
 /// document's chunks are new rows, so their buckets differ), their embeddings and their
-/// window edges.
-fn incoming(remote: &Arrived, local: &LocalRows) -> Result<Vec<Incoming>> {
+/// window edges, moved out of `remote`: what stays there are the rows of documents the
+/// store has.
+fn incoming(remote: &mut Arrived, local: &LocalRows) -> Vec<Incoming> {
     let mut chunks: BTreeMap<cfs_core::DocumentId, Vec<Chunk>> = BTreeMap::new();
-    for c in &remote.chunks {
-        chunks.entry(c.document_id).or_default().push(c.clone());
+    for c in std::mem::take(&mut remote.chunks) {
+        chunks.entry(c.document_id).or_default().push(c);
     }
-    let embeddings: BTreeMap<ChunkId, &Embedding> =
-        remote.embeddings.iter().map(|e| (e.chunk_id, e)).collect();
+    let mut embeddings: BTreeMap<ChunkId, Embedding> = std::mem::take(&mut remote.embeddings)
+        .into_iter()
+        .map(|e| (e.chunk_id, e))
+        .collect();
     let mut out = Vec::new();
-    for document in remote
-        .documents
-        .iter()
-        .filter(|d| !local.documents.contains(&d.id))
-    {
+    for document in std::mem::take(&mut remote.documents) {
+        if local.documents.contains(&document.id) {
+            continue;
+        }
         let mut own = chunks.remove(&document.id).unwrap_or_default();
         own.sort_by_key(|c| c.sequence);
         let ids: BTreeSet<cfs_core::EntityId> =
             own.iter().map(|c| cfs_core::EntityId(c.id.0)).collect();
         out.push(Incoming {
-            document: document.clone(),
+            document,
             embeddings: own
                 .iter()
-                .filter_map(|c| embeddings.get(&c.id).map(|e| (*e).clone()))
+                .filter_map(|c| embeddings.remove(&c.id))
                 .collect(),
             window_edges: remote
                 .edges
@@ -381,24 +399,26 @@ fn incoming(remote: &Arrived, local: &LocalRows) -> Result<Vec<Incoming>> {
             chunks: own,
         });
     }
-    Ok(out)
+    remote.chunks = chunks.into_values().flatten().collect();
+    remote.embeddings = embeddings.into_values().collect();
+    out
 }
 
-/// Puts each pulled vector in the embedding cache under the text it embeds, so that a
-/// sync never embeds that text again.
+/// Puts each pulled vector in the embedding cache under the text it embeds (its chunk
+/// from `chunks`, the pulled ones, or else the store), so that a sync never embeds that
+/// text again.
 fn cache_vectors(
     w: &mut cfs_store::WriteTxn<'_>,
     txn: &ReadTxn,
-    remote: &Arrived,
+    chunks: &BTreeMap<ChunkId, &Chunk>,
     embeddings: &[&Embedding],
 ) -> Result<usize> {
-    let chunks: BTreeMap<ChunkId, &Chunk> = remote.chunks.iter().map(|c| (c.id, c)).collect();
     let mut n = 0;
     for e in embeddings {
         let chunk = match chunks.get(&e.chunk_id) {
-            Some(c) => (*c).clone(),
+            Some(c) => std::borrow::Cow::Borrowed(*c),
             None => match txn.chunk(&e.chunk_id)? {
-                Some(c) => c,
+                Some(c) => std::borrow::Cow::Owned(c),
                 None => continue,
             },
         };
