@@ -180,6 +180,25 @@ fn damaged_objects_are_refused_and_nothing_is_written() {
     );
 }
 
+/// A remote of another layout format is refused by its mark, naming both formats.
+#[test]
+fn a_remote_of_another_format_is_refused() {
+    let f = Fixture::new();
+    let folder = f.dir.path().join("remote");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("cfs-remote"), "cfs remote 1\n").unwrap();
+    let remote = FolderRemote::new(&folder);
+    let err = fetch_manifest(&remote, &PullTarget::default()).unwrap_err();
+    assert!(matches!(err, RemoteError::Version { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("cfs remote 1") && text.contains("cfs remote 2"),
+        "{text}"
+    );
+    let err = push(&f.store, &remote, &PushOptions::default()).unwrap_err();
+    assert!(matches!(err, RemoteError::Version { .. }), "{err}");
+}
+
 /// A manifest of another embedder is refused before anything is fetched.
 #[test]
 fn a_state_of_another_embedder_is_refused() {

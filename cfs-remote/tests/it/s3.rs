@@ -46,7 +46,7 @@ fn push_and_pull_through_s3() {
     assert!(!remote.create("cfs-remote", b"something else").unwrap());
     assert_eq!(
         remote.get("cfs-remote").unwrap().unwrap(),
-        b"cfs remote 1\n"
+        format!("cfs remote {}\n", cfs_remote::FORMAT).as_bytes()
     );
 
     write(&f.tree(), "src/m5.rs", "pub fn five() {}\n");
