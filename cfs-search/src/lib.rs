@@ -26,6 +26,7 @@ mod buckets;
 mod build;
 mod codes;
 mod declared;
+mod definition_terms;
 mod delta;
 mod evidence;
 mod explain;
@@ -58,6 +59,9 @@ pub use declared::{
     Declared, KEYWORDS, MAX_DECLARATION_LINE_BYTES, MODIFIERS, STATEMENT_WORDS, declared,
     for_each_declared,
 };
+pub use definition_terms::{
+    DECLARED_PREFIX, DEFINITION_PREFIX, definition_terms, name_head, name_key,
+};
 pub use evidence::{Evidence, FILE_VECTOR_CHUNKS, coverage_points, file_vector_score_of};
 pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
 pub use format::{INDEX_FILE_FORMAT, KINDS};
@@ -72,10 +76,7 @@ pub use rank::{
     Parts, RankedChunk, RankedFile, Ranking, Weights, chunk_list, fuse_ranks, rank_chunks,
 };
 pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff};
-pub use symbols::{
-    DECLARED_PREFIX, DEFINITION_PREFIX, MAX_LEVEL, definition_terms, kind_rank, match_level,
-    name_head, name_key,
-};
+pub use symbols::{MAX_LEVEL, kind_rank, match_level};
 pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens, variants, words};
 pub use vector::{EF_CONSTRUCTION, EF_SEARCH, HNSW_SEED, dot, norm2};
 

@@ -11,9 +11,9 @@ use std::sync::{Arc, OnceLock};
 
 use cfs_core::ChunkId;
 
+use super::definition_terms::definition_terms;
 use super::mapped::Mapped;
 use super::meta::{ChunkMeta, Posting};
-use super::symbols::definition_terms;
 use super::tokenize::for_each_token;
 
 /// A chunk on its way into a segment: metadata, token counts, vector.
