@@ -47,7 +47,11 @@ pub fn check(remote: &dyn Remote) -> Result<CheckReport> {
     for name in &manifests {
         report.manifests += 1;
         if let Err(e) = reach(remote, name, &mut reached) {
-            report.problems.push(e.to_string());
+            // Manifests that share a damaged object each meet it: one line for it.
+            let problem = e.to_string();
+            if !report.problems.contains(&problem) {
+                report.problems.push(problem);
+            }
         }
     }
     for pack in &reached.packs {
@@ -77,23 +81,31 @@ pub(crate) struct Reached {
 }
 
 /// Checks manifest `name`, its groups and its row tables (each read once however many
-/// manifests name it), adding the packs they name to `reached`.
+/// manifests name it), adding the packs they name to `reached`. A group or table counts
+/// as read only once it decoded, so that a failure here leaves another manifest that
+/// shares them to read them and go on to what they reach.
 pub(crate) fn reach(remote: &dyn Remote, name: &ObjectName, reached: &mut Reached) -> Result<()> {
     let manifest = refs::read_manifest(remote, name)?;
-    let mut unread = |entries: &mut dyn Iterator<Item = &BucketEntry>| -> Vec<BucketEntry> {
+    let unread = |reached: &Reached, entries: &mut dyn Iterator<Item = &BucketEntry>| {
         entries
-            .filter(|e| reached.read.insert((e.pack, e.offset)))
+            .filter(|e| !reached.read.contains(&(e.pack, e.offset)))
             .copied()
-            .collect()
+            .collect::<Vec<BucketEntry>>()
     };
-    let new_groups = unread(&mut manifest.groups.iter());
+    let new_groups = unread(reached, &mut manifest.groups.iter());
     // Each pack is counted before it is read, so a missing one is reported as such.
     reached.packs.extend(manifest.groups.iter().map(|g| g.pack));
     let mut fetched = Fetched::default();
     let entries = groups::fetch(remote, &new_groups, &mut fetched)?;
-    let new_tables = unread(&mut entries.values());
+    reached
+        .read
+        .extend(new_groups.iter().map(|e| (e.pack, e.offset)));
+    let new_tables = unread(reached, &mut entries.values());
     reached.packs.extend(new_tables.iter().map(|e| e.pack));
     let tables = rows::fetch_tables(remote, &new_tables, &mut fetched)?;
+    reached
+        .read
+        .extend(new_tables.iter().map(|e| (e.pack, e.offset)));
     for table in &tables {
         reached.packs.extend(rows::packs(table));
     }

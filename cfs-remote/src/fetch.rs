@@ -65,8 +65,10 @@ pub(crate) fn spans(
         by_pack.entry(e.pack).or_default().push(i);
     }
     let mut out = vec![Vec::new(); entries.len()];
-    let total: u64 = entries.iter().map(|e| e.length).sum();
-    let mut done = 0;
+    let total = entries
+        .iter()
+        .fold(0u64, |sum, e| sum.saturating_add(e.length));
+    let mut done = 0u64;
     fetched.tell(0, total);
     for (pack, mut members) in by_pack {
         members.sort_by_key(|&i| entries[i].offset);
@@ -89,7 +91,7 @@ pub(crate) fn spans(
             for &i in run {
                 let at = (entries[i].offset - start) as usize;
                 out[i] = bytes[at..at + entries[i].length as usize].to_vec();
-                done += entries[i].length;
+                done = done.saturating_add(entries[i].length);
             }
             fetched.tell(done, total);
         }
