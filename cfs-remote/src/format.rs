@@ -305,7 +305,9 @@ pub(crate) struct VectorRow {
     pub encoding: Vec<u8>,
 }
 
-/// The kind of a pack's region, in its index: a bucket's new rows are its tag alone.
+/// The kind of a pack's region, in its index, or-ed with its tag: a bucket's new rows.
+pub(crate) const ROWS_KIND: u8 = 0;
+/// A bucket's row table's kind, or-ed with its tag.
 pub(crate) const TABLE_KIND: u8 = 0x40;
 /// A group segment's kind, or-ed with its tag.
 pub(crate) const GROUP_KIND: u8 = 0x80;

@@ -47,6 +47,13 @@ struct Bucket {
     local: BTreeMap<ShortLeaf, RowLeaf>,
 }
 
+impl Bucket {
+    /// Whether the store lacks the row its table lists at `r`.
+    fn lacks(&self, r: &RowAt) -> bool {
+        !self.local.contains_key(&r.leaf)
+    }
+}
+
 /// Fetches and checks the rows of `wanted` the store lacks, and their vectors.
 pub(crate) fn fetch(
     txn: &ReadTxn,
@@ -115,24 +122,17 @@ fn lacking_rows(
     buckets: &[Bucket],
     fetched: &mut Fetched<'_>,
 ) -> Result<Vec<Vec<Option<Row>>>> {
-    let lacking = |b: &Bucket| -> Vec<bool> {
-        b.remote
-            .iter()
-            .map(|r| !b.local.contains_key(&r.leaf))
-            .collect()
-    };
     let spans: Vec<Span> = buckets
         .iter()
-        .flat_map(|b| b.remote.iter().zip(lacking(b)))
-        .filter(|(_, lacks)| *lacks)
-        .map(|(r, _)| r.span())
+        .flat_map(|b| b.remote.iter().filter(|r| b.lacks(r)))
+        .map(RowAt::span)
         .collect();
     let mut bytes = fetch::spans(checker.remote, &spans, fetched)?.into_iter();
     let mut out = Vec::with_capacity(buckets.len());
     for b in buckets {
         let mut rows = Vec::with_capacity(b.remote.len());
-        for (i, lacks) in lacking(b).into_iter().enumerate() {
-            if !lacks {
+        for (i, at) in b.remote.iter().enumerate() {
+            if !b.lacks(at) {
                 rows.push(None);
                 continue;
             }

@@ -281,7 +281,7 @@ fn apply(
     local: &LocalRows,
     report: &mut PullReport,
 ) -> Result<()> {
-    let incoming = incoming(&mut remote, local);
+    let incoming = take_new_documents(&mut remote, local);
     let mut w = store.begin_write()?;
     let news: Vec<NewDocument<'_>> = incoming
         .iter()
@@ -366,7 +366,7 @@ fn apply_user_edges(
 /// document's chunks are new rows, so their buckets differ), their embeddings and their
 /// window edges, moved out of `remote`: what stays there are the rows of documents the
 /// store has.
-fn incoming(remote: &mut Arrived, local: &LocalRows) -> Vec<Incoming> {
+fn take_new_documents(remote: &mut Arrived, local: &LocalRows) -> Vec<Incoming> {
     let mut chunks: BTreeMap<cfs_core::DocumentId, Vec<Chunk>> = BTreeMap::new();
     for c in std::mem::take(&mut remote.chunks) {
         chunks.entry(c.document_id).or_default().push(c);

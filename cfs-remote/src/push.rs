@@ -10,8 +10,9 @@ use cfs_store::{ReadTxn, Store};
 use crate::error::{RemoteError, Result};
 use crate::fetch::Fetched;
 use crate::format::{
-    BucketEntry, GROUP_KIND, Manifest, ManifestFields, ObjectName, PackWriter, Row, TABLE_KIND,
-    VECTOR_TAG, VectorRow, chunk_sizes, encode_row, object_path, vector_bucket, vector_root,
+    BucketEntry, GROUP_KIND, Manifest, ManifestFields, ObjectName, PackWriter, ROWS_KIND, Row,
+    TABLE_KIND, VECTOR_TAG, VectorRow, chunk_sizes, encode_row, object_path, vector_bucket,
+    vector_root,
 };
 use crate::groups::{self, GROUP_BUCKETS, GROUPS};
 use crate::refs::{self, DEFAULT_BRANCH};
@@ -355,7 +356,7 @@ impl Attempt<'_> {
             report.rows_sent += 1;
         }
         if !region.is_empty() {
-            pack.push((0, tag), bucket, root, &region);
+            pack.push((ROWS_KIND, tag), bucket, root, &region);
         }
         Ok(out)
     }
