@@ -59,6 +59,7 @@ pub use sync::{
     DEFAULT_BATCH_FILES, DEFAULT_PARSE_FILES, DEFAULT_SYNC_MEMORY, SyncOptions, SyncProgress,
     SyncReport, WalkAhead,
 };
+pub use vectors::vector_hash;
 pub use verify::{VerifyReport, verify};
 pub use write::{NewDocument, WriteTxn};
 

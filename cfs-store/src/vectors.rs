@@ -20,8 +20,8 @@ pub(crate) type VectorHash = [u8; 32];
 /// Bytes of a stored embedding row.
 pub(crate) const STORED_LEN: usize = 16 + 32 + 32;
 
-/// The hash of an encoded vector.
-pub(crate) fn vector_hash(encoded: &[u8]) -> VectorHash {
+/// The hash of an encoded vector: its name in the store and in replicas.
+pub fn vector_hash(encoded: &[u8]) -> [u8; 32] {
     *blake3::hash(encoded).as_bytes()
 }
 

@@ -4,12 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-const LAYERS: [&str; 6] = [
+const LAYERS: [&str; 7] = [
     "cfs-core",
     "cfs-ingest",
     "cfs-store",
     "cfs-search",
     "cfs-remote",
+    "cfs-postgres",
     "cfs-cli",
 ];
 

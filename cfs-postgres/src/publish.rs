@@ -1,0 +1,451 @@
+//! Publish: a store's committed state into a database as one repository's head. The
+//! bucket roots the database holds for the repository are compared with the store's;
+//! the buckets that differ send the rows the repository lacks and drop the ones it no
+//! longer holds, by their keys; the bucket roots and the head move with them in one
+//! transaction, the head by a compare-and-swap on its old root.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cfs_core::{MerkleRoot, N_BUCKETS, StateRoot, Table, TableRoots, TopTree};
+use cfs_store::{ReadTxn, RowPayload, Settings, Store};
+use postgres::Transaction;
+
+use crate::content::{self, Written};
+use crate::db::{Database, sql_error};
+use crate::error::{DbError, Result};
+use crate::schema::{self, GC_LOCK, LOCK_CLASS};
+
+/// How many times a publish starts again after the head moved under it.
+const TRIES: u32 = 5;
+
+/// What to publish.
+#[derive(Clone, Debug)]
+pub struct PublishOptions {
+    /// The repository's name in the database.
+    pub repo: String,
+}
+
+/// What a publish did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublishReport {
+    /// The repository.
+    pub repo: String,
+    /// The state root its head names now.
+    pub root: StateRoot,
+    /// The root its head named before (`None`: it was new).
+    pub previous: Option<StateRoot>,
+    /// Buckets whose roots differed (of the five tables).
+    pub buckets: usize,
+    /// Rows the repository gained (rows of its tables).
+    pub rows_added: usize,
+    /// Rows it no longer holds.
+    pub rows_removed: usize,
+    /// Shared rows written: the database held them for no repository.
+    pub rows_sent: usize,
+    /// Rows it gained that the database held already (for another repository, or
+    /// left by an earlier publish).
+    pub rows_shared: usize,
+    /// Vectors written.
+    pub vectors_sent: usize,
+    /// Bytes of the values written (encodings, texts, vectors, keys and leaves), not
+    /// counting the protocol's framing.
+    pub bytes_sent: u64,
+    /// Times the head moved under the publish before it landed.
+    pub retries: u32,
+}
+
+impl PublishReport {
+    fn new(repo: &str, root: StateRoot, retries: u32) -> Self {
+        Self {
+            repo: repo.to_owned(),
+            root,
+            previous: None,
+            buckets: 0,
+            rows_added: 0,
+            rows_removed: 0,
+            rows_sent: 0,
+            rows_shared: 0,
+            vectors_sent: 0,
+            bytes_sent: 0,
+            retries,
+        }
+    }
+
+    fn add(&mut self, w: Written) {
+        self.rows_sent += w.rows;
+        self.rows_shared += w.shared;
+        self.vectors_sent += w.vectors;
+        self.bytes_sent += w.bytes;
+    }
+}
+
+/// Checks a repository name: 1-200 bytes of letters, digits and `-_./@:`, not
+/// starting with a dot.
+pub fn check_name(name: &str) -> Result<()> {
+    let refuse = |reason| {
+        Err(DbError::Name {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if name.is_empty() || name.len() > 200 {
+        return refuse("a name is 1 to 200 bytes");
+    }
+    if name.starts_with('.') {
+        return refuse("a name does not start with a dot");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_./@:".contains(&b))
+    {
+        return refuse("a name is letters, digits and - _ . / @ :");
+    }
+    Ok(())
+}
+
+/// The store's side: the bucket roots of its five tables, its table roots and sequence.
+struct Local {
+    roots: Vec<Vec<MerkleRoot>>,
+    table_roots: TableRoots,
+    sequence: u64,
+}
+
+impl Local {
+    fn read(txn: &ReadTxn) -> Result<Self> {
+        let roots = Table::ALL
+            .iter()
+            .map(|&t| txn.bucket_roots(t))
+            .collect::<cfs_store::Result<Vec<_>>>()?;
+        Ok(Self {
+            roots,
+            table_roots: txn.table_roots()?,
+            sequence: txn.sequence()?,
+        })
+    }
+}
+
+/// Publishes `store`'s committed state as the head of repository `options.repo` in
+/// `db`, making cfs's tables if the database has none. On any failure the database is
+/// as it was.
+pub fn publish(
+    store: &Store,
+    db: &mut Database,
+    options: &PublishOptions,
+) -> Result<PublishReport> {
+    check_name(&options.repo)?;
+    schema::ensure(db)?;
+    let txn = store.begin_read()?;
+    let local = Local::read(&txn)?;
+    let name = db.describe().to_owned();
+    for retries in 0..TRIES {
+        let tx = db.client().transaction().map_err(sql_error(&name, "begin"))?;
+        let mut attempt = Attempt {
+            tx,
+            name: &name,
+            txn: &txn,
+            local: &local,
+            report: PublishReport::new(&options.repo, local.table_roots.state_root(), retries),
+        };
+        if let Some(report) = attempt.run(store.settings())? {
+            attempt
+                .tx
+                .commit()
+                .map_err(sql_error(&name, "commit the publish"))?;
+            return Ok(report);
+        }
+        attempt
+            .tx
+            .rollback()
+            .map_err(sql_error(&name, "roll back"))?;
+    }
+    Err(DbError::Race {
+        database: name,
+        repo: options.repo.clone(),
+        tries: TRIES,
+    })
+}
+
+/// One try at moving the head, in one transaction.
+struct Attempt<'a> {
+    tx: Transaction<'a>,
+    name: &'a str,
+    txn: &'a ReadTxn,
+    local: &'a Local,
+    report: PublishReport,
+}
+
+impl Attempt<'_> {
+    /// Writes everything and moves the head; `None` if the head moved under it.
+    fn run(&mut self, settings: &Settings) -> Result<Option<PublishReport>> {
+        let name = self.name;
+        self.tx
+            .execute(
+                "SELECT pg_advisory_xact_lock_shared($1, $2)",
+                &[&LOCK_CLASS, &GC_LOCK],
+            )
+            .map_err(sql_error(name, "wait for a collection"))?;
+        let repo = self.repo_id(settings)?;
+        self.tx
+            .execute("SELECT pg_advisory_xact_lock($1, $2)", &[&LOCK_CLASS, &repo])
+            .map_err(sql_error(name, "wait for the repository's other publishers"))?;
+        let head = self.head(repo)?;
+        self.report.previous = head;
+        let stored = read_bucket_roots(&mut self.tx, name, repo)?;
+        for (tag, table) in Table::ALL.into_iter().enumerate() {
+            let differing: Vec<u16> = (0..N_BUCKETS as u16)
+                .filter(|&b| stored[tag][usize::from(b)] != self.local.roots[tag][usize::from(b)])
+                .collect();
+            if !differing.is_empty() {
+                self.report.buckets += differing.len();
+                self.sync_table(repo, table, &differing)?;
+                self.write_roots(repo, tag, &differing)?;
+            }
+        }
+        self.check_roots(repo)?;
+        if self.move_head(repo, head)? {
+            Ok(Some(self.report.clone()))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The repository's id, adding it if it is new; its settings must be the store's.
+    fn repo_id(&mut self, settings: &Settings) -> Result<i32> {
+        let name = self.name;
+        let repo = &self.report.repo;
+        let sizes = chunk_sizes(settings);
+        self.tx
+            .execute(
+                "INSERT INTO cfs_repos (name, model_id, chunk_sizes) VALUES ($1, $2, $3) \
+                 ON CONFLICT (name) DO NOTHING",
+                &[repo, &settings.model_id, &sizes],
+            )
+            .map_err(sql_error(name, "add the repository"))?;
+        let row = self
+            .tx
+            .query_one(
+                "SELECT id, model_id, chunk_sizes FROM cfs_repos WHERE name = $1",
+                &[repo],
+            )
+            .map_err(sql_error(name, "read the repository"))?;
+        let (model, held): (String, Vec<i32>) = (row.get(1), row.get(2));
+        if model != settings.model_id || held != sizes {
+            return Err(DbError::Settings {
+                database: name.to_owned(),
+                what: format!(
+                    "repository {repo:?} is published with embedder {model} and chunk sizes \
+                     {held:?}, the store has {} and {sizes:?}; a repository never mixes them \
+                     (publish under another name)",
+                    settings.model_id
+                ),
+            });
+        }
+        Ok(row.get(0))
+    }
+
+    /// The state root the repository's head names, if it has one.
+    fn head(&mut self, repo: i32) -> Result<Option<StateRoot>> {
+        let row = self
+            .tx
+            .query_opt("SELECT state_root FROM cfs_heads WHERE repo = $1", &[&repo])
+            .map_err(sql_error(self.name, "read the head"))?;
+        row.map(|r| root_of(self.name, "the head's state root", r.get(0)))
+            .transpose()
+            .map(|r| r.map(StateRoot))
+    }
+
+    /// Brings the repository's rows of `table` in the buckets `differing` to the store's.
+    fn sync_table(&mut self, repo: i32, table: Table, differing: &[u16]) -> Result<()> {
+        let name = self.name;
+        let tag = tag_of(table);
+        let buckets: Vec<i16> = differing.iter().map(|&b| b as i16).collect();
+        let held: BTreeMap<Vec<u8>, Vec<u8>> = self
+            .tx
+            .query(
+                "SELECT key, leaf FROM cfs_members WHERE repo = $1 AND tag = $2 AND bucket = ANY($3)",
+                &[&repo, &tag, &buckets],
+            )
+            .map_err(sql_error(name, "read the repository's rows"))?
+            .into_iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let mut local: BTreeMap<Vec<u8>, [u8; 32]> = BTreeMap::new();
+        for &b in differing {
+            local.extend(self.txn.bucket_leaves(table, b)?.into_iter().map(|r| (r.key, r.leaf)));
+        }
+        let removed: Vec<&[u8]> = held
+            .iter()
+            .filter(|(k, leaf)| local.get(*k).is_none_or(|l| l[..] != leaf[..]))
+            .map(|(k, _)| &k[..])
+            .collect();
+        let added: BTreeSet<&[u8]> = local
+            .iter()
+            .filter(|(k, leaf)| held.get(*k).is_none_or(|l| l[..] != leaf[..]))
+            .map(|(k, _)| &k[..])
+            .collect();
+        let mut rows: Vec<RowPayload> = Vec::with_capacity(added.len());
+        let added_buckets: BTreeSet<u16> = added.iter().map(|k| cfs_core::Bucket::of_key(k).0).collect();
+        for b in added_buckets {
+            let payloads = self.txn.bucket_payloads(table, b)?;
+            rows.extend(payloads.into_iter().filter(|r| added.contains(&r.key[..])));
+        }
+        let written = content::write(&mut self.tx, name, self.txn, table, &rows)?;
+        self.report.add(written);
+        self.report.rows_removed += removed.len();
+        self.report.rows_added += rows.len();
+        if !removed.is_empty() {
+            self.tx
+                .execute(
+                    "DELETE FROM cfs_members WHERE repo = $1 AND tag = $2 AND key = ANY($3)",
+                    &[&repo, &tag, &removed],
+                )
+                .map_err(sql_error(name, "drop the rows the repository no longer holds"))?;
+        }
+        self.add_members(repo, tag, &rows)
+    }
+
+    /// Adds `rows` to the repository's table `tag`.
+    fn add_members(&mut self, repo: i32, tag: i16, rows: &[RowPayload]) -> Result<()> {
+        for batch in rows.chunks(5_000) {
+            let keys: Vec<&[u8]> = batch.iter().map(|r| &r.key[..]).collect();
+            let buckets: Vec<i16> = batch
+                .iter()
+                .map(|r| cfs_core::Bucket::of_key(&r.key).0 as i16)
+                .collect();
+            let leaves: Vec<&[u8]> = batch.iter().map(|r| &r.leaf[..]).collect();
+            self.tx
+                .execute(
+                    "INSERT INTO cfs_members (repo, tag, key, bucket, leaf) \
+                     SELECT $1, $2, * FROM unnest($3::bytea[], $4::smallint[], $5::bytea[])",
+                    &[&repo, &tag, &keys, &buckets, &leaves],
+                )
+                .map_err(sql_error(self.name, "add the repository's rows"))?;
+            self.report.bytes_sent += batch.iter().map(|r| (r.key.len() + 34) as u64).sum::<u64>();
+        }
+        Ok(())
+    }
+
+    /// Writes the store's roots of the buckets `differing` of table `tag`: an empty
+    /// bucket's row is dropped (by its key), another's set.
+    fn write_roots(&mut self, repo: i32, tag: usize, differing: &[u16]) -> Result<()> {
+        let roots = &self.local.roots[tag];
+        let empty = MerkleRoot::empty();
+        let (gone, set): (Vec<u16>, Vec<u16>) =
+            differing.iter().partition(|&&b| roots[usize::from(b)] == empty);
+        let tag = tag as i16;
+        let name = self.name;
+        if !gone.is_empty() {
+            let gone: Vec<i16> = gone.iter().map(|&b| b as i16).collect();
+            self.tx
+                .execute(
+                    "DELETE FROM cfs_bucket_roots WHERE repo = $1 AND tag = $2 AND bucket = ANY($3)",
+                    &[&repo, &tag, &gone],
+                )
+                .map_err(sql_error(name, "drop emptied bucket roots"))?;
+        }
+        let buckets: Vec<i16> = set.iter().map(|&b| b as i16).collect();
+        let values: Vec<&[u8]> = set.iter().map(|&b| &roots[usize::from(b)].0[..]).collect();
+        self.tx
+            .execute(
+                "INSERT INTO cfs_bucket_roots (repo, tag, bucket, root) \
+                 SELECT $1, $2, * FROM unnest($3::smallint[], $4::bytea[]) \
+                 ON CONFLICT (repo, tag, bucket) DO UPDATE SET root = EXCLUDED.root",
+                &[&repo, &tag, &buckets, &values],
+            )
+            .map_err(sql_error(name, "write bucket roots"))?;
+        self.report.bytes_sent += 34 * set.len() as u64;
+        Ok(())
+    }
+
+    /// What the head will promise: the bucket roots the database now holds for the
+    /// repository make the store's table roots and state root.
+    fn check_roots(&mut self, repo: i32) -> Result<()> {
+        let held = read_bucket_roots(&mut self.tx, self.name, repo)?;
+        for (tag, table) in Table::ALL.into_iter().enumerate() {
+            let root = TopTree::from_bucket_roots(&held[tag])
+                .expect("1,024 roots")
+                .root();
+            assert_eq!(
+                root,
+                self.local.table_roots.get(table),
+                "the {} bucket roots written for {} do not make the store's table root",
+                table.name(),
+                self.report.repo
+            );
+        }
+        Ok(())
+    }
+
+    /// Moves the head from `old` to the store's state; `false` if another publisher
+    /// moved it first.
+    fn move_head(&mut self, repo: i32, old: Option<StateRoot>) -> Result<bool> {
+        let t = &self.local.table_roots;
+        let roots: Vec<Vec<u8>> = Table::ALL.iter().map(|&x| t.get(x).0.to_vec()).collect();
+        let root = &self.report.root.0[..];
+        let sequence = self.local.sequence as i64;
+        let moved = match old {
+            Some(old) if old == self.report.root => Ok(1),
+            Some(old) => self.tx.execute(
+                "UPDATE cfs_heads SET sequence = $2, state_root = $3, table_roots = $4, \
+                 published = now() WHERE repo = $1 AND state_root = $5",
+                &[&repo, &sequence, &root, &roots, &&old.0[..]],
+            ),
+            None => self.tx.execute(
+                "INSERT INTO cfs_heads (repo, sequence, state_root, table_roots) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (repo) DO NOTHING",
+                &[&repo, &sequence, &root, &roots],
+            ),
+        };
+        let moved = moved.map_err(sql_error(self.name, "move the head"))?;
+        Ok(moved == 1)
+    }
+}
+
+/// A table's tag in `cfs_members` and `cfs_bucket_roots`: its place in the state root.
+pub(crate) fn tag_of(table: Table) -> i16 {
+    Table::ALL.iter().position(|&t| t == table).expect("a table") as i16
+}
+
+/// The chunk sizes a repository is recorded with: target, max, overlap.
+fn chunk_sizes(settings: &Settings) -> Vec<i32> {
+    let c = &settings.chunk;
+    [c.target_bytes, c.max_bytes, c.overlap_bytes]
+        .iter()
+        .map(|&x| x as i32)
+        .collect()
+}
+
+/// A stored 32-byte root, or a damaged-database error naming `what`.
+pub(crate) fn root_of(name: &str, what: &str, bytes: Vec<u8>) -> Result<[u8; 32]> {
+    bytes.try_into().map_err(|b: Vec<u8>| DbError::Damaged {
+        database: name.to_owned(),
+        what: format!("{what} is {} bytes, not 32", b.len()),
+    })
+}
+
+/// The bucket roots the database holds for `repo`, by tag (five tables).
+pub(crate) fn read_bucket_roots(
+    tx: &mut Transaction<'_>,
+    name: &str,
+    repo: i32,
+) -> Result<Vec<Vec<MerkleRoot>>> {
+    let mut roots = vec![vec![MerkleRoot::empty(); N_BUCKETS]; Table::ALL.len()];
+    let rows = tx
+        .query(
+            "SELECT tag, bucket, root FROM cfs_bucket_roots WHERE repo = $1",
+            &[&repo],
+        )
+        .map_err(sql_error(name, "read bucket roots"))?;
+    for row in rows {
+        let (tag, bucket): (i16, i16) = (row.get(0), row.get(1));
+        let slot = roots
+            .get_mut(tag as usize)
+            .and_then(|t| t.get_mut(bucket as usize))
+            .ok_or_else(|| DbError::Damaged {
+                database: name.to_owned(),
+                what: format!("cfs_bucket_roots holds tag {tag} bucket {bucket}"),
+            })?;
+        *slot = MerkleRoot(root_of(name, "a bucket root", row.get(2))?);
+    }
+    Ok(roots)
+}

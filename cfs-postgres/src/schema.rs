@@ -1,0 +1,157 @@
+//! The tables cfs keeps in a database (docs/format.md, "PostgreSQL"), made once under
+//! a lock, and the check that a database holds this version of them.
+
+use postgres::Transaction;
+
+use crate::db::{Database, sql_error};
+use crate::error::{DbError, Result};
+
+/// The version of the tables below; a database of another version is refused.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// The class of cfs's advisory locks (`pg_advisory_xact_lock(LOCK_CLASS, n)`): `n` is a
+/// repository's id for its publishers, [`GC_LOCK`] for collection (shared by
+/// publishers), [`SCHEMA_LOCK`] for making the tables.
+pub const LOCK_CLASS: i32 = 0x0cf5;
+/// The collection lock: publishers hold it shared, `publish --gc` alone.
+pub const GC_LOCK: i32 = 0;
+/// The lock held while the tables are made.
+const SCHEMA_LOCK: i32 = -1;
+
+/// The tables. Shared content is keyed by its leaf (the hash of its canonical encoding):
+/// one row whatever the number of repositories holding it. A repository holds rows
+/// through `cfs_members`, one per row of its committed tables.
+const TABLES: &str = "
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE cfs_schema (version int NOT NULL);
+CREATE TABLE cfs_repos (
+    id serial PRIMARY KEY,
+    name text NOT NULL UNIQUE,
+    model_id text NOT NULL,
+    chunk_sizes int[] NOT NULL
+);
+CREATE TABLE cfs_heads (
+    repo int PRIMARY KEY REFERENCES cfs_repos (id),
+    sequence bigint NOT NULL,
+    state_root bytea NOT NULL,
+    table_roots bytea[] NOT NULL,
+    published timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE cfs_bucket_roots (
+    repo int NOT NULL REFERENCES cfs_repos (id),
+    tag smallint NOT NULL,
+    bucket smallint NOT NULL,
+    root bytea NOT NULL,
+    PRIMARY KEY (repo, tag, bucket)
+);
+CREATE TABLE cfs_members (
+    repo int NOT NULL REFERENCES cfs_repos (id),
+    tag smallint NOT NULL,
+    key bytea NOT NULL,
+    bucket smallint NOT NULL,
+    leaf bytea NOT NULL,
+    PRIMARY KEY (repo, tag, key)
+);
+CREATE INDEX cfs_members_bucket ON cfs_members (repo, tag, bucket);
+CREATE TABLE cfs_paths (
+    leaf bytea PRIMARY KEY,
+    path text NOT NULL,
+    document_id uuid NOT NULL,
+    encoding bytea NOT NULL
+);
+CREATE TABLE cfs_documents (
+    leaf bytea PRIMARY KEY,
+    id uuid NOT NULL,
+    encoding bytea NOT NULL
+);
+CREATE INDEX cfs_documents_id ON cfs_documents (id);
+CREATE TABLE cfs_chunks (
+    leaf bytea PRIMARY KEY,
+    id uuid NOT NULL,
+    document_id uuid NOT NULL,
+    start_line int NOT NULL,
+    end_line int NOT NULL,
+    kind text NOT NULL,
+    language text,
+    symbol text,
+    text text NOT NULL,
+    encoding bytea NOT NULL
+);
+CREATE INDEX cfs_chunks_id ON cfs_chunks (id);
+CREATE INDEX cfs_chunks_document ON cfs_chunks (document_id);
+CREATE TABLE cfs_embeddings (
+    leaf bytea PRIMARY KEY,
+    id uuid NOT NULL,
+    chunk_id uuid NOT NULL,
+    model_hash bytea NOT NULL,
+    vector_hash bytea NOT NULL
+);
+CREATE INDEX cfs_embeddings_chunk ON cfs_embeddings (chunk_id);
+CREATE TABLE cfs_vectors (
+    hash bytea PRIMARY KEY,
+    encoding bytea NOT NULL,
+    v vector NOT NULL
+);
+CREATE TABLE cfs_edges (
+    leaf bytea PRIMARY KEY,
+    key bytea NOT NULL,
+    encoding bytea NOT NULL
+);
+";
+
+/// Makes cfs's tables in `db` if it has none, or checks their version.
+pub(crate) fn ensure(db: &mut Database) -> Result<()> {
+    let name = db.describe().to_owned();
+    let mut tx = db.client().transaction().map_err(sql_error(&name, "begin"))?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        &[&LOCK_CLASS, &SCHEMA_LOCK],
+    )
+    .map_err(sql_error(&name, "lock the schema"))?;
+    if version(&mut tx, &name)?.is_none() {
+        tx.batch_execute(TABLES)
+            .map_err(sql_error(&name, "make cfs's tables"))?;
+        tx.execute("INSERT INTO cfs_schema VALUES ($1)", &[&SCHEMA_VERSION])
+            .map_err(sql_error(&name, "record the schema version"))?;
+    }
+    tx.commit().map_err(sql_error(&name, "commit the schema"))
+}
+
+/// Checks, in `tx`, that the database holds cfs's tables of this version.
+pub(crate) fn check(tx: &mut Transaction<'_>, name: &str) -> Result<()> {
+    match version(tx, name)? {
+        Some(()) => Ok(()),
+        None => Err(DbError::Version {
+            database: name.to_owned(),
+            what: "it holds no cfs tables (nothing was published into it)".into(),
+        }),
+    }
+}
+
+/// `Some` when the database holds cfs's tables of this version, `None` when it holds
+/// none; another version is an error.
+fn version(tx: &mut Transaction<'_>, name: &str) -> Result<Option<()>> {
+    let exists: bool = tx
+        .query_one("SELECT to_regclass('cfs_schema') IS NOT NULL", &[])
+        .map_err(sql_error(name, "look for cfs's tables"))?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let found: Vec<i32> = tx
+        .query("SELECT version FROM cfs_schema", &[])
+        .map_err(sql_error(name, "read the schema version"))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    if found != [SCHEMA_VERSION] {
+        return Err(DbError::Version {
+            database: name.to_owned(),
+            what: format!(
+                "its cfs tables are of schema version {found:?}; this build reads version \
+                 {SCHEMA_VERSION}"
+            ),
+        });
+    }
+    Ok(Some(()))
+}

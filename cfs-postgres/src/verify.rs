@@ -1,0 +1,366 @@
+//! Verify a repository in the database: every row it holds re-hashed from its canonical
+//! encoding and checked against its key, bucket, leaf and the columns beside it; every
+//! bucket root, table root and the state root recomputed from the leaves and compared
+//! with what the database holds and the head names. Read-only, in one snapshot, so it
+//! runs on a standby as well as the primary.
+
+use cfs_core::{
+    Canonical, Chunk, Document, Edge, Embedding, Entity, MerkleRoot, N_BUCKETS, PathEntry,
+    StateRoot, Table, TableRoots, TopTree, merkle_root,
+};
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{IsolationLevel, Row, Transaction};
+
+use crate::content::chunk_columns;
+use crate::db::{Database, sql_error};
+use crate::error::{DbError, Result};
+use crate::publish::{read_bucket_roots, root_of, tag_of};
+use crate::schema;
+
+/// How many damaged rows a report names; it counts them all.
+const NAMED: usize = 20;
+
+/// What is wrong with one row, bucket or root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damage {
+    /// The table (`paths`, `documents`, `chunks`, `embeddings`, `edges`, or `head`).
+    pub table: String,
+    /// The row's key in hex, or the bucket (`bucket 17`), or empty for a table root.
+    pub key: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// What verifying a repository found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// The repository.
+    pub repo: String,
+    /// The head's sequence.
+    pub sequence: u64,
+    /// The state root the head names.
+    pub head: StateRoot,
+    /// The state root recomputed from the rows.
+    pub recomputed: StateRoot,
+    /// Rows re-hashed.
+    pub rows_checked: u64,
+    /// Damage found, of which the first [`NAMED`] are named in `damage`.
+    pub damaged: usize,
+    /// The first damaged rows, buckets and roots.
+    pub damage: Vec<Damage>,
+}
+
+impl VerifyReport {
+    /// Whether the repository's rows make the root its head names.
+    pub fn is_ok(&self) -> bool {
+        self.damaged == 0 && self.head == self.recomputed
+    }
+
+    fn found(&mut self, table: &str, key: String, reason: String) {
+        self.damaged += 1;
+        if self.damage.len() < NAMED {
+            self.damage.push(Damage {
+                table: table.to_owned(),
+                key,
+                reason,
+            });
+        }
+    }
+}
+
+/// Verifies repository `repo` of `db`.
+pub fn verify(db: &mut Database, repo: &str) -> Result<VerifyReport> {
+    let name = db.describe().to_owned();
+    let mut tx = db
+        .client()
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .map_err(sql_error(&name, "begin"))?;
+    schema::check(&mut tx, &name)?;
+    let head = tx
+        .query_opt(
+            "SELECT r.id, h.sequence, h.state_root, h.table_roots FROM cfs_repos r \
+             JOIN cfs_heads h ON h.repo = r.id WHERE r.name = $1",
+            &[&repo],
+        )
+        .map_err(sql_error(&name, "read the head"))?
+        .ok_or_else(|| DbError::NoRepository {
+            database: name.clone(),
+            name: repo.to_owned(),
+        })?;
+    let id: i32 = head.get(0);
+    let mut report = VerifyReport {
+        repo: repo.to_owned(),
+        sequence: head.get::<_, i64>(1) as u64,
+        head: StateRoot(root_of(&name, "the head's state root", head.get(2))?),
+        recomputed: StateRoot([0; 32]),
+        rows_checked: 0,
+        damaged: 0,
+        damage: Vec::new(),
+    };
+    let stored = read_bucket_roots(&mut tx, &name, id)?;
+    let mut roots = TableRoots::empty();
+    for (tag, table) in Table::ALL.into_iter().enumerate() {
+        let buckets = bucket_roots(&mut tx, &name, id, table, &mut report)?;
+        for (b, (made, held)) in buckets.iter().zip(&stored[tag]).enumerate() {
+            if made != held {
+                report.found(
+                    table.name(),
+                    format!("bucket {b}"),
+                    format!(
+                        "its rows make root {}, cfs_bucket_roots holds {}",
+                        made.to_hex(),
+                        held.to_hex()
+                    ),
+                );
+            }
+        }
+        roots.set(table, TopTree::from_bucket_roots(&buckets).expect("1,024 roots").root());
+    }
+    check_head(&name, &head.get::<_, Vec<Vec<u8>>>(3), &roots, &mut report)?;
+    report.recomputed = roots.state_root();
+    if report.recomputed != report.head {
+        report.found(
+            "head",
+            String::new(),
+            format!(
+                "the rows make state root {}, the head names {}",
+                report.recomputed.to_hex(),
+                report.head.to_hex()
+            ),
+        );
+    }
+    tx.commit().map_err(sql_error(&name, "end the snapshot"))?;
+    Ok(report)
+}
+
+/// Compares the head's table roots with the recomputed ones.
+fn check_head(
+    name: &str,
+    held: &[Vec<u8>],
+    roots: &TableRoots,
+    report: &mut VerifyReport,
+) -> Result<()> {
+    if held.len() != Table::ALL.len() {
+        report.found("head", String::new(), format!("it holds {} table roots, not 5", held.len()));
+        return Ok(());
+    }
+    for (table, bytes) in Table::ALL.into_iter().zip(held) {
+        let root = MerkleRoot(root_of(name, "a table root of the head", bytes.clone())?);
+        if root != roots.get(table) {
+            report.found(
+                "head",
+                table.name().to_owned(),
+                format!(
+                    "its {} root is {}, the rows make {}",
+                    table.name(),
+                    root.to_hex(),
+                    roots.get(table).to_hex()
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The query of a repository's rows of `table` in key order, each with its shared
+/// content (null where it is missing) and the columns beside the encoding.
+fn rows_query(table: Table) -> &'static str {
+    match table {
+        Table::Paths => {
+            "SELECT m.key, m.bucket, m.leaf, c.encoding, c.path, c.document_id \
+             FROM cfs_members m LEFT JOIN cfs_paths c ON c.leaf = m.leaf \
+             WHERE m.repo = $1 AND m.tag = $2 ORDER BY m.key"
+        }
+        Table::Documents => {
+            "SELECT m.key, m.bucket, m.leaf, c.encoding, c.id \
+             FROM cfs_members m LEFT JOIN cfs_documents c ON c.leaf = m.leaf \
+             WHERE m.repo = $1 AND m.tag = $2 ORDER BY m.key"
+        }
+        Table::Chunks => {
+            "SELECT m.key, m.bucket, m.leaf, c.encoding, c.id, c.document_id, c.start_line, \
+             c.end_line, c.kind, c.language, c.symbol, c.text \
+             FROM cfs_members m LEFT JOIN cfs_chunks c ON c.leaf = m.leaf \
+             WHERE m.repo = $1 AND m.tag = $2 ORDER BY m.key"
+        }
+        Table::Embeddings => {
+            "SELECT m.key, m.bucket, m.leaf, c.leaf, c.id, c.chunk_id, c.model_hash, \
+             c.vector_hash, v.hash, v.encoding, v.v::real[] \
+             FROM cfs_members m LEFT JOIN cfs_embeddings c ON c.leaf = m.leaf \
+             LEFT JOIN cfs_vectors v ON v.hash = c.vector_hash \
+             WHERE m.repo = $1 AND m.tag = $2 ORDER BY m.key"
+        }
+        Table::Edges => {
+            "SELECT m.key, m.bucket, m.leaf, c.encoding, c.key \
+             FROM cfs_members m LEFT JOIN cfs_edges c ON c.leaf = m.leaf \
+             WHERE m.repo = $1 AND m.tag = $2 ORDER BY m.key"
+        }
+    }
+}
+
+/// The 1,024 bucket roots of the repository's rows of `table`, each row checked.
+fn bucket_roots(
+    tx: &mut Transaction<'_>,
+    name: &str,
+    repo: i32,
+    table: Table,
+    report: &mut VerifyReport,
+) -> Result<Vec<MerkleRoot>> {
+    let mut roots = vec![MerkleRoot::empty(); N_BUCKETS];
+    let mut leaves: Vec<[u8; 32]> = Vec::new();
+    let mut current: Option<usize> = None;
+    let tag = tag_of(table);
+    let params: [&(dyn postgres::types::ToSql + Sync); 2] = [&repo, &tag];
+    let mut rows = tx
+        .query_raw(rows_query(table), params)
+        .map_err(sql_error(name, "read the repository's rows"))?;
+    let mut previous: Option<Vec<u8>> = None;
+    while let Some(row) = rows
+        .next()
+        .map_err(sql_error(name, "read the repository's rows"))?
+    {
+        report.rows_checked += 1;
+        let key: Vec<u8> = row.get(0);
+        let bucket = usize::from(cfs_core::Bucket::of_key(&key).0);
+        if current != Some(bucket) {
+            if let Some(b) = current {
+                roots[b] = merkle_root(&leaves);
+            }
+            leaves.clear();
+            current = Some(bucket);
+        }
+        let leaf: Vec<u8> = row.get(2);
+        let hex = cfs_core::hex_encode(&key);
+        if let Err(reason) = check_row(table, &row, &key, bucket) {
+            report.found(table.name(), hex.clone(), reason);
+        }
+        if previous.as_ref().is_some_and(|p| p >= &key) {
+            report.found(table.name(), hex.clone(), "rows out of key order".into());
+        }
+        match <[u8; 32]>::try_from(leaf) {
+            Ok(l) => leaves.push(l),
+            Err(_) => report.found(table.name(), hex, "its leaf is not 32 bytes".into()),
+        }
+        previous = Some(key);
+    }
+    if let Some(b) = current {
+        roots[b] = merkle_root(&leaves);
+    }
+    Ok(roots)
+}
+
+/// Checks one member row: its content is there, its encoding hashes to its leaf and
+/// decodes to an entity of its key, its bucket is its key's, and the columns beside the
+/// encoding say what the encoding says.
+fn check_row(table: Table, row: &Row, key: &[u8], bucket: usize) -> std::result::Result<(), String> {
+    let member_bucket: i16 = row.get(1);
+    if member_bucket as usize != bucket {
+        return Err(format!("it is listed in bucket {member_bucket}, its key is in {bucket}"));
+    }
+    let leaf: Vec<u8> = row.get(2);
+    match table {
+        Table::Paths => {
+            let (entry, _) = entity::<PathEntry>(row, key, &leaf)?;
+            let (path, document): (String, uuid::Uuid) = (row.get(4), row.get(5));
+            same(path == entry.path && document == entry.document_id.as_uuid(), "path or document_id")
+        }
+        Table::Documents => {
+            let (document, _) = entity::<Document>(row, key, &leaf)?;
+            let id: uuid::Uuid = row.get(4);
+            same(id == document.id.as_uuid(), "id")
+        }
+        Table::Chunks => {
+            let (chunk, _) = entity::<Chunk>(row, key, &leaf)?;
+            same(chunk_agrees(row, &chunk), "columns")
+        }
+        Table::Embeddings => check_embedding(row, key, &leaf),
+        Table::Edges => {
+            let (edge, _) = entity::<Edge>(row, key, &leaf)?;
+            let held: Vec<u8> = row.get(4);
+            same(held == edge.key(), "key")
+        }
+    }
+}
+
+/// The entity of a row whose shared content is its encoding (column 3), checked.
+fn entity<E: Entity>(row: &Row, key: &[u8], leaf: &[u8]) -> std::result::Result<(E, Vec<u8>), String> {
+    let encoding: Option<Vec<u8>> = row.get(3);
+    let encoding = encoding.ok_or("its shared row is missing")?;
+    checked::<E>(encoding, key, leaf)
+}
+
+/// Decodes `encoding` as an `E` of key `key` hashing to `leaf`.
+fn checked<E: Entity>(encoding: Vec<u8>, key: &[u8], leaf: &[u8]) -> std::result::Result<(E, Vec<u8>), String> {
+    if E::leaf_of_encoding(&encoding).0[..] != *leaf {
+        return Err("its encoding does not hash to its leaf".into());
+    }
+    let entity = E::decode(&encoding).map_err(|e| format!("its encoding does not decode: {e}"))?;
+    let own: Vec<u8> = match E::TABLE {
+        Table::Edges => entity_edge_key(&encoding),
+        _ => E::key_bytes(&entity.key()).to_vec(),
+    };
+    if own != key {
+        return Err("its encoding is of another key".into());
+    }
+    Ok((entity, encoding))
+}
+
+/// An edge's 34-byte key, from its encoding.
+fn entity_edge_key(encoding: &[u8]) -> Vec<u8> {
+    Edge::decode(encoding).map(|e| e.key().to_vec()).unwrap_or_default()
+}
+
+/// `Ok` if the columns beside the encoding agree with it, else names `what` disagrees.
+fn same(agrees: bool, what: &str) -> std::result::Result<(), String> {
+    if agrees {
+        Ok(())
+    } else {
+        Err(format!("its {what} disagree with its encoding"))
+    }
+}
+
+/// Whether a chunk row's columns are its encoding's.
+fn chunk_agrees(row: &Row, chunk: &Chunk) -> bool {
+    let (kind, language, symbol) = chunk_columns(chunk);
+    let id: uuid::Uuid = row.get(4);
+    let document: uuid::Uuid = row.get(5);
+    let (start, end): (i32, i32) = (row.get(6), row.get(7));
+    id == chunk.id.as_uuid()
+        && document == chunk.document_id.as_uuid()
+        && i64::from(start) == i64::from(chunk.start_line)
+        && i64::from(end) == i64::from(chunk.end_line)
+        && row.get::<_, String>(8) == kind
+        && row.get::<_, Option<String>>(9).as_deref() == language
+        && row.get::<_, Option<String>>(10).as_deref() == symbol
+        && row.get::<_, String>(11) == chunk.text
+}
+
+/// Checks an embedding row: its content and vector are there, its encoding (key, chunk,
+/// model and the vector's encoding) hashes to its leaf, the vector hashes to its name
+/// and the `vector` column holds its components.
+fn check_embedding(row: &Row, key: &[u8], leaf: &[u8]) -> std::result::Result<(), String> {
+    if row.get::<_, Option<Vec<u8>>>(3).is_none() {
+        return Err("its shared row is missing".into());
+    }
+    let hash: Vec<u8> = row.get(7);
+    let Some(vector) = row.get::<_, Option<Vec<u8>>>(9) else {
+        return Err(format!("vector {} is missing", cfs_core::hex_encode(&hash)));
+    };
+    if cfs_store::vector_hash(&vector)[..] != hash[..] {
+        return Err("its vector does not hash to its name".into());
+    }
+    let id: uuid::Uuid = row.get(4);
+    let chunk: uuid::Uuid = row.get(5);
+    let model: Vec<u8> = row.get(6);
+    let encoding = [&id.as_bytes()[..], chunk.as_bytes(), &model, &vector].concat();
+    let (embedding, _) = checked::<Embedding>(encoding, key, leaf)?;
+    let floats: Vec<f32> = row.get(10);
+    let exact = floats.len() == embedding.vector.len()
+        && floats.iter().zip(&embedding.vector).all(|(f, &x)| *f == f32::from(x));
+    if !exact {
+        return Err("its vector column disagrees with the vector's encoding".into());
+    }
+    Ok(())
+}
