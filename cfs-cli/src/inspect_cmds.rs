@@ -33,6 +33,13 @@ pub struct VerifyArgs {
     /// Recompute every vector from its text (default: a sample of 64).
     #[arg(long)]
     full: bool,
+    /// Verify a repository published in this database instead of the store:
+    /// postgresql://user@host:port/dbname (a standby serves as well as the primary).
+    #[arg(long, requires = "repo", conflicts_with = "full")]
+    db: Option<String>,
+    /// The repository to verify in the database.
+    #[arg(long, requires = "db")]
+    repo: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -299,6 +306,9 @@ impl Report for StatusReport {
 }
 
 pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    if let (Some(db), Some(repo)) = (&args.db, &args.repo) {
+        return crate::db_cmds::verify_db(db, repo, args.common.json);
+    }
     let store = open_read(&args.common)?;
     let started = std::time::Instant::now();
     let report = store.verify().with_context(|| {

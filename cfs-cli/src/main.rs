@@ -5,6 +5,7 @@
 
 mod alloc;
 mod chunks;
+mod db_cmds;
 mod demo;
 mod index_cmds;
 mod inspect_cmds;
@@ -83,6 +84,10 @@ enum Command {
     Clone(remote_cmds::CloneArgs),
     /// Carry a store's state in one file: `create FILE [--since BUNDLE]`, `apply FILE`.
     Bundle(remote_cmds::BundleArgs),
+    /// Publish the store's state into a PostgreSQL database as a repository's head,
+    /// sending only the buckets that differ from the repository's there; `--gc` drops
+    /// the rows no repository holds.
+    Publish(db_cmds::PublishArgs),
     /// Work on a remote itself: `gc REMOTE [--keep N] [--grace-minutes M]`, `verify
     /// REMOTE`.
     Remote(remote_cmds::RemoteArgs),
@@ -175,6 +180,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve::run(&args),
         Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),
         Command::Push(args) => remote_cmds::push_cmd(&args),
+        Command::Publish(args) => db_cmds::publish_cmd(&args),
         Command::Pull(args) => remote_cmds::pull_cmd(&args),
         Command::Clone(args) => remote_cmds::clone_cmd(&args),
         Command::Bundle(args) => remote_cmds::bundle_cmd(&args),

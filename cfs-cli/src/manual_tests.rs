@@ -118,7 +118,8 @@ fn shorthand_names(snippet: &str) -> Vec<String> {
 #[test]
 fn the_manual_documents_every_json_field_and_no_other() {
     use crate::{
-        chunks, demo, index_cmds, inspect_cmds, maintain_cmds, remote_cmds, search_cmds, watch_cmd,
+        chunks, db_cmds, demo, index_cmds, inspect_cmds, maintain_cmds, remote_cmds, search_cmds,
+        watch_cmd,
     };
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli.md");
     let doc = std::fs::read_to_string(path).expect("docs/cli.md");
@@ -128,7 +129,20 @@ fn the_manual_documents_every_json_field_and_no_other() {
         ("index", fields::<index_cmds::IndexReport>()),
         ("watch", fields::<watch_cmd::WatchLine>()),
         ("status", fields::<inspect_cmds::StatusReport>()),
-        ("verify", fields::<inspect_cmds::VerifyReport>()),
+        (
+            "verify",
+            fields::<inspect_cmds::VerifyReport>()
+                .into_iter()
+                .chain(fields::<db_cmds::DbVerifyAnswer>())
+                .collect(),
+        ),
+        (
+            "publish",
+            fields::<db_cmds::PublishAnswer>()
+                .into_iter()
+                .chain(fields::<db_cmds::DbGcAnswer>())
+                .collect(),
+        ),
         ("reembed", fields::<maintain_cmds::ReembedReport>()),
         ("repair", fields::<maintain_cmds::RepairReport>()),
         ("gc", fields::<maintain_cmds::GcAnswer>()),

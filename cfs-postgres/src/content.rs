@@ -124,12 +124,7 @@ pub(crate) fn chunk_columns(chunk: &Chunk) -> (&'static str, Option<&str>, Optio
 }
 
 /// Inserts one batch of `table`'s content; gives the bytes of the values sent.
-fn insert(
-    tx: &mut Transaction<'_>,
-    name: &str,
-    table: Table,
-    rows: &[&RowPayload],
-) -> Result<u64> {
+fn insert(tx: &mut Transaction<'_>, name: &str, table: Table, rows: &[&RowPayload]) -> Result<u64> {
     let leaves: Vec<&[u8]> = rows.iter().map(|r| &r.leaf[..]).collect();
     let encodings: Vec<&[u8]> = rows.iter().map(|r| &r.payload[..]).collect();
     let mut bytes: u64 = rows

@@ -23,9 +23,15 @@ pub struct GcReport {
 pub fn gc(db: &mut Database) -> Result<GcReport> {
     schema::ensure(db)?;
     let name = db.describe().to_owned();
-    let mut tx = db.client().transaction().map_err(sql_error(&name, "begin"))?;
-    tx.execute("SELECT pg_advisory_xact_lock($1, $2)", &[&LOCK_CLASS, &GC_LOCK])
-        .map_err(sql_error(&name, "wait for publishes in flight"))?;
+    let mut tx = db
+        .client()
+        .transaction()
+        .map_err(sql_error(&name, "begin"))?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        &[&LOCK_CLASS, &GC_LOCK],
+    )
+    .map_err(sql_error(&name, "wait for publishes in flight"))?;
     let mut report = GcReport::default();
     for (i, table) in Table::ALL.into_iter().enumerate() {
         let t = content_table(table);
@@ -63,6 +69,7 @@ pub fn gc(db: &mut Database) -> Result<GcReport> {
             .execute("DELETE FROM cfs_vectors WHERE hash = ANY($1)", &[&batch])
             .map_err(sql_error(&name, "drop unnamed vectors"))?;
     }
-    tx.commit().map_err(sql_error(&name, "commit the collection"))?;
+    tx.commit()
+        .map_err(sql_error(&name, "commit the collection"))?;
     Ok(report)
 }

@@ -138,7 +138,10 @@ pub fn publish(
     let local = Local::read(&txn)?;
     let name = db.describe().to_owned();
     for retries in 0..TRIES {
-        let tx = db.client().transaction().map_err(sql_error(&name, "begin"))?;
+        let tx = db
+            .client()
+            .transaction()
+            .map_err(sql_error(&name, "begin"))?;
         let mut attempt = Attempt {
             tx,
             name: &name,
@@ -186,8 +189,14 @@ impl Attempt<'_> {
             .map_err(sql_error(name, "wait for a collection"))?;
         let repo = self.repo_id(settings)?;
         self.tx
-            .execute("SELECT pg_advisory_xact_lock($1, $2)", &[&LOCK_CLASS, &repo])
-            .map_err(sql_error(name, "wait for the repository's other publishers"))?;
+            .execute(
+                "SELECT pg_advisory_xact_lock($1, $2)",
+                &[&LOCK_CLASS, &repo],
+            )
+            .map_err(sql_error(
+                name,
+                "wait for the repository's other publishers",
+            ))?;
         let head = self.head(repo)?;
         self.report.previous = head;
         let stored = read_bucket_roots(&mut self.tx, name, repo)?;
@@ -271,7 +280,12 @@ impl Attempt<'_> {
             .collect();
         let mut local: BTreeMap<Vec<u8>, [u8; 32]> = BTreeMap::new();
         for &b in differing {
-            local.extend(self.txn.bucket_leaves(table, b)?.into_iter().map(|r| (r.key, r.leaf)));
+            local.extend(
+                self.txn
+                    .bucket_leaves(table, b)?
+                    .into_iter()
+                    .map(|r| (r.key, r.leaf)),
+            );
         }
         let removed: Vec<&[u8]> = held
             .iter()
@@ -284,7 +298,10 @@ impl Attempt<'_> {
             .map(|(k, _)| &k[..])
             .collect();
         let mut rows: Vec<RowPayload> = Vec::with_capacity(added.len());
-        let added_buckets: BTreeSet<u16> = added.iter().map(|k| cfs_core::Bucket::of_key(k).0).collect();
+        let added_buckets: BTreeSet<u16> = added
+            .iter()
+            .map(|k| cfs_core::Bucket::of_key(k).0)
+            .collect();
         for b in added_buckets {
             let payloads = self.txn.bucket_payloads(table, b)?;
             rows.extend(payloads.into_iter().filter(|r| added.contains(&r.key[..])));
@@ -299,7 +316,10 @@ impl Attempt<'_> {
                     "DELETE FROM cfs_members WHERE repo = $1 AND tag = $2 AND key = ANY($3)",
                     &[&repo, &tag, &removed],
                 )
-                .map_err(sql_error(name, "drop the rows the repository no longer holds"))?;
+                .map_err(sql_error(
+                    name,
+                    "drop the rows the repository no longer holds",
+                ))?;
         }
         self.add_members(repo, tag, &rows)
     }
@@ -330,8 +350,9 @@ impl Attempt<'_> {
     fn write_roots(&mut self, repo: i32, tag: usize, differing: &[u16]) -> Result<()> {
         let roots = &self.local.roots[tag];
         let empty = MerkleRoot::empty();
-        let (gone, set): (Vec<u16>, Vec<u16>) =
-            differing.iter().partition(|&&b| roots[usize::from(b)] == empty);
+        let (gone, set): (Vec<u16>, Vec<u16>) = differing
+            .iter()
+            .partition(|&&b| roots[usize::from(b)] == empty);
         let tag = tag as i16;
         let name = self.name;
         if !gone.is_empty() {
@@ -403,7 +424,10 @@ impl Attempt<'_> {
 
 /// A table's tag in `cfs_members` and `cfs_bucket_roots`: its place in the state root.
 pub(crate) fn tag_of(table: Table) -> i16 {
-    Table::ALL.iter().position(|&t| t == table).expect("a table") as i16
+    Table::ALL
+        .iter()
+        .position(|&t| t == table)
+        .expect("a table") as i16
 }
 
 /// The chunk sizes a repository is recorded with: target, max, overlap.

@@ -102,7 +102,10 @@ CREATE TABLE cfs_edges (
 /// Makes cfs's tables in `db` if it has none, or checks their version.
 pub(crate) fn ensure(db: &mut Database) -> Result<()> {
     let name = db.describe().to_owned();
-    let mut tx = db.client().transaction().map_err(sql_error(&name, "begin"))?;
+    let mut tx = db
+        .client()
+        .transaction()
+        .map_err(sql_error(&name, "begin"))?;
     tx.execute(
         "SELECT pg_advisory_xact_lock($1, $2)",
         &[&LOCK_CLASS, &SCHEMA_LOCK],

@@ -117,7 +117,12 @@ pub fn verify(db: &mut Database, repo: &str) -> Result<VerifyReport> {
                 );
             }
         }
-        roots.set(table, TopTree::from_bucket_roots(&buckets).expect("1,024 roots").root());
+        roots.set(
+            table,
+            TopTree::from_bucket_roots(&buckets)
+                .expect("1,024 roots")
+                .root(),
+        );
     }
     check_head(&name, &head.get::<_, Vec<Vec<u8>>>(3), &roots, &mut report)?;
     report.recomputed = roots.state_root();
@@ -144,7 +149,11 @@ fn check_head(
     report: &mut VerifyReport,
 ) -> Result<()> {
     if held.len() != Table::ALL.len() {
-        report.found("head", String::new(), format!("it holds {} table roots, not 5", held.len()));
+        report.found(
+            "head",
+            String::new(),
+            format!("it holds {} table roots, not 5", held.len()),
+        );
         return Ok(());
     }
     for (table, bytes) in Table::ALL.into_iter().zip(held) {
@@ -254,17 +263,27 @@ fn bucket_roots(
 /// Checks one member row: its content is there, its encoding hashes to its leaf and
 /// decodes to an entity of its key, its bucket is its key's, and the columns beside the
 /// encoding say what the encoding says.
-fn check_row(table: Table, row: &Row, key: &[u8], bucket: usize) -> std::result::Result<(), String> {
+fn check_row(
+    table: Table,
+    row: &Row,
+    key: &[u8],
+    bucket: usize,
+) -> std::result::Result<(), String> {
     let member_bucket: i16 = row.get(1);
     if member_bucket as usize != bucket {
-        return Err(format!("it is listed in bucket {member_bucket}, its key is in {bucket}"));
+        return Err(format!(
+            "it is listed in bucket {member_bucket}, its key is in {bucket}"
+        ));
     }
     let leaf: Vec<u8> = row.get(2);
     match table {
         Table::Paths => {
             let (entry, _) = entity::<PathEntry>(row, key, &leaf)?;
             let (path, document): (String, uuid::Uuid) = (row.get(4), row.get(5));
-            same(path == entry.path && document == entry.document_id.as_uuid(), "path or document_id")
+            same(
+                path == entry.path && document == entry.document_id.as_uuid(),
+                "path or document_id",
+            )
         }
         Table::Documents => {
             let (document, _) = entity::<Document>(row, key, &leaf)?;
@@ -285,14 +304,22 @@ fn check_row(table: Table, row: &Row, key: &[u8], bucket: usize) -> std::result:
 }
 
 /// The entity of a row whose shared content is its encoding (column 3), checked.
-fn entity<E: Entity>(row: &Row, key: &[u8], leaf: &[u8]) -> std::result::Result<(E, Vec<u8>), String> {
+fn entity<E: Entity>(
+    row: &Row,
+    key: &[u8],
+    leaf: &[u8],
+) -> std::result::Result<(E, Vec<u8>), String> {
     let encoding: Option<Vec<u8>> = row.get(3);
     let encoding = encoding.ok_or("its shared row is missing")?;
     checked::<E>(encoding, key, leaf)
 }
 
 /// Decodes `encoding` as an `E` of key `key` hashing to `leaf`.
-fn checked<E: Entity>(encoding: Vec<u8>, key: &[u8], leaf: &[u8]) -> std::result::Result<(E, Vec<u8>), String> {
+fn checked<E: Entity>(
+    encoding: Vec<u8>,
+    key: &[u8],
+    leaf: &[u8],
+) -> std::result::Result<(E, Vec<u8>), String> {
     if E::leaf_of_encoding(&encoding).0[..] != *leaf {
         return Err("its encoding does not hash to its leaf".into());
     }
@@ -309,7 +336,9 @@ fn checked<E: Entity>(encoding: Vec<u8>, key: &[u8], leaf: &[u8]) -> std::result
 
 /// An edge's 34-byte key, from its encoding.
 fn entity_edge_key(encoding: &[u8]) -> Vec<u8> {
-    Edge::decode(encoding).map(|e| e.key().to_vec()).unwrap_or_default()
+    Edge::decode(encoding)
+        .map(|e| e.key().to_vec())
+        .unwrap_or_default()
 }
 
 /// `Ok` if the columns beside the encoding agree with it, else names `what` disagrees.
@@ -358,7 +387,10 @@ fn check_embedding(row: &Row, key: &[u8], leaf: &[u8]) -> std::result::Result<()
     let (embedding, _) = checked::<Embedding>(encoding, key, leaf)?;
     let floats: Vec<f32> = row.get(10);
     let exact = floats.len() == embedding.vector.len()
-        && floats.iter().zip(&embedding.vector).all(|(f, &x)| *f == f32::from(x));
+        && floats
+            .iter()
+            .zip(&embedding.vector)
+            .all(|(f, &x)| *f == f32::from(x));
     if !exact {
         return Err("its vector column disagrees with the vector's encoding".into());
     }

@@ -8,6 +8,7 @@ mod concurrent;
 mod first_hour;
 mod idle;
 mod link;
+mod publish;
 mod readonly;
 mod remote;
 mod repair;

@@ -27,7 +27,10 @@ fn publish_then_verify_on_primary_and_standby() {
     assert!(checked.is_ok(), "{checked:?}");
     assert_eq!((checked.head, checked.rows_checked), (root, f.rows()));
     let again = publish(&f.store, &mut db, &options("a")).unwrap();
-    assert_eq!((again.previous, again.buckets, again.bytes_sent), (Some(root), 0, 0));
+    assert_eq!(
+        (again.previous, again.buckets, again.bytes_sent),
+        (Some(root), 0, 0)
+    );
     if let Some(url) = t.standby_url() {
         let mut standby = cfs_postgres::Database::connect(&url).unwrap();
         let there = verify(&mut standby, "a").unwrap();
@@ -48,12 +51,21 @@ fn repositories_share_rows() {
     assert!(second.rows_shared > second.rows_sent, "{second:?}");
     // Each repository's own notes are new rows; everything else of b was a's.
     let mut client = t.client();
-    let chunks: i64 = client.query_one("SELECT count(*) FROM cfs_chunks", &[]).unwrap().get(0);
+    let chunks: i64 = client
+        .query_one("SELECT count(*) FROM cfs_chunks", &[])
+        .unwrap()
+        .get(0);
     let counts = |f: &Fixture| f.store.begin_read().unwrap().counts().unwrap();
     let (ca, cb) = (counts(&a), counts(&b));
     let shared_chunks = ca.chunks + cb.chunks - chunks as u64;
-    assert!(shared_chunks > 0 && shared_chunks < ca.chunks.min(cb.chunks), "{shared_chunks}");
-    let members: i64 = client.query_one("SELECT count(*) FROM cfs_members", &[]).unwrap().get(0);
+    assert!(
+        shared_chunks > 0 && shared_chunks < ca.chunks.min(cb.chunks),
+        "{shared_chunks}"
+    );
+    let members: i64 = client
+        .query_one("SELECT count(*) FROM cfs_members", &[])
+        .unwrap()
+        .get(0);
     assert_eq!(members as u64, a.rows() + b.rows());
     assert!(first.bytes_sent > second.bytes_sent);
     for repo in ["a", "b"] {
@@ -77,7 +89,10 @@ fn an_edit_sends_only_the_differing_buckets() {
     let next = publish(&f.store, &mut db, &options("a")).unwrap();
     assert_eq!(next.previous, Some(first.root));
     assert_eq!(next.root, f.store.state_root().unwrap());
-    assert!(next.buckets > 0 && next.buckets < first.buckets / 4, "{next:?}");
+    assert!(
+        next.buckets > 0 && next.buckets < first.buckets / 4,
+        "{next:?}"
+    );
     assert!(next.rows_removed > 0 && next.rows_added > 0);
     assert!(next.bytes_sent * 10 < first.bytes_sent, "{next:?}");
     let checked = verify(&mut db, "a").unwrap();
@@ -124,7 +139,8 @@ fn a_killed_publish_changes_nothing_and_the_next_converges() {
     // Hold the head's row, so that the publish stops at its last step.
     let mut holder = t.client();
     let mut hold = holder.transaction().unwrap();
-    hold.execute("SELECT * FROM cfs_heads FOR UPDATE", &[]).unwrap();
+    hold.execute("SELECT * FROM cfs_heads FOR UPDATE", &[])
+        .unwrap();
     let killed = std::thread::scope(|s| {
         let url = t.url();
         let store = &f.store;
@@ -157,7 +173,10 @@ fn a_killed_publish_changes_nothing_and_the_next_converges() {
     let checked = verify(&mut db, "a").unwrap();
     assert!(checked.is_ok() && checked.head == first.root, "{checked:?}");
     let next = publish(&f.store, &mut db, &options("a")).unwrap();
-    assert_eq!((next.previous, next.root), (Some(first.root), f.store.state_root().unwrap()));
+    assert_eq!(
+        (next.previous, next.root),
+        (Some(first.root), f.store.state_root().unwrap())
+    );
     assert!(verify(&mut db, "a").unwrap().is_ok());
 }
 
@@ -219,14 +238,20 @@ fn refusals_name_the_reason() {
     publish(&f.store, &mut db, &options("a")).unwrap();
     let mut client = t.client();
     client
-        .execute("UPDATE cfs_repos SET model_id = 'other/1' WHERE name = 'a'", &[])
+        .execute(
+            "UPDATE cfs_repos SET model_id = 'other/1' WHERE name = 'a'",
+            &[],
+        )
         .unwrap();
     let refused = publish(&f.store, &mut db, &options("a")).unwrap_err();
     assert!(matches!(refused, DbError::Settings { .. }), "{refused}");
     assert!(refused.to_string().contains("other/1"));
     for bad in ["", ".hidden", "a b", "x;drop"] {
         let refused = publish(&f.store, &mut db, &options(bad)).unwrap_err();
-        assert!(matches!(refused, DbError::Name { .. }), "{bad:?}: {refused}");
+        assert!(
+            matches!(refused, DbError::Name { .. }),
+            "{bad:?}: {refused}"
+        );
     }
     let missing = verify(&mut db, "nobody").unwrap_err();
     assert!(matches!(missing, DbError::NoRepository { .. }), "{missing}");
@@ -241,7 +266,10 @@ fn gc_drops_only_unheld_rows() {
     let mut db = t.connect();
     publish(&a.store, &mut db, &options("a")).unwrap();
     publish(&b.store, &mut db, &options("b")).unwrap();
-    assert_eq!(cfs_postgres::gc(&mut db).unwrap(), cfs_postgres::GcReport::default());
+    assert_eq!(
+        cfs_postgres::gc(&mut db).unwrap(),
+        cfs_postgres::GcReport::default()
+    );
     // A file only a holds changes, and one both hold: a's old rows of the first go,
     // the second's stay (b holds them).
     write(&a.tree(), "a/x0.md", "# changed\n");

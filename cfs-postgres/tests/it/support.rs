@@ -31,7 +31,11 @@ pub fn test_db() -> Option<TestDb> {
         return None;
     };
     static N: AtomicU64 = AtomicU64::new(0);
-    let name = format!("cfs_t{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+    let name = format!(
+        "cfs_t{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
     let mut admin = Client::connect(&primary, NoTls).expect("the test cluster's primary");
     admin
         .batch_execute(&format!("CREATE DATABASE {name}"))
@@ -77,7 +81,10 @@ impl TestDb {
         let mut replica = Client::connect(standby, NoTls).expect("the standby");
         for _ in 0..600 {
             let caught_up: bool = replica
-                .query_one("SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn", &[&lsn])
+                .query_one(
+                    "SELECT pg_last_wal_replay_lsn() >= $1::text::pg_lsn",
+                    &[&lsn],
+                )
                 .unwrap()
                 .get(0);
             if caught_up {
@@ -92,7 +99,10 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Ok(mut admin) = Client::connect(&self.primary, NoTls) {
-            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
         }
     }
 }
@@ -115,10 +125,18 @@ impl Fixture {
             let body =
                 format!("pub fn f{i}(x: u32) -> u32 {{\n    x * {i} + 1\n}}\n").repeat(1 + i % 5);
             write(&tree, &format!("src/m{i}.rs"), &body);
-            write(&tree, &format!("docs/n{i}.md"), &format!("# Note {i}\n\nWords about {i}.\n"));
+            write(
+                &tree,
+                &format!("docs/n{i}.md"),
+                &format!("# Note {i}\n\nWords about {i}.\n"),
+            );
         }
         for i in 0..extra {
-            write(&tree, &format!("{tag}/x{i}.md"), &format!("# {tag} {i}\n\nOnly in {tag}.\n"));
+            write(
+                &tree,
+                &format!("{tag}/x{i}.md"),
+                &format!("# {tag} {i}\n\nOnly in {tag}.\n"),
+            );
         }
         let options = SyncOptions::default();
         let embedder = HashEmbedder::default();
