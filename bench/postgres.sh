@@ -8,7 +8,8 @@
 # 4. storage: each cfs table's size with its indexes and TOAST, per chunk;
 # 5. sharing: each top-level folder of TREE published as a repository of its own with
 #    one common folder (the first one) vendored into each under vendor/: the rows the
-#    repositories hold against the rows stored, and the content bytes either way.
+#    repositories hold against the rows stored, and the content bytes either way
+#    (SHARING=0 skips it).
 set -euo pipefail
 tree=$1 cfs=$2 embedder=${3:-hash}
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -59,6 +60,7 @@ sql "$big" "SELECT c.relname, pg_total_relation_size(c.oid), round(pg_total_rela
 echo "  total $(sql "$big" "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relkind = 'r' AND c.relname LIKE 'cfs_%'") bytes, $(sql "$big" "SELECT round(sum(pg_total_relation_size(c.oid))::numeric / $chunks) FROM pg_class c WHERE c.relkind = 'r' AND c.relname LIKE 'cfs_%'") a chunk"
 
 # Sharing: every top-level folder a repository, with the first folder vendored in each.
+[ "${SHARING:-1}" = 0 ] && exit 0
 folders=$(cd "$tree" && find . -mindepth 1 -maxdepth 1 -type d ! -name '.*' | sort | sed 's|^\./||')
 common=$(echo "$folders" | head -1)
 for f in $(echo "$folders" | tail -n +2); do

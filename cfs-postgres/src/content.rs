@@ -258,7 +258,6 @@ fn write_vectors(
     let missing: Vec<&[u8]> = hashes.into_iter().filter(|h| !held.contains(*h)).collect();
     let mut bytes = 0;
     for batch in missing.chunks(BATCH) {
-        let mut encodings = Vec::with_capacity(batch.len());
         let mut texts = Vec::with_capacity(batch.len());
         for hash in batch {
             let hash: &[u8; 32] = (*hash).try_into().expect("32 bytes");
@@ -271,14 +270,13 @@ fn write_vectors(
             let vector = cfs_core::decode_vector(&encoding)
                 .map_err(|e| StoreError::Corrupted(format!("a vector does not decode: {e}")))?;
             texts.push(vector_text(&vector));
-            bytes += (32 + encoding.len() + 4 * vector.len()) as u64;
-            encodings.push(encoding);
+            bytes += (32 + 4 * vector.len()) as u64;
         }
         tx.execute(
-            "INSERT INTO cfs_vectors (hash, encoding, v) \
-             SELECT h, e, t::vector FROM unnest($1::bytea[], $2::bytea[], $3::text[]) AS u(h, e, t) \
+            "INSERT INTO cfs_vectors (hash, v) \
+             SELECT h, t::vector FROM unnest($1::bytea[], $2::text[]) AS u(h, t) \
              ON CONFLICT DO NOTHING",
-            &[&batch, &encodings, &texts],
+            &[&batch, &texts],
         )
         .map_err(sql_error(name, "write cfs_vectors"))?;
     }

@@ -89,7 +89,6 @@ CREATE TABLE cfs_embeddings (
 CREATE INDEX cfs_embeddings_chunk ON cfs_embeddings (chunk_id);
 CREATE TABLE cfs_vectors (
     hash bytea PRIMARY KEY,
-    encoding bytea NOT NULL,
     v vector NOT NULL
 );
 CREATE TABLE cfs_edges (

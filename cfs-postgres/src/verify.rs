@@ -196,7 +196,7 @@ fn rows_query(table: Table) -> &'static str {
         }
         Table::Embeddings => {
             "SELECT m.key, m.bucket, m.leaf, c.leaf, c.id, c.chunk_id, c.model_hash, \
-             c.vector_hash, v.hash, v.encoding, v.v::real[] \
+             c.vector_hash, v.v::real[] \
              FROM cfs_members m LEFT JOIN cfs_embeddings c ON c.leaf = m.leaf \
              LEFT JOIN cfs_vectors v ON v.hash = c.vector_hash \
              WHERE m.repo = $1 AND m.tag = $2 ORDER BY m.key"
@@ -366,17 +366,19 @@ fn chunk_agrees(row: &Row, chunk: &Chunk) -> bool {
         && row.get::<_, String>(11) == chunk.text
 }
 
-/// Checks an embedding row: its content and vector are there, its encoding (key, chunk,
-/// model and the vector's encoding) hashes to its leaf, the vector hashes to its name
-/// and the `vector` column holds its components.
+/// Checks an embedding row: its content and vector are there, the vector's encoding
+/// (made from the `vector` column, whose components must be i16 values) hashes to the
+/// name the embedding gives it, and the embedding's encoding (key, chunk, model and the
+/// vector's encoding) hashes to its leaf.
 fn check_embedding(row: &Row, key: &[u8], leaf: &[u8]) -> std::result::Result<(), String> {
     if row.get::<_, Option<Vec<u8>>>(3).is_none() {
         return Err("its shared row is missing".into());
     }
     let hash: Vec<u8> = row.get(7);
-    let Some(vector) = row.get::<_, Option<Vec<u8>>>(9) else {
+    let Some(floats) = row.get::<_, Option<Vec<f32>>>(8) else {
         return Err(format!("vector {} is missing", cfs_core::hex_encode(&hash)));
     };
+    let vector = vector_of(&floats)?;
     if cfs_store::vector_hash(&vector)[..] != hash[..] {
         return Err("its vector does not hash to its name".into());
     }
@@ -384,15 +386,19 @@ fn check_embedding(row: &Row, key: &[u8], leaf: &[u8]) -> std::result::Result<()
     let chunk: uuid::Uuid = row.get(5);
     let model: Vec<u8> = row.get(6);
     let encoding = [&id.as_bytes()[..], chunk.as_bytes(), &model, &vector].concat();
-    let (embedding, _) = checked::<Embedding>(encoding, key, leaf)?;
-    let floats: Vec<f32> = row.get(10);
-    let exact = floats.len() == embedding.vector.len()
-        && floats
-            .iter()
-            .zip(&embedding.vector)
-            .all(|(f, &x)| *f == f32::from(x));
-    if !exact {
-        return Err("its vector column disagrees with the vector's encoding".into());
+    checked::<Embedding>(encoding, key, leaf).map(|_| ())
+}
+
+/// The canonical encoding of the vector a `vector` column holds: each component must be
+/// an i16 value, which float32 holds exactly.
+fn vector_of(floats: &[f32]) -> std::result::Result<Vec<u8>, String> {
+    let mut components = Vec::with_capacity(floats.len());
+    for &f in floats {
+        let x = f as i16;
+        if f32::from(x) != f {
+            return Err(format!("its vector holds {f}, which is no i16"));
+        }
+        components.push(x);
     }
-    Ok(())
+    Ok(cfs_core::encode_vector(&components))
 }

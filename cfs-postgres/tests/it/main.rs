@@ -181,11 +181,12 @@ fn a_killed_publish_changes_nothing_and_the_next_converges() {
 }
 
 /// Rows altered by hand are named by verify: a chunk's text column, a document's
-/// encoding, a vector's components, an edge the repository no longer lists.
+/// encoding, a vector's components (other integers, or a fraction), an edge the
+/// repository no longer lists.
 #[test]
 fn verify_names_rows_altered_by_hand() {
     let f = Fixture::new("a", 0);
-    let damage: [(&str, &str, &str); 4] = [
+    let damage: [(&str, &str, &str); 5] = [
         (
             "UPDATE cfs_chunks SET text = text || ' ' \
              WHERE leaf = (SELECT leaf FROM cfs_chunks ORDER BY leaf LIMIT 1)",
@@ -203,7 +204,13 @@ fn verify_names_rows_altered_by_hand() {
              ARRAY[vector_dims(v)]), ',') || ']')::vector \
              WHERE hash = (SELECT hash FROM cfs_vectors ORDER BY hash LIMIT 1)",
             "embeddings",
-            "its vector column disagrees",
+            "its vector does not hash to its name",
+        ),
+        (
+            "UPDATE cfs_vectors SET v = ('[0.5' || repeat(',0', vector_dims(v) - 1) || ']')::vector \
+             WHERE hash = (SELECT hash FROM cfs_vectors ORDER BY hash LIMIT 1)",
+            "embeddings",
+            "which is no i16",
         ),
         (
             "DELETE FROM cfs_members \
