@@ -2,10 +2,11 @@
 
 use std::str::FromStr;
 
-use postgres::config::Host;
+use postgres::config::{Host, SslMode};
 use postgres::{Client, Config, NoTls};
 
 use crate::error::{DbError, Result};
+use crate::tls;
 
 /// A connection to a PostgreSQL database.
 pub struct Database {
@@ -22,16 +23,24 @@ impl std::fmt::Debug for Database {
 }
 
 impl Database {
-    /// Connects to `url` (`postgresql://user@host:port/dbname`, or a key-value string).
+    /// Connects to `url` (`postgresql://user@host:port/dbname`, or a key-value string),
+    /// over TLS as its `sslmode` and `sslrootcert` say, with libpq's meanings
+    /// (`crate::tls`).
     pub fn connect(url: &str) -> Result<Self> {
-        let mut config = Config::from_str(url).map_err(sql_error(url, "read the URL"))?;
+        let split = tls::split(url)?;
+        let mut config = Config::from_str(&split.rest).map_err(|e| DbError::Config {
+            what: format!("cannot read the database URL: {e}"),
+        })?;
+        config.ssl_mode(split.mode);
         if config.get_application_name().is_none() {
             config.application_name("cfs");
         }
         let describe = describe(&config);
-        let client = config
-            .connect(NoTls)
-            .map_err(sql_error(&describe, "connect"))?;
+        let client = match split.mode {
+            SslMode::Disable => config.connect(NoTls),
+            _ => config.connect(tls::connector(&split)?),
+        }
+        .map_err(sql_error(&describe, "connect"))?;
         Ok(Self { client, describe })
     }
 

@@ -5,7 +5,7 @@
 #[non_exhaustive]
 pub enum DbError {
     /// The database refused or failed a statement, or the connection failed.
-    #[error("{database}: {what}: {source}")]
+    #[error("{database}: {what}: {}", chain(.source))]
     Sql {
         /// The database (its URL without a password).
         database: String,
@@ -14,6 +14,12 @@ pub enum DbError {
         /// The cause.
         #[source]
         source: postgres::Error,
+    },
+    /// The URL or its TLS settings cannot be used.
+    #[error("{what}")]
+    Config {
+        /// What is wrong.
+        what: String,
     },
     /// The store could not be read.
     #[error(transparent)]
@@ -68,6 +74,21 @@ pub enum DbError {
         /// Tries made.
         tries: u32,
     },
+}
+
+/// A database error with its causes (a TLS handshake's names the certificate problem),
+/// on one line.
+fn chain(e: &postgres::Error) -> String {
+    let mut line = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !line.contains(&text) {
+            line = format!("{line}: {text}");
+        }
+        cause = c.source();
+    }
+    line
 }
 
 /// The result type of cfs-postgres.

@@ -26,6 +26,7 @@ mod error;
 mod gc;
 mod publish;
 mod schema;
+mod tls;
 mod verify;
 
 pub use db::Database;

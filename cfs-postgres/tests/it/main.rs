@@ -3,6 +3,7 @@
 //! racing and killed publishers, damage named by verify, collection.
 
 mod support;
+mod tls;
 
 use cfs_postgres::{DbError, PublishOptions, publish, verify};
 use support::{Fixture, remove, test_db, write};
