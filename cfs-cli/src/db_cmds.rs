@@ -26,6 +26,10 @@ pub struct PublishArgs {
     /// vectors no embedding names (publishes in flight finish first).
     #[arg(long)]
     gc: bool,
+    /// Repair what `cfs verify --db` found: compare every bucket, not only those whose
+    /// stored roots differ, and rewrite every row of the repository from the store.
+    #[arg(long, conflicts_with = "gc")]
+    repair: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -56,7 +60,11 @@ pub fn publish_cmd(args: &PublishArgs) -> anyhow::Result<ExitCode> {
     };
     let started = std::time::Instant::now();
     let bar = spinner(args.common.json, &format!("publishing {repo}"));
-    let report = cfs_postgres::publish(&store, &mut db, &PublishOptions { repo })?;
+    let options = PublishOptions {
+        repo,
+        repair: args.repair,
+    };
+    let report = cfs_postgres::publish(&store, &mut db, &options)?;
     bar.finish_and_clear();
     let answer = PublishAnswer {
         database: db.describe().to_owned(),
@@ -241,8 +249,8 @@ impl Report for DbVerifyAnswer {
         } else {
             writeln!(
                 out,
-                "{} in {}: {} damaged; the rows make {}, the head names {}; `cfs publish` \
-                 from a sound store rewrites differing buckets only",
+                "{} in {}: {} damaged; the rows make {}, the head names {}; `cfs publish \
+                 --repair` from a sound store of it rewrites them",
                 self.repo, self.database, self.damaged, self.computed_root, self.head_root
             )
         }

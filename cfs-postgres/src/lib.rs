@@ -15,7 +15,8 @@
 //! # fn main() -> Result<(), cfs_postgres::DbError> {
 //! let store = cfs_store::Store::open(std::path::Path::new(".cfs/store.redb"))?;
 //! let mut db = Database::connect("postgresql://cfs@127.0.0.1:5432/cfs")?;
-//! publish(&store, &mut db, &PublishOptions { repo: "cfs".into() })?;
+//! let options = PublishOptions { repo: "cfs".into(), ..Default::default() };
+//! publish(&store, &mut db, &options)?;
 //! assert!(verify(&mut db, "cfs")?.is_ok());
 //! # Ok(()) }
 //! ```

@@ -23,10 +23,14 @@ const TRIES: u32 = 5;
 const BUCKETS_AT_ONCE: usize = N_BUCKETS / 16;
 
 /// What to publish.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct PublishOptions {
     /// The repository's name in the database.
     pub repo: String,
+    /// Repair what `verify` found: compare every bucket's rows, not only the buckets
+    /// whose stored roots differ, and rewrite every row the repository holds from the
+    /// store (each checked against its leaf), shared rows included.
+    pub repair: bool,
 }
 
 /// What a publish did.
@@ -152,13 +156,20 @@ pub fn publish(
             txn: &txn,
             local: &local,
             report: PublishReport::new(&options.repo, local.table_roots.state_root(), retries),
+            overwrite: false,
         };
-        if let Some(report) = attempt.run(store.settings())? {
-            attempt
-                .tx
-                .commit()
-                .map_err(sql_error(&name, "commit the publish"))?;
-            return Ok(report);
+        match attempt.run(store.settings(), options.repair) {
+            Ok(Some(report)) => {
+                attempt
+                    .tx
+                    .commit()
+                    .map_err(sql_error(&name, "commit the publish"))?;
+                return Ok(report);
+            }
+            Ok(None) => {}
+            // Another publisher's shared rows crossed this one's: start again.
+            Err(e) if is_transient(&e) => {}
+            Err(e) => return Err(e),
         }
         attempt
             .tx
@@ -172,6 +183,17 @@ pub fn publish(
     })
 }
 
+/// Whether `e` is a deadlock or serialization failure, which a new attempt resolves.
+fn is_transient(e: &DbError) -> bool {
+    let DbError::Sql { source, .. } = e else {
+        return false;
+    };
+    source.code().is_some_and(|c| {
+        *c == postgres::error::SqlState::T_R_DEADLOCK_DETECTED
+            || *c == postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
+    })
+}
+
 /// One try at moving the head, in one transaction.
 struct Attempt<'a> {
     tx: Transaction<'a>,
@@ -179,11 +201,13 @@ struct Attempt<'a> {
     txn: &'a ReadTxn,
     local: &'a Local,
     report: PublishReport,
+    /// Rewrite every row of the buckets compared (a repair).
+    overwrite: bool,
 }
 
 impl Attempt<'_> {
     /// Writes everything and moves the head; `None` if the head moved under it.
-    fn run(&mut self, settings: &Settings) -> Result<Option<PublishReport>> {
+    fn run(&mut self, settings: &Settings, repair: bool) -> Result<Option<PublishReport>> {
         let name = self.name;
         self.tx
             .execute(
@@ -203,10 +227,21 @@ impl Attempt<'_> {
             ))?;
         let head = self.head(repo)?;
         self.report.previous = head;
-        let stored = read_bucket_roots(&mut self.tx, name, repo)?;
+        // A repair compares every bucket; the stored roots may be what is damaged.
+        let stored = if repair {
+            None
+        } else {
+            Some(read_bucket_roots(&mut self.tx, name, repo)?)
+        };
+        self.overwrite = repair;
         for (tag, table) in Table::ALL.into_iter().enumerate() {
             let differing: Vec<u16> = (0..N_BUCKETS as u16)
-                .filter(|&b| stored[tag][usize::from(b)] != self.local.roots[tag][usize::from(b)])
+                .filter(|&b| {
+                    let local = self.local.roots[tag][usize::from(b)];
+                    stored
+                        .as_ref()
+                        .is_none_or(|s| s[tag][usize::from(b)] != local)
+                })
                 .collect();
             if !differing.is_empty() {
                 self.report.buckets += differing.len();
@@ -229,13 +264,19 @@ impl Attempt<'_> {
         let name = self.name;
         let repo = &self.report.repo;
         let sizes = chunk_sizes(settings);
-        self.tx
-            .execute(
-                "INSERT INTO cfs_repos (name, model_id, chunk_sizes) VALUES ($1, $2, $3) \
-                 ON CONFLICT (name) DO NOTHING",
-                &[repo, &settings.model_id, &sizes],
-            )
-            .map_err(sql_error(name, "add the repository"))?;
+        let known = self
+            .tx
+            .query_opt("SELECT id FROM cfs_repos WHERE name = $1", &[repo])
+            .map_err(sql_error(name, "read the repository"))?;
+        if known.is_none() {
+            self.tx
+                .execute(
+                    "INSERT INTO cfs_repos (name, model_id, chunk_sizes) VALUES ($1, $2, $3) \
+                     ON CONFLICT (name) DO NOTHING",
+                    &[repo, &settings.model_id, &sizes],
+                )
+                .map_err(sql_error(name, "add the repository"))?;
+        }
         let row = self
             .tx
             .query_one(
@@ -303,17 +344,15 @@ impl Attempt<'_> {
             .filter(|(k, leaf)| held.get(*k).is_none_or(|l| l[..] != leaf[..]))
             .map(|(k, _)| &k[..])
             .collect();
-        let mut rows: Vec<RowPayload> = Vec::with_capacity(added.len());
-        let added_buckets: BTreeSet<u16> = added
-            .iter()
-            .map(|k| cfs_core::Bucket::of_key(k).0)
-            .collect();
-        for b in added_buckets {
-            let payloads = self.txn.bucket_payloads(table, b)?;
-            rows.extend(payloads.into_iter().filter(|r| added.contains(&r.key[..])));
-        }
-        let written = content::write(&mut self.tx, name, self.txn, table, &rows)?;
-        self.report.add(written);
+        let mut rows = self.rows_to_write(table, differing, &added)?;
+        let mut writer = content::Writer {
+            tx: &mut self.tx,
+            name,
+            txn: self.txn,
+            overwrite: self.overwrite,
+        };
+        self.report.add(writer.write(table, &rows)?);
+        rows.retain(|r| added.contains(&r.key[..]));
         self.report.rows_removed += removed.len();
         self.report.rows_added += rows.len();
         if !removed.is_empty() {
@@ -328,6 +367,31 @@ impl Attempt<'_> {
                 ))?;
         }
         self.add_members(repo, tag, &rows)
+    }
+
+    /// The store's rows whose content a sync of `differing` writes: those `added`, or
+    /// when overwriting, every row of those buckets.
+    fn rows_to_write(
+        &self,
+        table: Table,
+        differing: &[u16],
+        added: &BTreeSet<&[u8]>,
+    ) -> Result<Vec<RowPayload>> {
+        let read: BTreeSet<u16> = if self.overwrite {
+            differing.iter().copied().collect()
+        } else {
+            added
+                .iter()
+                .map(|k| cfs_core::Bucket::of_key(k).0)
+                .collect()
+        };
+        let mut rows = Vec::with_capacity(added.len());
+        for b in read {
+            let payloads = self.txn.bucket_payloads(table, b)?;
+            let wanted = |r: &RowPayload| self.overwrite || added.contains(&r.key[..]);
+            rows.extend(payloads.into_iter().filter(wanted));
+        }
+        Ok(rows)
     }
 
     /// Adds `rows` to the repository's table `tag`.
@@ -411,7 +475,10 @@ impl Attempt<'_> {
         let root = &self.report.root.0[..];
         let sequence = self.local.sequence as i64;
         let moved = match old {
-            Some(old) if old == self.report.root => Ok(1),
+            Some(old) if old == self.report.root => self.tx.execute(
+                "UPDATE cfs_heads SET sequence = $2 WHERE repo = $1 AND state_root = $3",
+                &[&repo, &sequence, &root],
+            ),
             Some(old) => self.tx.execute(
                 "UPDATE cfs_heads SET sequence = $2, state_root = $3, table_roots = $4, \
                  published = now() WHERE repo = $1 AND state_root = $5",
@@ -453,13 +520,16 @@ pub(crate) fn root_of(name: &str, what: &str, bytes: Vec<u8>) -> Result<[u8; 32]
     })
 }
 
-/// The bucket roots the database holds for `repo`, by tag (five tables).
-pub(crate) fn read_bucket_roots(
+/// The bucket roots the database holds for `repo`, by tag (five tables), and what is
+/// wrong with the rows that cannot be one (a tag or bucket out of range, a root not of
+/// 32 bytes).
+pub(crate) fn stored_bucket_roots(
     tx: &mut Transaction<'_>,
     name: &str,
     repo: i32,
-) -> Result<Vec<Vec<MerkleRoot>>> {
+) -> Result<(Vec<Vec<MerkleRoot>>, Vec<String>)> {
     let mut roots = vec![vec![MerkleRoot::empty(); N_BUCKETS]; Table::ALL.len()];
+    let mut wrong = Vec::new();
     let rows = tx
         .query(
             "SELECT tag, bucket, root FROM cfs_bucket_roots WHERE repo = $1",
@@ -468,14 +538,35 @@ pub(crate) fn read_bucket_roots(
         .map_err(sql_error(name, "read bucket roots"))?;
     for row in rows {
         let (tag, bucket): (i16, i16) = (row.get(0), row.get(1));
-        let slot = roots
-            .get_mut(tag as usize)
-            .and_then(|t| t.get_mut(bucket as usize))
-            .ok_or_else(|| DbError::Damaged {
-                database: name.to_owned(),
-                what: format!("cfs_bucket_roots holds tag {tag} bucket {bucket}"),
-            })?;
-        *slot = MerkleRoot(root_of(name, "a bucket root", row.get(2))?);
+        let slot = usize::try_from(tag)
+            .ok()
+            .zip(usize::try_from(bucket).ok())
+            .and_then(|(t, b)| roots.get_mut(t)?.get_mut(b));
+        let root = <[u8; 32]>::try_from(row.get::<_, Vec<u8>>(2));
+        match (slot, root) {
+            (Some(slot), Ok(root)) => *slot = MerkleRoot(root),
+            (None, _) => wrong.push(format!("cfs_bucket_roots holds tag {tag} bucket {bucket}")),
+            (_, Err(b)) => wrong.push(format!(
+                "the root of tag {tag} bucket {bucket} is {} bytes, not 32",
+                b.len()
+            )),
+        }
     }
-    Ok(roots)
+    Ok((roots, wrong))
+}
+
+/// [`stored_bucket_roots`], any wrong row refused: what a publish builds on.
+fn read_bucket_roots(
+    tx: &mut Transaction<'_>,
+    name: &str,
+    repo: i32,
+) -> Result<Vec<Vec<MerkleRoot>>> {
+    let (roots, wrong) = stored_bucket_roots(tx, name, repo)?;
+    match wrong.into_iter().next() {
+        None => Ok(roots),
+        Some(what) => Err(DbError::Damaged {
+            database: name.to_owned(),
+            what: format!("{what} (`cfs publish --repair` rewrites them)"),
+        }),
+    }
 }

@@ -14,7 +14,7 @@ use postgres::{IsolationLevel, Row, Transaction};
 use crate::content::chunk_columns;
 use crate::db::{Database, sql_error};
 use crate::error::{DbError, Result};
-use crate::publish::{read_bucket_roots, root_of, tag_of};
+use crate::publish::{stored_bucket_roots, tag_of};
 use crate::schema;
 
 /// How many damaged rows a report names; it counts them all.
@@ -94,13 +94,24 @@ pub fn verify(db: &mut Database, repo: &str) -> Result<VerifyReport> {
     let mut report = VerifyReport {
         repo: repo.to_owned(),
         sequence: head.get::<_, i64>(1) as u64,
-        head: StateRoot(root_of(&name, "the head's state root", head.get(2))?),
+        head: StateRoot([0; 32]),
         recomputed: StateRoot([0; 32]),
         rows_checked: 0,
         damaged: 0,
         damage: Vec::new(),
     };
-    let stored = read_bucket_roots(&mut tx, &name, id)?;
+    match <[u8; 32]>::try_from(head.get::<_, Vec<u8>>(2)) {
+        Ok(root) => report.head = StateRoot(root),
+        Err(b) => report.found(
+            "head",
+            String::new(),
+            format!("its state root is {} bytes", b.len()),
+        ),
+    }
+    let (stored, wrong) = stored_bucket_roots(&mut tx, &name, id)?;
+    for what in wrong {
+        report.found("bucket roots", String::new(), what);
+    }
     let mut roots = TableRoots::empty();
     for (tag, table) in Table::ALL.into_iter().enumerate() {
         let buckets = bucket_roots(&mut tx, &name, id, table, &mut report)?;
@@ -124,7 +135,10 @@ pub fn verify(db: &mut Database, repo: &str) -> Result<VerifyReport> {
                 .root(),
         );
     }
-    check_head(&name, &head.get::<_, Vec<Vec<u8>>>(3), &roots, &mut report)?;
+    match head.try_get::<_, Vec<Option<Vec<u8>>>>(3) {
+        Ok(held) => check_head(&held, &roots, &mut report),
+        Err(e) => report.found("head", String::new(), format!("its table roots: {e}")),
+    }
     report.recomputed = roots.state_root();
     if report.recomputed != report.head {
         report.found(
@@ -142,36 +156,28 @@ pub fn verify(db: &mut Database, repo: &str) -> Result<VerifyReport> {
 }
 
 /// Compares the head's table roots with the recomputed ones.
-fn check_head(
-    name: &str,
-    held: &[Vec<u8>],
-    roots: &TableRoots,
-    report: &mut VerifyReport,
-) -> Result<()> {
+fn check_head(held: &[Option<Vec<u8>>], roots: &TableRoots, report: &mut VerifyReport) {
     if held.len() != Table::ALL.len() {
-        report.found(
-            "head",
-            String::new(),
-            format!("it holds {} table roots, not 5", held.len()),
-        );
-        return Ok(());
+        let what = format!("it holds {} table roots, not 5", held.len());
+        report.found("head", String::new(), what);
+        return;
     }
     for (table, bytes) in Table::ALL.into_iter().zip(held) {
-        let root = MerkleRoot(root_of(name, "a table root of the head", bytes.clone())?);
-        if root != roots.get(table) {
+        let root = bytes.as_deref().and_then(|b| <[u8; 32]>::try_from(b).ok());
+        let made = roots.get(table);
+        if root != Some(made.0) {
+            let held = root.map_or_else(|| "not a root".to_owned(), |r| MerkleRoot(r).to_hex());
             report.found(
                 "head",
                 table.name().to_owned(),
                 format!(
-                    "its {} root is {}, the rows make {}",
+                    "its {} root is {held}, the rows make {}",
                     table.name(),
-                    root.to_hex(),
-                    roots.get(table).to_hex()
+                    made.to_hex()
                 ),
             );
         }
     }
-    Ok(())
 }
 
 /// The query of a repository's rows of `table` in key order, each with its shared
@@ -355,11 +361,11 @@ fn chunk_agrees(row: &Row, chunk: &Chunk) -> bool {
     let (kind, language, symbol) = chunk_columns(chunk);
     let id: uuid::Uuid = row.get(4);
     let document: uuid::Uuid = row.get(5);
-    let (start, end): (i32, i32) = (row.get(6), row.get(7));
+    let (start, end): (i64, i64) = (row.get(6), row.get(7));
     id == chunk.id.as_uuid()
         && document == chunk.document_id.as_uuid()
-        && i64::from(start) == i64::from(chunk.start_line)
-        && i64::from(end) == i64::from(chunk.end_line)
+        && start == i64::from(chunk.start_line)
+        && end == i64::from(chunk.end_line)
         && row.get::<_, String>(8) == kind
         && row.get::<_, Option<String>>(9).as_deref() == language
         && row.get::<_, Option<String>>(10).as_deref() == symbol

@@ -9,7 +9,10 @@ use cfs_postgres::{DbError, PublishOptions, publish, verify};
 use support::{Fixture, remove, test_db, write};
 
 fn options(repo: &str) -> PublishOptions {
-    PublishOptions { repo: repo.into() }
+    PublishOptions {
+        repo: repo.into(),
+        repair: false,
+    }
 }
 
 /// A first publish sends every row; the repository verifies, on the primary and on
@@ -155,7 +158,8 @@ fn a_killed_publish_changes_nothing_and_the_next_converges() {
             let n = killer
                 .execute(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                     WHERE application_name = 'cfs' AND wait_event_type = 'Lock' \
+                     WHERE datname = current_database() AND application_name = 'cfs' \
+                     AND wait_event_type = 'Lock' \
                      AND query LIKE 'UPDATE cfs_heads%'",
                     &[],
                 )
@@ -183,7 +187,8 @@ fn a_killed_publish_changes_nothing_and_the_next_converges() {
 
 /// Rows altered by hand are named by verify: a chunk's text column, a document's
 /// encoding, a vector's components (other integers, or a fraction), an edge the
-/// repository no longer lists.
+/// repository no longer lists. A publish does not see them (the bucket roots still
+/// match); a publish with `repair` rewrites them from the store.
 #[test]
 fn verify_names_rows_altered_by_hand() {
     let f = Fixture::new("a", 0);
@@ -233,6 +238,18 @@ fn verify_names_rows_altered_by_hand() {
             "{sql}: {checked:?}"
         );
         assert!(!named.key.is_empty());
+        let again = publish(&f.store, &mut db, &options("a")).unwrap();
+        assert_eq!(again.buckets, 0);
+        assert!(!verify(&mut db, "a").unwrap().is_ok(), "{sql}");
+        let repair = PublishOptions {
+            repair: true,
+            ..options("a")
+        };
+        let repaired = publish(&f.store, &mut db, &repair).unwrap();
+        assert_eq!(repaired.rows_added, usize::from(table == "edges"), "{sql}");
+        let checked = verify(&mut db, "a").unwrap();
+        assert!(checked.is_ok(), "{sql}: {checked:?}");
+        assert_eq!(checked.rows_checked, f.rows());
     }
 }
 
@@ -299,4 +316,103 @@ fn gc_drops_only_unheld_rows() {
         .unwrap()
         .get(0);
     assert_eq!(unheld, 0);
+}
+
+/// Publishers of two repositories that share most rows, at once into a new database:
+/// the tables are made once, the shared rows written once, both heads verify, and
+/// collection running meanwhile takes nothing either holds.
+#[test]
+fn publishers_of_other_repositories_and_collection_run_together() {
+    let Some(t) = test_db() else { return };
+    let (a, b) = (Fixture::new("a", 3), Fixture::new("b", 5));
+    std::thread::scope(|s| {
+        for (f, repo) in [(&a, "a"), (&b, "b")] {
+            let url = t.url();
+            s.spawn(move || {
+                let mut db = cfs_postgres::Database::connect(&url).unwrap();
+                for round in 0..3 {
+                    write(
+                        &f.tree(),
+                        &format!("{repo}/round.md"),
+                        &format!("# Round {round}\n"),
+                    );
+                    f.sync();
+                    publish(&f.store, &mut db, &options(repo)).unwrap();
+                }
+            });
+        }
+        let url = t.url();
+        s.spawn(move || {
+            let mut db = cfs_postgres::Database::connect(&url).unwrap();
+            for _ in 0..5 {
+                cfs_postgres::gc(&mut db).unwrap();
+            }
+        });
+    });
+    let mut db = t.connect();
+    for (f, repo) in [(&a, "a"), (&b, "b")] {
+        let checked = verify(&mut db, repo).unwrap();
+        assert!(checked.is_ok(), "{checked:?}");
+        assert_eq!(checked.head, f.store.state_root().unwrap());
+    }
+    let mut client = t.client();
+    let versions: i64 = client
+        .query_one("SELECT count(*) FROM cfs_schema", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(versions, 1);
+}
+
+/// A head moved by someone who ignores the publishers' lock, while a publish waits to
+/// move it: the compare-and-swap finds another root, the publish starts again from
+/// what the database holds and lands on its second try.
+#[test]
+fn a_head_moved_underneath_makes_the_publish_try_again() {
+    let Some(t) = test_db() else { return };
+    let f = Fixture::new("a", 2);
+    let mut db = t.connect();
+    publish(&f.store, &mut db, &options("a")).unwrap();
+    write(&f.tree(), "src/m7.rs", "pub fn seven() {}\n");
+    f.sync();
+    let mut holder = t.client();
+    let mut hold = holder.transaction().unwrap();
+    hold.execute("SELECT * FROM cfs_heads FOR UPDATE", &[])
+        .unwrap();
+    let report = std::thread::scope(|s| {
+        let (url, store) = (t.url(), &f.store);
+        let publisher = s.spawn(move || {
+            let mut db = cfs_postgres::Database::connect(&url).unwrap();
+            publish(store, &mut db, &options("a"))
+        });
+        let mut watcher = t.client();
+        for _ in 0..600 {
+            let waiting: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND application_name = 'cfs' \
+                     AND wait_event_type = 'Lock' AND query LIKE 'UPDATE cfs_heads%'",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            if waiting == 1 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        hold.execute(
+            "UPDATE cfs_heads SET state_root = '\\x00'::bytea || substring(state_root from 2)",
+            &[],
+        )
+        .unwrap();
+        hold.commit().unwrap();
+        publisher.join().unwrap()
+    })
+    .unwrap();
+    assert_eq!(report.retries, 1, "{report:?}");
+    let checked = verify(&mut db, "a").unwrap();
+    assert!(
+        checked.is_ok() && checked.head == f.store.state_root().unwrap(),
+        "{checked:?}"
+    );
 }

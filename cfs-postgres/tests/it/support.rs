@@ -30,6 +30,10 @@ pub fn test_db() -> Option<TestDb> {
         eprintln!("no PostgreSQL cluster (CFS_TEST_PG unset; scripts/test starts one): skipped");
         return None;
     };
+    assert!(
+        std::env::var_os("CI").is_none() || std::env::var_os("CFS_TEST_PG_STANDBY").is_some(),
+        "CFS_TEST_PG_STANDBY is unset under CI: scripts/test starts the standby"
+    );
     static N: AtomicU64 = AtomicU64::new(0);
     let name = format!(
         "cfs_t{}_{}",
