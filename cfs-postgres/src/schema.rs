@@ -7,7 +7,7 @@ use crate::db::{Database, sql_error};
 use crate::error::{DbError, Result};
 
 /// The version of the tables below; a database of another version is refused.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The class of cfs's advisory locks (`pg_advisory_xact_lock(LOCK_CLASS, n)`): `n` is a
 /// repository's id for its publishers, [`GC_LOCK`] for collection (shared by

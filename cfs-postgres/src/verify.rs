@@ -275,17 +275,17 @@ fn check_row(
     key: &[u8],
     bucket: usize,
 ) -> std::result::Result<(), String> {
-    let member_bucket: i16 = row.get(1);
+    let member_bucket: i16 = col(row, 1)?;
     if member_bucket as usize != bucket {
         return Err(format!(
             "it is listed in bucket {member_bucket}, its key is in {bucket}"
         ));
     }
-    let leaf: Vec<u8> = row.get(2);
+    let leaf: Vec<u8> = col(row, 2)?;
     match table {
         Table::Paths => {
             let (entry, _) = entity::<PathEntry>(row, key, &leaf)?;
-            let (path, document): (String, uuid::Uuid) = (row.get(4), row.get(5));
+            let (path, document): (String, uuid::Uuid) = (col(row, 4)?, col(row, 5)?);
             same(
                 path == entry.path && document == entry.document_id.as_uuid(),
                 "path or document_id",
@@ -293,17 +293,17 @@ fn check_row(
         }
         Table::Documents => {
             let (document, _) = entity::<Document>(row, key, &leaf)?;
-            let id: uuid::Uuid = row.get(4);
+            let id: uuid::Uuid = col(row, 4)?;
             same(id == document.id.as_uuid(), "id")
         }
         Table::Chunks => {
             let (chunk, _) = entity::<Chunk>(row, key, &leaf)?;
-            same(chunk_agrees(row, &chunk), "columns")
+            same(chunk_agrees(row, &chunk)?, "columns")
         }
         Table::Embeddings => check_embedding(row, key, &leaf),
         Table::Edges => {
             let (edge, _) = entity::<Edge>(row, key, &leaf)?;
-            let held: Vec<u8> = row.get(4);
+            let held: Vec<u8> = col(row, 4)?;
             same(held == edge.key(), "key")
         }
     }
@@ -315,7 +315,7 @@ fn entity<E: Entity>(
     key: &[u8],
     leaf: &[u8],
 ) -> std::result::Result<(E, Vec<u8>), String> {
-    let encoding: Option<Vec<u8>> = row.get(3);
+    let encoding: Option<Vec<u8>> = col(row, 3)?;
     let encoding = encoding.ok_or("its shared row is missing")?;
     checked::<E>(encoding, key, leaf)
 }
@@ -357,19 +357,33 @@ fn same(agrees: bool, what: &str) -> std::result::Result<(), String> {
 }
 
 /// Whether a chunk row's columns are its encoding's.
-fn chunk_agrees(row: &Row, chunk: &Chunk) -> bool {
+fn chunk_agrees(row: &Row, chunk: &Chunk) -> std::result::Result<bool, String> {
     let (kind, language, symbol) = chunk_columns(chunk);
-    let id: uuid::Uuid = row.get(4);
-    let document: uuid::Uuid = row.get(5);
-    let (start, end): (i64, i64) = (row.get(6), row.get(7));
-    id == chunk.id.as_uuid()
+    let id: uuid::Uuid = col(row, 4)?;
+    let document: uuid::Uuid = col(row, 5)?;
+    let (start, end): (i64, i64) = (col(row, 6)?, col(row, 7)?);
+    let texts = (
+        col::<String>(row, 8)?,
+        col::<Option<String>>(row, 9)?,
+        col::<Option<String>>(row, 10)?,
+        col::<String>(row, 11)?,
+    );
+    Ok(id == chunk.id.as_uuid()
         && document == chunk.document_id.as_uuid()
         && start == i64::from(chunk.start_line)
         && end == i64::from(chunk.end_line)
-        && row.get::<_, String>(8) == kind
-        && row.get::<_, Option<String>>(9).as_deref() == language
-        && row.get::<_, Option<String>>(10).as_deref() == symbol
-        && row.get::<_, String>(11) == chunk.text
+        && texts.0 == kind
+        && texts.1.as_deref() == language
+        && texts.2.as_deref() == symbol
+        && texts.3 == chunk.text)
+}
+
+/// Column `i` of `row`, or why it cannot be read (a type the schema does not give it).
+fn col<'a, T: postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    i: usize,
+) -> std::result::Result<T, String> {
+    row.try_get(i).map_err(|e| format!("column {i}: {e}"))
 }
 
 /// Checks an embedding row: its content and vector are there, the vector's encoding
@@ -377,20 +391,20 @@ fn chunk_agrees(row: &Row, chunk: &Chunk) -> bool {
 /// name the embedding gives it, and the embedding's encoding (key, chunk, model and the
 /// vector's encoding) hashes to its leaf.
 fn check_embedding(row: &Row, key: &[u8], leaf: &[u8]) -> std::result::Result<(), String> {
-    if row.get::<_, Option<Vec<u8>>>(3).is_none() {
+    if col::<Option<Vec<u8>>>(row, 3)?.is_none() {
         return Err("its shared row is missing".into());
     }
-    let hash: Vec<u8> = row.get(7);
-    let Some(floats) = row.get::<_, Option<Vec<f32>>>(8) else {
+    let hash: Vec<u8> = col(row, 7)?;
+    let Some(floats) = col::<Option<Vec<f32>>>(row, 8)? else {
         return Err(format!("vector {} is missing", cfs_core::hex_encode(&hash)));
     };
     let vector = vector_of(&floats)?;
     if cfs_store::vector_hash(&vector)[..] != hash[..] {
         return Err("its vector does not hash to its name".into());
     }
-    let id: uuid::Uuid = row.get(4);
-    let chunk: uuid::Uuid = row.get(5);
-    let model: Vec<u8> = row.get(6);
+    let id: uuid::Uuid = col(row, 4)?;
+    let chunk: uuid::Uuid = col(row, 5)?;
+    let model: Vec<u8> = col(row, 6)?;
     let encoding = [&id.as_bytes()[..], chunk.as_bytes(), &model, &vector].concat();
     checked::<Embedding>(encoding, key, leaf).map(|_| ())
 }
