@@ -208,6 +208,33 @@ struct Attempt<'a> {
 impl Attempt<'_> {
     /// Writes everything and moves the head; `None` if the head moved under it.
     fn run(&mut self, settings: &Settings, repair: bool) -> Result<Option<PublishReport>> {
+        let repo = self.lock(settings)?;
+        let head = self.head(repo)?;
+        self.report.previous = head;
+        // A repair compares every bucket; the stored roots may be what is damaged.
+        let stored = if repair {
+            None
+        } else {
+            Some(read_bucket_roots(&mut self.tx, self.name, repo)?)
+        };
+        self.overwrite = repair;
+        for (tag, table) in Table::ALL.into_iter().enumerate() {
+            let local = &self.local.roots[tag];
+            let differing: Vec<u16> = (0..N_BUCKETS as u16)
+                .filter(|&b| {
+                    let b = usize::from(b);
+                    stored.as_ref().is_none_or(|s| s[tag][b] != local[b])
+                })
+                .collect();
+            self.sync_table(repo, table, &differing)?;
+        }
+        self.check_roots(repo)?;
+        Ok(self.move_head(repo, head)?.then(|| self.report.clone()))
+    }
+
+    /// Takes the locks (collection shared; the repository's alone) and gives the
+    /// repository's id, adding the repository if it is new.
+    fn lock(&mut self, settings: &Settings) -> Result<i32> {
         let name = self.name;
         self.tx
             .execute(
@@ -225,38 +252,20 @@ impl Attempt<'_> {
                 name,
                 "wait for the repository's other publishers",
             ))?;
-        let head = self.head(repo)?;
-        self.report.previous = head;
-        // A repair compares every bucket; the stored roots may be what is damaged.
-        let stored = if repair {
-            None
-        } else {
-            Some(read_bucket_roots(&mut self.tx, name, repo)?)
-        };
-        self.overwrite = repair;
-        for (tag, table) in Table::ALL.into_iter().enumerate() {
-            let differing: Vec<u16> = (0..N_BUCKETS as u16)
-                .filter(|&b| {
-                    let local = self.local.roots[tag][usize::from(b)];
-                    stored
-                        .as_ref()
-                        .is_none_or(|s| s[tag][usize::from(b)] != local)
-                })
-                .collect();
-            if !differing.is_empty() {
-                self.report.buckets += differing.len();
-                for some in differing.chunks(BUCKETS_AT_ONCE) {
-                    self.sync_buckets(repo, table, some)?;
-                }
-                self.write_roots(repo, tag, &differing)?;
-            }
+        Ok(repo)
+    }
+
+    /// Brings the buckets `differing` of `table` to the store's, a few at a time, and
+    /// writes their roots.
+    fn sync_table(&mut self, repo: i32, table: Table, differing: &[u16]) -> Result<()> {
+        if differing.is_empty() {
+            return Ok(());
         }
-        self.check_roots(repo)?;
-        if self.move_head(repo, head)? {
-            Ok(Some(self.report.clone()))
-        } else {
-            Ok(None)
+        self.report.buckets += differing.len();
+        for some in differing.chunks(BUCKETS_AT_ONCE) {
+            self.sync_buckets(repo, table, some)?;
         }
+        self.write_roots(repo, table, differing)
     }
 
     /// The repository's id, adding it if it is new; its settings must be the store's.
@@ -415,15 +424,15 @@ impl Attempt<'_> {
         Ok(())
     }
 
-    /// Writes the store's roots of the buckets `differing` of table `tag`: an empty
+    /// Writes the store's roots of the buckets `differing` of `table`: an empty
     /// bucket's row is dropped (by its key), another's set.
-    fn write_roots(&mut self, repo: i32, tag: usize, differing: &[u16]) -> Result<()> {
-        let roots = &self.local.roots[tag];
+    fn write_roots(&mut self, repo: i32, table: Table, differing: &[u16]) -> Result<()> {
+        let roots = &self.local.roots[index_of(table)];
         let empty = MerkleRoot::empty();
         let (gone, set): (Vec<u16>, Vec<u16>) = differing
             .iter()
             .partition(|&&b| roots[usize::from(b)] == empty);
-        let tag = tag as i16;
+        let tag = tag_of(table);
         let name = self.name;
         if !gone.is_empty() {
             let gone: Vec<i16> = gone.iter().map(|&b| b as i16).collect();
@@ -495,12 +504,17 @@ impl Attempt<'_> {
     }
 }
 
-/// A table's tag in `cfs_members` and `cfs_bucket_roots`: its place in the state root.
-pub(crate) fn tag_of(table: Table) -> i16 {
+/// A table's place in the state root.
+fn index_of(table: Table) -> usize {
     Table::ALL
         .iter()
         .position(|&t| t == table)
-        .expect("a table") as i16
+        .expect("a table")
+}
+
+/// A table's tag in `cfs_members` and `cfs_bucket_roots`: its place in the state root.
+pub(crate) fn tag_of(table: Table) -> i16 {
+    index_of(table) as i16
 }
 
 /// The chunk sizes a repository is recorded with: target, max, overlap.
