@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::locate::{find_store, tree_of};
 use crate::open::{Common, open_read_file};
-use crate::output::spinner;
+use crate::output::{progress_of, spinner};
 use crate::report::{Report, emit};
 
 #[derive(Debug, clap::Args)]
@@ -59,12 +59,21 @@ pub fn publish_cmd(args: &PublishArgs) -> anyhow::Result<ExitCode> {
         None => default_repo(&file)?,
     };
     let started = std::time::Instant::now();
-    let bar = spinner(args.common.json, &format!("publishing {repo}"));
+    let bar = progress_of(
+        0,
+        args.common.json,
+        &format!("publishing {repo}"),
+        "buckets",
+    );
     let options = PublishOptions {
         repo,
         repair: args.repair,
     };
-    let report = cfs_postgres::publish(&store, &mut db, &options)?;
+    let told = |p: cfs_postgres::PublishProgress| {
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+    };
+    let report = cfs_postgres::publish_with(&store, &mut db, &options, &told)?;
     bar.finish_and_clear();
     let answer = PublishAnswer {
         database: db.describe().to_owned(),

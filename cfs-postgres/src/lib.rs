@@ -33,6 +33,8 @@ mod verify;
 pub use db::Database;
 pub use error::{DbError, Result};
 pub use gc::{GcReport, gc};
-pub use publish::{PublishOptions, PublishReport, check_name, publish};
+pub use publish::{
+    PublishOptions, PublishProgress, PublishReport, check_name, publish, publish_with,
+};
 pub use schema::SCHEMA_VERSION;
 pub use verify::{Damage, VerifyReport, verify};

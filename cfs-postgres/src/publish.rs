@@ -33,6 +33,16 @@ pub struct PublishOptions {
     pub repair: bool,
 }
 
+/// How far a publish is: buckets of the five tables compared and brought to the
+/// store's, of those whose roots differ (every bucket for a repair).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PublishProgress {
+    /// Buckets done.
+    pub done: usize,
+    /// Buckets to do.
+    pub total: usize,
+}
+
 /// What a publish did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublishReport {
@@ -140,6 +150,16 @@ pub fn publish(
     db: &mut Database,
     options: &PublishOptions,
 ) -> Result<PublishReport> {
+    publish_with(store, db, options, &|_| {})
+}
+
+/// [`publish`], telling `progress` after each group of buckets.
+pub fn publish_with(
+    store: &Store,
+    db: &mut Database,
+    options: &PublishOptions,
+    progress: &dyn Fn(PublishProgress),
+) -> Result<PublishReport> {
     check_name(&options.repo)?;
     schema::ensure(db)?;
     let txn = store.begin_read()?;
@@ -157,6 +177,8 @@ pub fn publish(
             local: &local,
             report: PublishReport::new(&options.repo, local.table_roots.state_root(), retries),
             overwrite: false,
+            progress,
+            done: 0,
         };
         match attempt.run(store.settings(), options.repair) {
             Ok(Some(report)) => {
@@ -203,6 +225,10 @@ struct Attempt<'a> {
     report: PublishReport,
     /// Rewrite every row of the buckets compared (a repair).
     overwrite: bool,
+    /// Told after each group of buckets.
+    progress: &'a dyn Fn(PublishProgress),
+    /// Buckets done.
+    done: usize,
 }
 
 impl Attempt<'_> {
@@ -218,15 +244,22 @@ impl Attempt<'_> {
             Some(read_bucket_roots(&mut self.tx, self.name, repo)?)
         };
         self.overwrite = repair;
-        for (tag, table) in Table::ALL.into_iter().enumerate() {
-            let local = &self.local.roots[tag];
-            let differing: Vec<u16> = (0..N_BUCKETS as u16)
-                .filter(|&b| {
-                    let b = usize::from(b);
-                    stored.as_ref().is_none_or(|s| s[tag][b] != local[b])
-                })
-                .collect();
-            self.sync_table(repo, table, &differing)?;
+        let differing: Vec<Vec<u16>> = Table::ALL
+            .iter()
+            .enumerate()
+            .map(|(tag, _)| {
+                let local = &self.local.roots[tag];
+                (0..N_BUCKETS as u16)
+                    .filter(|&b| {
+                        let b = usize::from(b);
+                        stored.as_ref().is_none_or(|s| s[tag][b] != local[b])
+                    })
+                    .collect()
+            })
+            .collect();
+        self.report.buckets = differing.iter().map(Vec::len).sum();
+        for (table, buckets) in Table::ALL.into_iter().zip(&differing) {
+            self.sync_table(repo, table, buckets)?;
         }
         self.check_roots(repo)?;
         Ok(self.move_head(repo, head)?.then(|| self.report.clone()))
@@ -261,9 +294,13 @@ impl Attempt<'_> {
         if differing.is_empty() {
             return Ok(());
         }
-        self.report.buckets += differing.len();
         for some in differing.chunks(BUCKETS_AT_ONCE) {
             self.sync_buckets(repo, table, some)?;
+            self.done += some.len();
+            (self.progress)(PublishProgress {
+                done: self.done,
+                total: self.report.buckets,
+            });
         }
         self.write_roots(repo, table, differing)
     }

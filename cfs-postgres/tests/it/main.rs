@@ -15,15 +15,23 @@ fn options(repo: &str) -> PublishOptions {
     }
 }
 
-/// A first publish sends every row; the repository verifies, on the primary and on
-/// the standby, to the store's root; a second publish of the same state sends nothing.
+/// A first publish sends every row, telling its progress; the repository verifies, on
+/// the primary and on the standby, to the store's root; a second publish of the same
+/// state sends nothing.
 #[test]
 fn publish_then_verify_on_primary_and_standby() {
     let Some(t) = test_db() else { return };
     let f = Fixture::new("a", 0);
     let mut db = t.connect();
-    let first = publish(&f.store, &mut db, &options("a")).unwrap();
+    let told = std::sync::Mutex::new(Vec::new());
+    let record = |p: cfs_postgres::PublishProgress| told.lock().unwrap().push(p);
+    let first = cfs_postgres::publish_with(&f.store, &mut db, &options("a"), &record).unwrap();
     let root = f.store.state_root().unwrap();
+    // Told after each group of buckets, ending with all of them.
+    let told = told.into_inner().unwrap();
+    assert!(told.windows(2).all(|w| w[0].done < w[1].done), "{told:?}");
+    let last = told.last().unwrap();
+    assert_eq!((last.done, last.total), (first.buckets, first.buckets));
     assert_eq!((first.root, first.previous), (root, None));
     assert_eq!(first.rows_added as u64, f.rows());
     assert!(first.rows_sent > 0 && first.vectors_sent > 0 && first.rows_removed == 0);
