@@ -269,3 +269,93 @@ impl Report for DbVerifyAnswer {
         self.ok
     }
 }
+
+/// `cfs status --db URL`.
+pub fn status_db(url: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let mut db = Database::connect(url)?;
+    let status = cfs_postgres::status(&mut db)?;
+    let [paths, documents, chunks, embeddings, edges] = status.shared_rows;
+    let answer = DbStatusAnswer {
+        database: db.describe().to_owned(),
+        repositories: status
+            .repos
+            .into_iter()
+            .map(|r| RepoLine {
+                name: r.name,
+                embedder: r.model_id,
+                sequence: r.sequence,
+                state_root: r.state_root.map(|s| s.to_hex()),
+                published: r.published,
+                rows: r.rows,
+            })
+            .collect(),
+        paths,
+        documents,
+        chunks,
+        embeddings,
+        edges,
+        vectors: status.vectors,
+        bytes: status.bytes,
+    };
+    emit(&answer, json)
+}
+
+/// `cfs status --db --json`: the repositories, then the shared rows stored.
+#[derive(Serialize, JsonSchema)]
+pub struct DbStatusAnswer {
+    database: String,
+    repositories: Vec<RepoLine>,
+    paths: u64,
+    documents: u64,
+    chunks: u64,
+    embeddings: u64,
+    edges: u64,
+    vectors: u64,
+    /// cfs's tables with their indexes and TOAST.
+    bytes: u64,
+}
+
+/// One published repository.
+#[derive(Serialize, JsonSchema)]
+struct RepoLine {
+    name: String,
+    embedder: String,
+    sequence: u64,
+    /// Null when the stored root is not one (`cfs verify --db` says more).
+    state_root: Option<String>,
+    /// When its head last moved (UTC).
+    published: String,
+    /// Rows of its five tables.
+    rows: u64,
+}
+
+impl Report for DbStatusAnswer {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "{}: {} repositories",
+            self.database,
+            self.repositories.len()
+        )?;
+        for r in &self.repositories {
+            let root = r.state_root.as_deref().unwrap_or("(damaged)");
+            writeln!(
+                out,
+                "  {}  {}  {} rows  sequence {}  published {}",
+                r.name, root, r.rows, r.sequence, r.published
+            )?;
+        }
+        writeln!(
+            out,
+            "shared rows: {} paths, {} documents, {} chunks, {} embeddings, {} edges, {} \
+             vectors; {} bytes",
+            self.paths,
+            self.documents,
+            self.chunks,
+            self.embeddings,
+            self.edges,
+            self.vectors,
+            self.bytes
+        )
+    }
+}

@@ -24,6 +24,10 @@ pub struct StatusArgs {
     /// Also show each table's rows and bytes (stored, page overhead, unused).
     #[arg(long)]
     tables: bool,
+    /// Show what this PostgreSQL database holds instead of the store: its repositories
+    /// and their heads, and the shared rows (a standby serves as well as the primary).
+    #[arg(long, conflicts_with = "tables")]
+    db: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -76,6 +80,9 @@ pub struct ProveArgs {
 }
 
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    if let Some(db) = &args.db {
+        return crate::db_cmds::status_db(db, args.common.json);
+    }
     let store = open_read(&args.common)?;
     let report = StatusReport::of(&store, args.tables)?;
     emit(&report, args.common.json)

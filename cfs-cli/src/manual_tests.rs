@@ -128,7 +128,13 @@ fn the_manual_documents_every_json_field_and_no_other() {
         ("chunks", fields::<chunks::ChunksReport>()),
         ("index", fields::<index_cmds::IndexReport>()),
         ("watch", fields::<watch_cmd::WatchLine>()),
-        ("status", fields::<inspect_cmds::StatusReport>()),
+        (
+            "status",
+            fields::<inspect_cmds::StatusReport>()
+                .into_iter()
+                .chain(fields::<db_cmds::DbStatusAnswer>())
+                .collect(),
+        ),
         (
             "verify",
             fields::<inspect_cmds::VerifyReport>()

@@ -27,6 +27,7 @@ mod error;
 mod gc;
 mod publish;
 mod schema;
+mod status;
 mod tls;
 mod verify;
 
@@ -37,4 +38,5 @@ pub use publish::{
     PublishOptions, PublishProgress, PublishReport, check_name, publish, publish_with,
 };
 pub use schema::SCHEMA_VERSION;
+pub use status::{DbStatus, RepoStatus, status};
 pub use verify::{Damage, VerifyReport, verify};

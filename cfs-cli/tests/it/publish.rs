@@ -22,7 +22,8 @@ fn primary() -> Option<String> {
     url
 }
 
-/// A store published, published again (nothing sent), verified from the database; a
+/// A store published, published again (nothing sent), verified from the database and
+/// listed by `status --db`; a
 /// tree whose folder name is no repository name asks for --repo; an unknown
 /// repository is an error naming it; `--gc` reports what it dropped.
 #[test]
@@ -52,6 +53,14 @@ fn publish_then_verify_from_the_database() {
     let checked = json(&out);
     assert_eq!(checked["ok"], true, "{checked}");
     assert_eq!(checked["head_root"], first["state_root"]);
+
+    let (code, out, err) = cfs_in(root, &["status", "--db", &url, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let status = json(&out);
+    let listed = status["repositories"].as_array().unwrap();
+    let ours = listed.iter().find(|r| r["name"] == repo.as_str()).unwrap();
+    assert_eq!(ours["state_root"], first["state_root"]);
+    assert_eq!(ours["rows"], first["rows_added"]);
 
     // tempfile's folders start with a dot, which no repository name does.
     let (code, _, err) = cfs_in(root, &["publish", &url]);

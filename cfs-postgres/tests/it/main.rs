@@ -47,6 +47,8 @@ fn publish_then_verify_on_primary_and_standby() {
         let mut standby = cfs_postgres::Database::connect(&url).unwrap();
         let there = verify(&mut standby, "a").unwrap();
         assert!(there.is_ok() && there.head == root, "{there:?}");
+        let status = cfs_postgres::status(&mut standby).unwrap();
+        assert_eq!(status.repos[0].state_root, Some(root));
     }
 }
 
@@ -83,6 +85,17 @@ fn repositories_share_rows() {
     for repo in ["a", "b"] {
         assert!(verify(&mut db, repo).unwrap().is_ok());
     }
+    // Status names both repositories with their heads and counts the shared rows once.
+    let status = cfs_postgres::status(&mut db).unwrap();
+    let names: Vec<&str> = status.repos.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    for (repo, f) in status.repos.iter().zip([&a, &b]) {
+        assert_eq!(repo.rows, f.rows());
+        assert_eq!(repo.state_root, Some(f.store.state_root().unwrap()));
+        assert!(repo.published.ends_with('Z'), "{repo:?}");
+    }
+    assert_eq!(status.shared_rows[2], chunks as u64);
+    assert!(status.vectors > 0 && status.bytes > 0);
 }
 
 /// After a one-file edit, a removal and an addition, a publish sends only the buckets
