@@ -96,9 +96,20 @@ CREATE TABLE cfs_edges (
 );
 ";
 
-/// Makes cfs's tables in `db` if it has none, or checks their version.
+/// Makes cfs's tables in `db` if it has none, or checks their version; refuses a
+/// standby, which takes no writes, naming it.
 pub(crate) fn ensure(db: &mut Database) -> Result<()> {
     let name = db.describe().to_owned();
+    let standby: bool = db
+        .client()
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .map_err(sql_error(&name, "ask whether it is a standby"))?
+        .get(0);
+    if standby {
+        return Err(DbError::Config {
+            what: format!("{name} is a standby, which takes no writes: publish to its primary"),
+        });
+    }
     let mut tx = db
         .client()
         .transaction()

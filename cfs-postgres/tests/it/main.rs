@@ -49,6 +49,8 @@ fn publish_then_verify_on_primary_and_standby() {
         assert!(there.is_ok() && there.head == root, "{there:?}");
         let status = cfs_postgres::status(&mut standby).unwrap();
         assert_eq!(status.repos[0].state_root, Some(root));
+        let refused = publish(&f.store, &mut standby, &options("a")).unwrap_err();
+        assert!(refused.to_string().contains("is a standby"), "{refused}");
     }
 }
 
