@@ -88,6 +88,7 @@ pub fn publish_cmd(args: &PublishArgs) -> anyhow::Result<ExitCode> {
         vectors_sent: report.vectors_sent,
         bytes_sent: report.bytes_sent,
         retries: report.retries,
+        repair: args.repair,
         seconds: started.elapsed().as_secs_f64(),
     };
     emit(&answer, args.common.json)
@@ -130,11 +131,27 @@ pub struct PublishAnswer {
     vectors_sent: usize,
     bytes_sent: u64,
     retries: u32,
+    /// Whether every row was rewritten (`--repair`).
+    repair: bool,
     seconds: f64,
 }
 
 impl Report for PublishAnswer {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        if self.repair {
+            return writeln!(
+                out,
+                "repaired {} in {} from the store at {}: {} rows written again ({} shared \
+                 rows rewritten), {} vectors, in {:.2} s",
+                self.repo,
+                self.database,
+                self.state_root,
+                self.rows_added,
+                self.rows_sent,
+                self.vectors_sent,
+                self.seconds
+            );
+        }
         if self.previous_root.as_deref() == Some(&self.state_root) {
             return writeln!(
                 out,

@@ -19,7 +19,7 @@ use crate::schema::{self, GC_LOCK, LOCK_CLASS};
 const TRIES: u32 = 5;
 
 /// Buckets whose rows a publish holds in memory at once: a sixteenth of a table (a first
-/// publish of 104,836 chunks peaked at 167 MB holding whole tables).
+/// publish of 104,836 chunks peaked at 166 MB holding whole tables).
 const BUCKETS_AT_ONCE: usize = N_BUCKETS / 16;
 
 /// What to publish.
@@ -235,10 +235,15 @@ impl Attempt<'_> {
     /// Writes everything and moves the head; `None` if the head moved under it.
     fn run(&mut self, settings: &Settings, repair: bool) -> Result<Option<PublishReport>> {
         let repo = self.lock(settings)?;
-        let head = self.head(repo)?;
-        self.report.previous = head;
-        // A repair compares every bucket; the stored roots may be what is damaged.
+        let head = self.head(repo, repair)?;
+        self.report.previous = head
+            .as_deref()
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+            .map(StateRoot);
+        // A repair starts from nothing: the stored roots and members may be what is
+        // damaged.
         let stored = if repair {
+            self.clear(repo)?;
             None
         } else {
             Some(read_bucket_roots(&mut self.tx, self.name, repo)?)
@@ -262,7 +267,27 @@ impl Attempt<'_> {
             self.sync_table(repo, table, buckets)?;
         }
         self.check_roots(repo)?;
-        Ok(self.move_head(repo, head)?.then(|| self.report.clone()))
+        Ok(self
+            .move_head(repo, head, repair)?
+            .then(|| self.report.clone()))
+    }
+
+    /// Drops the repository's members and bucket roots, by its key, for a repair to
+    /// write them all again.
+    fn clear(&mut self, repo: i32) -> Result<()> {
+        let name = self.name;
+        let removed = self
+            .tx
+            .execute("DELETE FROM cfs_members WHERE repo = $1", &[&repo])
+            .map_err(sql_error(name, "drop the repository's rows for a repair"))?;
+        self.report.rows_removed += removed as usize;
+        self.tx
+            .execute("DELETE FROM cfs_bucket_roots WHERE repo = $1", &[&repo])
+            .map_err(sql_error(
+                name,
+                "drop the repository's bucket roots for a repair",
+            ))?;
+        Ok(())
     }
 
     /// Takes the locks (collection shared; the repository's alone) and gives the
@@ -346,14 +371,20 @@ impl Attempt<'_> {
     }
 
     /// The state root the repository's head names, if it has one.
-    fn head(&mut self, repo: i32) -> Result<Option<StateRoot>> {
+    /// The state root the repository's head names, as stored (a repair takes one that
+    /// is not 32 bytes, to replace it; a publish refuses it).
+    fn head(&mut self, repo: i32, repair: bool) -> Result<Option<Vec<u8>>> {
         let row = self
             .tx
             .query_opt("SELECT state_root FROM cfs_heads WHERE repo = $1", &[&repo])
             .map_err(sql_error(self.name, "read the head"))?;
-        row.map(|r| root_of(self.name, "the head's state root", r.get(0)))
-            .transpose()
-            .map(|r| r.map(StateRoot))
+        let stored: Option<Vec<u8>> = row.map(|r| r.get(0));
+        if let Some(bytes) = &stored
+            && !repair
+        {
+            root_of(self.name, "the head's state root", bytes.clone())?;
+        }
+        Ok(stored)
     }
 
     /// Brings the repository's rows of `table` in the buckets `differing` to the store's.
@@ -513,22 +544,22 @@ impl Attempt<'_> {
         Ok(())
     }
 
-    /// Moves the head from `old` to the store's state; `false` if another publisher
-    /// moved it first.
-    fn move_head(&mut self, repo: i32, old: Option<StateRoot>) -> Result<bool> {
+    /// Moves the head from `old` (its stored root) to the store's state, rewriting all
+    /// of it for a repair; `false` if another publisher moved it first.
+    fn move_head(&mut self, repo: i32, old: Option<Vec<u8>>, repair: bool) -> Result<bool> {
         let t = &self.local.table_roots;
         let roots: Vec<Vec<u8>> = Table::ALL.iter().map(|&x| t.get(x).0.to_vec()).collect();
         let root = &self.report.root.0[..];
         let sequence = self.local.sequence as i64;
         let moved = match old {
-            Some(old) if old == self.report.root => self.tx.execute(
+            Some(old) if old == root && !repair => self.tx.execute(
                 "UPDATE cfs_heads SET sequence = $2 WHERE repo = $1 AND state_root = $3",
                 &[&repo, &sequence, &root],
             ),
             Some(old) => self.tx.execute(
                 "UPDATE cfs_heads SET sequence = $2, state_root = $3, table_roots = $4, \
                  published = now() WHERE repo = $1 AND state_root = $5",
-                &[&repo, &sequence, &root, &roots, &&old.0[..]],
+                &[&repo, &sequence, &root, &roots, &old],
             ),
             None => self.tx.execute(
                 "INSERT INTO cfs_heads (repo, sequence, state_root, table_roots) \
