@@ -652,3 +652,21 @@ fn read_bucket_roots(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names of letters, digits and `-_./@:` up to 200 bytes pass; empty, too long,
+    /// dot-first, spaces, quotes and other punctuation are refused with the reason.
+    #[test]
+    fn repository_names_are_checked() {
+        for good in ["cfs", "org/repo", "a.b-c_d@main:1", &"x".repeat(200)] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", ".hidden", "a b", "a'b", "a;b", "é", &"x".repeat(201)] {
+            let refused = check_name(bad).unwrap_err();
+            assert!(matches!(refused, DbError::Name { .. }), "{bad:?}");
+        }
+    }
+}

@@ -422,3 +422,20 @@ fn vector_of(floats: &[f32]) -> std::result::Result<Vec<u8>, String> {
     }
     Ok(cfs_core::encode_vector(&components))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `vector` column's components make the encoding only when each is an i16
+    /// value: the extremes pass; a fraction, one past either end, and NaN are named.
+    #[test]
+    fn a_vector_column_makes_its_encoding_only_from_i16_values() {
+        let made = vector_of(&[-32768.0, 0.0, 32767.0]).unwrap();
+        assert_eq!(made, cfs_core::encode_vector(&[-32768, 0, 32767]));
+        for bad in [0.5, 32768.0, -32769.0, f32::NAN, f32::INFINITY] {
+            let refused = vector_of(&[1.0, bad]).unwrap_err();
+            assert!(refused.contains("no i16"), "{bad}: {refused}");
+        }
+    }
+}
