@@ -153,7 +153,7 @@ pub fn publish(
     publish_with(store, db, options, &|_| {})
 }
 
-/// [`publish`], telling `progress` after each group of buckets.
+/// [`publish`], telling `progress` the buckets to do, then after each group of them.
 pub fn publish_with(
     store: &Store,
     db: &mut Database,
@@ -263,6 +263,10 @@ impl Attempt<'_> {
             })
             .collect();
         self.report.buckets = differing.iter().map(Vec::len).sum();
+        (self.progress)(PublishProgress {
+            done: 0,
+            total: self.report.buckets,
+        });
         for (table, buckets) in Table::ALL.into_iter().zip(&differing) {
             self.sync_table(repo, table, buckets)?;
         }

@@ -29,6 +29,7 @@ fn publish_then_verify_on_primary_and_standby() {
     let root = f.store.state_root().unwrap();
     // Told after each group of buckets, ending with all of them.
     let told = told.into_inner().unwrap();
+    assert_eq!(told[0].done, 0);
     assert!(told.windows(2).all(|w| w[0].done < w[1].done), "{told:?}");
     let last = told.last().unwrap();
     assert_eq!((last.done, last.total), (first.buckets, first.buckets));
