@@ -80,6 +80,12 @@ pub trait Entity: Canonical + Clone + Send + Sync {
     fn bucket_of(key: &Self::Key) -> Bucket {
         Bucket::of_key(Self::key_bytes(key))
     }
+    /// The key its committed table keys its row by: its key's bytes, or for an edge the
+    /// 34 bytes of source, target and kind ([`Edge::key`]), of which
+    /// [`Entity::key_bytes`] (the source) choose only the bucket.
+    fn row_key(&self) -> Vec<u8> {
+        Self::key_bytes(&self.key()).to_vec()
+    }
 }
 
 impl Entity for PathEntry {
@@ -156,6 +162,9 @@ impl Entity for Edge {
     }
     fn leaves_of_encodings(encoded: &[&[u8]]) -> Vec<LeafHash> {
         hash::leaf_edges(encoded)
+    }
+    fn row_key(&self) -> Vec<u8> {
+        Edge::key(self).to_vec()
     }
 }
 

@@ -5,8 +5,8 @@
 //! runs on a standby as well as the primary.
 
 use cfs_core::{
-    Canonical, Chunk, Document, Edge, Embedding, Entity, MerkleRoot, N_BUCKETS, PathEntry,
-    StateRoot, Table, TableRoots, TopTree, merkle_root,
+    Chunk, Document, Edge, Embedding, Entity, MerkleRoot, N_BUCKETS, PathEntry, StateRoot, Table,
+    TableRoots, TopTree, merkle_root,
 };
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{IsolationLevel, Row, Transaction};
@@ -330,21 +330,10 @@ fn checked<E: Entity>(
         return Err("its encoding does not hash to its leaf".into());
     }
     let entity = E::decode(&encoding).map_err(|e| format!("its encoding does not decode: {e}"))?;
-    let own: Vec<u8> = match E::TABLE {
-        Table::Edges => entity_edge_key(&encoding),
-        _ => E::key_bytes(&entity.key()).to_vec(),
-    };
-    if own != key {
+    if entity.row_key() != key {
         return Err("its encoding is of another key".into());
     }
     Ok((entity, encoding))
-}
-
-/// An edge's 34-byte key, from its encoding.
-fn entity_edge_key(encoding: &[u8]) -> Vec<u8> {
-    Edge::decode(encoding)
-        .map(|e| e.key().to_vec())
-        .unwrap_or_default()
 }
 
 /// `Ok` if the columns beside the encoding agree with it, else names `what` disagrees.

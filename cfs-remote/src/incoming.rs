@@ -236,25 +236,6 @@ fn embedding_encoding(
     Ok([&row.key[..], &row.payload[..48], vector].concat())
 }
 
-/// The key a table keys an entity by: its key's bytes, or for an edge the 34 bytes of
-/// source, target and kind big-endian ([`Edge::key`]), where [`Entity::key_bytes`]
-/// gives the source alone, which chooses the bucket.
-trait RowKey: Entity {
-    fn row_key(&self) -> Vec<u8> {
-        Self::key_bytes(&self.key()).to_vec()
-    }
-}
-
-impl RowKey for PathEntry {}
-impl RowKey for Document {}
-impl RowKey for Chunk {}
-impl RowKey for Embedding {}
-impl RowKey for Edge {
-    fn row_key(&self) -> Vec<u8> {
-        Edge::key(self).to_vec()
-    }
-}
-
 /// Names what is damaged.
 struct Checker<'a> {
     remote: &'a dyn Remote,
@@ -331,7 +312,7 @@ impl Arrived {
     /// The entities of a bucket's fetched rows, each decoded strictly, validated, keyed
     /// by its own key and hashing to the leaf its table lists; with the store's rows the
     /// table lists, in key order, in the bucket, their leaves making its root.
-    fn rows<E: RowKey>(
+    fn rows<E: Entity>(
         &mut self,
         checker: &Checker<'_>,
         entry: &BucketEntry,

@@ -59,14 +59,12 @@ type Decoded<E> = std::result::Result<(E, [u8; 32]), String>;
 
 /// Decodes a row stored in canonical form, checking that it lies under the key its
 /// content gives.
-fn canonical_row<E: Entity>(
-    key_bytes: impl Fn(&E) -> Vec<u8> + Sync,
-) -> impl Fn(&[u8], &[u8]) -> Decoded<E> + Sync {
+fn canonical_row<E: Entity>() -> impl Fn(&[u8], &[u8]) -> Decoded<E> + Sync {
     move |key, value| {
         let table = E::TABLE.name();
         let entity =
             E::decode(value).map_err(|e| format!("{table} row {}: {e}", hex_encode(key)))?;
-        if key_bytes(&entity) != key {
+        if entity.row_key() != key {
             return Err(format!(
                 "{table} row {} is stored under another key than its content gives",
                 hex_encode(key)
@@ -82,7 +80,7 @@ fn canonical_row<E: Entity>(
 /// Reads a chunk row's encoding from the chunk log (`chunk_log.rs`), then checks it as
 /// [`canonical_row`] does.
 fn chunk_row(read: &ReadTxn) -> impl Fn(&[u8], &[u8]) -> Decoded<Chunk> + Sync + '_ {
-    let canonical = canonical_row(|c: &Chunk| c.id.0.to_vec());
+    let canonical = canonical_row::<Chunk>();
     move |key, payload| {
         let encoding = tables::Extent::decode(payload)
             .and_then(|extent| read.log_bytes(extent))
@@ -331,21 +329,13 @@ struct Scans {
 
 impl Scans {
     fn read(read: &ReadTxn, problems: &mut Vec<String>) -> Result<Self> {
-        let paths = scan(
-            read,
-            canonical_row(|p: &PathEntry| p.id().0.to_vec()),
-            problems,
-        )?;
-        let documents = scan(
-            read,
-            canonical_row(|d: &Document| d.id.0.to_vec()),
-            problems,
-        )?;
+        let paths = scan(read, canonical_row::<PathEntry>(), problems)?;
+        let documents = scan(read, canonical_row::<Document>(), problems)?;
         let chunks = scan(read, chunk_row(read), problems)?;
         let vectors = load_vectors(read, problems)?;
         let embeddings = scan(read, embedding_row(&vectors), problems)?;
         drop(vectors);
-        let edges = scan(read, canonical_row(|e: &Edge| e.key().to_vec()), problems)?;
+        let edges = scan(read, canonical_row::<Edge>(), problems)?;
         Ok(Self {
             paths,
             documents,
