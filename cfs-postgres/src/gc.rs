@@ -7,7 +7,7 @@ use crate::content::content_table;
 use crate::db::{Database, sql_error};
 use crate::error::Result;
 use crate::publish::tag_of;
-use crate::schema::{self, GC_LOCK, LOCK_CLASS};
+use crate::schema::{self, Lock};
 
 /// What a collection dropped.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -27,11 +27,7 @@ pub fn gc(db: &mut Database) -> Result<GcReport> {
         .client()
         .transaction()
         .map_err(sql_error(&name, "begin"))?;
-    tx.execute(
-        "SELECT pg_advisory_xact_lock($1, $2)",
-        &[&LOCK_CLASS, &GC_LOCK],
-    )
-    .map_err(sql_error(&name, "wait for publishes in flight"))?;
+    schema::lock(&mut tx, &name, Lock::Collection)?;
     let mut report = GcReport::default();
     for (i, table) in Table::ALL.into_iter().enumerate() {
         let t = content_table(table);

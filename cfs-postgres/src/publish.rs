@@ -13,7 +13,7 @@ use postgres::Transaction;
 use crate::content::{self, Written};
 use crate::db::{Database, sql_error};
 use crate::error::{DbError, Result};
-use crate::schema::{self, GC_LOCK, LOCK_CLASS};
+use crate::schema::{self, Lock};
 
 /// How many times a publish starts again after the head moved under it.
 const TRIES: u32 = 5;
@@ -297,23 +297,9 @@ impl Attempt<'_> {
     /// Takes the locks (collection shared; the repository's alone) and gives the
     /// repository's id, adding the repository if it is new.
     fn lock(&mut self, settings: &Settings) -> Result<i32> {
-        let name = self.name;
-        self.tx
-            .execute(
-                "SELECT pg_advisory_xact_lock_shared($1, $2)",
-                &[&LOCK_CLASS, &GC_LOCK],
-            )
-            .map_err(sql_error(name, "wait for a collection"))?;
+        schema::lock(&mut self.tx, self.name, Lock::CollectionShared)?;
         let repo = self.repo_id(settings)?;
-        self.tx
-            .execute(
-                "SELECT pg_advisory_xact_lock($1, $2)",
-                &[&LOCK_CLASS, &repo],
-            )
-            .map_err(sql_error(
-                name,
-                "wait for the repository's other publishers",
-            ))?;
+        schema::lock(&mut self.tx, self.name, Lock::Repository(repo))?;
         Ok(repo)
     }
 

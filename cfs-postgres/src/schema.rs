@@ -1,7 +1,7 @@
 //! The tables cfs keeps in a database (docs/format.md, "PostgreSQL"), made once under
 //! a lock, and the check that a database holds this version of them.
 
-use postgres::Transaction;
+use postgres::{IsolationLevel, Transaction};
 
 use crate::db::{Database, sql_error};
 use crate::error::{DbError, Result};
@@ -9,14 +9,65 @@ use crate::error::{DbError, Result};
 /// The version of the tables below; a database of another version is refused.
 pub const SCHEMA_VERSION: i32 = 2;
 
-/// The class of cfs's advisory locks (`pg_advisory_xact_lock(LOCK_CLASS, n)`): `n` is a
-/// repository's id for its publishers, [`GC_LOCK`] for collection (shared by
-/// publishers), [`SCHEMA_LOCK`] for making the tables.
-pub const LOCK_CLASS: i32 = 0x0cf5;
-/// The collection lock: publishers hold it shared, `publish --gc` alone.
-pub const GC_LOCK: i32 = 0;
-/// The lock held while the tables are made.
-const SCHEMA_LOCK: i32 = -1;
+/// The class of cfs's advisory locks (`pg_advisory_xact_lock(LOCK_CLASS, n)`), `n` as
+/// [`Lock`] says.
+const LOCK_CLASS: i32 = 0x0cf5;
+
+/// One of cfs's advisory locks, held until its transaction ends.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Lock {
+    /// While the tables are made (`n` = -1).
+    Schema,
+    /// Collection's, alone (`n` = 0).
+    Collection,
+    /// The collection lock shared: every publish holds it, so that a collection waits
+    /// for the publishes in flight and they for it.
+    CollectionShared,
+    /// A repository's publishers take turns (`n` = its id).
+    Repository(i32),
+}
+
+impl Lock {
+    /// The lock's number in [`LOCK_CLASS`], whether it is shared, and what waiting on it
+    /// is waiting for.
+    fn parts(self) -> (i32, bool, &'static str) {
+        match self {
+            Lock::Schema => (-1, false, "wait for the tables to be made"),
+            Lock::Collection => (0, false, "wait for publishes in flight"),
+            Lock::CollectionShared => (0, true, "wait for a collection"),
+            Lock::Repository(id) => (id, false, "wait for the repository's other publishers"),
+        }
+    }
+}
+
+/// Takes `lock` for the rest of `tx`.
+pub(crate) fn lock(tx: &mut Transaction<'_>, name: &str, lock: Lock) -> Result<()> {
+    let (n, shared, what) = lock.parts();
+    let sql = if shared {
+        "SELECT pg_advisory_xact_lock_shared($1, $2)"
+    } else {
+        "SELECT pg_advisory_xact_lock($1, $2)"
+    };
+    tx.execute(sql, &[&LOCK_CLASS, &n])
+        .map(|_| ())
+        .map_err(sql_error(name, what))
+}
+
+/// A read-only transaction over one snapshot of `db`, whose cfs tables are checked to
+/// be of this version, with the database's name for errors: what every reader (verify,
+/// status) reads in, on a primary or a standby.
+pub(crate) fn read_snapshot(db: &mut Database) -> Result<(String, Transaction<'_>)> {
+    let name = db.describe().to_owned();
+    let mut tx = db
+        .client()
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .map_err(sql_error(&name, "begin"))?;
+    check(&mut tx, &name)?;
+    Ok((name, tx))
+}
 
 /// The tables. Shared content is keyed by its leaf (the hash of its canonical encoding):
 /// one row whatever the number of repositories holding it. A repository holds rows
@@ -114,11 +165,7 @@ pub(crate) fn ensure(db: &mut Database) -> Result<()> {
         .client()
         .transaction()
         .map_err(sql_error(&name, "begin"))?;
-    tx.execute(
-        "SELECT pg_advisory_xact_lock($1, $2)",
-        &[&LOCK_CLASS, &SCHEMA_LOCK],
-    )
-    .map_err(sql_error(&name, "lock the schema"))?;
+    lock(&mut tx, &name, Lock::Schema)?;
     if version(&mut tx, &name)?.is_none() {
         tx.batch_execute(TABLES)
             .map_err(sql_error(&name, "make cfs's tables"))?;
@@ -129,7 +176,7 @@ pub(crate) fn ensure(db: &mut Database) -> Result<()> {
 }
 
 /// Checks, in `tx`, that the database holds cfs's tables of this version.
-pub(crate) fn check(tx: &mut Transaction<'_>, name: &str) -> Result<()> {
+fn check(tx: &mut Transaction<'_>, name: &str) -> Result<()> {
     match version(tx, name)? {
         Some(()) => Ok(()),
         None => Err(DbError::Version {

@@ -2,7 +2,6 @@
 //! one read-only snapshot (a standby serves as well as the primary).
 
 use cfs_core::{StateRoot, Table};
-use postgres::IsolationLevel;
 
 use crate::content::content_table;
 use crate::db::{Database, sql_error};
@@ -43,15 +42,7 @@ pub struct DbStatus {
 
 /// Reads what `db` holds.
 pub fn status(db: &mut Database) -> Result<DbStatus> {
-    let name = db.describe().to_owned();
-    let mut tx = db
-        .client()
-        .build_transaction()
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .map_err(sql_error(&name, "begin"))?;
-    schema::check(&mut tx, &name)?;
+    let (name, mut tx) = schema::read_snapshot(db)?;
     let rows = tx
         .query(
             "SELECT r.name, r.model_id, h.sequence, h.state_root, \

@@ -9,7 +9,7 @@ use cfs_core::{
     TableRoots, TopTree, merkle_root,
 };
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::{IsolationLevel, Row, Transaction};
+use postgres::{Row, Transaction};
 
 use crate::content::chunk_columns;
 use crate::db::{Database, sql_error};
@@ -70,15 +70,7 @@ impl VerifyReport {
 
 /// Verifies repository `repo` of `db`.
 pub fn verify(db: &mut Database, repo: &str) -> Result<VerifyReport> {
-    let name = db.describe().to_owned();
-    let mut tx = db
-        .client()
-        .build_transaction()
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .map_err(sql_error(&name, "begin"))?;
-    schema::check(&mut tx, &name)?;
+    let (name, mut tx) = schema::read_snapshot(db)?;
     let head = tx
         .query_opt(
             "SELECT r.id, h.sequence, h.state_root, h.table_roots FROM cfs_repos r \
