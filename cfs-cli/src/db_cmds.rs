@@ -40,15 +40,9 @@ pub fn publish_cmd(args: &PublishArgs) -> anyhow::Result<ExitCode> {
         let bar = spinner(args.common.json, "collecting");
         let report = cfs_postgres::gc(&mut db)?;
         bar.finish_and_clear();
-        let [paths, documents, chunks, embeddings, edges] = report.rows;
         let answer = DbGcAnswer {
             database: db.describe().to_owned(),
-            paths,
-            documents,
-            chunks,
-            embeddings,
-            edges,
-            vectors: report.vectors,
+            dropped: SharedRows::new(report.rows, report.vectors),
         };
         return emit(&answer, args.common.json);
     }
@@ -178,10 +172,10 @@ impl Report for PublishAnswer {
     }
 }
 
-/// `cfs publish --gc --json`: shared rows dropped, by table.
+/// Shared rows by table, and vectors: what a database stores, or what a collection
+/// dropped.
 #[derive(Serialize, JsonSchema)]
-pub struct DbGcAnswer {
-    database: String,
+struct SharedRows {
     paths: u64,
     documents: u64,
     chunks: u64,
@@ -190,19 +184,45 @@ pub struct DbGcAnswer {
     vectors: u64,
 }
 
+impl SharedRows {
+    /// `rows` by table in state-root order, and `vectors`.
+    fn new(rows: [u64; 5], vectors: u64) -> Self {
+        let [paths, documents, chunks, embeddings, edges] = rows;
+        Self {
+            paths,
+            documents,
+            chunks,
+            embeddings,
+            edges,
+            vectors,
+        }
+    }
+}
+
+impl std::fmt::Display for SharedRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} paths, {} documents, {} chunks, {} embeddings, {} edges, {} vectors",
+            self.paths, self.documents, self.chunks, self.embeddings, self.edges, self.vectors
+        )
+    }
+}
+
+/// `cfs publish --gc --json`: shared rows dropped, by table.
+#[derive(Serialize, JsonSchema)]
+pub struct DbGcAnswer {
+    database: String,
+    #[serde(flatten)]
+    dropped: SharedRows,
+}
+
 impl Report for DbGcAnswer {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(
             out,
-            "{}: dropped rows no repository holds: {} paths, {} documents, {} chunks, {} \
-             embeddings, {} edges, {} vectors",
-            self.database,
-            self.paths,
-            self.documents,
-            self.chunks,
-            self.embeddings,
-            self.edges,
-            self.vectors
+            "{}: dropped rows no repository holds: {}",
+            self.database, self.dropped
         )
     }
 }
@@ -291,7 +311,6 @@ impl Report for DbVerifyAnswer {
 pub fn status_db(url: &str, json: bool) -> anyhow::Result<ExitCode> {
     let mut db = Database::connect(url)?;
     let status = cfs_postgres::status(&mut db)?;
-    let [paths, documents, chunks, embeddings, edges] = status.shared_rows;
     let answer = DbStatusAnswer {
         database: db.describe().to_owned(),
         repositories: status
@@ -306,12 +325,7 @@ pub fn status_db(url: &str, json: bool) -> anyhow::Result<ExitCode> {
                 rows: r.rows,
             })
             .collect(),
-        paths,
-        documents,
-        chunks,
-        embeddings,
-        edges,
-        vectors: status.vectors,
+        stored: SharedRows::new(status.shared_rows, status.vectors),
         bytes: status.bytes,
     };
     emit(&answer, json)
@@ -322,12 +336,8 @@ pub fn status_db(url: &str, json: bool) -> anyhow::Result<ExitCode> {
 pub struct DbStatusAnswer {
     database: String,
     repositories: Vec<RepoLine>,
-    paths: u64,
-    documents: u64,
-    chunks: u64,
-    embeddings: u64,
-    edges: u64,
-    vectors: u64,
+    #[serde(flatten)]
+    stored: SharedRows,
     /// cfs's tables with their indexes and TOAST.
     bytes: u64,
 }
@@ -362,17 +372,6 @@ impl Report for DbStatusAnswer {
                 r.name, root, r.rows, r.sequence, r.published
             )?;
         }
-        writeln!(
-            out,
-            "shared rows: {} paths, {} documents, {} chunks, {} embeddings, {} edges, {} \
-             vectors; {} bytes",
-            self.paths,
-            self.documents,
-            self.chunks,
-            self.embeddings,
-            self.edges,
-            self.vectors,
-            self.bytes
-        )
+        writeln!(out, "shared rows: {}; {} bytes", self.stored, self.bytes)
     }
 }
