@@ -50,6 +50,21 @@ pub fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(path, text).expect("a written file");
 }
 
+/// Writes the replication tests' sample tree under `root`: 40 Rust files `src/mI.rs`
+/// of one to five small functions each, and 40 notes `docs/nI.md`.
+pub fn write_sample_tree(root: &Path) {
+    for i in 0..40 {
+        let body =
+            format!("pub fn f{i}(x: u32) -> u32 {{\n    x * {i} + 1\n}}\n").repeat(1 + i % 5);
+        write(root, &format!("src/m{i}.rs"), &body);
+        write(
+            root,
+            &format!("docs/n{i}.md"),
+            &format!("# Note {i}\n\nWords about {i}.\n"),
+        );
+    }
+}
+
 /// The state root of a clean in-memory index of `root`.
 pub fn clean_root(
     root: &Path,

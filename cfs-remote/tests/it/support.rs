@@ -37,16 +37,7 @@ impl Fixture {
         for i in 0..wide {
             write(&tree, &format!("w/{i}.md"), &format!("Note {i} of many.\n"));
         }
-        for i in 0..40 {
-            let body =
-                format!("pub fn f{i}(x: u32) -> u32 {{\n    x * {i} + 1\n}}\n").repeat(1 + i % 5);
-            write(&tree, &format!("src/m{i}.rs"), &body);
-            write(
-                &tree,
-                &format!("docs/n{i}.md"),
-                &format!("# Note {i}\n\nWords about {i}.\n"),
-            );
-        }
+        cfs_testkit::write_sample_tree(&tree);
         if extra != usize::MAX {
             write(
                 &tree,
