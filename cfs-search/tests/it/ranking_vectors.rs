@@ -6,7 +6,6 @@
 //! rewrites it); `test-vectors/verify.py` recomputes every case from the spec.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, SymbolKind};
@@ -18,6 +17,8 @@ use cfs_search::{
     rank_chunks, variants,
 };
 use serde_json::{Value, json};
+
+use crate::support::{check_vectors, render_vectors};
 
 const REGENERATE: &str =
     "CFS_REGENERATE_VECTORS=1 cargo test -p cfs-search --test it ranking_vectors";
@@ -777,39 +778,17 @@ fn rank_cases() -> Vec<Value> {
     out
 }
 
-fn path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../test-vectors/ranking.json")
-}
-
 fn render() -> String {
-    let cases: Vec<Value> = cases()
-        .into_iter()
-        .map(|mut c| {
-            c["expected"] = compute(&c);
-            c
-        })
-        .collect();
-    let file = json!({
-        "_comment": "Ranking for code (docs/spec.md sections 21.2, 21.4 to 21.10). query: intent, identifiers, file words and named roles of a query. variants: the other forms of a query word. role: a path's role. markers: a first chunk's generated and minified markers. document_role: the role of a document's paths with markers (bit 0 generated, bit 1 minified). name_key: a symbol name's head and key. declared: the name a line declares (name null: none). definition_terms: a code chunk's definition terms (U+0001 own, U+0002 declared) with their values, for its symbol [kind, name, parent] and window index. match_level: the level of a definition found for the query's first identifier (own: under the own term; qualified: under the qualified declared term). path_points: a path's stem and folder words and its points for the query's file words. coverage: coverage points of word weights and a mask. file_vector: the score of the sum of vectors for a query vector (null: none). rank: files and chunks ranked from given list ranks (text [bm25, rank], vector [dot, rank], definition [rank, level]), documents (paths, markers, evidence) and intent, with the default weights; scores as decimal strings; the chunk order of the chunk answer.",
-        "spec_version": cfs_core::SPEC_VERSION,
-        "cases": cases,
-    });
-    let mut text = serde_json::to_string_pretty(&file).expect("JSON");
-    text.push('\n');
-    text
+    render_vectors(
+        "Ranking for code (docs/spec.md sections 21.2, 21.4 to 21.10). query: intent, identifiers, file words and named roles of a query. variants: the other forms of a query word. role: a path's role. markers: a first chunk's generated and minified markers. document_role: the role of a document's paths with markers (bit 0 generated, bit 1 minified). name_key: a symbol name's head and key. declared: the name a line declares (name null: none). definition_terms: a code chunk's definition terms (U+0001 own, U+0002 declared) with their values, for its symbol [kind, name, parent] and window index. match_level: the level of a definition found for the query's first identifier (own: under the own term; qualified: under the qualified declared term). path_points: a path's stem and folder words and its points for the query's file words. coverage: coverage points of word weights and a mask. file_vector: the score of the sum of vectors for a query vector (null: none). rank: files and chunks ranked from given list ranks (text [bm25, rank], vector [dot, rank], definition [rank, level]), documents (paths, markers, evidence) and intent, with the default weights; scores as decimal strings; the chunk order of the chunk answer.",
+        cases(),
+        compute,
+    )
 }
 
 #[test]
 fn ranking_vectors_are_current() {
-    let fresh = render();
-    if std::env::var_os("CFS_REGENERATE_VECTORS").is_some() {
-        std::fs::write(path(), &fresh).expect("write vectors");
-    }
-    let on_disk = std::fs::read_to_string(path()).unwrap_or_default();
-    assert!(
-        on_disk == fresh,
-        "test-vectors/ranking.json is out of date; if intended (and docs/spec.md says so), run:\n  {REGENERATE}"
-    );
+    check_vectors("ranking.json", &render(), REGENERATE);
 }
 
 /// Roles named in the vectors are every role there is.

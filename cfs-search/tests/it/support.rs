@@ -2,11 +2,12 @@
 //! file, and the helpers of every crate's tests (`cfs-testkit`: trees, settings, the
 //! clean index a store is held to, the switch for the slow tests).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use cfs_ingest::HashEmbedder;
 use cfs_search::{IndexOptions, Mode, Query, SearchIndex};
 use cfs_store::{Store, SyncOptions};
+use serde_json::{Value, json};
 
 pub use cfs_testkit::{clean_root, exhaustive, scaled, settings, skip_slow, write};
 
@@ -89,4 +90,44 @@ pub fn flip_each_byte(
     }
     std::fs::write(damaged, &good).unwrap();
     (n_refused, found_by_verify)
+}
+
+/// A test-vector file's text: `cases`, each with its `expected` from `compute`, under
+/// `comment` and the spec version.
+pub fn render_vectors(
+    comment: &str,
+    cases: Vec<Value>,
+    compute: impl Fn(&Value) -> Value,
+) -> String {
+    let cases: Vec<Value> = cases
+        .into_iter()
+        .map(|mut c| {
+            c["expected"] = compute(&c);
+            c
+        })
+        .collect();
+    let file = json!({
+        "_comment": comment,
+        "spec_version": cfs_core::SPEC_VERSION,
+        "cases": cases,
+    });
+    let mut text = serde_json::to_string_pretty(&file).expect("JSON");
+    text.push('\n');
+    text
+}
+
+/// Checks that `test-vectors/NAME` is `fresh`, rewriting it first under
+/// `CFS_REGENERATE_VECTORS`; `regenerate` is the command the failure names.
+pub fn check_vectors(name: &str, fresh: &str, regenerate: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../test-vectors")
+        .join(name);
+    if std::env::var_os("CFS_REGENERATE_VECTORS").is_some() {
+        std::fs::write(&path, fresh).expect("write vectors");
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == fresh,
+        "test-vectors/{name} is out of date; if intended (and docs/spec.md says so), run:\n  {regenerate}"
+    );
 }

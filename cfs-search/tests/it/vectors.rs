@@ -3,10 +3,10 @@
 //! (`CFS_REGENERATE_VECTORS=1` rewrites it); `test-vectors/verify.py` recomputes it from
 //! the spec.
 
-use std::path::PathBuf;
-
 use cfs_search::{idf, log2_fixed, rrf, tf_part, tokens};
 use serde_json::{Value, json};
+
+use crate::support::{check_vectors, render_vectors};
 
 const REGENERATE: &str = "CFS_REGENERATE_VECTORS=1 cargo test -p cfs-search --test it vectors";
 
@@ -69,37 +69,15 @@ fn cases() -> Vec<Value> {
     out
 }
 
-fn path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../test-vectors/search.json")
-}
-
 fn render() -> String {
-    let cases: Vec<Value> = cases()
-        .into_iter()
-        .map(|mut c| {
-            c["expected"] = compute(&c);
-            c
-        })
-        .collect();
-    let file = json!({
-        "_comment": "Search (docs/spec.md section 21). tokens: the tokens of a text. log2: L(n), log2 with 16 fraction bits, as a decimal string. bm25: idf and tf part for N chunks, df, tf, dl and total tokens T. rrf: floor(2^32 / (10 + rank)).",
-        "spec_version": cfs_core::SPEC_VERSION,
-        "cases": cases,
-    });
-    let mut text = serde_json::to_string_pretty(&file).expect("JSON");
-    text.push('\n');
-    text
+    render_vectors(
+        "Search (docs/spec.md section 21). tokens: the tokens of a text. log2: L(n), log2 with 16 fraction bits, as a decimal string. bm25: idf and tf part for N chunks, df, tf, dl and total tokens T. rrf: floor(2^32 / (10 + rank)).",
+        cases(),
+        compute,
+    )
 }
 
 #[test]
 fn vectors_are_current() {
-    let fresh = render();
-    if std::env::var_os("CFS_REGENERATE_VECTORS").is_some() {
-        std::fs::write(path(), &fresh).expect("write vectors");
-    }
-    let on_disk = std::fs::read_to_string(path()).unwrap_or_default();
-    assert!(
-        on_disk == fresh,
-        "test-vectors/search.json is out of date; if intended (and docs/spec.md says so), run:\n  {REGENERATE}"
-    );
+    check_vectors("search.json", &render(), REGENERATE);
 }
