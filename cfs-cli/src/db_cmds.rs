@@ -81,6 +81,7 @@ pub fn publish_cmd(args: &PublishArgs) -> anyhow::Result<ExitCode> {
         rows_shared: report.rows_shared,
         vectors_sent: report.vectors_sent,
         bytes_sent: report.bytes_sent,
+        search_rows: report.search_rows,
         retries: report.retries,
         repair: args.repair,
         seconds: started.elapsed().as_secs_f64(),
@@ -124,6 +125,9 @@ pub struct PublishAnswer {
     rows_shared: usize,
     vectors_sent: usize,
     bytes_sent: u64,
+    /// Chunks whose search rows were written (those of every document whose rows
+    /// moved).
+    search_rows: usize,
     retries: u32,
     /// Whether every row was rewritten (`--repair`).
     repair: bool,

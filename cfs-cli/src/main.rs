@@ -6,6 +6,7 @@
 mod alloc;
 mod chunks;
 mod db_cmds;
+mod db_search;
 mod demo;
 mod index_cmds;
 mod inspect_cmds;
@@ -176,7 +177,10 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Reembed(args) => maintain_cmds::reembed(&args),
         Command::Repair(args) => maintain_cmds::repair(&args),
         Command::Watch(args) => watch_cmd::run(&args),
-        Command::Search(args) => search_cmds::search(&args),
+        Command::Search(args) => match &args.db {
+            Some(url) => db_search::search_db(&args, url),
+            None => search_cmds::search(&args),
+        },
         Command::Serve(args) => serve::run(&args),
         Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),
         Command::Push(args) => remote_cmds::push_cmd(&args),

@@ -118,8 +118,8 @@ fn shorthand_names(snippet: &str) -> Vec<String> {
 #[test]
 fn the_manual_documents_every_json_field_and_no_other() {
     use crate::{
-        chunks, db_cmds, demo, index_cmds, inspect_cmds, maintain_cmds, remote_cmds, search_cmds,
-        watch_cmd,
+        chunks, db_cmds, db_search, demo, index_cmds, inspect_cmds, maintain_cmds, remote_cmds,
+        search_cmds, watch_cmd,
     };
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli.md");
     let doc = std::fs::read_to_string(path).expect("docs/cli.md");
@@ -168,7 +168,13 @@ fn the_manual_documents_every_json_field_and_no_other() {
                 .chain(fields::<inspect_cmds::ProofChecked>())
                 .collect(),
         ),
-        ("search", fields::<search_cmds::SearchReport>()),
+        (
+            "search",
+            fields::<search_cmds::SearchReport>()
+                .into_iter()
+                .chain(fields::<db_search::DbSearchAnswer>())
+                .collect(),
+        ),
         ("rebuild-index", fields::<search_cmds::RebuildReport>()),
     ];
     let mut wrong = Vec::new();

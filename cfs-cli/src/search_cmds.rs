@@ -57,10 +57,23 @@ pub struct SearchArgs {
     exact: bool,
     /// Also say how the query ran: its intent, segments, terms with their weights,
     /// candidates of each list, fusion weights, and each result's score parts.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "db")]
     explain: bool,
+    /// Search the repositories published in this PostgreSQL database (a primary or a
+    /// standby) instead of a store: each ranked as its store would rank it, the answers
+    /// merged by score. TLS as libpq's `sslmode` and `sslrootcert` say.
+    #[arg(long, value_name = "URL", conflicts_with = "files")]
+    pub(crate) db: Option<String>,
+    /// With --db: search this repository (repeatable; default: every one).
+    #[arg(long = "repo", value_name = "NAME", requires = "db")]
+    pub(crate) repos: Vec<String>,
+    /// With --db: prove each result against its repository's head in the same
+    /// snapshot: its chunk's and path's rows re-hashed, their buckets' leaves, the
+    /// bucket roots and the table roots recomputed up to the head's state root.
+    #[arg(long, requires = "db")]
+    pub(crate) check_answers: bool,
     #[command(flatten)]
-    common: Common,
+    pub(crate) common: Common,
 }
 
 fn parse_role(name: &str) -> Result<Role, String> {
@@ -83,18 +96,7 @@ fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, Box<dyn Em
 
 pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let (_store, index, embedder) = load_index(&args.common)?;
-    let query = Query::new(args.query.clone())
-        .k(args.k)
-        .mode(args.mode)
-        .exact(args.exact)
-        .filter(Filter {
-            path_prefix: args.path.clone(),
-            collection: args.collection.clone(),
-            language: args.lang.clone(),
-            kind: args.kind.clone(),
-            mime_type: args.mime.clone(),
-            role: args.role,
-        });
+    let query = args.query();
     let started = Instant::now();
     let found = if args.files {
         Found::Files(index.search_files(&query, &*embedder)?)
@@ -128,6 +130,24 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     // model's 50 MB of weights) are left to the exit instead of freed piece by piece.
     std::mem::forget((index, embedder));
     Ok(ExitCode::SUCCESS)
+}
+
+impl SearchArgs {
+    /// The query the arguments ask.
+    pub(crate) fn query(&self) -> Query {
+        Query::new(self.query.clone())
+            .k(self.k)
+            .mode(self.mode)
+            .exact(self.exact)
+            .filter(Filter {
+                path_prefix: self.path.clone(),
+                collection: self.collection.clone(),
+                language: self.lang.clone(),
+                kind: self.kind.clone(),
+                mime_type: self.mime.clone(),
+                role: self.role,
+            })
+    }
 }
 
 /// A search's results: chunks, or files with their best chunks.
@@ -479,29 +499,29 @@ struct PartsJson {
 
 /// One chunk result of `cfs search --json`.
 #[derive(Serialize, JsonSchema)]
-struct HitJson {
-    path: String,
+pub(crate) struct HitJson {
+    pub(crate) path: String,
     paths: Vec<String>,
-    start_line: u32,
-    end_line: u32,
+    pub(crate) start_line: u32,
+    pub(crate) end_line: u32,
     byte_offset: u64,
     byte_length: u32,
-    score: f64,
+    pub(crate) score: f64,
     text_score: Option<TextScoreJson>,
     vector_score: Option<VectorScoreJson>,
     parts: PartsJson,
     chunk_id: String,
     kind: String,
     language: Option<String>,
-    symbol: Option<String>,
+    pub(crate) symbol: Option<String>,
     role: &'static str,
-    snippet: String,
+    pub(crate) snippet: String,
     text: String,
     root: String,
 }
 
 impl HitJson {
-    fn of(hit: &Hit) -> Self {
+    pub(crate) fn of(hit: &Hit) -> Self {
         let p = &hit.parts;
         Self {
             path: hit.path.clone(),

@@ -340,7 +340,7 @@ fn write_vectors(w: &mut Writer<'_, '_>, rows: &[&RowPayload]) -> Result<(usize,
 
 /// A vector in pgvector's text form, `[1,-2,3]`: its i16 components are exact in the
 /// float32 that `vector` holds.
-fn vector_text(vector: &[i16]) -> String {
+pub(crate) fn vector_text(vector: &[i16]) -> String {
     let parts: Vec<String> = vector.iter().map(|x| x.to_string()).collect();
     format!("[{}]", parts.join(","))
 }

@@ -64,6 +64,17 @@ pub enum DbError {
         /// Which row, and what is wrong.
         what: String,
     },
+    /// A search result that `--check-answers` could not prove against its
+    /// repository's head.
+    #[error("{database}: repository {repo:?}: a result does not prove against its head: {what}")]
+    Unproven {
+        /// The database.
+        database: String,
+        /// The repository.
+        repo: String,
+        /// Which result, and what failed.
+        what: String,
+    },
     /// Other publishers kept moving the repository's head.
     #[error("{database}: repository {repo:?}: its head moved under {tries} tries; try again")]
     Race {

@@ -24,9 +24,13 @@
 mod content;
 mod db;
 mod error;
+mod filter_sql;
 mod gc;
+mod proof;
 mod publish;
 mod schema;
+mod search;
+mod search_rows;
 mod status;
 mod tls;
 mod verify;
@@ -34,9 +38,11 @@ mod verify;
 pub use db::Database;
 pub use error::{DbError, Result};
 pub use gc::{GcReport, gc};
+pub use proof::Proof;
 pub use publish::{
     PublishOptions, PublishProgress, PublishReport, check_name, publish, publish_with,
 };
 pub use schema::SCHEMA_VERSION;
+pub use search::{DbHit, DbSearchOptions, DbSearchReport, SearchedRepo, search};
 pub use status::{DbStatus, RepoStatus, status};
 pub use verify::{Damage, VerifyReport, verify};

@@ -14,6 +14,7 @@ use crate::content::{self, Written};
 use crate::db::{Database, sql_error};
 use crate::error::{DbError, Result};
 use crate::schema::{self, Lock};
+use crate::search_rows::{self, Touched};
 
 /// How many times a publish starts again after the head moved under it.
 const TRIES: u32 = 5;
@@ -68,6 +69,9 @@ pub struct PublishReport {
     /// Bytes of the values written (encodings, texts, vectors, keys and leaves), not
     /// counting the protocol's framing.
     pub bytes_sent: u64,
+    /// Chunks whose search rows were written (those of every document whose rows
+    /// moved).
+    pub search_rows: usize,
     /// Times the head moved under the publish before it landed.
     pub retries: u32,
 }
@@ -85,6 +89,7 @@ impl PublishReport {
             rows_shared: 0,
             vectors_sent: 0,
             bytes_sent: 0,
+            search_rows: 0,
             retries,
         }
     }
@@ -179,6 +184,7 @@ pub fn publish_with(
             overwrite: false,
             progress,
             done: 0,
+            touched: Touched::default(),
         };
         match attempt.run(store.settings(), options.repair) {
             Ok(Some(report)) => {
@@ -229,6 +235,8 @@ struct Attempt<'a> {
     progress: &'a dyn Fn(PublishProgress),
     /// Buckets done.
     done: usize,
+    /// The documents whose search rows the member changes touch.
+    touched: Touched,
 }
 
 impl Attempt<'_> {
@@ -270,6 +278,14 @@ impl Attempt<'_> {
         for (table, buckets) in Table::ALL.into_iter().zip(&differing) {
             self.sync_table(repo, table, buckets)?;
         }
+        let mut target = search_rows::Target {
+            tx: &mut self.tx,
+            name: self.name,
+            repo,
+        };
+        let model = cfs_core::ModelHash::of(&settings.model_id);
+        let touched = std::mem::take(&mut self.touched);
+        self.report.search_rows = search_rows::refresh(&mut target, self.txn, &model, touched)?;
         self.check_roots(repo)?;
         Ok(self
             .move_head(repo, head, repair)?
@@ -285,6 +301,13 @@ impl Attempt<'_> {
             .execute("DELETE FROM cfs_members WHERE repo = $1", &[&repo])
             .map_err(sql_error(name, "drop the repository's rows for a repair"))?;
         self.report.rows_removed += removed as usize;
+        for table in ["cfs_search", "cfs_search_docs"] {
+            let sql = format!("DELETE FROM {table} WHERE repo = $1");
+            self.tx.execute(&sql, &[&repo]).map_err(sql_error(
+                name,
+                "drop the repository's search rows for a repair",
+            ))?;
+        }
         self.tx
             .execute("DELETE FROM cfs_bucket_roots WHERE repo = $1", &[&repo])
             .map_err(sql_error(
@@ -401,11 +424,12 @@ impl Attempt<'_> {
                     .map(|r| (r.key, r.leaf)),
             );
         }
-        let removed: Vec<&[u8]> = held
+        let dropped: Vec<(&[u8], &[u8])> = held
             .iter()
             .filter(|(k, leaf)| local.get(*k).is_none_or(|l| l[..] != leaf[..]))
-            .map(|(k, _)| &k[..])
+            .map(|(k, leaf)| (&k[..], &leaf[..]))
             .collect();
+        let removed: Vec<&[u8]> = dropped.iter().map(|d| d.0).collect();
         let added: BTreeSet<&[u8]> = local
             .iter()
             .filter(|(k, leaf)| held.get(*k).is_none_or(|l| l[..] != leaf[..]))
@@ -420,6 +444,7 @@ impl Attempt<'_> {
         };
         self.report.add(writer.write(table, &rows)?);
         rows.retain(|r| added.contains(&r.key[..]));
+        self.touched.note(table, &dropped, &rows)?;
         self.report.rows_removed += removed.len();
         self.report.rows_added += rows.len();
         if !removed.is_empty() {

@@ -7,7 +7,7 @@ use crate::db::{Database, sql_error};
 use crate::error::{DbError, Result};
 
 /// The version of the tables below; a database of another version is refused.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The class of cfs's advisory locks (`pg_advisory_xact_lock(LOCK_CLASS, n)`), `n` as
 /// [`Lock`] says.
@@ -73,7 +73,10 @@ pub(crate) fn read_snapshot(db: &mut Database) -> Result<(String, Transaction<'_
 /// one row whatever the number of repositories holding it. A repository holds rows
 /// through `cfs_members`, one per row of its committed tables. Only the indexes that
 /// publish, verify and collection use are made (four on ids cost 7% of a first
-/// publish); search from the database will add its own.
+/// publish), and search's: a repository's search rows (`cfs_search`: each chunk's
+/// terms with their counts, length, vector hash and filter columns; `cfs_search_docs`:
+/// each document's paths, role and chunks; `cfs_search_stats`: its BM25 totals) are
+/// derived from its members by publish, and found by the GIN index on terms.
 const TABLES: &str = "
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE cfs_schema (version int NOT NULL);
@@ -144,6 +147,36 @@ CREATE TABLE cfs_edges (
     leaf bytea PRIMARY KEY,
     key bytea NOT NULL,
     encoding bytea NOT NULL
+);
+CREATE TABLE cfs_search (
+    repo int NOT NULL REFERENCES cfs_repos (id),
+    chunk uuid NOT NULL,
+    document uuid NOT NULL,
+    length int NOT NULL,
+    terms text[] NOT NULL,
+    counts int[] NOT NULL,
+    vector bytea,
+    language text,
+    kind text NOT NULL,
+    PRIMARY KEY (repo, chunk)
+);
+CREATE INDEX cfs_search_terms ON cfs_search USING gin (terms);
+CREATE INDEX cfs_search_document ON cfs_search (repo, document);
+CREATE TABLE cfs_search_docs (
+    repo int NOT NULL REFERENCES cfs_repos (id),
+    document uuid NOT NULL,
+    mime_type text NOT NULL,
+    role text NOT NULL,
+    generated boolean NOT NULL,
+    minified boolean NOT NULL,
+    paths text[] NOT NULL,
+    chunks uuid[] NOT NULL,
+    PRIMARY KEY (repo, document)
+);
+CREATE TABLE cfs_search_stats (
+    repo int PRIMARY KEY REFERENCES cfs_repos (id),
+    chunks bigint NOT NULL,
+    tokens bigint NOT NULL
 );
 ";
 

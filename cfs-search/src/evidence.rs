@@ -14,7 +14,7 @@ use cfs_core::DocumentId;
 use super::intent::Analysis;
 use super::meta::DocInfo;
 use super::path_words::{PATH_ONE, file_words, path_points};
-use super::query::{At, TextFound, rrf};
+use super::query::{TextFound, rrf};
 use super::rank::{Lists, RankedChunk, Ranking, Weights};
 use super::snapshot::Snapshot;
 
@@ -48,10 +48,10 @@ impl Evidence {
 }
 
 /// The evidence of every file holding a candidate chunk.
-pub(crate) fn file_evidence(
-    snap: &Snapshot,
-    chunks: &[(At, RankedChunk)],
-    lists: &Lists,
+pub(crate) fn file_evidence<K: Eq + std::hash::Hash>(
+    file_vector: &dyn Fn(&DocInfo, &[i16]) -> Option<i128>,
+    chunks: &[(K, RankedChunk)],
+    lists: &Lists<K>,
     analysis: &Analysis,
     ranking: &Ranking,
 ) -> HashMap<DocumentId, Evidence> {
@@ -66,7 +66,7 @@ pub(crate) fn file_evidence(
     }
     let weights = ranking.weights(analysis.intent);
     let vector_ranks = match weights.file_vector > 0 && !lists.query_vector.is_empty() {
-        true => file_vector_ranks(snap, &docs, &lists.query_vector),
+        true => file_vector_ranks(file_vector, &docs, &lists.query_vector),
         false => HashMap::new(),
     };
     docs.iter()
@@ -89,7 +89,7 @@ pub(crate) fn file_evidence(
 }
 
 /// The idf share of the query's words that `mask` holds, in [`PATH_ONE`] units.
-fn coverage(text: &TextFound, mask: u64) -> u64 {
+fn coverage<K>(text: &TextFound<K>, mask: u64) -> u64 {
     coverage_points(&text.word_weights, mask)
 }
 
@@ -109,13 +109,13 @@ pub fn coverage_points(word_weights: &[u64], mask: u64) -> u64 {
 /// The rank (from 1) of each of `docs` by the score of its file vector
 /// ([`file_vector_score`]); ties by document id; a document without vectors has none.
 fn file_vector_ranks(
-    snap: &Snapshot,
+    file_vector: &dyn Fn(&DocInfo, &[i16]) -> Option<i128>,
     docs: &[&Arc<DocInfo>],
     q: &[i16],
 ) -> HashMap<DocumentId, usize> {
     let mut scored: Vec<(i128, DocumentId)> = docs
         .iter()
-        .filter_map(|d| Some((file_vector_score(snap, d, q)?, d.id)))
+        .filter_map(|d| Some((file_vector(d, q)?, d.id)))
         .collect();
     scored.sort_unstable_by_key(|&(s, id)| (Reverse(s), id));
     scored
@@ -127,7 +127,7 @@ fn file_vector_ranks(
 
 /// The score of a document's file vector ([`file_vector_score_of`]) from the vectors
 /// of its first [`FILE_VECTOR_CHUNKS`] chunks that have one; `None` when none has.
-fn file_vector_score(snap: &Snapshot, doc: &DocInfo, q: &[i16]) -> Option<i128> {
+pub(crate) fn file_vector_score(snap: &Snapshot, doc: &DocInfo, q: &[i16]) -> Option<i128> {
     let vectors: Vec<&[i16]> = doc
         .chunks
         .iter()
@@ -154,6 +154,12 @@ pub fn file_vector_score_of(vectors: &[&[i16]], q: &[i16]) -> Option<i128> {
             *s += i64::from(x);
         }
     }
+    (!vectors.is_empty()).then(|| file_vector_score_of_sum(&sum, q))?
+}
+
+/// [`file_vector_score_of`] from the sum of the vectors (summed elsewhere, as a
+/// database does): `None` when it is zero.
+pub fn file_vector_score_of_sum(sum: &[i64], q: &[i16]) -> Option<i128> {
     let dot: i128 = sum
         .iter()
         .zip(q)
@@ -164,5 +170,5 @@ pub fn file_vector_score_of(vectors: &[&[i16]], q: &[i16]) -> Option<i128> {
         .map(|&s| (i128::from(s) * i128::from(s)) as u128)
         .sum();
     let norm = norm2.isqrt();
-    (!vectors.is_empty() && norm > 0).then(|| (dot << 15) / norm as i128)
+    (norm > 0).then(|| (dot << 15) / norm as i128)
 }

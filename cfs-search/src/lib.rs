@@ -30,6 +30,7 @@ mod definition_terms;
 mod delta;
 mod evidence;
 mod explain;
+mod external;
 mod format;
 mod in_place;
 mod index_file;
@@ -64,6 +65,10 @@ pub use definition_terms::{
 };
 pub use evidence::{Evidence, FILE_VECTOR_CHUNKS, coverage_points, file_vector_score_of};
 pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
+pub use external::{
+    ChunkRow, DocumentRows, ExternalLists, Found, document_rows, list_depth, rank_external,
+    text_terms, vector_weight, vectors_needed,
+};
 pub use format::{INDEX_FILE_FORMAT, KINDS};
 pub use index_file::{DELTA_MIN_CHANGED, IndexFileStatus, SavedAs};
 pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
@@ -75,8 +80,10 @@ pub use query::{CODE_CANDIDATES, Filter, Mode, Query, RRF_K, rrf};
 pub use rank::{
     Parts, RankedChunk, RankedFile, Ranking, Weights, chunk_list, fuse_ranks, rank_chunks,
 };
-pub use snapshot::{MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff};
-pub use symbols::{MAX_LEVEL, kind_rank, match_level};
+pub use snapshot::{
+    MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff, chunk_meta,
+};
+pub use symbols::{MAX_LEVEL, definition_found, kind_rank, lookup_terms, match_level};
 pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens, variants, words};
 pub use vector::{EF_CONSTRUCTION, EF_SEARCH, HNSW_SEED, dot, norm2};
 
@@ -568,12 +575,7 @@ fn ranked(
         true => symbols::definitions(snap, &analysis.identifiers, depth, &query.filter),
         false => Vec::new(),
     };
-    let weight = match query.mode {
-        Mode::Vector => 100,
-        _ => query.vector_weight.unwrap_or_else(|| {
-            ranking.weights(analysis.intent).vector * embedder.fusion_weight() / 100
-        }),
-    };
+    let weight = external::vector_weight(query, &analysis, embedder);
     // With weight 0, vector results only follow the others: when the text retriever
     // filled all k places they cannot appear, so they are not computed.
     let vector_needed = query::vector_needed(query.mode, weight, text.list.len(), query.k);
@@ -619,13 +621,19 @@ fn vector_list(
 
 /// The hit of a ranked chunk.
 fn hit(snap: &Snapshot, c: RankedChunk, words: &[String]) -> Result<Hit> {
-    let meta = &c.meta;
-    let text = snap.chunk_text(&meta.id)?.ok_or_else(|| {
-        StoreError::Corrupted(format!("chunk {} missing from its snapshot", meta.id))
+    let text = snap.chunk_text(&c.meta.id)?.ok_or_else(|| {
+        StoreError::Corrupted(format!("chunk {} missing from its snapshot", c.meta.id))
     })?;
+    Ok(hit_of(c, text, snap.state_root(), words))
+}
+
+/// The hit of a ranked chunk whose text is `text`, from the state `root`, for a query
+/// of `words` ([`tokens`]).
+pub fn hit_of(c: RankedChunk, text: String, root: StateRoot, words: &[String]) -> Hit {
+    let meta = &c.meta;
     let paths: Vec<String> = meta.doc.paths.iter().map(|p| p.path.to_string()).collect();
-    Ok(Hit {
-        root: snap.state_root(),
+    Hit {
+        root,
         chunk_id: meta.id,
         path: paths.first().cloned().unwrap_or_default(),
         paths,
@@ -643,7 +651,7 @@ fn hit(snap: &Snapshot, c: RankedChunk, words: &[String]) -> Result<Hit> {
         snippet: snippet(&text, words),
         text,
         parts: c.parts,
-    })
+    }
 }
 
 /// Most bytes in a snippet.

@@ -261,10 +261,11 @@ impl At {
     }
 }
 
-/// One retriever's result: a chunk, its score and its 1-based rank.
+/// One retriever's result: a chunk (by its place in a snapshot, or another key where
+/// the lists come from elsewhere), its score and its 1-based rank.
 #[derive(Clone, Debug)]
-pub(crate) struct Scored<S> {
-    pub at: At,
+pub(crate) struct Scored<S, K = At> {
+    pub at: K,
     pub score: S,
     pub rank: usize,
 }
@@ -377,9 +378,9 @@ pub(crate) fn query_terms(query: &str, expand: bool) -> (Vec<String>, Vec<(Strin
 /// What text search found: the ranked chunks, and for each which of the query's words
 /// (bit `i` for word `i`, the first 64) it holds, in a form or another; with each
 /// word's weight: the largest idf of its forms held anywhere (0 for a stop word).
-pub(crate) struct TextFound {
-    pub list: Vec<Scored<u64>>,
-    pub masks: std::collections::HashMap<At, u64>,
+pub(crate) struct TextFound<K = At> {
+    pub list: Vec<Scored<u64, K>>,
+    pub masks: std::collections::HashMap<K, u64>,
     pub word_weights: Vec<u64>,
 }
 

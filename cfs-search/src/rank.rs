@@ -11,9 +11,9 @@ use std::sync::Arc;
 use cfs_core::{ChunkId, DocumentId};
 use cfs_ingest::Role;
 
-use super::evidence::{Evidence, file_evidence};
+use super::evidence::{Evidence, file_evidence, file_vector_score};
 use super::intent::{Analysis, Intent, Mentions};
-use super::meta::ChunkMeta;
+use super::meta::{ChunkMeta, DocInfo};
 use super::query::{At, Scored, TextFound, rrf};
 use super::snapshot::Snapshot;
 use super::symbols::{MAX_LEVEL, definition_level};
@@ -210,11 +210,12 @@ fn tie_key(c: &RankedChunk) -> (usize, usize, usize, ChunkId) {
     )
 }
 
-/// The lists a query ranks.
-pub(crate) struct Lists {
-    pub text: TextFound,
-    pub vector: Vec<Scored<i64>>,
-    pub definitions: Vec<Scored<u64>>,
+/// The lists a query ranks, their chunks named by `K` (a place in a snapshot, or a
+/// chunk id where the lists come from a database).
+pub(crate) struct Lists<K = At> {
+    pub text: TextFound<K>,
+    pub vector: Vec<Scored<i64, K>>,
+    pub definitions: Vec<Scored<u64, K>>,
     /// The query's vector (empty when vectors were not searched).
     pub query_vector: Vec<i16>,
 }
@@ -228,23 +229,45 @@ pub(crate) fn rank(
     ranking: &Ranking,
     vector_weight: Option<u32>,
 ) -> Vec<RankedFile> {
+    let source = Source {
+        meta: &|at: At| at.meta(snap),
+        file_vector: &|doc: &DocInfo, q: &[i16]| file_vector_score(snap, doc, q),
+    };
+    rank_from(&source, lists, analysis, ranking, vector_weight)
+}
+
+/// What ranking reads beyond its lists: each listed chunk's metadata, and the score of
+/// a document's file vector for the query vector (`docs/spec.md`, "Ranking for code").
+pub(crate) struct Source<'a, K> {
+    pub meta: &'a dyn Fn(K) -> Option<Arc<ChunkMeta>>,
+    pub file_vector: &'a dyn Fn(&DocInfo, &[i16]) -> Option<i128>,
+}
+
+/// [`rank`] over lists whose chunks `source` resolves.
+pub(crate) fn rank_from<K: Copy + Eq + std::hash::Hash>(
+    source: &Source<'_, K>,
+    lists: Lists<K>,
+    analysis: &Analysis,
+    ranking: &Ranking,
+    vector_weight: Option<u32>,
+) -> Vec<RankedFile> {
     let mut weights = ranking.weights(analysis.intent);
     if let Some(w) = vector_weight {
         weights.vector = w;
     }
-    let chunks: Vec<(At, RankedChunk)> = listed(&lists, &weights, ranking)
+    let chunks: Vec<(K, RankedChunk)> = listed(&lists, &weights, ranking)
         .into_iter()
         .filter_map(|(at, parts)| {
             Some((
                 at,
                 RankedChunk {
-                    meta: at.meta(snap)?,
+                    meta: (source.meta)(at)?,
                     parts,
                 },
             ))
         })
         .collect();
-    let evidence = file_evidence(snap, &chunks, &lists, analysis, ranking);
+    let evidence = file_evidence(source.file_vector, &chunks, &lists, analysis, ranking);
     let chunks = chunks.into_iter().map(|(_, c)| c).collect();
     rank_chunks(chunks, &evidence, analysis, ranking, &weights)
 }
@@ -321,8 +344,12 @@ fn meaning_below_words(chunks: &mut [RankedChunk]) {
 }
 
 /// Each listed chunk's parts: its ranks in the lists, fused ([`fuse_ranks`]).
-fn listed(lists: &Lists, weights: &Weights, ranking: &Ranking) -> HashMap<At, Parts> {
-    let mut parts: HashMap<At, Parts> = HashMap::new();
+fn listed<K: Copy + Eq + std::hash::Hash>(
+    lists: &Lists<K>,
+    weights: &Weights,
+    ranking: &Ranking,
+) -> HashMap<K, Parts> {
+    let mut parts: HashMap<K, Parts> = HashMap::new();
     for t in &lists.text.list {
         parts.entry(t.at).or_default().text = Some((t.score, t.rank));
     }

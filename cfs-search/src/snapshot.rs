@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::buckets::BucketMap;
 use super::format::{BucketBits, set_bit};
-use super::meta::{ChunkMeta, DocInfo, PathInfo};
+use super::meta::{ChunkMeta, DocInfo};
 use super::segment::{Live, NewChunk, Segment, SegmentBuilder, chunk_terms};
 use cfs_store::IndexedDocument;
 use cfs_store::ReadTxn;
@@ -563,7 +563,8 @@ fn needs_merge(segments: &[Live], merge_min: usize) -> bool {
     pending > merge_min.max(base.n_live() / 4)
 }
 
-pub(crate) fn chunk_meta(chunk: &Chunk, doc: Arc<DocInfo>) -> ChunkMeta {
+/// The metadata of `chunk` of the document `doc`.
+pub fn chunk_meta(chunk: &Chunk, doc: Arc<DocInfo>) -> ChunkMeta {
     let (mut language, mut symbol, mut heading) = (None, None, None);
     let (mut symbol_kind, mut name_start, mut continued) = (None, 0, false);
     match &chunk.kind {
@@ -643,14 +644,7 @@ fn doc_info(
         let entry = paths.get(&path_id.0).ok_or_else(|| {
             StoreError::Corrupted(format!("path index of {id} names a missing path"))
         })?;
-        doc_paths.push(PathInfo {
-            path: entry.path.as_str().into(),
-            collections: entry
-                .collections
-                .iter()
-                .map(|c| c.as_str().into())
-                .collect(),
-        });
+        doc_paths.push(super::external::path_info(entry));
     }
     doc_paths.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(DocInfo::new(
@@ -663,7 +657,7 @@ fn doc_info(
 }
 
 /// The markers of a document ([`Markers::of`]), from the text of its first chunk.
-fn first_chunk_markers(txn: &ReadTxn, found: &IndexedDocument) -> Result<Markers> {
+pub(crate) fn first_chunk_markers(txn: &ReadTxn, found: &IndexedDocument) -> Result<Markers> {
     let Some(first) = found.chunks.first() else {
         return Ok(Markers::default());
     };

@@ -82,7 +82,7 @@ fn definition_score(level: u64, role: Role, kind: Option<SymbolKind>) -> u64 {
 /// The terms an identifier is looked up by: its own-symbol term, its declared term,
 /// and (qualified) its qualified declared term; with whether each is an own symbol's
 /// and whether it is qualified.
-fn lookup_terms(ident: &Identifier) -> Vec<(String, bool, bool)> {
+pub fn lookup_terms(ident: &Identifier) -> Vec<(String, bool, bool)> {
     let k = &ident.key;
     let mut terms = vec![
         (format!("{DEFINITION_PREFIX}{k}"), true, false),
@@ -92,6 +92,25 @@ fn lookup_terms(ident: &Identifier) -> Vec<(String, bool, bool)> {
         terms.push((format!("{DECLARED_PREFIX}{q}::{k}"), false, true));
     }
     terms
+}
+
+/// The score of `meta` found under one of `ident`'s [`lookup_terms`] (`own` and
+/// `qualified` as it says) with the posting value `value` (a declared kind's place in
+/// [`SymbolKind::ALL`] plus one, for a declared name).
+pub fn definition_found(
+    meta: &ChunkMeta,
+    ident: &Identifier,
+    (own, qualified): (bool, bool),
+    value: u32,
+) -> u64 {
+    let kind = match own {
+        true => meta.symbol_kind,
+        false => value
+            .checked_sub(1)
+            .and_then(|t| SymbolKind::ALL.get(t as usize).copied()),
+    };
+    let level = match_level(meta, ident, own, qualified);
+    definition_score(level, meta.doc.role, kind)
 }
 
 /// The live chunks passing `filter` that define one of `idents`, best first (by
@@ -121,14 +140,7 @@ pub(crate) fn definitions(
                     if !filter.matches(&meta) {
                         continue;
                     }
-                    let kind = match own {
-                        true => meta.symbol_kind,
-                        false => value
-                            .checked_sub(1)
-                            .and_then(|t| SymbolKind::ALL.get(t as usize).copied()),
-                    };
-                    let level = match_level(&meta, ident, own, qualified);
-                    let score = definition_score(level, meta.doc.role, kind);
+                    let score = definition_found(&meta, ident, (own, qualified), value);
                     let e = best.entry(At::new(s, i)).or_insert(score);
                     *e = (*e).max(score);
                 }

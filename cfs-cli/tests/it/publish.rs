@@ -2,7 +2,7 @@
 //! `scripts/test` starts (its primary's URL in `CFS_TEST_PG`); run by hand without it,
 //! these tests say so and pass (under `CI` they fail instead).
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::{cfs_in, sample_tree};
 
@@ -61,6 +61,41 @@ fn publish_then_verify_from_the_database() {
     let ours = listed.iter().find(|r| r["name"] == repo.as_str()).unwrap();
     assert_eq!(ours["state_root"], first["state_root"]);
     assert_eq!(ours["rows"], first["rows_added"]);
+
+    // Search from the database answers as the store does, each result proved.
+    let words = "merkle tree inclusion";
+    let (code, out, err) = cfs_in(root, &["search", words, "--exact", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let local = json(&out);
+    let db_search = [
+        "search",
+        words,
+        "--db",
+        &url,
+        "--repo",
+        &repo,
+        "--check-answers",
+    ];
+    let (code, out, err) = cfs_in(root, &[&db_search[..], &["--json"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let found = json(&out);
+    assert_eq!(found["repos"][0]["root"], first["state_root"]);
+    let hits = found["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), local.as_array().unwrap().len());
+    for (hit, mine) in hits.iter().zip(local.as_array().unwrap()) {
+        assert_eq!(
+            (&hit["repo"], &hit["chunk_id"]),
+            (&json!(repo), &mine["chunk_id"])
+        );
+        assert_eq!(
+            (&hit["score"], &hit["path"]),
+            (&mine["score"], &mine["path"])
+        );
+        assert!(hit["proof"]["chunk_leaf"].is_string(), "{hit}");
+    }
+    let (code, out, err) = cfs_in(root, &db_search);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("README.md") && out.contains("proved"), "{out}");
 
     // tempfile's folders start with a dot, which no repository name does.
     let (code, _, err) = cfs_in(root, &["publish", &url]);

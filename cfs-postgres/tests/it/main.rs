@@ -2,6 +2,7 @@
 //! publish and verify, rows shared between repositories, incremental publishes,
 //! racing and killed publishers, damage named by verify, collection.
 
+mod search;
 mod support;
 mod tls;
 

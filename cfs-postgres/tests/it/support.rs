@@ -123,16 +123,22 @@ impl Fixture {
     /// The tree of 40 Rust files and 40 notes, with `extra` more notes named after
     /// `tag` (so that two fixtures share most files and differ in a few).
     pub fn new(tag: &str, extra: usize) -> Self {
+        Self::of(|tree| {
+            cfs_testkit::write_sample_tree(tree);
+            for i in 0..extra {
+                write(
+                    tree,
+                    &format!("{tag}/x{i}.md"),
+                    &format!("# {tag} {i}\n\nOnly in {tag}.\n"),
+                );
+            }
+        })
+    }
+
+    /// A store of the tree `fill` writes.
+    pub fn of(fill: impl FnOnce(&Path)) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let tree = dir.path().join("tree");
-        cfs_testkit::write_sample_tree(&tree);
-        for i in 0..extra {
-            write(
-                &tree,
-                &format!("{tag}/x{i}.md"),
-                &format!("# {tag} {i}\n\nOnly in {tag}.\n"),
-            );
-        }
+        fill(&dir.path().join("tree"));
         let options = SyncOptions::default();
         let embedder = HashEmbedder::default();
         let settings = cfs_testkit::settings(&options, &embedder);

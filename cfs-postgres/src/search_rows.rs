@@ -1,0 +1,299 @@
+//! A repository's search rows (docs/format.md, "PostgreSQL"): what search from the
+//! database ranks by, derived from the repository's rows as a store's runtime index is.
+//! Publish notes which documents its member changes touch ([`Touched`]) and rewrites
+//! those documents' rows, by their keys, in its transaction ([`refresh`]).
+
+use std::collections::BTreeSet;
+
+use cfs_core::{Canonical, Chunk, ChunkId, DocumentId, ModelHash, PathEntry, Table};
+use cfs_search::DocumentRows;
+use cfs_store::{ReadTxn, RowPayload, StoreError};
+use postgres::Transaction;
+use uuid::Uuid;
+
+use crate::content::uuid_of;
+use crate::db::sql_error;
+use crate::error::Result;
+
+/// Documents rewritten per batch.
+const DOCS_AT_ONCE: usize = 256;
+
+/// What a publish's member changes touch: documents whose search rows are rewritten,
+/// and what names them (resolved by [`refresh`]).
+#[derive(Debug, Default)]
+pub(crate) struct Touched {
+    docs: BTreeSet<DocumentId>,
+    /// Chunks added by this publish (their documents are in `docs`).
+    added_chunks: BTreeSet<ChunkId>,
+    /// Chunks whose document is to be found (dropped ones, embedded ones).
+    chunks: BTreeSet<ChunkId>,
+    /// Leaves of dropped path members and of dropped embedding members.
+    old_paths: Vec<Vec<u8>>,
+    old_embeddings: Vec<Vec<u8>>,
+}
+
+impl Touched {
+    /// Notes the members of `table` dropped (`removed`, with their old leaves) and the
+    /// rows `added`.
+    pub(crate) fn note(
+        &mut self,
+        table: Table,
+        removed: &[(&[u8], &[u8])],
+        added: &[RowPayload],
+    ) -> Result<()> {
+        match table {
+            Table::Documents => {
+                let keys = removed
+                    .iter()
+                    .map(|r| r.0)
+                    .chain(added.iter().map(|r| &r.key[..]));
+                self.docs
+                    .extend(keys.map(|k| DocumentId(*uuid_of(k).as_bytes())));
+            }
+            Table::Paths => {
+                self.old_paths.extend(removed.iter().map(|r| r.1.to_vec()));
+                for row in added {
+                    self.docs
+                        .insert(decode(table, row, PathEntry::decode)?.document_id);
+                }
+            }
+            Table::Chunks => {
+                self.chunks
+                    .extend(removed.iter().map(|r| ChunkId(*uuid_of(r.0).as_bytes())));
+                for row in added {
+                    let chunk = decode(table, row, Chunk::decode)?;
+                    self.docs.insert(chunk.document_id);
+                    self.added_chunks.insert(chunk.id);
+                }
+            }
+            Table::Embeddings => {
+                self.old_embeddings
+                    .extend(removed.iter().map(|r| r.1.to_vec()));
+                let chunks = added.iter().filter_map(|r| r.payload.get(..16));
+                self.chunks
+                    .extend(chunks.map(|c| ChunkId(*uuid_of(c).as_bytes())));
+            }
+            Table::Edges => {}
+        }
+        Ok(())
+    }
+}
+
+fn decode<T, E: std::fmt::Display>(
+    table: Table,
+    row: &RowPayload,
+    f: impl Fn(&[u8]) -> std::result::Result<T, E>,
+) -> Result<T> {
+    f(&row.payload).map_err(|e| {
+        StoreError::Corrupted(format!(
+            "a {} row of the store does not decode: {e}",
+            table.name()
+        ))
+        .into()
+    })
+}
+
+/// Where a refresh writes: a publish's transaction, the database's name for errors.
+pub(crate) struct Target<'a, 't> {
+    pub tx: &'a mut Transaction<'t>,
+    pub name: &'a str,
+    pub repo: i32,
+}
+
+/// Rewrites the search rows of every document `touched` names from the store's state
+/// `txn` (dropping those of documents it no longer holds), then the repository's
+/// totals; gives the number of chunk rows written.
+pub(crate) fn refresh(
+    t: &mut Target<'_, '_>,
+    txn: &ReadTxn,
+    model: &ModelHash,
+    touched: Touched,
+) -> Result<usize> {
+    let docs = touched_documents(t, txn, touched)?;
+    let ids: Vec<Uuid> = docs.iter().map(|d| Uuid::from_bytes(d.0)).collect();
+    for table in ["cfs_search", "cfs_search_docs"] {
+        let sql = format!("DELETE FROM {table} WHERE repo = $1 AND document = ANY($2)");
+        t.tx.execute(&sql, &[&t.repo, &ids]).map_err(sql_error(
+            t.name,
+            "drop the search rows of changed documents",
+        ))?;
+    }
+    let mut written = 0;
+    for batch in docs.chunks(DOCS_AT_ONCE) {
+        let rows = cfs_search::document_rows(txn, model, batch)?;
+        written += insert(t, &rows)?;
+    }
+    t.tx.execute(
+        "INSERT INTO cfs_search_stats (repo, chunks, tokens) \
+         SELECT $1, count(*), coalesce(sum(length), 0) FROM cfs_search WHERE repo = $1 \
+         ON CONFLICT (repo) DO UPDATE SET chunks = EXCLUDED.chunks, tokens = EXCLUDED.tokens",
+        &[&t.repo],
+    )
+    .map_err(sql_error(t.name, "count the repository's search rows"))?;
+    Ok(written)
+}
+
+/// The documents `touched` names: noted ones, those of dropped paths (by their old
+/// rows), and those of noted chunks (in the search rows and in the store).
+fn touched_documents(
+    t: &mut Target<'_, '_>,
+    txn: &ReadTxn,
+    touched: Touched,
+) -> Result<Vec<DocumentId>> {
+    let mut docs = touched.docs;
+    let mut chunks: Vec<Uuid> = touched
+        .chunks
+        .iter()
+        .map(|c| Uuid::from_bytes(c.0))
+        .collect();
+    let old = |sql: &str, what: &str, leaves: &[Vec<u8>], tx: &mut Transaction<'_>| {
+        let rows = tx.query(sql, &[&leaves]).map_err(sql_error(t.name, what))?;
+        Ok::<_, crate::DbError>(rows.iter().map(|r| r.get::<_, Uuid>(0)).collect::<Vec<_>>())
+    };
+    let sql = "SELECT DISTINCT document_id FROM cfs_paths WHERE leaf = ANY($1)";
+    let found = old(sql, "read dropped paths", &touched.old_paths, t.tx)?;
+    docs.extend(found.iter().map(|u| DocumentId(*u.as_bytes())));
+    let sql = "SELECT DISTINCT chunk_id FROM cfs_embeddings WHERE leaf = ANY($1)";
+    chunks.extend(old(
+        sql,
+        "read dropped embeddings",
+        &touched.old_embeddings,
+        t.tx,
+    )?);
+    let rows =
+        t.tx.query(
+            "SELECT DISTINCT document FROM cfs_search WHERE repo = $1 AND chunk = ANY($2)",
+            &[&t.repo, &chunks],
+        )
+        .map_err(sql_error(t.name, "read the documents of changed chunks"))?;
+    docs.extend(
+        rows.iter()
+            .map(|r| DocumentId(*r.get::<_, Uuid>(0).as_bytes())),
+    );
+    for c in &chunks {
+        let id = ChunkId(*c.as_bytes());
+        if touched.added_chunks.contains(&id) {
+            continue;
+        }
+        if let Some(chunk) = txn.chunk(&id)? {
+            docs.insert(chunk.document_id);
+        }
+    }
+    Ok(docs.into_iter().collect())
+}
+
+/// Inserts the rows of `docs`; gives the number of chunk rows.
+fn insert(t: &mut Target<'_, '_>, docs: &[DocumentRows]) -> Result<usize> {
+    let mut d = DocColumns::default();
+    let mut c = ChunkColumns::default();
+    for rows in docs {
+        d.push(&rows.doc);
+        for row in &rows.chunks {
+            c.push(row);
+        }
+    }
+    t.tx.execute(
+        "INSERT INTO cfs_search_docs \
+         (repo, document, mime_type, role, generated, minified, paths, chunks) \
+         SELECT $1, u.d, u.m, u.r, u.g, u.n, ARRAY(SELECT json_array_elements_text(u.p::json)), \
+         string_to_array(u.c, ',')::uuid[] \
+         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::bool[], $6::bool[], \
+         $7::text[], $8::text[]) AS u(d, m, r, g, n, p, c)",
+        &[
+            &t.repo,
+            &d.ids,
+            &d.mimes,
+            &d.roles,
+            &d.generated,
+            &d.minified,
+            &d.paths,
+            &d.chunks,
+        ],
+    )
+    .map_err(sql_error(t.name, "write documents' search rows"))?;
+    t.tx.execute(
+        "INSERT INTO cfs_search \
+         (repo, chunk, document, length, terms, counts, vector, language, kind) \
+         SELECT $1, u.c, u.d, u.l, string_to_array(u.t, E'\\n'), \
+         string_to_array(u.n, ',')::int[], u.v, u.g, u.k \
+         FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::text[], \
+         $7::bytea[], $8::text[], $9::text[]) AS u(c, d, l, t, n, v, g, k)",
+        &[
+            &t.repo,
+            &c.ids,
+            &c.docs,
+            &c.lengths,
+            &c.terms,
+            &c.counts,
+            &c.vectors,
+            &c.languages,
+            &c.kinds,
+        ],
+    )
+    .map_err(sql_error(t.name, "write chunks' search rows"))?;
+    Ok(c.ids.len())
+}
+
+/// Documents' search rows, column by column (a list in one text, JSON for paths:
+/// arrays of arrays cannot be ragged).
+#[derive(Default)]
+struct DocColumns {
+    ids: Vec<Uuid>,
+    mimes: Vec<String>,
+    roles: Vec<&'static str>,
+    generated: Vec<bool>,
+    minified: Vec<bool>,
+    paths: Vec<String>,
+    chunks: Vec<String>,
+}
+
+impl DocColumns {
+    fn push(&mut self, doc: &cfs_search::DocInfo) {
+        self.ids.push(Uuid::from_bytes(doc.id.0));
+        self.mimes.push(doc.mime_type.to_string());
+        self.roles.push(doc.role.name());
+        self.generated.push(doc.markers.generated);
+        self.minified.push(doc.markers.minified);
+        let paths: Vec<&str> = doc.paths.iter().map(|p| &*p.path).collect();
+        self.paths
+            .push(serde_json::to_string(&paths).expect("strings serialize"));
+        let chunks: Vec<String> = doc
+            .chunks
+            .iter()
+            .map(|c| Uuid::from_bytes(c.0).to_string())
+            .collect();
+        self.chunks.push(chunks.join(","));
+    }
+}
+
+/// Chunks' search rows, column by column.
+#[derive(Default)]
+struct ChunkColumns {
+    ids: Vec<Uuid>,
+    docs: Vec<Uuid>,
+    lengths: Vec<i32>,
+    terms: Vec<String>,
+    counts: Vec<String>,
+    vectors: Vec<Option<Vec<u8>>>,
+    languages: Vec<Option<String>>,
+    kinds: Vec<&'static str>,
+}
+
+impl ChunkColumns {
+    fn push(&mut self, row: &cfs_search::ChunkRow) {
+        let meta = &row.meta;
+        self.ids.push(Uuid::from_bytes(meta.id.0));
+        self.docs.push(Uuid::from_bytes(meta.doc.id.0));
+        self.lengths.push(row.length as i32);
+        let terms: Vec<&str> = row.terms.iter().map(|t| t.0.as_str()).collect();
+        // Tokens and definition terms hold no line break (tokenize.rs, definition_terms.rs).
+        debug_assert!(terms.iter().all(|t| !t.contains('\n')));
+        self.terms.push(terms.join("\n"));
+        let counts: Vec<String> = row.terms.iter().map(|t| t.1.to_string()).collect();
+        self.counts.push(counts.join(","));
+        self.vectors.push(row.vector.map(|v| v.to_vec()));
+        self.languages
+            .push(meta.language.as_deref().map(str::to_owned));
+        self.kinds.push(meta.kind);
+    }
+}
