@@ -59,7 +59,7 @@ pub fn search_db(args: &SearchArgs, url: &str) -> anyhow::Result<ExitCode> {
 }
 
 /// The embedder of the repositories searched: they must share one.
-fn embedder_of(
+pub(crate) fn embedder_of(
     db: &mut Database,
     repos: &[String],
 ) -> anyhow::Result<Box<dyn cfs_ingest::Embedder>> {

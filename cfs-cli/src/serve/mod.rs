@@ -8,6 +8,7 @@
 
 mod admin;
 mod answers;
+mod db;
 mod served;
 mod tools;
 
@@ -40,6 +41,13 @@ pub struct ServeArgs {
     /// With --watch: sync a batch of changes once no event came for this long (ms).
     #[arg(long, default_value_t = 50)]
     quiet_ms: u64,
+    /// Serve the repositories published in this PostgreSQL database (a primary or a
+    /// standby) instead of a store: tools `search` and `status`.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["watch", "path"])]
+    db: Option<String>,
+    /// With --db: serve only this repository (repeatable; default: every one).
+    #[arg(long = "repo", value_name = "NAME", requires = "db")]
+    repos: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -47,6 +55,9 @@ pub struct ServeArgs {
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if !args.mcp {
         bail!("say which protocol to serve: cfs serve --mcp");
+    }
+    if let Some(url) = &args.db {
+        return run_db(url, &args.repos);
     }
     let tree = tree_root(args.path.as_deref())?;
     let file = tree_store(&tree, args.common.store.as_deref());
@@ -63,24 +74,42 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if let Err(problem) = served.current() {
         eprintln!("cfs serve: {problem} (serving status until it can be read)");
     }
+    let result = serve_with(|| tools::CfsServer::new(Arc::clone(&served)));
+    stop.store(true, Ordering::SeqCst);
+    if let Some(handle) = watcher {
+        let _ = handle.join();
+    }
+    result
+}
+
+/// Serves the repositories of the database at `url` until the client leaves.
+fn run_db(url: &str, repos: &[String]) -> anyhow::Result<ExitCode> {
+    let mut db = cfs_postgres::Database::connect(url)?;
+    let embedder = crate::db_search::embedder_of(&mut db, repos)?;
+    let served = Arc::new(db::DbServed {
+        db: std::sync::Mutex::new(db),
+        embedder,
+        repos: repos.to_vec(),
+    });
+    serve_with(|| db::DbServer::new(served))
+}
+
+/// Runs the MCP server `make` makes on standard input and output until the client
+/// leaves.
+fn serve_with<S: rmcp::ServerHandler>(make: impl FnOnce() -> S) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the server's runtime")?;
-    let result = runtime.block_on(async {
-        let service = tools::CfsServer::new(Arc::clone(&served))
+    runtime.block_on(async {
+        let service = make()
             .serve(rmcp::transport::stdio())
             .await
             .context("the client did not initialize")?;
         service.waiting().await.context("serving")?;
         anyhow::Ok(())
-    });
-    stop.store(true, Ordering::SeqCst);
-    if let Some(handle) = watcher {
-        let _ = handle.join();
-    }
-    result?;
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

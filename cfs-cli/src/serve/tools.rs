@@ -24,7 +24,7 @@ pub struct CfsServer {
 }
 
 /// Runs `work` on a blocking thread (store reads and syncs block).
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
     tokio::task::spawn_blocking(work)

@@ -1,0 +1,154 @@
+"""`cfs serve --mcp --db` driven by the official Python MCP client (PyPI `mcp`).
+
+Usage: mcp_db_client.py PATH/TO/cfs PRIMARY_URL [STANDBY_URL]
+
+Two trees are indexed and published into the primary as repositories of a new
+database; a server on the standby (or the primary without one) must list them with
+their heads, answer searches across both and within one exactly as `cfs search --db`
+does, prove answers when asked, and refuse what it does not serve. Prints one line per
+check and a closing 'N passed, N failed'; exits 1 on any failure.
+"""
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+CFS = os.path.abspath(sys.argv[1])
+# The psql of the PostgreSQL that scripts/pg runs, else one on the PATH.
+HERE = os.path.dirname(os.path.abspath(__file__))
+PSQL = os.path.join(HERE, "..", "..", ".cache", "pg", "root", "pgserver", "pginstall", "bin", "psql")
+PSQL = PSQL if os.path.exists(PSQL) else "psql"
+results = {"passed": 0, "failed": 0}
+
+
+def check(name, ok, detail=""):
+    results["passed" if ok else "failed"] += 1
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
+    return ok
+
+
+def write(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def cfs(*args, cwd=None):
+    out = subprocess.run([CFS, *args], cwd=cwd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"cfs {' '.join(args)}: {out.stderr}")
+    return json.loads(out.stdout) if "--json" in args else out.stdout
+
+
+def with_db(url, name):
+    """`url` naming the database `name`."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + name))
+
+
+def make_trees(tmp):
+    api, web = os.path.join(tmp, "api"), os.path.join(tmp, "web")
+    write(api, "src/config.rs", "/// Parses a config file.\npub fn parse_config() {}\n")
+    write(api, "src/net.rs", "/// Opens a socket and listens.\npub fn open_socket() {}\n")
+    write(web, "app/router.py", "def route(request):\n    \"\"\"Send a request to its handler.\"\"\"\n"
+          "    return request\n")
+    write(web, "docs/guide.md", "# Guide\n\nParse the config file before you open a socket.\n")
+    for tree in (api, web):
+        cfs("index", tree, "--embedder", "hash", "--json")
+    return api, web
+
+
+def wait_replayed(primary, standby):
+    """Waits until the standby has replayed what the primary committed."""
+    lsn = subprocess.run([PSQL, primary, "-Atc", "SELECT pg_current_wal_lsn()"],
+                         capture_output=True, text=True)
+    if lsn.returncode != 0:
+        time.sleep(2)
+        return
+    for _ in range(300):
+        ok = subprocess.run([PSQL, standby, "-Atc",
+                             f"SELECT pg_last_wal_replay_lsn() >= '{lsn.stdout.strip()}'"],
+                            capture_output=True, text=True)
+        if ok.stdout.strip() == "t":
+            return
+        time.sleep(0.1)
+
+
+async def call(session, tool, **args):
+    r = await session.call_tool(tool, args)
+    text = "".join(getattr(c, "text", "") for c in r.content)
+    return r.structured_content, r.is_error, text
+
+
+async def checks(session, url, api, web):
+    status, err, text = await call(session, "status")
+    names = sorted(r["repo"] for r in (status or {}).get("repos", []))
+    check("status lists the repositories", not err and names == ["api", "web"], text)
+    query = "parse the config file"
+    answer, err, text = await call(session, "search", query=query, k=5)
+    check("search answers", not err and answer["results"], text)
+    if err:
+        return
+    expected = cfs("search", query, "--db", url, "-k", "5", "--json")
+    same = [(r["repo"], r["path"], r["start_line"], r["score"]) for r in answer["results"]] == \
+        [(h["repo"], h["path"], h["start_line"], h["score"]) for h in expected["hits"]]
+    check("search equals cfs search --db", same, (answer, expected))
+    check("results come from both repositories",
+          {r["repo"] for r in answer["results"]} == {"api", "web"}, answer)
+    heads = {h["repo"]: h["root"] for h in answer["heads"]}
+    check("heads are the published roots",
+          heads == {r["repo"]: r["root"] for r in status["repos"]}, (heads, status))
+    one, err, text = await call(session, "search", query=query, repos=["web"],
+                                check_answers=True)
+    check("one repository, proved", not err and one["results"]
+          and all(r["repo"] == "web" and r["proved"] for r in one["results"]), text)
+    _, err, text = await call(session, "search", query=query, repos=["nope"])
+    check("an unknown repository is an error naming it", err and "nope" in text, text)
+    _, err, text = await call(session, "search", query=query, k=0)
+    check("a bad k is an error", err and "k must be" in text, text)
+
+
+async def main():
+    primary = sys.argv[2]
+    standby = sys.argv[3] if len(sys.argv) > 3 else None
+    name = f"cfs_mcp_{os.getpid()}"
+    subprocess.run([PSQL, primary, "-c", f"CREATE DATABASE {name}"], check=True,
+                   capture_output=True)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            api, web = make_trees(tmp)
+            url = with_db(primary, name)
+            for tree, repo in ((api, "api"), (web, "web")):
+                cfs("publish", url, "--repo", repo, "--json", cwd=tree)
+            served = url
+            if standby:
+                wait_replayed(url, with_db(standby, name))
+                served = with_db(standby, name)
+            params = StdioServerParameters(command=CFS, args=["serve", "--mcp", "--db", served])
+            with tempfile.TemporaryFile("w+") as errlog:
+                async with stdio_client(params, errlog=errlog) as (read, write_):
+                    async with ClientSession(read, write_) as session:
+                        init = await session.initialize()
+                        check("initialize", init.server_info.name == "cfs", init.server_info)
+                        await checks(session, url, api, web)
+                errlog.seek(0)
+                err = errlog.read()
+                check("nothing but notes on stderr", "panicked" not in err, err)
+    finally:
+        subprocess.run([PSQL, primary, "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"],
+                       capture_output=True)
+    print(f"mcp --db: {results['passed']} passed, {results['failed']} failed")
+    return 1 if results["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
