@@ -91,7 +91,11 @@ fn run_db(url: &str, repos: &[String]) -> anyhow::Result<ExitCode> {
         embedder,
         repos: repos.to_vec(),
     });
-    serve_with(|| db::DbServer::new(served))
+    let result = serve_with(|| db::DbServer::new(Arc::clone(&served)));
+    // The connection is closed here, outside the server's runtime: its client blocks
+    // on a runtime of its own, which cannot start inside another.
+    drop(served);
+    result
 }
 
 /// Runs the MCP server `make` makes on standard input and output until the client
