@@ -63,15 +63,8 @@ pub(crate) fn embedder_of(
     db: &mut Database,
     repos: &[String],
 ) -> anyhow::Result<Box<dyn cfs_ingest::Embedder>> {
-    let status = cfs_postgres::status(db)?;
-    let mut models: Vec<&str> = status
-        .repos
-        .iter()
-        .filter(|r| repos.is_empty() || repos.contains(&r.name))
-        .map(|r| r.model_id.as_str())
-        .collect();
-    models.sort_unstable();
-    models.dedup();
+    let models = cfs_postgres::models(db, repos)?;
+    let models: Vec<&str> = models.iter().map(String::as_str).collect();
     match models[..] {
         [] => bail!("{}: no repository to search is published", db.describe()),
         [model] => Ok(EmbedderChoice::of_model_id(model)

@@ -57,6 +57,11 @@ impl FilterSql {
         self.documents |= documents;
     }
 
+    /// Whether it has no condition.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.conditions.is_empty()
+    }
+
     /// The join a query over `cfs_search s` needs for the conditions.
     pub(crate) fn join(&self) -> &'static str {
         match self.documents {

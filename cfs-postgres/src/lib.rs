@@ -26,8 +26,10 @@ mod db;
 mod error;
 mod filter_sql;
 mod gc;
+mod postings;
 mod proof;
 mod publish;
+mod resolve;
 mod schema;
 mod search;
 mod search_rows;
@@ -43,6 +45,6 @@ pub use publish::{
     PublishOptions, PublishProgress, PublishReport, check_name, publish, publish_with,
 };
 pub use schema::SCHEMA_VERSION;
-pub use search::{DbHit, DbSearchOptions, DbSearchReport, SearchedRepo, search};
+pub use search::{DbHit, DbSearchOptions, DbSearchReport, SearchedRepo, models, search};
 pub use status::{DbStatus, RepoStatus, status};
 pub use verify::{Damage, VerifyReport, verify};

@@ -301,7 +301,7 @@ impl Attempt<'_> {
             .execute("DELETE FROM cfs_members WHERE repo = $1", &[&repo])
             .map_err(sql_error(name, "drop the repository's rows for a repair"))?;
         self.report.rows_removed += removed as usize;
-        for table in ["cfs_search", "cfs_search_docs"] {
+        for table in ["cfs_search", "cfs_search_docs", "cfs_postings"] {
             let sql = format!("DELETE FROM {table} WHERE repo = $1");
             self.tx.execute(&sql, &[&repo]).map_err(sql_error(
                 name,

@@ -74,9 +74,9 @@ pub(crate) fn read_snapshot(db: &mut Database) -> Result<(String, Transaction<'_
 /// through `cfs_members`, one per row of its committed tables. Only the indexes that
 /// publish, verify and collection use are made (four on ids cost 7% of a first
 /// publish), and search's: a repository's search rows (`cfs_search`: each chunk's
-/// terms with their counts, length, vector hash and filter columns; `cfs_search_docs`:
-/// each document's paths, role and chunks; `cfs_search_stats`: its BM25 totals) are
-/// derived from its members by publish, and found by the GIN index on terms.
+/// terms, length, vector hash and filter columns; `cfs_search_docs`: each document's
+/// paths, role and chunks; `cfs_postings`: each term's posting list;
+/// `cfs_search_stats`: its BM25 totals) are derived from its members by publish.
 const TABLES: &str = "
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE TABLE cfs_schema (version int NOT NULL);
@@ -154,13 +154,11 @@ CREATE TABLE cfs_search (
     document uuid NOT NULL,
     length int NOT NULL,
     terms text[] NOT NULL,
-    counts int[] NOT NULL,
     vector bytea,
     language text,
     kind text NOT NULL,
     PRIMARY KEY (repo, chunk)
 );
-CREATE INDEX cfs_search_terms ON cfs_search USING gin (terms);
 CREATE INDEX cfs_search_document ON cfs_search (repo, document);
 CREATE TABLE cfs_search_docs (
     repo int NOT NULL REFERENCES cfs_repos (id),
@@ -172,6 +170,12 @@ CREATE TABLE cfs_search_docs (
     paths text[] NOT NULL,
     chunks uuid[] NOT NULL,
     PRIMARY KEY (repo, document)
+);
+CREATE TABLE cfs_postings (
+    repo int NOT NULL REFERENCES cfs_repos (id),
+    term text NOT NULL,
+    postings bytea NOT NULL,
+    PRIMARY KEY (repo, term)
 );
 CREATE TABLE cfs_search_stats (
     repo int PRIMARY KEY REFERENCES cfs_repos (id),

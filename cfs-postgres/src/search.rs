@@ -8,11 +8,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use cfs_core::{Canonical, Chunk, ChunkId, DocumentId, StateRoot};
-use cfs_ingest::{Embedder, Markers};
+use cfs_core::{ChunkId, DocumentId, StateRoot};
+use cfs_ingest::Embedder;
 use cfs_search::{
-    Analysis, ChunkMeta, DocInfo, ExternalLists, FILE_VECTOR_CHUNKS, Found, Hit, Mode, PathInfo,
-    Query, analyze, chunk_list, definition_found, lookup_terms, tokens,
+    Analysis, ChunkMeta, ExternalLists, Found, Hit, Mode, Query, analyze, chunk_list,
+    definition_found, lookup_terms, tokens,
 };
 use cfs_store::StoreError;
 use postgres::Transaction;
@@ -22,7 +22,9 @@ use uuid::Uuid;
 use crate::db::{Database, sql_error};
 use crate::error::{DbError, Result};
 use crate::filter_sql::FilterSql;
+use crate::postings::{self, Posting};
 use crate::proof::{Proof, prove};
+use crate::resolve;
 
 use crate::schema;
 
@@ -97,8 +99,12 @@ pub fn search(
         .get(0);
     let repos = repos(&mut tx, &name, &options.repos)?;
     let filter = FilterSql::new(&query.filter)?;
-    let mut all: Vec<(u64, usize, usize, DbHit)> = Vec::new();
-    for (place, repo) in repos.iter().enumerate() {
+    let ids: Vec<i32> = repos.iter().map(|r| r.id).collect();
+    let terms = posting_terms(query, &analyze(&query.text));
+    let mut postings = postings::read(&mut tx, &name, &ids, &terms)?;
+    let mut query_vector = None;
+    let mut pending = Vec::with_capacity(repos.len());
+    for repo in &repos {
         if repo.model_id != embedder.model_id() && query.mode != Mode::Text {
             return Err(DbError::Store(StoreError::ModelMismatch {
                 store: format!("repository {:?}'s {}", repo.name, repo.model_id),
@@ -110,9 +116,25 @@ pub fn search(
             name: &name,
             repo,
             filter: &filter,
-            texts: HashMap::new(),
+            postings: terms
+                .iter()
+                .filter_map(|t| Some((t.clone(), postings.remove(&(repo.id, t.clone()))?)))
+                .collect(),
+            query_vector: &mut query_vector,
         };
-        for (rank, hit) in r.search(query, embedder)?.into_iter().enumerate() {
+        pending.push(r.lists(query, embedder)?);
+    }
+    let ids = pending.iter().flat_map(|p| p.ids().map(|id| (p.repo, id)));
+    let mut chunks = resolve::chunks(&mut tx, &name, ids.collect())?;
+    let ranked = rank_all(&mut tx, &name, query, pending, &chunks.metas)?;
+    let mut all: Vec<(u64, usize, usize, DbHit)> = Vec::new();
+    for (place, (repo, hits)) in repos.iter().zip(ranked).enumerate() {
+        for (rank, c) in hits.into_iter().enumerate() {
+            let text = chunks
+                .texts
+                .remove(&(repo.id, c.meta.id))
+                .unwrap_or_default();
+            let hit = cfs_search::hit_of(c, text, repo.root, &tokens(&query.text));
             let proof = match options.check_answers {
                 true => Some(prove(
                     &mut tx,
@@ -148,6 +170,21 @@ pub fn search(
             .collect(),
         hits: all.into_iter().map(|e| e.3).collect(),
     })
+}
+
+/// The embedders of the repositories `names` (every one when empty), distinct and
+/// sorted: a search ranks vectors of one.
+pub fn models(db: &mut Database, names: &[String]) -> Result<Vec<String>> {
+    let (name, mut tx) = schema::read_snapshot(db)?;
+    let rows = tx
+        .query(
+            "SELECT DISTINCT model_id FROM cfs_repos \
+             WHERE cardinality($1::text[]) = 0 OR name = ANY($1) ORDER BY 1",
+            &[&names],
+        )
+        .map_err(sql_error(&name, "read the repositories' embedders"))?;
+    tx.commit().map_err(sql_error(&name, "end the snapshot"))?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 /// The repositories named (every one when `names` is empty), by name; an unknown name
@@ -198,13 +235,90 @@ struct RepoSearch<'a, 't> {
     name: &'a str,
     repo: &'a Repo,
     filter: &'a FilterSql,
-    /// The texts of the chunks resolved.
-    texts: HashMap<ChunkId, String>,
+    /// The posting lists of the query's terms in the repository, by term.
+    postings: HashMap<String, Vec<Posting>>,
+    /// The query's vector, embedded once for every repository.
+    query_vector: &'a mut Option<Vec<i16>>,
+}
+
+/// One repository's lists, found, before their chunks are read.
+struct Pending {
+    repo: i32,
+    analysis: Analysis,
+    weight: u32,
+    depth: usize,
+    text: Vec<(ChunkId, u64)>,
+    definitions: Vec<(ChunkId, String, u32)>,
+    vector: Vec<(ChunkId, i64)>,
+    /// Masks, word weights and the query vector, filled as the lists were found.
+    lists: ExternalLists,
+}
+
+impl Pending {
+    /// The chunks of its lists.
+    fn ids(&self) -> impl Iterator<Item = ChunkId> + '_ {
+        let text = self.text.iter().map(|t| t.0);
+        let vector = self.vector.iter().map(|v| v.0);
+        text.chain(vector)
+            .chain(self.definitions.iter().map(|d| d.0))
+    }
+}
+
+/// Each repository's chunks ranked, its best `query.k` as a chunk list: its lists
+/// resolved by `metas` (by repository and chunk), the definitions scored, the file
+/// vectors of every repository's candidate documents summed in one statement.
+fn rank_all(
+    tx: &mut Transaction<'_>,
+    name: &str,
+    query: &Query,
+    pending: Vec<Pending>,
+    metas: &HashMap<(i32, ChunkId), Arc<ChunkMeta>>,
+) -> Result<Vec<Vec<cfs_search::RankedChunk>>> {
+    let mut ready = Vec::with_capacity(pending.len());
+    for p in pending {
+        let mut lists = p.lists;
+        let of = |id: &ChunkId| metas.get(&(p.repo, *id)).cloned();
+        lists.text = found(p.text, &of);
+        lists.vector = found(p.vector, &of);
+        lists.definitions = definitions(&p.analysis, p.definitions, &of, p.depth);
+        ready.push((p.repo, p.analysis, p.weight, lists));
+    }
+    let docs = ready
+        .iter()
+        .filter(|r| !r.3.query_vector.is_empty())
+        .flat_map(|(repo, _, _, lists)| candidate_docs(lists).map(move |d| (*repo, d)));
+    let mut sums = resolve::file_vectors(tx, name, docs.collect())?;
+    Ok(ready
+        .into_iter()
+        .map(|(repo, analysis, weight, mut lists)| {
+            if !lists.query_vector.is_empty() {
+                let docs: Vec<DocumentId> = candidate_docs(&lists).collect();
+                lists.file_vectors = docs
+                    .into_iter()
+                    .filter_map(|d| Some((d, sums.remove(&(repo, d))?)))
+                    .collect();
+            }
+            let files = cfs_search::rank_external(lists, query, &analysis, weight);
+            chunk_list(files, query.k)
+        })
+        .collect())
+}
+
+/// The documents of the chunks of `lists`.
+fn candidate_docs(lists: &ExternalLists) -> impl Iterator<Item = DocumentId> + '_ {
+    let listed = lists
+        .text
+        .iter()
+        .chain(&lists.definitions)
+        .map(|f| &f.chunk);
+    listed
+        .chain(lists.vector.iter().map(|f| &f.chunk))
+        .map(|c| c.doc.id)
 }
 
 impl RepoSearch<'_, '_> {
-    /// The repository's best `query.k` chunks, as a local search gives them.
-    fn search(&mut self, query: &Query, embedder: &dyn Embedder) -> Result<Vec<Hit>> {
+    /// The repository's lists for `query`, found.
+    fn lists(&mut self, query: &Query, embedder: &dyn Embedder) -> Result<Pending> {
         let analysis = analyze(&query.text);
         let depth = cfs_search::list_depth(query, false);
         let weight = cfs_search::vector_weight(query, &analysis, embedder);
@@ -214,8 +328,8 @@ impl RepoSearch<'_, '_> {
             true => self.text_list(query, depth, &mut lists)?,
             false => Vec::new(),
         };
-        let defs = match words_run && query.ranking.definitions && !analysis.identifiers.is_empty()
-        {
+        let look_up = words_run && query.ranking.definitions && !analysis.identifiers.is_empty();
+        let definitions = match look_up {
             true => self.definition_candidates(&analysis)?,
             false => Vec::new(),
         };
@@ -223,28 +337,21 @@ impl RepoSearch<'_, '_> {
             true => self.vector_list(query, embedder, depth, &mut lists)?,
             false => Vec::new(),
         };
-        let ids = text.iter().map(|t| t.0).chain(vector.iter().map(|v| v.0));
-        let metas = self.resolve(ids.chain(defs.iter().map(|d| d.0)))?;
-        lists.text = found(text, &metas);
-        lists.vector = found(vector, &metas);
-        lists.definitions = definitions(&analysis, defs, &metas, depth);
-        if !lists.query_vector.is_empty() {
-            lists.file_vectors = self.file_vectors(&lists)?;
-        }
-        let files = cfs_search::rank_external(lists, query, &analysis, weight);
-        let words = tokens(&query.text);
-        let chunks = chunk_list(files, query.k);
-        Ok(chunks
-            .into_iter()
-            .map(|c| {
-                let text = self.texts.get(&c.meta.id).cloned().unwrap_or_default();
-                cfs_search::hit_of(c, text, self.repo.root, &words)
-            })
-            .collect())
+        Ok(Pending {
+            repo: self.repo.id,
+            analysis,
+            weight,
+            depth,
+            text,
+            definitions,
+            vector,
+            lists,
+        })
     }
 
-    /// BM25 over the repository's chunks: the top `depth` passing the filter, with
-    /// their word masks and the words' weights in `lists`.
+    /// BM25 over the repository's chunks from its posting lists: the top `depth`
+    /// passing the filter, with their word masks and the words' weights in `lists`, as
+    /// `cfs_search` scores a snapshot's postings.
     fn text_list(
         &mut self,
         query: &Query,
@@ -253,95 +360,64 @@ impl RepoSearch<'_, '_> {
     ) -> Result<Vec<(ChunkId, u64)>> {
         let (words, terms) = cfs_search::text_terms(query);
         lists.word_weights = vec![0; words.len()];
-        let n = self.repo.chunks;
+        let (n, total) = (self.repo.chunks, self.repo.tokens);
         if terms.is_empty() || n == 0 || depth == 0 {
             return Ok(Vec::new());
         }
-        let names: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
-        let dfs = self.document_frequencies(&names)?;
-        let mut kept: Vec<(&str, i64, i32)> = Vec::new();
-        for ((term, shift, word), df) in terms.iter().zip(dfs) {
-            if df == 0 {
+        let mut acc: HashMap<[u8; 16], (u64, u64)> = HashMap::new();
+        for (term, shift, word) in &terms {
+            let Some(list) = self.postings.get(term) else {
                 continue;
-            }
-            let idf = cfs_search::idf(n, df);
+            };
+            let idf = cfs_search::idf(n, list.len() as u64);
             if !cfs_search::STOP_WORDS.contains(&words[*word].as_str()) {
                 lists.word_weights[*word] = lists.word_weights[*word].max(idf);
             }
-            kept.push((term, idf as i64, 1 << shift));
+            for p in list {
+                let part = cfs_search::tf_part(p.count.into(), p.length.into(), n, total);
+                let e = acc.entry(p.chunk).or_default();
+                e.0 += ((idf * part) >> shift) + 1;
+                if *word < 64 {
+                    e.1 |= 1 << word;
+                }
+            }
         }
-        let rows = self.scored_rows(&kept, depth)?;
-        let word_of: HashMap<&str, usize> = terms.iter().map(|t| (t.0.as_str(), t.2)).collect();
-        let mut list = Vec::with_capacity(rows.len());
-        for (id, score, held) in rows {
-            let mask = held
-                .iter()
-                .filter_map(|t| word_of.get(t.as_str()))
-                .filter(|&&w| w < 64)
-                .fold(0u64, |m, &w| m | 1 << w);
-            lists.masks.insert(id, mask);
-            list.push((id, score));
+        let mut all: Vec<(u64, ChunkId, u64)> = acc
+            .into_iter()
+            .map(|(id, (score, mask))| (score, ChunkId(id), mask))
+            .collect();
+        let pass = self.passing(all.iter().map(|a| a.1))?;
+        all.retain(|a| pass.as_ref().is_none_or(|p| p.contains(&a.1)));
+        all.sort_unstable_by_key(|a| (std::cmp::Reverse(a.0), a.1));
+        all.truncate(depth);
+        for a in &all {
+            lists.masks.insert(a.1, a.2);
         }
-        Ok(list)
+        Ok(all.into_iter().map(|a| (a.1, a.0)).collect())
     }
 
-    /// How many of the repository's chunks hold each of `terms`.
-    fn document_frequencies(&mut self, terms: &[&str]) -> Result<Vec<u64>> {
-        let rows = self
-            .tx
-            .query(
-                "SELECT (SELECT count(*) FROM cfs_search s \
-                 WHERE s.repo = $1 AND s.terms @> ARRAY[t]) \
-                 FROM unnest($2::text[]) WITH ORDINALITY AS u(t, i) ORDER BY i",
-                &[&self.repo.id, &terms],
-            )
-            .map_err(sql_error(self.name, "count the query's terms"))?;
-        Ok(rows.iter().map(|r| r.get::<_, i64>(0) as u64).collect())
-    }
-
-    /// The top `depth` chunks by BM25 over `terms` (term, idf, divisor: 2 for a
-    /// variant's half weight), score descending then chunk id, each with the terms it
-    /// holds: `sum(floor(idf * tf_part / divisor) + 1)`, `tf_part` as
-    /// `cfs_search::tf_part` computes it, in exact `numeric` arithmetic.
-    fn scored_rows(
+    /// Of `ids`, those passing the filter (`None`: no filter, every one passes).
+    fn passing(
         &mut self,
-        terms: &[(&str, i64, i32)],
-        depth: usize,
-    ) -> Result<Vec<(ChunkId, u64, Vec<String>)>> {
-        if terms.is_empty() {
-            return Ok(Vec::new());
+        ids: impl Iterator<Item = ChunkId>,
+    ) -> Result<Option<std::collections::HashSet<ChunkId>>> {
+        if self.filter.is_empty() {
+            return Ok(None);
         }
-        let names: Vec<&str> = terms.iter().map(|t| t.0).collect();
-        let idfs: Vec<i64> = terms.iter().map(|t| t.1).collect();
-        let divisors: Vec<i32> = terms.iter().map(|t| t.2).collect();
-        let (n, total) = (self.repo.chunks as i64, self.repo.tokens as i64);
+        let ids: Vec<Uuid> = ids.map(|c| Uuid::from_bytes(c.0)).collect();
         let sql = format!(
-            "SELECT s.chunk, x.score::bigint, x.held FROM cfs_search s {join} \
-             CROSS JOIN (SELECT $4::bigint::numeric AS total, $5::bigint::numeric AS n) k \
-             CROSS JOIN LATERAL ( \
-               SELECT sum(div(q.idf * div(22 * c.tf * k.total * 65536, \
-                 10 * c.tf * k.total + 3 * k.total + 9 * s.length * k.n), \
-                 q.divisor) + 1) AS score, array_agg(q.term) AS held \
-               FROM unnest($2::text[], $3::bigint[], $6::int[]) AS q(term, idf, divisor) \
-               CROSS JOIN LATERAL (SELECT s.counts[array_position(s.terms, q.term)] AS tf) c \
-               WHERE c.tf IS NOT NULL) x \
-             WHERE s.repo = $1 AND s.terms && $2::text[] {filter} \
-             ORDER BY x.score DESC, s.chunk LIMIT $7",
+            "SELECT s.chunk FROM cfs_search s {join} WHERE s.repo = $1 AND s.chunk = ANY($2) \
+             {filter}",
             join = self.filter.join(),
-            filter = self.filter.clause(8),
+            filter = self.filter.clause(3),
         );
-        let depth = depth as i64;
-        let mut params: Vec<&(dyn ToSql + Sync)> =
-            vec![&self.repo.id, &names, &idfs, &total, &n, &divisors, &depth];
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.repo.id, &ids];
         params.extend(self.filter.params());
         let rows = self
             .tx
             .query(&sql, &params)
-            .map_err(sql_error(self.name, "score the query's terms"))?;
-        Ok(rows
-            .iter()
-            .map(|r| (chunk_id(r.get(0)), r.get::<_, i64>(1) as u64, r.get(2)))
-            .collect())
+            .map_err(sql_error(self.name, "filter the found chunks"))?;
+        Ok(Some(rows.iter().map(|r| chunk_id(r.get(0))).collect()))
     }
 
     /// The chunks passing the filter posted under a definition term of the query's
@@ -350,30 +426,14 @@ impl RepoSearch<'_, '_> {
         &mut self,
         analysis: &Analysis,
     ) -> Result<Vec<(ChunkId, String, u32)>> {
-        let mut terms: Vec<String> = analysis
-            .identifiers
-            .iter()
-            .flat_map(|i| lookup_terms(i).into_iter().map(|t| t.0))
-            .collect();
-        terms.sort_unstable();
-        terms.dedup();
-        let sql = format!(
-            "SELECT s.chunk, q.term, s.counts[array_position(s.terms, q.term)] \
-             FROM cfs_search s {join} CROSS JOIN unnest($2::text[]) AS q(term) \
-             WHERE s.repo = $1 AND s.terms && $2::text[] AND q.term = ANY(s.terms) {filter}",
-            join = self.filter.join(),
-            filter = self.filter.clause(3),
-        );
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.repo.id, &terms];
-        params.extend(self.filter.params());
-        let rows = self
-            .tx
-            .query(&sql, &params)
-            .map_err(sql_error(self.name, "look up the query's definitions"))?;
-        Ok(rows
-            .iter()
-            .map(|r| (chunk_id(r.get(0)), r.get(1), r.get::<_, i32>(2) as u32))
-            .collect())
+        let mut found = Vec::new();
+        for term in definition_terms(analysis) {
+            let list = self.postings.get(&term).into_iter().flatten();
+            found.extend(list.map(|p| (ChunkId(p.chunk), term.clone(), p.count)));
+        }
+        let pass = self.passing(found.iter().map(|f| f.0))?;
+        found.retain(|f| pass.as_ref().is_none_or(|p| p.contains(&f.0)));
+        Ok(found)
     }
 
     /// The `depth` chunks passing the filter whose vectors are nearest the query's by
@@ -387,12 +447,13 @@ impl RepoSearch<'_, '_> {
         depth: usize,
         lists: &mut ExternalLists,
     ) -> Result<Vec<(ChunkId, i64)>> {
-        let q = embedder
-            .embed_batch(&[query.text.as_str()])
-            .map_err(|e| StoreError::Embedder(format!("embedding the query: {e}")))?
-            .into_iter()
-            .next()
-            .unwrap_or_default();
+        if self.query_vector.is_none() {
+            let q = embedder
+                .embed_batch(&[query.text.as_str()])
+                .map_err(|e| StoreError::Embedder(format!("embedding the query: {e}")))?;
+            *self.query_vector = Some(q.into_iter().next().unwrap_or_default());
+        }
+        let q = self.query_vector.clone().unwrap_or_default();
         lists.query_vector = q.clone();
         if q.iter().all(|&x| x == 0) || depth == 0 {
             return Ok(Vec::new());
@@ -443,125 +504,48 @@ impl RepoSearch<'_, '_> {
             })
             .collect()
     }
-
-    /// The metadata of chunks `ids` (with their documents'), their texts kept.
-    fn resolve(
-        &mut self,
-        ids: impl Iterator<Item = ChunkId>,
-    ) -> Result<HashMap<ChunkId, Arc<ChunkMeta>>> {
-        let mut keys: Vec<Vec<u8>> = ids.map(|id| id.0.to_vec()).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        let rows = self
-            .tx
-            .query(
-                "SELECT c.encoding, d.document, d.mime_type, d.paths, d.chunks, d.generated, \
-                 d.minified FROM cfs_members m JOIN cfs_chunks c ON c.leaf = m.leaf \
-                 JOIN cfs_search s ON s.repo = m.repo AND s.chunk = c.id \
-                 JOIN cfs_search_docs d ON d.repo = s.repo AND d.document = s.document \
-                 WHERE m.repo = $1 AND m.tag = $2 AND m.key = ANY($3)",
-                &[
-                    &self.repo.id,
-                    &crate::publish::tag_of(cfs_core::Table::Chunks),
-                    &keys,
-                ],
-            )
-            .map_err(sql_error(self.name, "read the found chunks"))?;
-        let mut docs: HashMap<Uuid, Arc<DocInfo>> = HashMap::new();
-        let mut metas = HashMap::with_capacity(rows.len());
-        for row in rows {
-            let encoding: Vec<u8> = row.get(0);
-            let chunk = Chunk::decode(&encoding).map_err(|e| {
-                StoreError::Corrupted(format!(
-                    "a chunk of {:?} does not decode: {e}",
-                    self.repo.name
-                ))
-            })?;
-            let doc = docs
-                .entry(row.get(1))
-                .or_insert_with(|| doc_info(&row))
-                .clone();
-            let meta = cfs_search::chunk_meta(&chunk, doc);
-            self.texts.insert(chunk.id, chunk.text);
-            metas.insert(meta.id, Arc::new(meta));
-        }
-        Ok(metas)
-    }
-
-    /// The sum of the vectors of the first [`FILE_VECTOR_CHUNKS`] chunks of each
-    /// document of a listed chunk (float32 sums of at most 256 `i16`s are exact).
-    fn file_vectors(&mut self, lists: &ExternalLists) -> Result<HashMap<DocumentId, Vec<i64>>> {
-        let listed = lists
-            .text
-            .iter()
-            .chain(&lists.definitions)
-            .map(|f| &f.chunk);
-        let mut docs: Vec<Uuid> = listed
-            .chain(lists.vector.iter().map(|f| &f.chunk))
-            .map(|c| Uuid::from_bytes(c.doc.id.0))
-            .collect();
-        docs.sort_unstable();
-        docs.dedup();
-        let first = FILE_VECTOR_CHUNKS as i32;
-        let rows = self
-            .tx
-            .query(
-                "SELECT d.document, sum(v.v)::text FROM cfs_search_docs d \
-                 CROSS JOIN LATERAL unnest(d.chunks[1:$3]) AS c(id) \
-                 JOIN cfs_search s ON s.repo = d.repo AND s.chunk = c.id \
-                 JOIN cfs_vectors v ON v.hash = s.vector \
-                 WHERE d.repo = $1 AND d.document = ANY($2) GROUP BY d.document",
-                &[&self.repo.id, &docs, &first],
-            )
-            .map_err(sql_error(self.name, "sum the found files' vectors"))?;
-        let mut out = HashMap::with_capacity(rows.len());
-        for row in rows {
-            let text: String = row.get(1);
-            let sum = floats_of(self.name, &text)?
-                .iter()
-                .map(|&x| x as i64)
-                .collect();
-            out.insert(DocumentId(*row.get::<_, Uuid>(0).as_bytes()), sum);
-        }
-        Ok(out)
-    }
-}
-
-/// A document's info from its search row (columns 1-6 of [`RepoSearch::resolve`]).
-fn doc_info(row: &postgres::Row) -> Arc<DocInfo> {
-    let id: Uuid = row.get(1);
-    let paths: Vec<String> = row.get(3);
-    let chunks: Vec<Uuid> = row.get(4);
-    let paths = paths
-        .into_iter()
-        .map(|p| PathInfo {
-            path: p.into(),
-            collections: Vec::new(),
-        })
-        .collect();
-    let markers = Markers {
-        generated: row.get(5),
-        minified: row.get(6),
-    };
-    Arc::new(DocInfo::new(
-        DocumentId(*id.as_bytes()),
-        row.get::<_, String>(2).into(),
-        paths,
-        chunks.into_iter().map(|c| ChunkId(*c.as_bytes())).collect(),
-        markers,
-    ))
 }
 
 /// A list of chunk ids as found chunks (every id was resolved).
-fn found<S>(list: Vec<(ChunkId, S)>, metas: &HashMap<ChunkId, Arc<ChunkMeta>>) -> Vec<Found<S>> {
+fn found<S>(
+    list: Vec<(ChunkId, S)>,
+    meta: &dyn Fn(&ChunkId) -> Option<Arc<ChunkMeta>>,
+) -> Vec<Found<S>> {
     list.into_iter()
         .filter_map(|(id, score)| {
             Some(Found {
-                chunk: metas.get(&id)?.clone(),
+                chunk: meta(&id)?,
                 score,
             })
         })
         .collect()
+}
+
+/// The terms the query's identifiers are looked up by, sorted.
+fn definition_terms(analysis: &Analysis) -> Vec<String> {
+    let mut terms: Vec<String> = analysis
+        .identifiers
+        .iter()
+        .flat_map(|i| lookup_terms(i).into_iter().map(|t| t.0))
+        .collect();
+    terms.sort_unstable();
+    terms.dedup();
+    terms
+}
+
+/// The terms whose posting lists `query` reads: its text terms, and its identifiers'
+/// definition terms.
+fn posting_terms(query: &Query, analysis: &Analysis) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    if query.mode != Mode::Vector {
+        terms.extend(cfs_search::text_terms(query).1.into_iter().map(|t| t.0));
+        if query.ranking.definitions {
+            terms.extend(definition_terms(analysis));
+        }
+    }
+    terms.sort_unstable();
+    terms.dedup();
+    terms
 }
 
 /// The definition list: each candidate's best score over the identifiers and lookup
@@ -569,30 +553,28 @@ fn found<S>(list: Vec<(ChunkId, S)>, metas: &HashMap<ChunkId, Arc<ChunkMeta>>) -
 fn definitions(
     analysis: &Analysis,
     candidates: Vec<(ChunkId, String, u32)>,
-    metas: &HashMap<ChunkId, Arc<ChunkMeta>>,
+    meta_of: &dyn Fn(&ChunkId) -> Option<Arc<ChunkMeta>>,
     depth: usize,
 ) -> Vec<Found<u64>> {
-    let mut best: BTreeMap<ChunkId, u64> = BTreeMap::new();
+    let mut best: BTreeMap<ChunkId, (u64, Arc<ChunkMeta>)> = BTreeMap::new();
     for (id, term, value) in candidates {
-        let Some(meta) = metas.get(&id) else { continue };
+        let Some(meta) = meta_of(&id) else { continue };
         for ident in &analysis.identifiers {
             for (t, own, qualified) in lookup_terms(ident) {
                 if t == term {
-                    let score = definition_found(meta, ident, (own, qualified), value);
-                    let e = best.entry(id).or_insert(score);
-                    *e = (*e).max(score);
+                    let score = definition_found(&meta, ident, (own, qualified), value);
+                    let e = best.entry(id).or_insert((score, Arc::clone(&meta)));
+                    e.0 = e.0.max(score);
                 }
             }
         }
     }
-    let mut list: Vec<(u64, ChunkId)> = best.into_iter().map(|(id, s)| (s, id)).collect();
-    list.sort_unstable_by_key(|&(s, id)| (std::cmp::Reverse(s), id));
+    let mut list: Vec<(u64, ChunkId, Arc<ChunkMeta>)> =
+        best.into_iter().map(|(id, (s, m))| (s, id, m)).collect();
+    list.sort_unstable_by_key(|e| (std::cmp::Reverse(e.0), e.1));
     list.truncate(depth);
     list.into_iter()
-        .map(|(score, id)| Found {
-            chunk: metas[&id].clone(),
-            score,
-        })
+        .map(|(score, _, chunk)| Found { chunk, score })
         .collect()
 }
 
@@ -621,7 +603,7 @@ fn float_error(q: &[i16]) -> f64 {
 }
 
 /// The numbers of a pgvector text, `[1,-2,3]`.
-fn floats_of(name: &str, text: &str) -> Result<Vec<f64>> {
+pub(crate) fn floats_of(name: &str, text: &str) -> Result<Vec<f64>> {
     let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
     if inner.is_empty() {
         return Ok(Vec::new());

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use crate::content::uuid_of;
 use crate::db::sql_error;
 use crate::error::Result;
+use crate::postings;
 
 /// Documents rewritten per batch.
 const DOCS_AT_ONCE: usize = 256;
@@ -111,6 +112,7 @@ pub(crate) fn refresh(
 ) -> Result<usize> {
     let docs = touched_documents(t, txn, touched)?;
     let ids: Vec<Uuid> = docs.iter().map(|d| Uuid::from_bytes(d.0)).collect();
+    let mut postings = old_postings(t, &ids)?;
     for table in ["cfs_search", "cfs_search_docs"] {
         let sql = format!("DELETE FROM {table} WHERE repo = $1 AND document = ANY($2)");
         t.tx.execute(&sql, &[&t.repo, &ids]).map_err(sql_error(
@@ -122,7 +124,9 @@ pub(crate) fn refresh(
     for batch in docs.chunks(DOCS_AT_ONCE) {
         let rows = cfs_search::document_rows(txn, model, batch)?;
         written += insert(t, &rows)?;
+        postings.add(&rows);
     }
+    postings.write(t.tx, t.name, t.repo)?;
     t.tx.execute(
         "INSERT INTO cfs_search_stats (repo, chunks, tokens) \
          SELECT $1, count(*), coalesce(sum(length), 0) FROM cfs_search WHERE repo = $1 \
@@ -131,6 +135,24 @@ pub(crate) fn refresh(
     )
     .map_err(sql_error(t.name, "count the repository's search rows"))?;
     Ok(written)
+}
+
+/// The update of the posting lists that drops the chunks of the documents `ids` as
+/// their search rows hold them.
+fn old_postings(t: &mut Target<'_, '_>, ids: &[Uuid]) -> Result<postings::Update> {
+    let rows =
+        t.tx.query(
+            "SELECT chunk, terms FROM cfs_search WHERE repo = $1 AND document = ANY($2)",
+            &[&t.repo, &ids],
+        )
+        .map_err(sql_error(t.name, "read the terms of changed documents"))?;
+    let mut chunks = BTreeSet::new();
+    let mut terms = BTreeSet::new();
+    for row in rows {
+        chunks.insert(*row.get::<_, Uuid>(0).as_bytes());
+        terms.extend(row.get::<_, Vec<String>>(1));
+    }
+    Ok(postings::Update::dropping(chunks, terms))
 }
 
 /// The documents `touched` names: noted ones, those of dropped paths (by their old
@@ -213,18 +235,16 @@ fn insert(t: &mut Target<'_, '_>, docs: &[DocumentRows]) -> Result<usize> {
     .map_err(sql_error(t.name, "write documents' search rows"))?;
     t.tx.execute(
         "INSERT INTO cfs_search \
-         (repo, chunk, document, length, terms, counts, vector, language, kind) \
-         SELECT $1, u.c, u.d, u.l, string_to_array(u.t, E'\\n'), \
-         string_to_array(u.n, ',')::int[], u.v, u.g, u.k \
-         FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::text[], \
-         $7::bytea[], $8::text[], $9::text[]) AS u(c, d, l, t, n, v, g, k)",
+         (repo, chunk, document, length, terms, vector, language, kind) \
+         SELECT $1, u.c, u.d, u.l, string_to_array(u.t, E'\\n'), u.v, u.g, u.k \
+         FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::text[], \
+         $6::bytea[], $7::text[], $8::text[]) AS u(c, d, l, t, v, g, k)",
         &[
             &t.repo,
             &c.ids,
             &c.docs,
             &c.lengths,
             &c.terms,
-            &c.counts,
             &c.vectors,
             &c.languages,
             &c.kinds,
@@ -273,7 +293,6 @@ struct ChunkColumns {
     docs: Vec<Uuid>,
     lengths: Vec<i32>,
     terms: Vec<String>,
-    counts: Vec<String>,
     vectors: Vec<Option<Vec<u8>>>,
     languages: Vec<Option<String>>,
     kinds: Vec<&'static str>,
@@ -289,8 +308,6 @@ impl ChunkColumns {
         // Tokens and definition terms hold no line break (tokenize.rs, definition_terms.rs).
         debug_assert!(terms.iter().all(|t| !t.contains('\n')));
         self.terms.push(terms.join("\n"));
-        let counts: Vec<String> = row.terms.iter().map(|t| t.1.to_string()).collect();
-        self.counts.push(counts.join(","));
         self.vectors.push(row.vector.map(|v| v.to_vec()));
         self.languages
             .push(meta.language.as_deref().map(str::to_owned));
