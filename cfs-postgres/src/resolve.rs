@@ -1,14 +1,13 @@
 //! What search reads for the candidates of every repository at once, in one statement
-//! each: the chunks of the lists (their rows decoded, with their documents' search
-//! rows) and the sums of the candidate documents' vectors.
+//! each: the metadata of the chunks of the lists (from the search rows), the sums of
+//! the candidate documents' vectors, and the texts of the answers.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cfs_core::{Canonical, Chunk, ChunkId, DocumentId};
+use cfs_core::{ChunkId, DocumentId, SymbolKind};
 use cfs_ingest::Markers;
-use cfs_search::{ChunkMeta, DocInfo, FILE_VECTOR_CHUNKS, PathInfo};
-use cfs_store::StoreError;
+use cfs_search::{ChunkMeta, DocInfo, FILE_VECTOR_CHUNKS, KINDS, PathInfo};
 use postgres::Transaction;
 use uuid::Uuid;
 
@@ -16,60 +15,91 @@ use crate::db::sql_error;
 use crate::error::{DbError, Result};
 use crate::publish::tag_of;
 
-/// Chunks read: their metadata and texts, by repository and chunk.
-#[derive(Debug, Default)]
-pub(crate) struct Chunks {
-    pub metas: HashMap<(i32, ChunkId), Arc<ChunkMeta>>,
-    pub texts: HashMap<(i32, ChunkId), String>,
-}
-
-/// The chunks `ids` (repository, chunk) as their repositories hold them.
+/// The metadata of the chunks `ids` (repository, chunk), from their repositories'
+/// search rows, with their documents'.
 pub(crate) fn chunks(
     tx: &mut Transaction<'_>,
     name: &str,
     mut ids: Vec<(i32, ChunkId)>,
-) -> Result<Chunks> {
+) -> Result<HashMap<(i32, ChunkId), Arc<ChunkMeta>>> {
     ids.sort_unstable();
     ids.dedup();
     let repos: Vec<i32> = ids.iter().map(|i| i.0).collect();
-    let keys: Vec<&[u8]> = ids.iter().map(|i| &i.1.0[..]).collect();
+    let chunks: Vec<Uuid> = ids.iter().map(|i| Uuid::from_bytes(i.1.0)).collect();
     let rows = tx
         .query(
-            "SELECT c.encoding, d.document, d.mime_type, d.paths, d.chunks, d.generated, \
-             d.minified, m.repo FROM unnest($1::int[], $2::bytea[]) AS k(repo, key) \
-             JOIN cfs_members m ON m.repo = k.repo AND m.tag = $3 AND m.key = k.key \
-             JOIN cfs_chunks c ON c.leaf = m.leaf \
-             JOIN cfs_search s ON s.repo = m.repo AND s.chunk = c.id \
+            "SELECT s.repo, s.chunk, s.sequence, s.byte_offset, s.byte_length, s.start_line, \
+             s.end_line, s.kind, s.language, s.symbol, s.heading, s.symbol_kind, \
+             s.name_start, s.continued, d.document, d.mime_type, d.paths, d.chunks, \
+             d.generated, d.minified \
+             FROM unnest($1::int[], $2::uuid[]) AS k(repo, chunk) \
+             JOIN cfs_search s ON s.repo = k.repo AND s.chunk = k.chunk \
              JOIN cfs_search_docs d ON d.repo = s.repo AND d.document = s.document",
-            &[&repos, &keys, &tag_of(cfs_core::Table::Chunks)],
+            &[&repos, &chunks],
         )
         .map_err(sql_error(name, "read the found chunks"))?;
     let mut docs: HashMap<(i32, Uuid), Arc<DocInfo>> = HashMap::new();
-    let mut out = Chunks::default();
+    let mut out = HashMap::with_capacity(rows.len());
     for row in rows {
-        let repo: i32 = row.get(7);
-        let encoding: Vec<u8> = row.get(0);
-        let chunk = Chunk::decode(&encoding).map_err(|e| {
-            DbError::Store(StoreError::Corrupted(format!(
-                "{name}: a chunk of repository {repo} does not decode: {e}"
-            )))
-        })?;
+        let repo: i32 = row.get(0);
         let doc = docs
-            .entry((repo, row.get(1)))
+            .entry((repo, row.get(14)))
             .or_insert_with(|| doc_info(&row))
             .clone();
-        let meta = cfs_search::chunk_meta(&chunk, doc);
-        out.texts.insert((repo, chunk.id), chunk.text);
-        out.metas.insert((repo, meta.id), Arc::new(meta));
+        let meta = chunk_meta(name, &row, doc)?;
+        out.insert((repo, meta.id), Arc::new(meta));
     }
     Ok(out)
 }
 
-/// A document's info from its search row (columns 1-6 of [`chunks`]).
+/// A chunk's metadata from its search row (columns 1-13 of [`chunks`]).
+fn chunk_meta(name: &str, row: &postgres::Row, doc: Arc<DocInfo>) -> Result<ChunkMeta> {
+    let id = ChunkId(*row.get::<_, Uuid>(1).as_bytes());
+    let damaged = |what: &str| DbError::Damaged {
+        database: name.to_owned(),
+        what: format!("the search row of chunk {id} holds {what}"),
+    };
+    let kind: String = row.get(7);
+    let kind = KINDS
+        .into_iter()
+        .find(|k| *k == kind)
+        .ok_or_else(|| damaged("an unknown kind"))?;
+    let symbol_kind = match row.get::<_, Option<i16>>(11) {
+        None => None,
+        Some(k) => Some(
+            *usize::try_from(k)
+                .ok()
+                .and_then(|k| SymbolKind::ALL.get(k))
+                .ok_or_else(|| damaged("an unknown symbol kind"))?,
+        ),
+    };
+    let int =
+        |i: usize| u32::try_from(row.get::<_, i32>(i)).map_err(|_| damaged("a negative number"));
+    Ok(ChunkMeta {
+        id,
+        doc,
+        sequence: int(2)?,
+        byte_offset: u64::try_from(row.get::<_, i64>(3))
+            .map_err(|_| damaged("a negative offset"))?,
+        byte_length: int(4)?,
+        start_line: int(5)?,
+        end_line: int(6)?,
+        kind,
+        language: row.get::<_, Option<String>>(8).map(Into::into),
+        symbol: row.get::<_, Option<String>>(9).map(Into::into),
+        heading: row.get::<_, Option<String>>(10).map(Into::into),
+        symbol_kind,
+        name_start: u16::try_from(row.get::<_, i16>(12))
+            .map_err(|_| damaged("a negative name start"))?,
+        continued: row.get(13),
+    })
+}
+
+/// A document's info from its search row (columns 14-19 of [`chunks`]).
 fn doc_info(row: &postgres::Row) -> Arc<DocInfo> {
-    let id: Uuid = row.get(1);
-    let paths: Vec<String> = row.get(3);
-    let chunks: Vec<Uuid> = row.get(4);
+    let id: Uuid = row.get(14);
+    let paths: Vec<String> = row.get(16);
+    let chunks: Vec<Uuid> = row.get(17);
     let paths = paths
         .into_iter()
         .map(|p| PathInfo {
@@ -78,16 +108,43 @@ fn doc_info(row: &postgres::Row) -> Arc<DocInfo> {
         })
         .collect();
     let markers = Markers {
-        generated: row.get(5),
-        minified: row.get(6),
+        generated: row.get(18),
+        minified: row.get(19),
     };
     Arc::new(DocInfo::new(
         DocumentId(*id.as_bytes()),
-        row.get::<_, String>(2).into(),
+        row.get::<_, String>(15).into(),
         paths,
         chunks.into_iter().map(|c| ChunkId(*c.as_bytes())).collect(),
         markers,
     ))
+}
+
+/// The texts of the chunks `ids` (repository, chunk), as their repositories hold them.
+pub(crate) fn texts(
+    tx: &mut Transaction<'_>,
+    name: &str,
+    ids: &[(i32, ChunkId)],
+) -> Result<HashMap<(i32, ChunkId), String>> {
+    let repos: Vec<i32> = ids.iter().map(|i| i.0).collect();
+    let keys: Vec<&[u8]> = ids.iter().map(|i| &i.1.0[..]).collect();
+    let rows = tx
+        .query(
+            "SELECT m.repo, c.id, c.text FROM unnest($1::int[], $2::bytea[]) AS k(repo, key) \
+             JOIN cfs_members m ON m.repo = k.repo AND m.tag = $3 AND m.key = k.key \
+             JOIN cfs_chunks c ON c.leaf = m.leaf",
+            &[&repos, &keys, &tag_of(cfs_core::Table::Chunks)],
+        )
+        .map_err(sql_error(name, "read the answers' texts"))?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            (
+                (r.get(0), ChunkId(*r.get::<_, Uuid>(1).as_bytes())),
+                r.get(2),
+            )
+        })
+        .collect())
 }
 
 /// For each of `docs` (repository, document) with vectors: the sum of the vectors of

@@ -157,6 +157,16 @@ CREATE TABLE cfs_search (
     vector bytea,
     language text,
     kind text NOT NULL,
+    sequence int NOT NULL,
+    byte_offset bigint NOT NULL,
+    byte_length int NOT NULL,
+    start_line int NOT NULL,
+    end_line int NOT NULL,
+    symbol text,
+    symbol_kind smallint,
+    name_start smallint NOT NULL,
+    continued boolean NOT NULL,
+    heading text,
     PRIMARY KEY (repo, chunk)
 );
 CREATE INDEX cfs_search_document ON cfs_search (repo, document);

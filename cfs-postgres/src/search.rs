@@ -125,37 +125,39 @@ pub fn search(
         pending.push(r.lists(query, embedder)?);
     }
     let ids = pending.iter().flat_map(|p| p.ids().map(|id| (p.repo, id)));
-    let mut chunks = resolve::chunks(&mut tx, &name, ids.collect())?;
-    let ranked = rank_all(&mut tx, &name, query, pending, &chunks.metas)?;
-    let mut all: Vec<(u64, usize, usize, DbHit)> = Vec::new();
-    for (place, (repo, hits)) in repos.iter().zip(ranked).enumerate() {
-        for (rank, c) in hits.into_iter().enumerate() {
-            let text = chunks
-                .texts
-                .remove(&(repo.id, c.meta.id))
-                .unwrap_or_default();
-            let hit = cfs_search::hit_of(c, text, repo.root, &tokens(&query.text));
-            let proof = match options.check_answers {
-                true => Some(prove(
-                    &mut tx,
-                    &name,
-                    (repo.id, &repo.name),
-                    &repo.root,
-                    &hit,
-                )?),
-                false => None,
-            };
-            let score = hit.parts.score;
-            let hit = DbHit {
-                repo: repo.name.clone(),
-                hit,
-                proof,
-            };
-            all.push((score, place, rank, hit));
-        }
+    let metas = resolve::chunks(&mut tx, &name, ids.collect())?;
+    let ranked = rank_all(&mut tx, &name, query, pending, &metas)?;
+    let mut best: Vec<(u64, usize, usize, cfs_search::RankedChunk)> = Vec::new();
+    for (place, chunks) in ranked.into_iter().enumerate() {
+        let chunks = chunks.into_iter().enumerate();
+        best.extend(chunks.map(|(rank, c)| (c.parts.score, place, rank, c)));
     }
-    all.sort_by_key(|e| (std::cmp::Reverse(e.0), e.1, e.2));
-    all.truncate(query.k);
+    best.sort_by_key(|e| (std::cmp::Reverse(e.0), e.1, e.2));
+    best.truncate(query.k);
+    let ids: Vec<(i32, ChunkId)> = best.iter().map(|e| (repos[e.1].id, e.3.meta.id)).collect();
+    let mut texts = resolve::texts(&mut tx, &name, &ids)?;
+    let words = tokens(&query.text);
+    let mut hits = Vec::with_capacity(best.len());
+    for (_, place, _, c) in best {
+        let repo = &repos[place];
+        let text = texts.remove(&(repo.id, c.meta.id)).unwrap_or_default();
+        let hit = cfs_search::hit_of(c, text, repo.root, &words);
+        let proof = match options.check_answers {
+            true => Some(prove(
+                &mut tx,
+                &name,
+                (repo.id, &repo.name),
+                &repo.root,
+                &hit,
+            )?),
+            false => None,
+        };
+        hits.push(DbHit {
+            repo: repo.name.clone(),
+            hit,
+            proof,
+        });
+    }
     tx.commit().map_err(sql_error(&name, "end the snapshot"))?;
     Ok(DbSearchReport {
         database: name,
@@ -168,7 +170,7 @@ pub fn search(
                 sequence: r.sequence,
             })
             .collect(),
-        hits: all.into_iter().map(|e| e.3).collect(),
+        hits,
     })
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use cfs_core::{Canonical, Chunk, ChunkId, DocumentId, ModelHash, PathEntry, Table};
+use cfs_core::{Canonical, Chunk, ChunkId, DocumentId, ModelHash, PathEntry, SymbolKind, Table};
 use cfs_search::DocumentRows;
 use cfs_store::{ReadTxn, RowPayload, StoreError};
 use postgres::Transaction;
@@ -235,10 +235,15 @@ fn insert(t: &mut Target<'_, '_>, docs: &[DocumentRows]) -> Result<usize> {
     .map_err(sql_error(t.name, "write documents' search rows"))?;
     t.tx.execute(
         "INSERT INTO cfs_search \
-         (repo, chunk, document, length, terms, vector, language, kind) \
-         SELECT $1, u.c, u.d, u.l, string_to_array(u.t, E'\\n'), u.v, u.g, u.k \
-         FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::text[], \
-         $6::bytea[], $7::text[], $8::text[]) AS u(c, d, l, t, v, g, k)",
+         (repo, chunk, document, length, terms, vector, language, kind, sequence, \
+         byte_offset, byte_length, start_line, end_line, symbol, symbol_kind, name_start, \
+         continued, heading) \
+         SELECT $1, u.c, u.d, u.l, string_to_array(u.t, E'\\n'), u.v, u.g, u.k, u.s, u.o, \
+         u.n, u.a, u.b, u.y, u.yk, u.ns, u.w, u.h \
+         FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::bytea[], \
+         $7::text[], $8::text[], $9::int[], $10::bigint[], $11::int[], $12::int[], \
+         $13::int[], $14::text[], $15::smallint[], $16::smallint[], $17::bool[], \
+         $18::text[]) AS u(c, d, l, t, v, g, k, s, o, n, a, b, y, yk, ns, w, h)",
         &[
             &t.repo,
             &c.ids,
@@ -248,6 +253,16 @@ fn insert(t: &mut Target<'_, '_>, docs: &[DocumentRows]) -> Result<usize> {
             &c.vectors,
             &c.languages,
             &c.kinds,
+            &c.sequences,
+            &c.offsets,
+            &c.byte_lengths,
+            &c.starts,
+            &c.ends,
+            &c.symbols,
+            &c.symbol_kinds,
+            &c.name_starts,
+            &c.continued,
+            &c.headings,
         ],
     )
     .map_err(sql_error(t.name, "write chunks' search rows"))?;
@@ -296,6 +311,16 @@ struct ChunkColumns {
     vectors: Vec<Option<Vec<u8>>>,
     languages: Vec<Option<String>>,
     kinds: Vec<&'static str>,
+    sequences: Vec<i32>,
+    offsets: Vec<i64>,
+    byte_lengths: Vec<i32>,
+    starts: Vec<i32>,
+    ends: Vec<i32>,
+    symbols: Vec<Option<String>>,
+    symbol_kinds: Vec<Option<i16>>,
+    name_starts: Vec<i16>,
+    continued: Vec<bool>,
+    headings: Vec<Option<String>>,
 }
 
 impl ChunkColumns {
@@ -312,5 +337,22 @@ impl ChunkColumns {
         self.languages
             .push(meta.language.as_deref().map(str::to_owned));
         self.kinds.push(meta.kind);
+        self.sequences.push(meta.sequence as i32);
+        self.offsets.push(meta.byte_offset as i64);
+        self.byte_lengths.push(meta.byte_length as i32);
+        self.starts.push(meta.start_line as i32);
+        self.ends.push(meta.end_line as i32);
+        self.symbols.push(meta.symbol.as_deref().map(str::to_owned));
+        let kind = |k| {
+            SymbolKind::ALL
+                .iter()
+                .position(|x| *x == k)
+                .map(|p| p as i16)
+        };
+        self.symbol_kinds.push(meta.symbol_kind.and_then(kind));
+        self.name_starts.push(meta.name_start as i16);
+        self.continued.push(meta.continued);
+        self.headings
+            .push(meta.heading.as_deref().map(str::to_owned));
     }
 }
