@@ -440,8 +440,9 @@ impl RepoSearch<'_, '_> {
 
     /// The `depth` chunks passing the filter whose vectors are nearest the query's by
     /// the exact integer dot product, ties by chunk id; the query's vector goes in
-    /// `lists`. pgvector orders candidates in float32; the list is taken deeper until
-    /// no chunk left out could reach it ([`float_error`]).
+    /// `lists`. pgvector orders candidates in float32; when the nearest read do not
+    /// prove the list (the depth-th exact score is not above the last one's float
+    /// product plus [`float_error`]), every chunk that could reach it is read.
     fn vector_list(
         &mut self,
         query: &Query,
@@ -461,39 +462,51 @@ impl RepoSearch<'_, '_> {
             return Ok(Vec::new());
         }
         let bound = float_error(&q);
-        let mut fetch = depth * 2 + 50;
-        loop {
-            let found = self.nearest(&q, fetch)?;
-            let exhausted = found.len() < fetch;
-            let last_float = found.last().map_or(f64::NEG_INFINITY, |f| f.2);
+        let fetch = depth * 2 + 50;
+        let mut found = self.nearest(&q, Reach::Nearest(fetch))?;
+        let best = |found: &[(ChunkId, Vec<i16>, f64)]| {
             let mut scored: Vec<(i64, ChunkId)> = found
-                .into_iter()
-                .map(|(id, v, _)| (exact_dot(&q, &v), id))
+                .iter()
+                .map(|(id, v, _)| (exact_dot(&q, v), *id))
                 .collect();
             scored.sort_unstable_by_key(|&(s, id)| (std::cmp::Reverse(s), id));
+            scored.dedup_by_key(|e| e.1);
             scored.truncate(depth);
-            let proven = scored.len() == depth && scored[depth - 1].0 as f64 > last_float + bound;
-            if exhausted || proven {
-                return Ok(scored.into_iter().map(|(s, id)| (id, s)).collect());
-            }
-            fetch *= 4;
+            scored
+        };
+        let mut scored = best(&found);
+        let last_float = found.last().map_or(f64::NEG_INFINITY, |f| f.2);
+        let exhausted = found.len() < fetch;
+        let proven = scored.len() == depth && scored[depth - 1].0 as f64 > last_float + bound;
+        if !exhausted && !proven {
+            // Every chunk of the true list scores at least the depth-th found, so its
+            // float product is at least that minus the bound: those are all read.
+            let floor = scored[depth - 1].0 as f64 - bound;
+            found.extend(self.nearest(&q, Reach::AtLeast(floor))?);
+            scored = best(&found);
         }
+        Ok(scored.into_iter().map(|(s, id)| (id, s)).collect())
     }
 
-    /// The `fetch` chunks passing the filter nearest `q` by pgvector's inner product,
-    /// with their vectors and that product.
-    fn nearest(&mut self, q: &[i16], fetch: usize) -> Result<Vec<(ChunkId, Vec<i16>, f64)>> {
+    /// The chunks passing the filter nearest `q` by pgvector's inner product (as far as
+    /// `reach` says), with their vectors and that product.
+    fn nearest(&mut self, q: &[i16], reach: Reach) -> Result<Vec<(ChunkId, Vec<i16>, f64)>> {
         let text = crate::content::vector_text(q);
+        let (limit, floor) = match reach {
+            Reach::Nearest(n) => (n as i64, f64::NEG_INFINITY),
+            Reach::AtLeast(floor) => (i64::MAX, floor),
+        };
         let sql = format!(
             "SELECT s.chunk, v.v::text, -(v.v <#> $2::text::vector) AS ip FROM cfs_search s \
              JOIN cfs_vectors v ON v.hash = s.vector {join} \
-             WHERE s.repo = $1 AND vector_dims(v.v) = $4 {filter} \
+             WHERE s.repo = $1 AND vector_dims(v.v) = $4 \
+             AND -(v.v <#> $2::text::vector) >= $5 {filter} \
              ORDER BY v.v <#> $2::text::vector LIMIT $3",
             join = self.filter.join(),
-            filter = self.filter.clause(5),
+            filter = self.filter.clause(6),
         );
-        let (fetch, dim) = (fetch as i64, q.len() as i32);
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.repo.id, &text, &fetch, &dim];
+        let dim = q.len() as i32;
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.repo.id, &text, &limit, &dim, &floor];
         params.extend(self.filter.params());
         let rows = self
             .tx
@@ -506,6 +519,15 @@ impl RepoSearch<'_, '_> {
             })
             .collect()
     }
+}
+
+/// How far a vector search reads.
+#[derive(Clone, Copy, Debug)]
+enum Reach {
+    /// The nearest this many.
+    Nearest(usize),
+    /// Every chunk whose float product is at least this.
+    AtLeast(f64),
 }
 
 /// A list of chunk ids as found chunks (every id was resolved).
