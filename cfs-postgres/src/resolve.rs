@@ -7,13 +7,16 @@ use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, SymbolKind};
 use cfs_ingest::Markers;
-use cfs_search::{ChunkMeta, DocInfo, FILE_VECTOR_CHUNKS, KINDS, PathInfo};
+#[cfg(doc)]
+use cfs_search::FILE_VECTOR_CHUNKS;
+use cfs_search::{ChunkMeta, DocInfo, KINDS, PathInfo};
 use postgres::Transaction;
 use uuid::Uuid;
 
 use crate::db::sql_error;
 use crate::error::{DbError, Result};
 use crate::publish::tag_of;
+use crate::search_rows::decode_sum;
 
 /// The metadata of the chunks `ids` (repository, chunk), from their repositories'
 /// search rows, with their documents'.
@@ -147,9 +150,8 @@ pub(crate) fn texts(
         .collect())
 }
 
-/// For each of `docs` (repository, document) with vectors: the sum of the vectors of
-/// its first [`FILE_VECTOR_CHUNKS`] chunks (float32 sums of at most 256 `i16`s are
-/// exact).
+/// The file vectors of `docs` (repository, document) that have one: the sum of the
+/// vectors of each one's first [`FILE_VECTOR_CHUNKS`] chunks, as publish stored it.
 pub(crate) fn file_vectors(
     tx: &mut Transaction<'_>,
     name: &str,
@@ -162,29 +164,23 @@ pub(crate) fn file_vectors(
     }
     let repos: Vec<i32> = docs.iter().map(|d| d.0).collect();
     let ids: Vec<Uuid> = docs.iter().map(|d| Uuid::from_bytes(d.1.0)).collect();
-    let first = FILE_VECTOR_CHUNKS as i32;
     let rows = tx
         .query(
-            "SELECT d.repo, d.document, sum(v.v)::text \
+            "SELECT d.repo, d.document, d.file_vector \
              FROM unnest($1::int[], $2::uuid[]) AS k(repo, document) \
              JOIN cfs_search_docs d ON d.repo = k.repo AND d.document = k.document \
-             CROSS JOIN LATERAL unnest(d.chunks[1:$3]) AS c(id) \
-             JOIN cfs_search s ON s.repo = d.repo AND s.chunk = c.id \
-             JOIN cfs_vectors v ON v.hash = s.vector GROUP BY d.repo, d.document",
-            &[&repos, &ids, &first],
+             WHERE d.file_vector IS NOT NULL",
+            &[&repos, &ids],
         )
-        .map_err(sql_error(name, "sum the found files' vectors"))?;
+        .map_err(sql_error(name, "read the found files' vectors"))?;
     let mut out = HashMap::with_capacity(rows.len());
     for row in rows {
-        let text: String = row.get(2);
-        let sum = crate::search::floats_of(name, &text)?
-            .iter()
-            .map(|&x| x as i64)
-            .collect();
-        out.insert(
-            (row.get(0), DocumentId(*row.get::<_, Uuid>(1).as_bytes())),
-            sum,
-        );
+        let doc = DocumentId(*row.get::<_, Uuid>(1).as_bytes());
+        let sum = decode_sum(row.get(2)).ok_or_else(|| DbError::Damaged {
+            database: name.to_owned(),
+            what: format!("the file vector of document {doc} is cut short"),
+        })?;
+        out.insert((row.get(0), doc), sum);
     }
     Ok(out)
 }

@@ -179,6 +179,7 @@ CREATE TABLE cfs_search_docs (
     minified boolean NOT NULL,
     paths text[] NOT NULL,
     chunks uuid[] NOT NULL,
+    file_vector bytea,
     PRIMARY KEY (repo, document)
 );
 CREATE TABLE cfs_postings (

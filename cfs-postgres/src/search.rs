@@ -497,7 +497,8 @@ impl RepoSearch<'_, '_> {
             Reach::AtLeast(floor) => (i64::MAX, floor),
         };
         let sql = format!(
-            "SELECT s.chunk, v.v::text, -(v.v <#> $2::text::vector) AS ip FROM cfs_search s \
+            "SELECT s.chunk, vector_send(v.v), -(v.v <#> $2::text::vector) AS ip \
+             FROM cfs_search s \
              JOIN cfs_vectors v ON v.hash = s.vector {join} \
              WHERE s.repo = $1 AND vector_dims(v.v) = $4 \
              AND -(v.v <#> $2::text::vector) >= $5 {filter} \
@@ -514,8 +515,11 @@ impl RepoSearch<'_, '_> {
             .map_err(sql_error(self.name, "search the vectors"))?;
         rows.iter()
             .map(|r| {
-                let v: String = r.get(1);
-                Ok((chunk_id(r.get(0)), vector_of(self.name, &v)?, r.get(2)))
+                Ok((
+                    chunk_id(r.get(0)),
+                    vector_of(self.name, r.get(1))?,
+                    r.get(2),
+                ))
             })
             .collect()
     }
@@ -626,35 +630,20 @@ fn float_error(q: &[i16]) -> f64 {
     2.0 * gamma * qn * 32767.0 * n.sqrt()
 }
 
-/// The numbers of a pgvector text, `[1,-2,3]`.
-pub(crate) fn floats_of(name: &str, text: &str) -> Result<Vec<f64>> {
-    let inner = text.trim().trim_start_matches('[').trim_end_matches(']');
-    if inner.is_empty() {
-        return Ok(Vec::new());
-    }
-    inner
-        .split(',')
-        .map(|x| {
-            x.trim().parse::<f64>().map_err(|_| {
-                DbError::Store(StoreError::Corrupted(format!(
-                    "{name} holds a vector that is not numbers: {x:?}"
-                )))
-            })
-        })
-        .collect()
-}
-
-/// An `i16` vector from its pgvector text; a component that is not an `i16` is damage.
-fn vector_of(name: &str, text: &str) -> Result<Vec<i16>> {
-    floats_of(name, text)?
-        .into_iter()
-        .map(|x| {
+/// An `i16` vector from pgvector's binary form (`vector_send`: the dimension and an
+/// unused word as `i16`, then each component as a big-endian `f32`); a component that
+/// is not an `i16` is damage.
+fn vector_of(name: &str, bytes: &[u8]) -> Result<Vec<i16>> {
+    let damaged = |what: String| DbError::Store(StoreError::Corrupted(format!("{name}: {what}")));
+    let body = bytes.get(4..).filter(|b| b.len() % 4 == 0);
+    let body = body.ok_or_else(|| damaged("a vector's binary form is cut short".into()))?;
+    body.chunks_exact(4)
+        .map(|b| {
+            let x = f32::from_be_bytes(b.try_into().expect("4 bytes"));
             let i = x as i16;
-            match f64::from(i) == x {
+            match f32::from(i) == x {
                 true => Ok(i),
-                false => Err(DbError::Store(StoreError::Corrupted(format!(
-                    "{name} holds a vector component {x} that is not an i16"
-                )))),
+                false => Err(damaged(format!("a vector component {x} is not an i16"))),
             }
         })
         .collect()

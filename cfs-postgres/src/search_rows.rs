@@ -209,18 +209,18 @@ fn insert(t: &mut Target<'_, '_>, docs: &[DocumentRows]) -> Result<usize> {
     let mut d = DocColumns::default();
     let mut c = ChunkColumns::default();
     for rows in docs {
-        d.push(&rows.doc);
+        d.push(&rows.doc, rows.file_vector.as_deref());
         for row in &rows.chunks {
             c.push(row);
         }
     }
     t.tx.execute(
         "INSERT INTO cfs_search_docs \
-         (repo, document, mime_type, role, generated, minified, paths, chunks) \
+         (repo, document, mime_type, role, generated, minified, paths, chunks, file_vector) \
          SELECT $1, u.d, u.m, u.r, u.g, u.n, ARRAY(SELECT json_array_elements_text(u.p::json)), \
-         string_to_array(u.c, ',')::uuid[] \
+         string_to_array(u.c, ',')::uuid[], u.f \
          FROM unnest($2::uuid[], $3::text[], $4::text[], $5::bool[], $6::bool[], \
-         $7::text[], $8::text[]) AS u(d, m, r, g, n, p, c)",
+         $7::text[], $8::text[], $9::bytea[]) AS u(d, m, r, g, n, p, c, f)",
         &[
             &t.repo,
             &d.ids,
@@ -230,6 +230,7 @@ fn insert(t: &mut Target<'_, '_>, docs: &[DocumentRows]) -> Result<usize> {
             &d.minified,
             &d.paths,
             &d.chunks,
+            &d.file_vectors,
         ],
     )
     .map_err(sql_error(t.name, "write documents' search rows"))?;
@@ -280,10 +281,12 @@ struct DocColumns {
     minified: Vec<bool>,
     paths: Vec<String>,
     chunks: Vec<String>,
+    file_vectors: Vec<Option<Vec<u8>>>,
 }
 
 impl DocColumns {
-    fn push(&mut self, doc: &cfs_search::DocInfo) {
+    fn push(&mut self, doc: &cfs_search::DocInfo, file_vector: Option<&[i64]>) {
+        self.file_vectors.push(file_vector.map(encode_sum));
         self.ids.push(Uuid::from_bytes(doc.id.0));
         self.mimes.push(doc.mime_type.to_string());
         self.roles.push(doc.role.name());
@@ -299,6 +302,24 @@ impl DocColumns {
             .collect();
         self.chunks.push(chunks.join(","));
     }
+}
+
+/// A file vector as stored: each component an `i64`, little-endian.
+fn encode_sum(sum: &[i64]) -> Vec<u8> {
+    sum.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A stored file vector (`None` when its length is not a whole number of components).
+pub(crate) fn decode_sum(bytes: &[u8]) -> Option<Vec<i64>> {
+    if !bytes.len().is_multiple_of(8) {
+        return None;
+    }
+    let parts = bytes.chunks_exact(8);
+    Some(
+        parts
+            .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .collect(),
+    )
 }
 
 /// Chunks' search rows, column by column.

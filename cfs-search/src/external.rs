@@ -11,6 +11,7 @@ use cfs_core::{ChunkId, DocumentId, ModelHash, PathEntry, encode_vector};
 use cfs_ingest::Embedder;
 use cfs_store::{ReadTxn, Result};
 
+use super::evidence::FILE_VECTOR_CHUNKS;
 use super::intent::Analysis;
 use super::meta::{ChunkMeta, DocInfo, PathInfo};
 use super::query::{self, Mode, Query, Scored, TextFound};
@@ -25,6 +26,9 @@ pub struct DocumentRows {
     pub doc: Arc<DocInfo>,
     /// Its chunks, in sequence order.
     pub chunks: Vec<ChunkRow>,
+    /// Its file vector: the sum of the vectors of its first
+    /// [`crate::FILE_VECTOR_CHUNKS`] chunks that have one (`None` when none has).
+    pub file_vector: Option<Vec<i64>>,
 }
 
 /// What a database keeps to rank one chunk.
@@ -63,6 +67,7 @@ pub fn document_rows(
         let chunks = txn.chunks_by_id(&found.chunks)?;
         let doc = Arc::new(DocInfo::new(*id, mime, paths, found.chunks, markers));
         let vectors = txn.vectors_of(&chunks, model)?;
+        let file_vector = file_vector_sum(&vectors[..vectors.len().min(FILE_VECTOR_CHUNKS)]);
         let rows = chunks
             .iter()
             .zip(vectors)
@@ -78,9 +83,26 @@ pub fn document_rows(
                 }
             })
             .collect();
-        out.push(DocumentRows { doc, chunks: rows });
+        out.push(DocumentRows {
+            doc,
+            chunks: rows,
+            file_vector,
+        });
     }
     Ok(out)
+}
+
+/// The sum of the non-empty `vectors` (`None` when all are empty).
+fn file_vector_sum(vectors: &[Vec<i16>]) -> Option<Vec<i64>> {
+    let mut present = vectors.iter().filter(|v| !v.is_empty()).peekable();
+    let dim = present.peek()?.len();
+    let mut sum = vec![0i64; dim];
+    for v in present {
+        for (s, &x) in sum.iter_mut().zip(v) {
+            *s += i64::from(x);
+        }
+    }
+    Some(sum)
 }
 
 /// The search side of a path row.
@@ -123,7 +145,7 @@ pub struct ExternalLists {
     /// The query's vector (empty when vectors were not searched).
     pub query_vector: Vec<i16>,
     /// For each document of a listed chunk that has vectors: the sum of the vectors of
-    /// its first [`crate::FILE_VECTOR_CHUNKS`] chunks.
+    /// its first [`crate::FILE_VECTOR_CHUNKS`] chunks ([`DocumentRows::file_vector`]).
     pub file_vectors: HashMap<DocumentId, Vec<i64>>,
 }
 
