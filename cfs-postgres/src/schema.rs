@@ -154,7 +154,7 @@ CREATE TABLE cfs_search (
     document uuid NOT NULL,
     length int NOT NULL,
     terms text[] NOT NULL,
-    vector bytea,
+    v vector,
     language text,
     kind text NOT NULL,
     sequence int NOT NULL,

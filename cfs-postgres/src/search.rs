@@ -497,12 +497,11 @@ impl RepoSearch<'_, '_> {
             Reach::AtLeast(floor) => (i64::MAX, floor),
         };
         let sql = format!(
-            "SELECT s.chunk, vector_send(v.v), -(v.v <#> $2::text::vector) AS ip \
-             FROM cfs_search s \
-             JOIN cfs_vectors v ON v.hash = s.vector {join} \
-             WHERE s.repo = $1 AND vector_dims(v.v) = $4 \
-             AND -(v.v <#> $2::text::vector) >= $5 {filter} \
-             ORDER BY v.v <#> $2::text::vector LIMIT $3",
+            "SELECT s.chunk, vector_send(s.v), -(s.v <#> $2::text::vector) AS ip \
+             FROM cfs_search s {join} \
+             WHERE s.repo = $1 AND vector_dims(s.v) = $4 \
+             AND -(s.v <#> $2::text::vector) >= $5 {filter} \
+             ORDER BY s.v <#> $2::text::vector LIMIT $3",
             join = self.filter.join(),
             filter = self.filter.clause(6),
         );

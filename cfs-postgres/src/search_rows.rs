@@ -236,12 +236,12 @@ fn insert(t: &mut Target<'_, '_>, docs: &[DocumentRows]) -> Result<usize> {
     .map_err(sql_error(t.name, "write documents' search rows"))?;
     t.tx.execute(
         "INSERT INTO cfs_search \
-         (repo, chunk, document, length, terms, vector, language, kind, sequence, \
+         (repo, chunk, document, length, terms, v, language, kind, sequence, \
          byte_offset, byte_length, start_line, end_line, symbol, symbol_kind, name_start, \
          continued, heading) \
-         SELECT $1, u.c, u.d, u.l, string_to_array(u.t, E'\\n'), u.v, u.g, u.k, u.s, u.o, \
-         u.n, u.a, u.b, u.y, u.yk, u.ns, u.w, u.h \
-         FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::bytea[], \
+         SELECT $1, u.c, u.d, u.l, string_to_array(u.t, E'\\n'), u.v::vector, u.g, u.k, u.s, \
+         u.o, u.n, u.a, u.b, u.y, u.yk, u.ns, u.w, u.h \
+         FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::text[], \
          $7::text[], $8::text[], $9::int[], $10::bigint[], $11::int[], $12::int[], \
          $13::int[], $14::text[], $15::smallint[], $16::smallint[], $17::bool[], \
          $18::text[]) AS u(c, d, l, t, v, g, k, s, o, n, a, b, y, yk, ns, w, h)",
@@ -329,7 +329,7 @@ struct ChunkColumns {
     docs: Vec<Uuid>,
     lengths: Vec<i32>,
     terms: Vec<String>,
-    vectors: Vec<Option<Vec<u8>>>,
+    vectors: Vec<Option<String>>,
     languages: Vec<Option<String>>,
     kinds: Vec<&'static str>,
     sequences: Vec<i32>,
@@ -354,7 +354,8 @@ impl ChunkColumns {
         // Tokens and definition terms hold no line break (tokenize.rs, definition_terms.rs).
         debug_assert!(terms.iter().all(|t| !t.contains('\n')));
         self.terms.push(terms.join("\n"));
-        self.vectors.push(row.vector.map(|v| v.to_vec()));
+        let text = row.vector.as_deref().map(crate::content::vector_text);
+        self.vectors.push(text);
         self.languages
             .push(meta.language.as_deref().map(str::to_owned));
         self.kinds.push(meta.kind);

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cfs_core::{ChunkId, DocumentId, ModelHash, PathEntry, encode_vector};
+use cfs_core::{ChunkId, DocumentId, ModelHash, PathEntry};
 use cfs_ingest::Embedder;
 use cfs_store::{ReadTxn, Result};
 
@@ -41,8 +41,8 @@ pub struct ChunkRow {
     /// Its definition terms with their values, then its distinct tokens with their
     /// counts, as a snapshot posts them.
     pub terms: Vec<(String, u32)>,
-    /// The hash of its vector under the store's model (`None` before it is embedded).
-    pub vector: Option<[u8; 32]>,
+    /// Its vector under the store's model (`None` before it is embedded).
+    pub vector: Option<Vec<i16>>,
 }
 
 /// The rows of the documents `ids` in `txn`'s state (a document without a path, which
@@ -78,8 +78,7 @@ pub fn document_rows(
                     length: terms.total(),
                     terms: terms.iter().map(|(t, n)| (t.to_owned(), n)).collect(),
                     meta: Arc::new(meta),
-                    vector: (!vector.is_empty())
-                        .then(|| cfs_store::vector_hash(&encode_vector(&vector))),
+                    vector: (!vector.is_empty()).then_some(vector),
                 }
             })
             .collect();
