@@ -170,6 +170,9 @@ CREATE TABLE cfs_search (
     PRIMARY KEY (repo, chunk)
 );
 CREATE INDEX cfs_search_document ON cfs_search (repo, document);
+-- A vector is read by every vector scan and does not compress: kept in the row, so
+-- that the terms are the column moved out of a row grown past TOAST's threshold.
+ALTER TABLE cfs_search ALTER COLUMN v SET STORAGE PLAIN;
 CREATE TABLE cfs_search_docs (
     repo int NOT NULL REFERENCES cfs_repos (id),
     document uuid NOT NULL,

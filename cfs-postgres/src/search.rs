@@ -102,7 +102,6 @@ pub fn search(
     let ids: Vec<i32> = repos.iter().map(|r| r.id).collect();
     let terms = posting_terms(query, &analyze(&query.text));
     let mut postings = postings::read(&mut tx, &name, &ids, &terms)?;
-    let mut query_vector = None;
     let mut pending = Vec::with_capacity(repos.len());
     for repo in &repos {
         if repo.model_id != embedder.model_id() && query.mode != Mode::Text {
@@ -120,10 +119,17 @@ pub fn search(
                 .iter()
                 .filter_map(|t| Some((t.clone(), postings.remove(&(repo.id, t.clone()))?)))
                 .collect(),
-            query_vector: &mut query_vector,
         };
         pending.push(r.lists(query, embedder)?);
     }
+    vector_lists(
+        &mut tx,
+        (&name, &filter),
+        &repos,
+        query,
+        embedder,
+        &mut pending,
+    )?;
     let ids = pending.iter().flat_map(|p| p.ids().map(|id| (p.repo, id)));
     let metas = resolve::chunks(&mut tx, &name, ids.collect())?;
     let ranked = rank_all(&mut tx, &name, query, pending, &metas)?;
@@ -239,13 +245,13 @@ struct RepoSearch<'a, 't> {
     filter: &'a FilterSql,
     /// The posting lists of the query's terms in the repository, by term.
     postings: HashMap<String, Vec<Posting>>,
-    /// The query's vector, embedded once for every repository.
-    query_vector: &'a mut Option<Vec<i16>>,
 }
 
 /// One repository's lists, found, before their chunks are read.
 struct Pending {
     repo: i32,
+    /// Whether its vector list is searched.
+    needs_vectors: bool,
     analysis: Analysis,
     weight: u32,
     depth: usize,
@@ -264,6 +270,60 @@ impl Pending {
         text.chain(vector)
             .chain(self.definitions.iter().map(|d| d.0))
     }
+}
+
+/// The vector lists of the repositories of `pending` that need one: the query
+/// embedded once, the nearest of every one of them read in one scan, each list then
+/// proven exact (or completed) on its own.
+fn vector_lists(
+    tx: &mut Transaction<'_>,
+    (name, filter): (&str, &FilterSql),
+    repos: &[Repo],
+    query: &Query,
+    embedder: &dyn Embedder,
+    pending: &mut [Pending],
+) -> Result<()> {
+    if !pending.iter().any(|p| p.needs_vectors) {
+        return Ok(());
+    }
+    let q = embedder
+        .embed_batch(&[query.text.as_str()])
+        .map_err(|e| StoreError::Embedder(format!("embedding the query: {e}")))?
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let needing: Vec<i32> = pending
+        .iter()
+        .filter(|p| p.needs_vectors)
+        .map(|p| p.repo)
+        .collect();
+    let depth = cfs_search::list_depth(query, false);
+    let fetch = depth * 2 + 50;
+    let searched = !q.iter().all(|&x| x == 0) && depth > 0;
+    let mut found = match searched {
+        true => nearest_all(tx, name, filter, (&needing, &q, fetch))?,
+        false => HashMap::new(),
+    };
+    for (p, repo) in pending
+        .iter_mut()
+        .zip(repos)
+        .filter(|(p, _)| p.needs_vectors)
+    {
+        p.lists.query_vector = q.clone();
+        if !searched {
+            continue;
+        }
+        let mut r = RepoSearch {
+            tx,
+            name,
+            repo,
+            filter,
+            postings: HashMap::new(),
+        };
+        let nearest = found.remove(&repo.id).unwrap_or_default();
+        p.vector = r.vector_list(&q, depth, nearest, fetch)?;
+    }
+    Ok(())
 }
 
 /// Each repository's chunks ranked, its best `query.k` as a chunk list: its lists
@@ -321,6 +381,8 @@ fn candidate_docs(lists: &ExternalLists) -> impl Iterator<Item = DocumentId> + '
 impl RepoSearch<'_, '_> {
     /// The repository's lists for `query`, found.
     fn lists(&mut self, query: &Query, embedder: &dyn Embedder) -> Result<Pending> {
+        // The vector list is found afterwards, for every repository that needs one at
+        // once (vector_lists).
         let analysis = analyze(&query.text);
         let depth = cfs_search::list_depth(query, false);
         let weight = cfs_search::vector_weight(query, &analysis, embedder);
@@ -335,18 +397,15 @@ impl RepoSearch<'_, '_> {
             true => self.definition_candidates(&analysis)?,
             false => Vec::new(),
         };
-        let vector = match cfs_search::vectors_needed(query, weight, text.len()) {
-            true => self.vector_list(query, embedder, depth, &mut lists)?,
-            false => Vec::new(),
-        };
         Ok(Pending {
             repo: self.repo.id,
+            needs_vectors: cfs_search::vectors_needed(query, weight, text.len()),
             analysis,
             weight,
             depth,
             text,
             definitions,
-            vector,
+            vector: Vec::new(),
             lists,
         })
     }
@@ -438,36 +497,23 @@ impl RepoSearch<'_, '_> {
         Ok(found)
     }
 
-    /// The `depth` chunks passing the filter whose vectors are nearest the query's by
-    /// the exact integer dot product, ties by chunk id; the query's vector goes in
-    /// `lists`. pgvector orders candidates in float32; when the nearest read do not
-    /// prove the list (the depth-th exact score is not above the last one's float
-    /// product plus [`float_error`]), every chunk that could reach it is read.
+    /// The `depth` chunks passing the filter whose vectors are nearest `q` by the exact
+    /// integer dot product, ties by chunk id, from the `fetch` nearest by pgvector's
+    /// float32 product (`found`, [`nearest_all`]): when those do not prove the list
+    /// (the depth-th exact score is not above the last one's float product plus
+    /// [`float_error`]), every chunk that could reach it is read.
     fn vector_list(
         &mut self,
-        query: &Query,
-        embedder: &dyn Embedder,
+        q: &[i16],
         depth: usize,
-        lists: &mut ExternalLists,
+        mut found: Vec<Near>,
+        fetch: usize,
     ) -> Result<Vec<(ChunkId, i64)>> {
-        if self.query_vector.is_none() {
-            let q = embedder
-                .embed_batch(&[query.text.as_str()])
-                .map_err(|e| StoreError::Embedder(format!("embedding the query: {e}")))?;
-            *self.query_vector = Some(q.into_iter().next().unwrap_or_default());
-        }
-        let q = self.query_vector.clone().unwrap_or_default();
-        lists.query_vector = q.clone();
-        if q.iter().all(|&x| x == 0) || depth == 0 {
-            return Ok(Vec::new());
-        }
-        let bound = float_error(&q);
-        let fetch = depth * 2 + 50;
-        let mut found = self.nearest(&q, Reach::Nearest(fetch))?;
-        let best = |found: &[(ChunkId, Vec<i16>, f64)]| {
+        let bound = float_error(q);
+        let best = |found: &[Near]| {
             let mut scored: Vec<(i64, ChunkId)> = found
                 .iter()
-                .map(|(id, v, _)| (exact_dot(&q, v), *id))
+                .map(|(id, v, _)| (exact_dot(q, v), *id))
                 .collect();
             scored.sort_unstable_by_key(|&(s, id)| (std::cmp::Reverse(s), id));
             scored.dedup_by_key(|e| e.1);
@@ -475,38 +521,33 @@ impl RepoSearch<'_, '_> {
             scored
         };
         let mut scored = best(&found);
-        let last_float = found.last().map_or(f64::NEG_INFINITY, |f| f.2);
+        let last_float = found.iter().map(|f| f.2).fold(f64::INFINITY, f64::min);
         let exhausted = found.len() < fetch;
         let proven = scored.len() == depth && scored[depth - 1].0 as f64 > last_float + bound;
         if !exhausted && !proven {
             // Every chunk of the true list scores at least the depth-th found, so its
             // float product is at least that minus the bound: those are all read.
             let floor = scored[depth - 1].0 as f64 - bound;
-            found.extend(self.nearest(&q, Reach::AtLeast(floor))?);
+            found.extend(self.nearest(q, floor)?);
             scored = best(&found);
         }
         Ok(scored.into_iter().map(|(s, id)| (id, s)).collect())
     }
 
-    /// The chunks passing the filter nearest `q` by pgvector's inner product (as far as
-    /// `reach` says), with their vectors and that product.
-    fn nearest(&mut self, q: &[i16], reach: Reach) -> Result<Vec<(ChunkId, Vec<i16>, f64)>> {
+    /// The chunks passing the filter whose float product with `q` is at least `floor`,
+    /// with their vectors and that product.
+    fn nearest(&mut self, q: &[i16], floor: f64) -> Result<Vec<Near>> {
         let text = crate::content::vector_text(q);
-        let (limit, floor) = match reach {
-            Reach::Nearest(n) => (n as i64, f64::NEG_INFINITY),
-            Reach::AtLeast(floor) => (i64::MAX, floor),
-        };
         let sql = format!(
             "SELECT s.chunk, vector_send(s.v), -(s.v <#> $2::text::vector) AS ip \
              FROM cfs_search s {join} \
-             WHERE s.repo = $1 AND vector_dims(s.v) = $4 \
-             AND -(s.v <#> $2::text::vector) >= $5 {filter} \
-             ORDER BY s.v <#> $2::text::vector LIMIT $3",
+             WHERE s.repo = $1 AND vector_dims(s.v) = $3 \
+             AND -(s.v <#> $2::text::vector) >= $4 {filter}",
             join = self.filter.join(),
-            filter = self.filter.clause(6),
+            filter = self.filter.clause(5),
         );
         let dim = q.len() as i32;
-        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.repo.id, &text, &limit, &dim, &floor];
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&self.repo.id, &text, &dim, &floor];
         params.extend(self.filter.params());
         let rows = self
             .tx
@@ -524,13 +565,42 @@ impl RepoSearch<'_, '_> {
     }
 }
 
-/// How far a vector search reads.
-#[derive(Clone, Copy, Debug)]
-enum Reach {
-    /// The nearest this many.
-    Nearest(usize),
-    /// Every chunk whose float product is at least this.
-    AtLeast(f64),
+/// A chunk near the query: its id, vector and float32 inner product with the query.
+type Near = (ChunkId, Vec<i16>, f64);
+
+/// The `fetch` chunks of each of `repos` passing the filter nearest `q` by pgvector's
+/// float32 inner product, with their vectors and that product, in one scan.
+fn nearest_all(
+    tx: &mut Transaction<'_>,
+    name: &str,
+    filter: &FilterSql,
+    (repos, q, fetch): (&[i32], &[i16], usize),
+) -> Result<HashMap<i32, Vec<Near>>> {
+    let text = crate::content::vector_text(q);
+    let sql = format!(
+        "SELECT x.repo, x.chunk, vector_send(t.v), x.ip FROM ( \
+           SELECT repo, chunk, ip, \
+             row_number() OVER (PARTITION BY repo ORDER BY ip DESC) AS r FROM ( \
+               SELECT s.repo, s.chunk, -(s.v <#> $2::text::vector) AS ip \
+               FROM cfs_search s {join} \
+               WHERE s.repo = ANY($1) AND vector_dims(s.v) = $3 {filter}) y) x \
+         JOIN cfs_search t ON t.repo = x.repo AND t.chunk = x.chunk \
+         WHERE x.r <= $4",
+        join = filter.join(),
+        filter = filter.clause(5),
+    );
+    let (dim, fetch) = (q.len() as i32, fetch as i64);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&repos, &text, &dim, &fetch];
+    params.extend(filter.params());
+    let rows = tx
+        .query(&sql, &params)
+        .map_err(sql_error(name, "search the vectors"))?;
+    let mut out: HashMap<i32, Vec<_>> = HashMap::new();
+    for r in rows {
+        let found = (chunk_id(r.get(1)), vector_of(name, r.get(2))?, r.get(3));
+        out.entry(r.get(0)).or_default().push(found);
+    }
+    Ok(out)
 }
 
 /// A list of chunk ids as found chunks (every id was resolved).
