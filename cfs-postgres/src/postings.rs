@@ -1,9 +1,10 @@
 //! A repository's posting lists (`cfs_postings`, docs/format.md "PostgreSQL"): for each
 //! term its chunks, with the term's count (a definition term's value) and the chunk's
-//! length, in chunk id order, in one row. A query reads the rows of its terms, across
-//! every repository searched, in one statement, and scores them as a snapshot scores
-//! its own postings. Publish rewrites the rows of the terms its changed documents had
-//! or have.
+//! length, in chunk id order, in one row per slice of the chunk ids ([`slice_of`]). A
+//! query reads the rows of its terms, across every repository searched, in one
+//! statement, and scores them as a snapshot scores its own postings. Publish rewrites
+//! the slices its changed documents' chunks had or have, so that a common term's list
+//! is not written whole for a one-file change.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -16,8 +17,14 @@ use crate::error::{DbError, Result};
 /// Bytes of one posting: chunk id, count, length (both `u32`, little-endian).
 const POSTING: usize = 24;
 
-/// Terms read or written per statement.
+/// Rows read or written per statement.
 const TERMS_AT_ONCE: usize = 4_096;
+
+/// The slice of a chunk's postings, one of 64: the top six bits of its id (ids are
+/// uniform), so that slices in order hold the list in chunk id order.
+fn slice_of(chunk: &[u8; 16]) -> i16 {
+    i16::from(chunk[0] >> 2)
+}
 
 /// One chunk under a term.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +72,7 @@ pub(crate) fn read(
     let rows = tx
         .query(
             "SELECT repo, term, postings FROM cfs_postings \
-             WHERE repo = ANY($1) AND term = ANY($2)",
+             WHERE repo = ANY($1) AND term = ANY($2) ORDER BY repo, term, slice",
             &[&repos, &terms],
         )
         .map_err(sql_error(name, "read the query's posting lists"))?;
@@ -73,7 +80,9 @@ pub(crate) fn read(
     for row in rows {
         let (repo, term): (i32, String) = (row.get(0), row.get(1));
         let list = decode(row.get(2)).ok_or_else(|| damaged(name, repo, &term))?;
-        out.insert((repo, term), list);
+        out.entry((repo, term))
+            .or_insert_with(Vec::new)
+            .extend(list);
     }
     Ok(out)
 }
@@ -85,58 +94,64 @@ fn damaged(name: &str, repo: i32, term: &str) -> DbError {
     }
 }
 
+/// A row of a repository's posting lists: its term and slice.
+type Key = (String, i16);
+
 /// What a publish changes in a repository's posting lists: the chunks whose postings
-/// go (every chunk of a changed document, as the database held it), the terms they
-/// had, and the postings of the documents' chunks now.
+/// go (every chunk of a changed document, as the database held it), the (term, slice)
+/// rows they are in, and the postings of the documents' chunks now.
 #[derive(Debug, Default)]
 pub(crate) struct Update {
     removed: BTreeSet<[u8; 16]>,
-    old_terms: BTreeSet<String>,
-    added: BTreeMap<String, Vec<Posting>>,
+    old: BTreeSet<Key>,
+    added: BTreeMap<Key, Vec<Posting>>,
 }
 
 impl Update {
-    /// An update dropping the postings of `chunks`, which held `terms`.
-    pub(crate) fn dropping(chunks: BTreeSet<[u8; 16]>, terms: BTreeSet<String>) -> Self {
-        Self {
-            removed: chunks,
-            old_terms: terms,
-            added: BTreeMap::new(),
-        }
+    /// Notes that the postings of `chunk`, which holds `terms`, go.
+    pub(crate) fn drop_chunk(&mut self, chunk: [u8; 16], terms: Vec<String>) {
+        let slice = slice_of(&chunk);
+        self.removed.insert(chunk);
+        self.old.extend(terms.into_iter().map(|t| (t, slice)));
     }
 
     /// Adds the postings of `docs`' chunks.
     pub(crate) fn add(&mut self, docs: &[DocumentRows]) {
         for row in docs.iter().flat_map(|d| &d.chunks) {
+            let slice = slice_of(&row.meta.id.0);
             for (term, count) in &row.terms {
-                self.added.entry(term.clone()).or_default().push(Posting {
+                let posting = Posting {
                     chunk: row.meta.id.0,
                     count: *count,
                     length: row.length,
-                });
+                };
+                self.added
+                    .entry((term.clone(), slice))
+                    .or_default()
+                    .push(posting);
             }
         }
     }
 
-    /// Rewrites the rows of every term touched: the postings of the dropped chunks
+    /// Rewrites every (term, slice) row touched: the postings of the dropped chunks
     /// taken out, the new ones put in, in chunk id order; a row left empty is dropped.
     pub(crate) fn write(self, tx: &mut Transaction<'_>, name: &str, repo: i32) -> Result<()> {
-        let mut terms: BTreeSet<&String> = self.old_terms.iter().collect();
-        terms.extend(self.added.keys());
-        let terms: Vec<&String> = terms.into_iter().collect();
-        for batch in terms.chunks(TERMS_AT_ONCE) {
+        let mut keys: BTreeSet<&Key> = self.old.iter().collect();
+        keys.extend(self.added.keys());
+        let keys: Vec<&Key> = keys.into_iter().collect();
+        for batch in keys.chunks(TERMS_AT_ONCE) {
             let held = read_some(tx, name, repo, batch)?;
             let (mut gone, mut set, mut lists) = (Vec::new(), Vec::new(), Vec::new());
-            for term in batch {
-                let mut list: Vec<Posting> = held.get(*term).cloned().unwrap_or_default();
+            for key in batch {
+                let mut list: Vec<Posting> = held.get(*key).cloned().unwrap_or_default();
                 list.retain(|p| !self.removed.contains(&p.chunk));
-                list.extend(self.added.get(*term).into_iter().flatten().copied());
+                list.extend(self.added.get(*key).into_iter().flatten().copied());
                 list.sort_unstable_by_key(|p| p.chunk);
                 list.dedup_by_key(|p| p.chunk);
                 match list.is_empty() {
-                    true => gone.push(term.as_str()),
+                    true => gone.push(*key),
                     false => {
-                        set.push(term.as_str());
+                        set.push(*key);
                         lists.push(encode(&list));
                     }
                 }
@@ -147,24 +162,32 @@ impl Update {
     }
 }
 
-/// The posting lists of `terms` held for `repo`, by term.
+/// The terms and slices of `keys`, as two columns.
+fn columns<'k>(keys: &[&'k (String, i16)]) -> (Vec<&'k str>, Vec<i16>) {
+    keys.iter().map(|k| (k.0.as_str(), k.1)).unzip()
+}
+
+/// The rows of `keys` held for `repo`.
 fn read_some(
     tx: &mut Transaction<'_>,
     name: &str,
     repo: i32,
-    terms: &[&String],
-) -> Result<HashMap<String, Vec<Posting>>> {
+    keys: &[&Key],
+) -> Result<HashMap<Key, Vec<Posting>>> {
+    let (terms, slices) = columns(keys);
     let rows = tx
         .query(
-            "SELECT term, postings FROM cfs_postings WHERE repo = $1 AND term = ANY($2)",
-            &[&repo, &terms],
+            "SELECT p.term, p.slice, p.postings FROM unnest($2::text[], $3::smallint[]) \
+             AS k(term, slice) JOIN cfs_postings p \
+             ON p.repo = $1 AND p.term = k.term AND p.slice = k.slice",
+            &[&repo, &terms, &slices],
         )
         .map_err(sql_error(name, "read posting lists to change"))?;
     let mut out = HashMap::with_capacity(rows.len());
     for row in rows {
         let term: String = row.get(0);
-        let list = decode(row.get(1)).ok_or_else(|| damaged(name, repo, &term))?;
-        out.insert(term, list);
+        let list = decode(row.get(2)).ok_or_else(|| damaged(name, repo, &term))?;
+        out.insert((term, row.get(1)), list);
     }
     Ok(out)
 }
@@ -174,20 +197,23 @@ fn write_some(
     tx: &mut Transaction<'_>,
     name: &str,
     repo: i32,
-    (gone, set, lists): (&[&str], &[&str], &[Vec<u8>]),
+    (gone, set, lists): (&[&Key], &[&Key], &[Vec<u8>]),
 ) -> Result<()> {
     if !gone.is_empty() {
+        let (terms, slices) = columns(gone);
         tx.execute(
-            "DELETE FROM cfs_postings WHERE repo = $1 AND term = ANY($2)",
-            &[&repo, &gone],
+            "DELETE FROM cfs_postings p USING unnest($2::text[], $3::smallint[]) \
+             AS k(term, slice) WHERE p.repo = $1 AND p.term = k.term AND p.slice = k.slice",
+            &[&repo, &terms, &slices],
         )
         .map_err(sql_error(name, "drop emptied posting lists"))?;
     }
+    let (terms, slices) = columns(set);
     tx.execute(
-        "INSERT INTO cfs_postings (repo, term, postings) \
-         SELECT $1, * FROM unnest($2::text[], $3::bytea[]) \
-         ON CONFLICT (repo, term) DO UPDATE SET postings = EXCLUDED.postings",
-        &[&repo, &set, &lists],
+        "INSERT INTO cfs_postings (repo, term, slice, postings) \
+         SELECT $1, * FROM unnest($2::text[], $3::smallint[], $4::bytea[]) \
+         ON CONFLICT (repo, term, slice) DO UPDATE SET postings = EXCLUDED.postings",
+        &[&repo, &terms, &slices, &lists],
     )
     .map_err(sql_error(name, "write posting lists"))?;
     Ok(())

@@ -188,8 +188,9 @@ CREATE TABLE cfs_search_docs (
 CREATE TABLE cfs_postings (
     repo int NOT NULL REFERENCES cfs_repos (id),
     term text NOT NULL,
+    slice smallint NOT NULL,
     postings bytea NOT NULL,
-    PRIMARY KEY (repo, term)
+    PRIMARY KEY (repo, term, slice)
 );
 CREATE TABLE cfs_search_stats (
     repo int PRIMARY KEY REFERENCES cfs_repos (id),

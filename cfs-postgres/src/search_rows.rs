@@ -146,13 +146,11 @@ fn old_postings(t: &mut Target<'_, '_>, ids: &[Uuid]) -> Result<postings::Update
             &[&t.repo, &ids],
         )
         .map_err(sql_error(t.name, "read the terms of changed documents"))?;
-    let mut chunks = BTreeSet::new();
-    let mut terms = BTreeSet::new();
+    let mut update = postings::Update::default();
     for row in rows {
-        chunks.insert(*row.get::<_, Uuid>(0).as_bytes());
-        terms.extend(row.get::<_, Vec<String>>(1));
+        update.drop_chunk(*row.get::<_, Uuid>(0).as_bytes(), row.get(1));
     }
-    Ok(postings::Update::dropping(chunks, terms))
+    Ok(update)
 }
 
 /// The documents `touched` names: noted ones, those of dropped paths (by their old
