@@ -135,12 +135,24 @@ impl Update {
 
     /// Rewrites every (term, slice) row touched: the postings of the dropped chunks
     /// taken out, the new ones put in, in chunk id order; a row left empty is dropped.
+    /// A repository without posting lists (a first publish, a repair) reads none. Rows
+    /// are read by key, one index probe each.
     pub(crate) fn write(self, tx: &mut Transaction<'_>, name: &str, repo: i32) -> Result<()> {
         let mut keys: BTreeSet<&Key> = self.old.iter().collect();
         keys.extend(self.added.keys());
         let keys: Vec<&Key> = keys.into_iter().collect();
+        let any: bool = tx
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM cfs_postings WHERE repo = $1)",
+                &[&repo],
+            )
+            .map_err(sql_error(name, "look for the repository's posting lists"))?
+            .get(0);
         for batch in keys.chunks(TERMS_AT_ONCE) {
-            let held = read_some(tx, name, repo, batch)?;
+            let held = match any {
+                true => read_some(tx, name, repo, batch)?,
+                false => HashMap::new(),
+            };
             let (mut gone, mut set, mut lists) = (Vec::new(), Vec::new(), Vec::new());
             for key in batch {
                 let mut list: Vec<Posting> = held.get(*key).cloned().unwrap_or_default();
@@ -177,9 +189,9 @@ fn read_some(
     let (terms, slices) = columns(keys);
     let rows = tx
         .query(
-            "SELECT p.term, p.slice, p.postings FROM unnest($2::text[], $3::smallint[]) \
-             AS k(term, slice) JOIN cfs_postings p \
-             ON p.repo = $1 AND p.term = k.term AND p.slice = k.slice",
+            "SELECT k.term, k.slice, x.postings FROM unnest($2::text[], $3::smallint[]) \
+             AS k(term, slice) CROSS JOIN LATERAL (SELECT p.postings FROM cfs_postings p \
+             WHERE p.repo = $1 AND p.term = k.term AND p.slice = k.slice) x",
             &[&repo, &terms, &slices],
         )
         .map_err(sql_error(name, "read posting lists to change"))?;
@@ -202,8 +214,8 @@ fn write_some(
     if !gone.is_empty() {
         let (terms, slices) = columns(gone);
         tx.execute(
-            "DELETE FROM cfs_postings p USING unnest($2::text[], $3::smallint[]) \
-             AS k(term, slice) WHERE p.repo = $1 AND p.term = k.term AND p.slice = k.slice",
+            "DELETE FROM cfs_postings WHERE repo = $1 AND term = ANY($2) \
+             AND (term, slice) IN (SELECT * FROM unnest($2::text[], $3::smallint[]))",
             &[&repo, &terms, &slices],
         )
         .map_err(sql_error(name, "drop emptied posting lists"))?;
