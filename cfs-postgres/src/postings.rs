@@ -1,10 +1,11 @@
 //! A repository's posting lists (`cfs_postings`, docs/format.md "PostgreSQL"): for each
 //! term its chunks, with the term's count (a definition term's value) and the chunk's
-//! length, in chunk id order, in one row per slice of the chunk ids ([`slice_of`]). A
-//! query reads the rows of its terms, across every repository searched, in one
-//! statement, and scores them as a snapshot scores its own postings. Publish rewrites
-//! the slices its changed documents' chunks had or have, so that a common term's list
-//! is not written whole for a one-file change.
+//! length, in one row per slice of the documents ([`slice_of`]), in chunk id order
+//! within it. A query reads the rows of its terms, across every repository searched,
+//! in one statement, and scores them as a snapshot scores its own postings (the order
+//! of the entries does not matter to a sum). Publish rewrites the slices of its changed
+//! documents: a one-file change rewrites a 64th of a common term's list (a path's words
+//! are in every chunk of the files under it), not the whole list.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -20,10 +21,10 @@ const POSTING: usize = 24;
 /// Rows read or written per statement.
 const TERMS_AT_ONCE: usize = 4_096;
 
-/// The slice of a chunk's postings, one of 64: the top six bits of its id (ids are
-/// uniform), so that slices in order hold the list in chunk id order.
-fn slice_of(chunk: &[u8; 16]) -> i16 {
-    i16::from(chunk[0] >> 2)
+/// The slice of a chunk's postings, one of 64: the top six bits of its document's id
+/// (ids are uniform), so that a document's chunks are all in one slice.
+fn slice_of(document: &[u8; 16]) -> i16 {
+    i16::from(document[0] >> 2)
 }
 
 /// One chunk under a term.
@@ -72,7 +73,7 @@ pub(crate) fn read(
     let rows = tx
         .query(
             "SELECT repo, term, postings FROM cfs_postings \
-             WHERE repo = ANY($1) AND term = ANY($2) ORDER BY repo, term, slice",
+             WHERE repo = ANY($1) AND term = ANY($2)",
             &[&repos, &terms],
         )
         .map_err(sql_error(name, "read the query's posting lists"))?;
@@ -108,9 +109,13 @@ pub(crate) struct Update {
 }
 
 impl Update {
-    /// Notes that the postings of `chunk`, which holds `terms`, go.
-    pub(crate) fn drop_chunk(&mut self, chunk: [u8; 16], terms: Vec<String>) {
-        let slice = slice_of(&chunk);
+    /// Notes that the postings of `chunk` of `document`, which holds `terms`, go.
+    pub(crate) fn drop_chunk(
+        &mut self,
+        (chunk, document): ([u8; 16], [u8; 16]),
+        terms: Vec<String>,
+    ) {
+        let slice = slice_of(&document);
         self.removed.insert(chunk);
         self.old.extend(terms.into_iter().map(|t| (t, slice)));
     }
@@ -118,7 +123,7 @@ impl Update {
     /// Adds the postings of `docs`' chunks.
     pub(crate) fn add(&mut self, docs: &[DocumentRows]) {
         for row in docs.iter().flat_map(|d| &d.chunks) {
-            let slice = slice_of(&row.meta.id.0);
+            let slice = slice_of(&row.meta.doc.id.0);
             for (term, count) in &row.terms {
                 let posting = Posting {
                     chunk: row.meta.id.0,

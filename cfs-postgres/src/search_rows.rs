@@ -142,13 +142,15 @@ pub(crate) fn refresh(
 fn old_postings(t: &mut Target<'_, '_>, ids: &[Uuid]) -> Result<postings::Update> {
     let rows =
         t.tx.query(
-            "SELECT chunk, terms FROM cfs_search WHERE repo = $1 AND document = ANY($2)",
+            "SELECT chunk, terms, document FROM cfs_search \
+             WHERE repo = $1 AND document = ANY($2)",
             &[&t.repo, &ids],
         )
         .map_err(sql_error(t.name, "read the terms of changed documents"))?;
     let mut update = postings::Update::default();
     for row in rows {
-        update.drop_chunk(*row.get::<_, Uuid>(0).as_bytes(), row.get(1));
+        let (chunk, document): (Uuid, Uuid) = (row.get(0), row.get(2));
+        update.drop_chunk((*chunk.as_bytes(), *document.as_bytes()), row.get(1));
     }
     Ok(update)
 }
