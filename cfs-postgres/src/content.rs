@@ -152,7 +152,7 @@ fn present(
 }
 
 /// A row the store holds but cannot decode: the store is damaged.
-fn undecodable(table: Table, row: &RowPayload, e: impl std::fmt::Display) -> StoreError {
+pub(crate) fn undecodable(table: Table, row: &RowPayload, e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupted(format!(
         "a row of {} ({}) does not decode: {e}",
         table.name(),

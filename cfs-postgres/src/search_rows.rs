@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 
 use cfs_core::{Canonical, Chunk, ChunkId, DocumentId, ModelHash, PathEntry, SymbolKind, Table};
 use cfs_search::DocumentRows;
-use cfs_store::{ReadTxn, RowPayload, StoreError};
+use cfs_store::{ReadTxn, RowPayload};
 use postgres::Transaction;
 use uuid::Uuid;
 
-use crate::content::uuid_of;
+use crate::content::{undecodable, uuid_of};
 use crate::db::sql_error;
 use crate::error::Result;
 use crate::postings;
@@ -85,13 +85,7 @@ fn decode<T, E: std::fmt::Display>(
     row: &RowPayload,
     f: impl Fn(&[u8]) -> std::result::Result<T, E>,
 ) -> Result<T> {
-    f(&row.payload).map_err(|e| {
-        StoreError::Corrupted(format!(
-            "a {} row of the store does not decode: {e}",
-            table.name()
-        ))
-        .into()
-    })
+    f(&row.payload).map_err(|e| undecodable(table, row, e).into())
 }
 
 /// Where a refresh writes: a publish's transaction, the database's name for errors.

@@ -124,30 +124,41 @@ pub struct Found {
     pub same_content: Vec<String>,
 }
 
-/// Runs `params` on `snap`.
-pub fn search_answer(
-    snap: &Snapshot,
-    embedder: &dyn Embedder,
-    params: SearchParams,
-) -> Result<SearchAnswer, String> {
-    let k = params.k.unwrap_or(10);
+/// A search tool's number of results (default 10), mode (default hybrid) and role,
+/// checked: a bad one is a tool error saying what is accepted.
+pub fn query_options(
+    k: Option<u32>,
+    mode: Option<&str>,
+    role: Option<&str>,
+) -> Result<(usize, Mode, Option<Role>), String> {
+    let k = k.unwrap_or(10);
     if !(1..=MAX_K).contains(&k) {
         return Err(format!("k must be 1 to {MAX_K}, not {k}"));
     }
-    let mode = match params.mode.as_deref() {
+    let mode = match mode {
         None => Mode::Hybrid,
         Some(m) => Mode::from_str(m)
             .map_err(|_| format!("mode must be hybrid, text or vector, not {m:?}"))?,
     };
-    let role = match params.role.as_deref() {
+    let role = match role {
         None => None,
         Some(r) => Some(Role::from_name(r).ok_or_else(|| {
             let names: Vec<&str> = Role::ALL.iter().map(|r| r.name()).collect();
             format!("role must be one of {}, not {r:?}", names.join(", "))
         })?),
     };
+    Ok((k as usize, mode, role))
+}
+
+/// Runs `params` on `snap`.
+pub fn search_answer(
+    snap: &Snapshot,
+    embedder: &dyn Embedder,
+    params: SearchParams,
+) -> Result<SearchAnswer, String> {
+    let (k, mode, role) = query_options(params.k, params.mode.as_deref(), params.role.as_deref())?;
     let query = Query::new(params.query)
-        .k(k as usize)
+        .k(k)
         .mode(mode)
         .exact(params.exact.unwrap_or(false))
         .filter(Filter {

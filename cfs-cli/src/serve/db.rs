@@ -5,19 +5,18 @@
 //! time; the server holds no copy of the rows, so it answers from whatever the
 //! database (a primary or a standby) holds now.
 
-use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
-use cfs_ingest::{Embedder, Role};
+use cfs_ingest::Embedder;
 use cfs_postgres::{Database, DbSearchOptions};
-use cfs_search::{Filter, Mode, Query};
+use cfs_search::{Filter, Query};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::answers::MAX_K;
+use super::answers::query_options;
 use super::tools::blocking;
 
 /// What the server holds: the connection, the repositories' embedder, the
@@ -110,24 +109,9 @@ pub struct RepoLine {
 
 /// The query `params` ask.
 fn query_of(params: &DbSearchParams) -> Result<Query, String> {
-    let k = params.k.unwrap_or(10);
-    if !(1..=MAX_K).contains(&k) {
-        return Err(format!("k must be 1 to {MAX_K}, not {k}"));
-    }
-    let mode = match params.mode.as_deref() {
-        None => Mode::Hybrid,
-        Some(m) => Mode::from_str(m)
-            .map_err(|_| format!("mode must be hybrid, text or vector, not {m:?}"))?,
-    };
-    let role = match params.role.as_deref() {
-        None => None,
-        Some(r) => Some(Role::from_name(r).ok_or_else(|| {
-            let names: Vec<&str> = Role::ALL.iter().map(|r| r.name()).collect();
-            format!("role must be one of {}, not {r:?}", names.join(", "))
-        })?),
-    };
+    let (k, mode, role) = query_options(params.k, params.mode.as_deref(), params.role.as_deref())?;
     Ok(Query::new(params.query.clone())
-        .k(k as usize)
+        .k(k)
         .mode(mode)
         .filter(Filter {
             path_prefix: params.path.clone(),
