@@ -47,7 +47,8 @@ NAMESPACE = {
 }
 
 SYMBOL_KINDS = ["function", "method", "class", "interface", "type", "const", "var",
-                "impl", "trait", "module", "struct", "enum", "macro", "section", "key", "rule"]
+                "impl", "trait", "module", "struct", "enum", "macro", "section", "key", "rule",
+                "table", "index", "trigger"]
 TABLES = ["paths", "documents", "chunks", "embeddings", "edges"]
 N_BUCKETS = 1024
 BUCKET_BITS = 10

@@ -56,11 +56,17 @@ pub enum SymbolKind {
     Key,
     /// 15: a style rule: a CSS rule set or at-rule.
     Rule,
+    /// 16: a database table or view.
+    Table,
+    /// 17: a database index.
+    Index,
+    /// 18: a database trigger.
+    Trigger,
 }
 
 impl SymbolKind {
     /// Every kind, in encoding order: `ALL[tag]` is the kind of tag `tag`.
-    pub const ALL: [SymbolKind; 16] = [
+    pub const ALL: [SymbolKind; 19] = [
         Self::Function,
         Self::Method,
         Self::Class,
@@ -77,6 +83,9 @@ impl SymbolKind {
         Self::Section,
         Self::Key,
         Self::Rule,
+        Self::Table,
+        Self::Index,
+        Self::Trigger,
     ];
 
     /// Lower-case name, as shown by the CLI.
@@ -98,6 +107,9 @@ impl SymbolKind {
             Self::Section => "section",
             Self::Key => "key",
             Self::Rule => "rule",
+            Self::Table => "table",
+            Self::Index => "index",
+            Self::Trigger => "trigger",
         }
     }
 }

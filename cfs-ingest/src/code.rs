@@ -1,11 +1,12 @@
 //! Symbol-aware code chunking with tree-sitter: Rust, Go, Python, TypeScript/TSX and
 //! JavaScript/JSX always; with their `lang-*` features Java, C#, Kotlin, C, C++, Ruby,
 //! PHP, Swift, Scala, Haskell, Elixir, Lua, Zig, Dart, OCaml (and its interfaces),
-//! Erlang, R, shell, Objective-C (`code/objc.rs`) and Julia (`code/julia.rs`); and the
-//! keys, tables, blocks and rules of YAML, TOML, HCL and CSS (`code/config.rs`).
+//! Erlang, R, shell, Objective-C (`code/objc.rs`), Julia (`code/julia.rs`) and SQL
+//! (`code/sql.rs`); and the keys, tables, blocks and rules of YAML, TOML, HCL and CSS
+//! (`code/config.rs`).
 //!
 //! One chunk per symbol (function, method, class, interface, type, const, var, impl,
-//! trait, module, struct, enum, macro), its doc comments and attributes attached, its
+//! trait, module, struct, enum, macro; a database's tables, indexes and triggers), its doc comments and attributes attached, its
 //! parent, signature and doc comment recorded. A container too large for one chunk
 //! (a class, an impl, a trait, a module) is split into its header and its members. A
 //! symbol still larger than a window is split by a sliding window (seed 003, erratum
@@ -25,6 +26,7 @@ use crate::text::{ChunkParams, chunk_text};
 mod config;
 mod julia;
 mod objc;
+mod sql;
 
 /// Largest symbol chunk, and the size of each sliding window, in bytes.
 pub const WINDOW_BYTES: usize = 7000;
@@ -228,6 +230,13 @@ const GRAMMARS: &[Grammar] = &[
         version: "0.23.1",
         load: || tree_sitter_julia::LANGUAGE.into(),
     },
+    #[cfg(feature = "lang-sql")]
+    Grammar {
+        language: Language::Sql,
+        name: "sequel",
+        version: "0.3.11",
+        load: || tree_sitter_sequel::LANGUAGE.into(),
+    },
     #[cfg(feature = "lang-objc")]
     Grammar {
         language: Language::ObjC,
@@ -351,6 +360,7 @@ pub(crate) fn parse_tree(text: &str, language: Language) -> Option<tree_sitter::
     // Same length, every name where it was: the tree's extents are the text's.
     let readable = match language {
         Language::ObjC => objc::readable(text),
+        Language::Sql => sql::readable(text),
         _ => None,
     };
     let text = readable.as_deref().unwrap_or(text);
@@ -423,6 +433,11 @@ fn body_of<'t>(language: Language, node: Node<'t>) -> Option<Node<'t>> {
         Language::Ruby => None,
         Language::Elixir => child_of_kind(node, &["do_block"]),
         Language::Css => child_of_kind(node, &["block", "keyframe_block_list"]),
+        // What a table, view or function is made of: its signature is what comes before.
+        Language::Sql => child_of_kind(
+            node,
+            &["column_definitions", "create_query", "function_body"],
+        ),
         // A method's body has no field.
         Language::ObjC => node
             .child_by_field_name("body")
@@ -476,6 +491,7 @@ fn attachment(language: Language, node: Node<'_>, src: &str) -> Option<bool> {
         },
         Language::Scala => matches!(kind, "comment" | "block_comment").then_some(true),
         Language::Css => config::is_css_comment(kind).then_some(true),
+        Language::Sql => matches!(kind, "comment" | "marginalia").then_some(true),
         // A docstring is the string right above what it documents.
         Language::Julia => {
             matches!(kind, "line_comment" | "block_comment" | "string_literal").then_some(true)
@@ -517,7 +533,9 @@ fn is_transparent(language: Language, node: Node<'_>) -> bool {
     // branch) in a language chunked by symbol despite errors: the declarations it holds
     // parsed whole.
     if node.is_error() && tolerates_errors(language) {
-        return true;
+        // Not an SQL word the grammar could not read (a name in letters outside
+        // ASCII): the `CREATE` run it ends is named by it (`sql::recovered`).
+        return language != Language::Sql || node.named_child_count() > 0;
     }
     let kind = node.kind();
     match language {
@@ -547,6 +565,8 @@ fn is_transparent(language: Language, node: Node<'_>) -> bool {
         Language::Yaml => matches!(kind, "document" | "block_node" | "block_mapping"),
         // The body of a whole file.
         Language::Hcl => kind == "body",
+        // Statements between `BEGIN` and `COMMIT`, or in a `BEGIN ... END` block.
+        Language::Sql => matches!(kind, "transaction" | "block"),
         _ => false,
     }
 }
@@ -611,6 +631,7 @@ fn classify<'t>(
         Language::R => r_symbol(node, src),
         Language::ObjC => objc::objc_symbol(node, src, function),
         Language::Julia => julia::julia_symbol(node, src),
+        Language::Sql => sql::sql_symbol(node, src),
         Language::Yaml => config::yaml_symbol(node, src),
         Language::Toml => config::toml_symbol(node, src),
         Language::Hcl => config::hcl_symbol(node, src),
@@ -1744,7 +1765,8 @@ fn items<'t>(
     // Whether the last symbol found may take further clauses (nothing but comments and
     // attributes since).
     let mut clauses_open = false;
-    for child in level_nodes(language, node) {
+    let mut nodes = level_nodes(language, node).into_iter().peekable();
+    while let Some(child) = nodes.next() {
         let parent = parent.or(scope.as_deref().map(|s| (s, SymbolKind::Module)));
         let adjacent = |end: usize| directly_above(src, end, child.start_byte());
         let attaches = attachment(language, child, src);
@@ -1769,6 +1791,17 @@ fn items<'t>(
             };
             continue;
         }
+        // SQL: a `CREATE` in an `ERROR`, with what follows it there (`sql::recovered`).
+        if language == Language::Sql && child.kind() == "keyword_create" {
+            let mut run = vec![child];
+            while let Some(next) = nodes.next_if(|n| sql::continues_run(*n, child)) {
+                run.push(next);
+            }
+            let docs = attached.take().filter(|(_, end, _)| adjacent(*end));
+            out.extend(recovered_item(&run, src, docs));
+            clauses_open = false;
+            continue;
+        }
         // Wrappers whose inner declaration is the symbol: `export ...`, `@decorator def`.
         let inner = match child.kind() {
             "export_statement" => child.child_by_field_name("declaration"),
@@ -1778,6 +1811,8 @@ fn items<'t>(
             "member_declaration" => child_of_kind(child, &["method_declaration", "declaration"]),
             // A Julia definition under a macro (`@inline function f(x) ... end`).
             "macrocall_expression" => julia::macro_wrapped(child),
+            // What an SQL statement does (`CREATE TABLE ...`).
+            "statement" if language == Language::Sql => sql::statement_inner(child),
             // A TypeScript `namespace` statement.
             "expression_statement" => child
                 .named_child(0)
@@ -1807,6 +1842,7 @@ fn items<'t>(
                 Language::R => r_scope(inner, src),
                 Language::Toml => config::toml_scope(inner, src),
                 Language::Julia => julia::julia_scope(inner, src),
+                Language::Sql => sql::sql_scope(inner, src),
                 Language::Hcl => config::hcl_scope(inner, src),
                 _ => None,
             };
@@ -1849,6 +1885,31 @@ fn items<'t>(
         }
     }
     out
+}
+
+/// The item of an SQL `CREATE` statement read from a run of an `ERROR`'s children
+/// (`sql::recovered`), with the comments attached above it; its signature is its first
+/// line.
+fn recovered_item<'t>(run: &[Node<'t>], src: &str, attached: Option<Attached>) -> Option<Item<'t>> {
+    let (kind, name, parent) = sql::recovered(run, src)?;
+    let (first, last) = (run.first()?, run.last()?);
+    let (start, docs) = attached.map_or((first.start_byte(), Vec::new()), |(s, _, d)| (s, d));
+    let text = src.get(first.start_byte()..last.end_byte()).unwrap_or("");
+    let line = text.lines().next().unwrap_or("").trim_end();
+    let symbol = Symbol {
+        kind,
+        name: clip(&name, MAX_SIGNATURE_BYTES),
+        parent: parent.map(|p| clip(&p, MAX_SIGNATURE_BYTES)),
+        signature: clip(line, MAX_SIGNATURE_BYTES),
+        doc_comment: docs.join("\n"),
+        window: None,
+    };
+    Some(Item {
+        start,
+        end: last.end_byte(),
+        symbol,
+        body: None,
+    })
 }
 
 /// The parent a declaration gives every symbol after it at its level, for those that
@@ -2035,7 +2096,8 @@ fn declares_in_error(node: Node<'_>) -> bool {
         .child_by_field_name("declarator")
         .or_else(|| node.child_by_field_name("name"))
         .or_else(|| zig_declared_name(node).filter(|_| node.kind() == "variable_declaration"))
-        .or_else(|| objc::container_name(node));
+        .or_else(|| objc::container_name(node))
+        .or_else(|| sql::naming(node));
     naming.is_none_or(|n| n.is_error() || n.has_error() || n.is_missing())
 }
 
@@ -2043,12 +2105,18 @@ fn declares_in_error(node: Node<'_>) -> bool {
 /// nodes: C and C++, whose macros (`GUARDED_BY(mu)`, `TEST_BEGIN(name)`) the grammar
 /// cannot expand, so that real files rarely parse clean; CSS, whose files carry old
 /// browser hacks (`*zoom: 1`) and preprocessor syntax (`$x`, `@apply`); Julia, whose
-/// grammar lags the language (`public` in a macro call). The errors stay text between
-/// symbols.
+/// grammar lags the language (`public` in a macro call); SQL, whose one grammar meets
+/// every database's dialect (`CREATE DOMAIN`, `CREATE PROCEDURE`, `SET search_path = a,
+/// b`). The errors stay text between symbols.
 fn tolerates_errors(language: Language) -> bool {
     matches!(
         language,
-        Language::C | Language::Cpp | Language::ObjC | Language::Css | Language::Julia
+        Language::C
+            | Language::Cpp
+            | Language::ObjC
+            | Language::Css
+            | Language::Julia
+            | Language::Sql
     )
 }
 
@@ -3106,6 +3174,109 @@ mod tests {
         assert!(found.contains(&("reset".into(), Some("Big".into()), "function")));
         assert_eq!(symbol(&doc, "reset").doc_comment, "(** Resets. *)");
         assert_eq!(found.last(), Some(&("Make".into(), None, "module")));
+    }
+
+    #[test]
+    #[cfg(feature = "lang-sql")]
+    fn sql_tables_views_functions_indexes_triggers_and_types() {
+        let text = include_str!("../test_data/golden/small.sql");
+        let doc = chunk(text, Language::Sql);
+        covers(&doc, text);
+        let shop = || Some("shop".to_owned());
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("shop".into(), None, "module"),
+                ("customers".into(), shop(), "table"),
+                ("order".into(), None, "table"),
+                ("order_customer_idx".into(), None, "index"),
+                ("customers_email_lower".into(), None, "index"),
+                ("order_state".into(), None, "enum"),
+                ("money_pair".into(), None, "type"),
+                ("invoice_number".into(), None, "var"),
+                ("active_customers".into(), None, "table"),
+                ("daily_totals".into(), Some("reporting".into()), "table"),
+                ("order_count".into(), shop(), "function"),
+                ("touch_created".into(), None, "function"),
+                ("customers_touch".into(), None, "trigger"),
+                ("audit_log".into(), None, "table"),
+            ]
+        );
+        let customers = symbol(&doc, "customers");
+        assert_eq!(
+            customers.doc_comment,
+            "-- Customers, one row per account.\n-- Email addresses are unique."
+        );
+        assert_eq!(
+            customers.signature,
+            "CREATE TABLE IF NOT EXISTS shop.customers"
+        );
+        assert_eq!(
+            symbol(&doc, "order").doc_comment,
+            "/* Orders placed by customers. */"
+        );
+        assert_eq!(
+            symbol(&doc, "order_count").signature,
+            "CREATE OR REPLACE FUNCTION shop.order_count(customer bigint)\n\
+             RETURNS bigint\nLANGUAGE sql STABLE"
+        );
+        // The `;` after a statement is in its chunk.
+        let table = doc.chunks.iter().find(|c| c.symbol.is_some()).unwrap();
+        assert!(text[table.start..table.end].ends_with(";\n\n"));
+        // A statement the grammar cannot read stays text between the ones it can
+        // (`SET` with a list), or, a `CREATE`, is read from its words (a procedure).
+        let mixed = "SET search_path = a, b;\nCREATE PROCEDURE p() LANGUAGE sql AS $$ \
+                     DELETE FROM t $$;\nCREATE VIEW v AS SELECT 1;\n";
+        assert!(
+            parse_tree(mixed, Language::Sql)
+                .unwrap()
+                .root_node()
+                .has_error()
+        );
+        let doc = chunk(mixed, Language::Sql);
+        covers(&doc, mixed);
+        assert_eq!(
+            names(&doc),
+            vec![("p".into(), None, "function"), ("v".into(), None, "table")]
+        );
+        // A dollar-quoted body is read as a string: statements in it the grammar cannot
+        // read (`begin end;`) do not carry the function past its end; a `$$` in a
+        // comment or a string opens nothing.
+        let bodies = "create function f() returns void as $$ begin end; $$ language plpgsql;\n\
+                      -- costs $$ here\ncreate table t (a text default '$$');\n\
+                      create function g() returns int as $body$ select 1 $body$ language sql;\n";
+        let doc = chunk(bodies, Language::Sql);
+        covers(&doc, bodies);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("f".into(), None, "function"),
+                ("t".into(), None, "table"),
+                ("g".into(), None, "function"),
+            ]
+        );
+        assert_eq!(symbol(&doc, "t").doc_comment, "-- costs $$ here");
+        assert_eq!(
+            sql::readable("select $1, a$b$ from t; do $x$ é\n $$ $x$;").as_deref(),
+            Some("select  1, a b  from t; do '     \n      ';")
+        );
+        // A `CREATE` the grammar read only the head of is still its symbol (a table
+        // without columns, a name in letters outside ASCII), although error recovery
+        // put both, and the statement after them, in one `ERROR`.
+        let heads = "CREATE TABLE empty ();\nCREATE SCHEMA تست;\nCREATE TABLE a (x int CHECK \
+                     (x ~* '[')) CREATE TABLE b (y int);\nCREATE VIEW w AS SELECT 1;\n";
+        let doc = chunk(heads, Language::Sql);
+        covers(&doc, heads);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("empty".into(), None, "table"),
+                ("تست".into(), None, "module"),
+                ("a".into(), None, "table"),
+                ("b".into(), None, "table"),
+                ("w".into(), None, "table"),
+            ]
+        );
     }
 
     #[test]

@@ -76,6 +76,8 @@ pub enum Language {
     R,
     /// Julia.
     Julia,
+    /// SQL (PostgreSQL's dialect and what it shares with the others).
+    Sql,
     /// Objective-C (`.m`, and `.h` headers that say so; Objective-C++ is text).
     ObjC,
     /// YAML.
@@ -121,6 +123,7 @@ impl Language {
             Self::Erlang => "erlang",
             Self::R => "r",
             Self::Julia => "julia",
+            Self::Sql => "sql",
             Self::ObjC => "objc",
             Self::Yaml => "yaml",
             Self::Toml => "toml",
@@ -223,7 +226,7 @@ pub fn by_name(path: &str) -> Option<Detected> {
         "sh" | "bash" | "zsh" | "ksh" | "bats" => code("text/x-shellscript", Language::Shell),
         "fish" => code("text/x-fish", Language::Other("fish")),
         "ps1" => code("text/x-powershell", Language::Other("powershell")),
-        "sql" => code("application/sql", Language::Other("sql")),
+        "sql" => code("application/sql", Language::Sql),
         "css" | "scss" | "sass" | "less" => code("text/css", Language::Css),
         "vue" | "svelte" => code(
             "text/html",

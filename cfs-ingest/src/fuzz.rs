@@ -130,6 +130,7 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
         "code_r" => code_body(Language::R, data),
         "code_objc" => code_body(Language::ObjC, data),
         "code_julia" => code_body(Language::Julia, data),
+        "code_sql" => code_body(Language::Sql, data),
         "code_yaml" => code_body(Language::Yaml, data),
         "code_toml" => code_body(Language::Toml, data),
         "code_hcl" => code_body(Language::Hcl, data),
@@ -139,7 +140,7 @@ pub fn replay(target: &str, data: &[u8], config: &IngestConfig) {
 }
 
 /// Every fuzz target.
-pub const TARGETS: [&str; 36] = [
+pub const TARGETS: [&str; 37] = [
     "decode",
     "text",
     "markdown",
@@ -172,6 +173,7 @@ pub const TARGETS: [&str; 36] = [
     "code_r",
     "code_objc",
     "code_julia",
+    "code_sql",
     "code_yaml",
     "code_toml",
     "code_hcl",

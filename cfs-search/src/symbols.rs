@@ -13,15 +13,16 @@ use super::meta::ChunkMeta;
 use super::query::{At, Filter, Scored, top};
 use super::snapshot::Snapshot;
 
-/// How well a kind of symbol answers a name: types first, then functions and macros,
-/// methods, modules, values and configuration keys and style rules, implementations last (smaller is better).
+/// How well a kind of symbol answers a name: types and database tables first, then
+/// functions, macros and triggers, methods, modules, values, indexes, configuration keys
+/// and style rules, implementations last (smaller is better).
 pub fn kind_rank(kind: Option<SymbolKind>) -> u64 {
     use SymbolKind::*;
     match kind {
-        Some(Struct | Class | Interface | Trait | Enum | Type) => 0,
-        Some(Function | Macro) => 1,
+        Some(Struct | Class | Interface | Trait | Enum | Type | Table) => 0,
+        Some(Function | Macro | Trigger) => 1,
         Some(Method) => 2,
-        Some(Module | Const | Var | Section | Key | Rule) => 3,
+        Some(Module | Const | Var | Section | Key | Rule | Index) => 3,
         Some(Impl) | None => 4,
     }
 }

@@ -29,9 +29,9 @@ pub struct SearchParams {
     pub collection: Option<String>,
     /// Only code chunks of this language. Chunked by symbol: rust, go, python,
     /// typescript, tsx, javascript, jsx, java, csharp, kotlin, c, cpp, objc, ruby, php,
-    /// swift, shell, lua, zig, scala, haskell, elixir, dart, ocaml, erlang, r, julia; and by
-    /// their keys, tables, blocks and rules: yaml, toml, hcl, css. Others by name as
-    /// text (sql, perl, matlab, protobuf, ...).
+    /// swift, shell, lua, zig, scala, haskell, elixir, dart, ocaml, erlang, r, julia, sql;
+    /// and by their keys, tables, blocks and rules: yaml, toml, hcl, css. Others by name
+    /// as text (perl, matlab, protobuf, ...).
     pub lang: Option<String>,
     /// Only chunks of this kind: text, section, code or page.
     pub kind: Option<String>,

@@ -141,6 +141,7 @@ fn detect_file() -> FileSpec {
         ("src/cache.erl", b"-module(cache).\n"),
         ("R/clamp.R", b"clamp <- function(x) x\n"),
         ("src/Flux.jl", b"module Flux\nend\n"),
+        ("db/schema.sql", b"CREATE TABLE t (a int);\n"),
         ("bin/report", b"#!/usr/bin/env Rscript\n"),
         (
             "Foo.h",

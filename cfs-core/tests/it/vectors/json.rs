@@ -88,7 +88,7 @@ pub fn profile_from(v: &Value) -> R<ParseProfile> {
     })
 }
 
-pub const SYMBOL_KINDS: [SymbolKind; 16] = [
+pub const SYMBOL_KINDS: [SymbolKind; 19] = [
     SymbolKind::Function,
     SymbolKind::Method,
     SymbolKind::Class,
@@ -105,6 +105,9 @@ pub const SYMBOL_KINDS: [SymbolKind; 16] = [
     SymbolKind::Section,
     SymbolKind::Key,
     SymbolKind::Rule,
+    SymbolKind::Table,
+    SymbolKind::Index,
+    SymbolKind::Trigger,
 ];
 
 pub fn kind_to(k: &ChunkKind) -> Value {
