@@ -6,8 +6,9 @@
 //! (`code/config.rs`).
 //!
 //! One chunk per symbol (function, method, class, interface, type, const, var, impl,
-//! trait, module, struct, enum, macro; a database's tables, indexes and triggers), its doc comments and attributes attached, its
-//! parent, signature and doc comment recorded. A container too large for one chunk
+//! trait, module, struct, enum, macro; a database's tables, indexes and triggers), its
+//! doc comments and attributes attached, its parent, signature and doc comment
+//! recorded. A container too large for one chunk
 //! (a class, an impl, a trait, a module) is split into its header and its members. A
 //! symbol still larger than a window is split by a sliding window (seed 003, erratum
 //! E12), the windows linked by `next_window` edges. The text between symbols (imports,
@@ -405,6 +406,15 @@ fn field_text<'a>(node: Node<'_>, field: &str, src: &'a str) -> Option<&'a str> 
     node.child_by_field_name(field).map(|n| text_of(n, src))
 }
 
+/// `text` without the first of `pairs` (an opening and a closing character) around
+/// it, or as it is.
+fn strip_pair<'a>(text: &'a str, pairs: &[(char, char)]) -> &'a str {
+    pairs
+        .iter()
+        .find_map(|&(open, close)| text.strip_prefix(open)?.strip_suffix(close))
+        .unwrap_or(text)
+}
+
 fn clip(text: &str, max: usize) -> String {
     let mut end = text.len().min(max);
     while !text.is_char_boundary(end) {
@@ -453,17 +463,19 @@ fn body_of<'t>(language: Language, node: Node<'t>) -> Option<Node<'t>> {
 /// The declaration up to its body (or its first line when it has none), trimmed.
 fn signature(language: Language, node: Node<'_>, src: &str) -> String {
     let start = node.start_byte();
-    let end = match body_of(language, node) {
-        Some(body) => body.start_byte(),
-        None => {
-            let text = text_of(node, src);
-            start + text.find('\n').unwrap_or(text.len())
-        }
+    let Some(body) = body_of(language, node) else {
+        return first_line_signature(text_of(node, src));
     };
     clip(
-        src.get(start..end).unwrap_or("").trim_end(),
+        src.get(start..body.start_byte()).unwrap_or("").trim_end(),
         MAX_SIGNATURE_BYTES,
     )
+}
+
+/// A signature that is the first line of `text`, trimmed at its end and clipped.
+fn first_line_signature(text: &str) -> String {
+    let line = &text[..text.find('\n').unwrap_or(text.len())];
+    clip(line.trim_end(), MAX_SIGNATURE_BYTES)
 }
 
 /// What `node` is to the symbol after it: `Some(true)` a comment whose text joins its
@@ -1793,8 +1805,8 @@ fn items<'t>(
         }
         // SQL: a `CREATE` in an `ERROR`, with what follows it there (`sql::recovered`).
         if language == Language::Sql && child.kind() == "keyword_create" {
-            let mut run = vec![child];
-            while let Some(next) = nodes.next_if(|n| sql::continues_run(*n, child)) {
+            let (mut run, error) = (vec![child], child.parent().map(|p| p.id()));
+            while let Some(next) = nodes.next_if(|n| sql::continues_run(*n, error)) {
                 run.push(next);
             }
             let docs = attached.take().filter(|(_, end, _)| adjacent(*end));
@@ -1895,12 +1907,11 @@ fn recovered_item<'t>(run: &[Node<'t>], src: &str, attached: Option<Attached>) -
     let (first, last) = (run.first()?, run.last()?);
     let (start, docs) = attached.map_or((first.start_byte(), Vec::new()), |(s, _, d)| (s, d));
     let text = src.get(first.start_byte()..last.end_byte()).unwrap_or("");
-    let line = text.lines().next().unwrap_or("").trim_end();
     let symbol = Symbol {
         kind,
         name: clip(&name, MAX_SIGNATURE_BYTES),
         parent: parent.map(|p| clip(&p, MAX_SIGNATURE_BYTES)),
-        signature: clip(line, MAX_SIGNATURE_BYTES),
+        signature: first_line_signature(text),
         doc_comment: docs.join("\n"),
         window: None,
     };

@@ -4,7 +4,9 @@
 use cfs_core::SymbolKind;
 use tree_sitter::Node;
 
-use super::{Attached, Classified, child_of_kind, directly_above, last_named_child, text_of};
+use super::{
+    Attached, Classified, child_of_kind, directly_above, last_named_child, strip_pair, text_of,
+};
 
 /// The longest run of indentation and block indicators (spaces, tabs, `-`, `?`, `:`)
 /// at a line's start that a YAML file may have and be parsed. The grammar's scanner
@@ -192,15 +194,9 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("").trim()
 }
 
-/// `text` without one pair of matching quotes around it.
+/// `text` trimmed, without one pair of matching quotes around it.
 fn unquote(text: &str) -> &str {
-    let text = text.trim();
-    for quote in ['"', '\''] {
-        if let Some(inner) = text.strip_prefix(quote).and_then(|t| t.strip_suffix(quote)) {
-            return inner;
-        }
-    }
-    text
+    strip_pair(text.trim(), &[('"', '"'), ('\'', '\'')])
 }
 
 /// `text` trimmed, each run of white space in it one space.

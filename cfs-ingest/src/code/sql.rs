@@ -4,37 +4,56 @@
 use cfs_core::SymbolKind;
 use tree_sitter::Node;
 
-use super::{Classified, child_of_kind, text_of};
+use super::{Classified, child_of_kind, strip_pair, text_of};
 
 /// The statement a `statement` node holds (`CREATE TABLE ...` in `CREATE TABLE ...;`).
 pub(super) fn statement_inner(node: Node<'_>) -> Option<Node<'_>> {
     node.named_child(0)
 }
 
+/// Where the name of what a `CREATE` statement creates lies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NameAt {
+    /// Its first `object_reference` child (the name a trigger or an index is `ON` comes
+    /// after it).
+    Reference,
+    /// Its `column` field: the grammar's name for an index's name.
+    Column,
+    /// Its first `identifier` child: a schema's or a database's name.
+    Identifier,
+}
+
+/// The kind of symbol a `CREATE` statement the grammar read makes, and where its name
+/// lies; `None` for any other node.
+fn created(node: Node<'_>) -> Option<(SymbolKind, NameAt)> {
+    Some(match node.kind() {
+        "create_table" | "create_view" | "create_materialized_view" => {
+            (SymbolKind::Table, NameAt::Reference)
+        }
+        "create_function" => (SymbolKind::Function, NameAt::Reference),
+        "create_index" => (SymbolKind::Index, NameAt::Column),
+        "create_trigger" => (SymbolKind::Trigger, NameAt::Reference),
+        "create_type" if child_of_kind(node, &["enum_elements"]).is_some() => {
+            (SymbolKind::Enum, NameAt::Reference)
+        }
+        "create_type" => (SymbolKind::Type, NameAt::Reference),
+        "create_schema" | "create_database" => (SymbolKind::Module, NameAt::Identifier),
+        "create_sequence" => (SymbolKind::Var, NameAt::Reference),
+        _ => return None,
+    })
+}
+
 /// A `CREATE` statement as a symbol: named by the last part of the name it creates,
 /// the parts before it its parent (`app.order_count`: `order_count`, parent `app`).
 pub(super) fn sql_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
-    let kind = match node.kind() {
-        "create_table" | "create_view" | "create_materialized_view" => SymbolKind::Table,
-        "create_function" => SymbolKind::Function,
-        "create_index" => SymbolKind::Index,
-        "create_trigger" => SymbolKind::Trigger,
-        "create_type" if child_of_kind(node, &["enum_elements"]).is_some() => SymbolKind::Enum,
-        "create_type" => SymbolKind::Type,
-        "create_schema" | "create_database" => SymbolKind::Module,
-        "create_sequence" => SymbolKind::Var,
-        _ => return None,
-    };
+    let (kind, _) = created(node)?;
     let name = unquote(text_of(naming(node)?, src));
     (!name.is_empty()).then(|| (kind, name.to_owned(), None))
 }
 
 /// The schema (and database) of the name a `CREATE` statement creates, if it has one.
 pub(super) fn sql_scope(node: Node<'_>, src: &str) -> Option<String> {
-    if matches!(
-        node.kind(),
-        "create_index" | "create_schema" | "create_database"
-    ) {
+    if created(node)?.1 != NameAt::Reference {
         return None;
     }
     scope_of(child_of_kind(node, &["object_reference"])?, src)
@@ -50,25 +69,15 @@ fn scope_of(reference: Node<'_>, src: &str) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("."))
 }
 
-/// The node naming what a `CREATE` statement creates: its first `object_reference`
-/// child (the name a trigger or an index is `ON` comes after it), an index's `column`
-/// field (the grammar's name for an index's name), a schema's or database's
-/// `identifier` child. `None` for a statement that names nothing (`CREATE INDEX ON t
-/// (c)`).
+/// The node naming what a `CREATE` statement creates (see [`NameAt`]); `None` for a
+/// statement that names nothing (`CREATE INDEX ON t (c)`) and for any other node.
 pub(super) fn naming(node: Node<'_>) -> Option<Node<'_>> {
-    match node.kind() {
-        "create_index" => node.child_by_field_name("column"),
-        "create_schema" | "create_database" => child_of_kind(node, &["identifier"]),
-        "create_table"
-        | "create_view"
-        | "create_materialized_view"
-        | "create_function"
-        | "create_trigger"
-        | "create_type"
-        | "create_sequence" => {
+    match created(node)?.1 {
+        NameAt::Column => node.child_by_field_name("column"),
+        NameAt::Identifier => child_of_kind(node, &["identifier"]),
+        NameAt::Reference => {
             child_of_kind(node, &["object_reference"]).map(|r| name_part(r).unwrap_or(r))
         }
-        _ => None,
     }
 }
 
@@ -82,21 +91,15 @@ fn name_part(reference: Node<'_>) -> Option<Node<'_>> {
 
 /// A name without the quotes around it (`"text/plain"`, `` `users` ``, `[users]`).
 fn unquote(name: &str) -> &str {
-    let quoted = [('"', '"'), ('`', '`'), ('[', ']')];
-    for (open, close) in quoted {
-        if let Some(inner) = name.strip_prefix(open).and_then(|n| n.strip_suffix(close)) {
-            return inner;
-        }
-    }
-    name
+    strip_pair(name, &[('"', '"'), ('`', '`'), ('[', ']')])
 }
 
 /// Whether `node` continues the run of an `ERROR`'s children that a `CREATE` child
-/// started (see [`recovered`]): a child of the same `ERROR` that is neither another
-/// `CREATE`, nor a statement the grammar read, nor a comment.
-pub(super) fn continues_run(node: Node<'_>, create: Node<'_>) -> bool {
+/// of the `ERROR` with id `error` started (see [`recovered`]): a child of that `ERROR`
+/// that is neither another `CREATE`, nor a statement the grammar read, nor a comment.
+pub(super) fn continues_run(node: Node<'_>, error: Option<usize>) -> bool {
     let kind = node.kind();
-    node.parent().map(|p| p.id()) == create.parent().map(|p| p.id())
+    node.parent().map(|p| p.id()) == error
         && !matches!(
             kind,
             "keyword_create" | "statement" | "comment" | "marginalia"
