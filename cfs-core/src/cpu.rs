@@ -10,7 +10,14 @@
 //! | `avx2` | AVX2 (and `popcnt`) |
 //! | `avx-vnni` | AVX2 and AVX-VNNI |
 //! | `avx512` | AVX2 and AVX-512 (F, BW, DQ, VL) |
+//! | `avx512-vnni` | those and AVX-512 VNNI (`vpdpwssd` on 512-bit registers) |
+//! | `amx` | those and AMX's integer tiles (`tdpbssd`, `tdpbusd`) |
 //! | `neon` | the NEON kernels (64-bit ARM) |
+//!
+//! AMX counts as present only when the CPU reports AMX-TILE and AMX-INT8 and Linux grants
+//! this process the tile state (`arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`,
+//! asked once, the first time the features are read): an old kernel, a virtual machine
+//! that hides the state or a refusal leaves the next path, never a fault.
 //!
 //! A name this build does not know, or one whose instructions the CPU lacks, is an
 //! error of [`Features::from_env`], which the CLI reports before doing anything; code
@@ -27,6 +34,10 @@ pub struct Features {
     pub avx_vnni: bool,
     /// AVX-512 F, BW, DQ and VL.
     pub avx512: bool,
+    /// AVX-512 VNNI (with AVX-512 F, BW, DQ and VL).
+    pub avx512_vnni: bool,
+    /// AMX-TILE and AMX-INT8, the tile state granted by the OS.
+    pub amx: bool,
     /// `popcnt`.
     pub popcnt: bool,
     /// NEON (every 64-bit ARM CPU has it).
@@ -34,23 +45,37 @@ pub struct Features {
 }
 
 /// The names `CFS_SIMD` takes, besides `auto`.
-pub const SIMD_NAMES: [&str; 5] = ["portable", "avx2", "avx-vnni", "avx512", "neon"];
+pub const SIMD_NAMES: [&str; 7] = [
+    "portable",
+    "avx2",
+    "avx-vnni",
+    "avx512",
+    "avx512-vnni",
+    "amx",
+    "neon",
+];
 
 impl Features {
-    /// Everything the CPU has.
+    /// Everything the CPU has (and, for AMX, the OS grants), found once per process.
     pub fn detected() -> Self {
+        static DETECTED: OnceLock<Features> = OnceLock::new();
+        *DETECTED.get_or_init(Self::detect)
+    }
+
+    fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
             let avx2 = has!("avx2");
+            let avx512 =
+                avx2 && has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl");
+            let avx512_vnni = avx512 && has!("avx512vnni");
             Self {
                 avx2,
                 avx_vnni: avx2 && has!("avxvnni"),
-                avx512: avx2
-                    && has!("avx512f")
-                    && has!("avx512bw")
-                    && has!("avx512dq")
-                    && has!("avx512vl"),
+                avx512,
+                avx512_vnni,
+                amx: avx512_vnni && amx_int8_reported() && tiles_granted(),
                 popcnt: has!("popcnt"),
                 neon: false,
             }
@@ -85,6 +110,17 @@ impl Features {
                 avx512: true,
                 ..avx2
             },
+            "avx512-vnni" => Self {
+                avx512: true,
+                avx512_vnni: true,
+                ..avx2
+            },
+            "amx" => Self {
+                avx512: true,
+                avx512_vnni: true,
+                amx: true,
+                ..avx2
+            },
             _ => {
                 return Err(format!(
                     "CFS_SIMD={name}: not a path of this build (auto, {})",
@@ -104,6 +140,8 @@ impl Features {
         has(self.avx2, cpu.avx2)
             && has(self.avx_vnni, cpu.avx_vnni)
             && has(self.avx512, cpu.avx512)
+            && has(self.avx512_vnni, cpu.avx512_vnni)
+            && has(self.amx, cpu.amx)
             && has(self.popcnt, cpu.popcnt)
             && has(self.neon, cpu.neon)
     }
@@ -113,6 +151,44 @@ impl Features {
         let name = std::env::var("CFS_SIMD").unwrap_or_default();
         Self::named(&name, Self::detected())
     }
+}
+
+/// CPUID leaf 7: AMX-TILE (EDX bit 24) and AMX-INT8 (EDX bit 25). The standard library's
+/// detection of these is not stable yet.
+#[cfg(target_arch = "x86_64")]
+fn amx_int8_reported() -> bool {
+    let leaf0 = std::arch::x86_64::__cpuid(0);
+    if leaf0.eax < 7 {
+        return false;
+    }
+    let edx = std::arch::x86_64::__cpuid_count(7, 0).edx;
+    edx & (1 << 24) != 0 && edx & (1 << 25) != 0
+}
+
+/// Asks Linux for the AMX tile state (`ARCH_REQ_XCOMP_PERM` with `XFEATURE_XTILEDATA`):
+/// without the grant the first tile instruction faults. The kernel refuses when it or
+/// the machine does not support the state (its check covers XCR0), or when a thread's
+/// signal stack is too small to save it.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[expect(unsafe_code)]
+fn tiles_granted() -> bool {
+    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_long = 18;
+    // SAFETY: arch_prctl with this request reads two integers and touches no memory of
+    // the process; a refusal is an error return.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            ARCH_REQ_XCOMP_PERM,
+            XFEATURE_XTILEDATA,
+        )
+    };
+    r == 0
+}
+
+#[cfg(all(target_arch = "x86_64", not(target_os = "linux")))]
+fn tiles_granted() -> bool {
+    false
 }
 
 /// The instruction sets this process uses, decided once: [`Features::from_env`], or the
@@ -130,6 +206,8 @@ mod tests {
         avx2: true,
         avx_vnni: true,
         avx512: true,
+        avx512_vnni: true,
+        amx: true,
         popcnt: true,
         neon: false,
     };
@@ -142,15 +220,20 @@ mod tests {
         assert!(avx2.avx2 && avx2.popcnt && !avx2.avx_vnni && !avx2.avx512);
         let vnni = Features::named("avx-vnni", ALL).unwrap();
         assert!(vnni.avx_vnni && !vnni.avx512);
+        let wide = Features::named("avx512-vnni", ALL).unwrap();
+        assert!(wide.avx512 && wide.avx512_vnni && !wide.amx && !wide.avx_vnni);
+        let amx = Features::named("amx", ALL).unwrap();
+        assert!(amx.amx && amx.avx512_vnni && amx.avx512);
+        assert!(Features::named("amx", Features { amx: false, ..ALL }).is_err());
         let only_avx2 = Features {
             avx2: true,
             ..Features::default()
         };
         let err = Features::named("avx512", only_avx2).unwrap_err();
         assert!(err.contains("does not have"), "{err}");
-        let err = Features::named("amx", ALL).unwrap_err();
+        let err = Features::named("tiles", ALL).unwrap_err();
         assert!(
-            err.contains("portable, avx2, avx-vnni, avx512, neon"),
+            err.contains("portable, avx2, avx-vnni, avx512, avx512-vnni, amx, neon"),
             "{err}"
         );
         assert!(

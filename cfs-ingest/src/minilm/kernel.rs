@@ -1,24 +1,33 @@
 //! The integer matrix product every layer of minilm-int runs on: `i16` activations times
 //! `i8` weights (or activations the spec saturated to 8 bits) into `i32`, exact. The
-//! weights are laid out once, when the model loads, in [`Panels`]: the layout the SIMD
-//! kernel reads without shuffling. The portable loop (a dot product per output, which
-//! the compiler vectorises for the target's baseline) is the reference; the AVX2 and
-//! AVX-VNNI paths (x86-64, detected at run time) and the NEON path (64-bit ARM) must give
-//! the same bits, and tests hold them to that on random and extreme inputs
-//! (`scripts/test-arm` runs the NEON ones under qemu).
+//! weights are laid out once, when the model loads, in [`Panels`]: the layout the
+//! process's kernel reads without shuffling. The portable loop (a dot product per
+//! output, which the compiler vectorises for the target's baseline) is the reference;
+//! the AMX, AVX-512 VNNI, AVX2 and AVX-VNNI paths (x86-64, detected at run time) and the
+//! NEON path (64-bit ARM) must give the same bits, and tests hold them to that on random
+//! and extreme inputs (`scripts/test-arm` runs the NEON ones under qemu).
 //!
 //! Exactness is the caller's bound: every sum must fit in `i32` (`docs/spec.md` shows
 //! that the model's shapes and value ranges keep them there), and then the order of
-//! additions cannot change the result.
+//! additions cannot change the result. The AMX path splits each `i16` activation into a
+//! signed high byte and an unsigned low byte, `x = 256 hi + lo`, takes the two products
+//! with the weights in `i32` (each partial sum is under 2^24 for `k` <= 512) and adds
+//! `256 hi_sum + lo_sum` with wrap-around, which is exact when the true sum fits in `i32`.
 
 #![expect(unsafe_code)]
 
+use std::borrow::Cow;
+
 use cfs_core::cpu::{Features, features};
 
-/// Output columns in one panel: one 256-bit register of `i32` sums.
+/// Output columns in one panel of the pair layout: one 256-bit register of `i32` sums.
 pub const PANEL: usize = 8;
-/// The longest row a panel may have (the kernel widens two panels on the stack).
+/// The longest row a panel may have (the AVX2 kernel widens two panels on the stack).
 pub const MAX_K: usize = 512;
+/// Output columns in one block of the tile layout: the columns of one AMX tile.
+const TILE_N: usize = 16;
+/// Inputs in one step of the tile layout: the bytes of one AMX tile row.
+const TILE_K: usize = 64;
 
 /// Which code computes the products and the rest of the layer. Every path gives the
 /// same bits. [`Simd::Auto`] follows the process's decision (`cfs_core::cpu`, which
@@ -35,6 +44,10 @@ pub enum Simd {
     Avx2,
     /// AVX-VNNI: the multiply and the add as one `vpdpwssd`.
     AvxVnni,
+    /// AVX-512 VNNI: `vpdpwssd` on 512-bit registers, sixteen columns a register.
+    Avx512Vnni,
+    /// AMX: `tdpbssd` and `tdpbusd` on 16 x 64-byte tiles; the layer loops in AVX-512.
+    Amx,
     /// NEON (64-bit ARM): `smlal` by a broadcast activation.
     Neon,
 }
@@ -46,81 +59,125 @@ impl Simd {
         let (allowed, cpu) = (features(), Features::detected());
         match self {
             Self::Auto if allowed.neon => Ok(Self::Neon),
+            Self::Auto if allowed.amx => Ok(Self::Amx),
+            Self::Auto if allowed.avx512_vnni => Ok(Self::Avx512Vnni),
             Self::Auto if allowed.avx_vnni => Ok(Self::AvxVnni),
             Self::Auto if allowed.avx2 => Ok(Self::Avx2),
             Self::Auto => Ok(Self::Portable),
             Self::Avx2 if !cpu.avx2 => Err("this CPU has no AVX2".into()),
             Self::AvxVnni if !cpu.avx_vnni => Err("this CPU has no AVX-VNNI".into()),
+            Self::Avx512Vnni if !cpu.avx512_vnni => Err("this CPU has no AVX-512 VNNI".into()),
+            Self::Amx if !cpu.amx => Err("this CPU (or its OS) gives no AMX tiles".into()),
             Self::Neon if !cpu.neon => Err("this CPU has no NEON".into()),
             forced => Ok(forced),
         }
     }
 
-    /// Whether the layer loops run compiled for AVX-512 (the process allows it and no
-    /// path was forced).
+    /// Whether the layer loops run compiled for AVX-512: on the AVX-512 VNNI and AMX
+    /// paths, and on an AVX2 path the process chose on a CPU with AVX-512.
     pub fn wide_loops(self) -> bool {
-        self == Self::Auto && features().avx512
+        match self.resolve() {
+            Ok(Self::Avx512Vnni | Self::Amx) => true,
+            _ => self == Self::Auto && features().avx512,
+        }
     }
 
-    /// The path's name: the kernel's (`portable`, `avx2`, `avx-vnni`, `neon`), with `+avx512`
-    /// where the layer loops are compiled for AVX-512.
+    /// The path's name: the kernel's (`portable`, `avx2`, `avx-vnni`, `avx512-vnni`,
+    /// `amx`, `neon`), with `+avx512` where an AVX2 kernel's layer loops are compiled for
+    /// AVX-512.
     pub fn name(self) -> &'static str {
         match (self.resolve(), self.wide_loops()) {
             (Ok(Self::Avx2), false) => "avx2",
             (Ok(Self::Avx2), true) => "avx2+avx512",
             (Ok(Self::AvxVnni), false) => "avx-vnni",
             (Ok(Self::AvxVnni), true) => "avx-vnni+avx512",
+            (Ok(Self::Avx512Vnni), _) => "avx512-vnni",
+            (Ok(Self::Amx), _) => "amx",
             (Ok(Self::Neon), _) => "neon",
             _ => "portable",
         }
     }
+
+    /// The weight layout the path's kernel reads.
+    pub fn layout(self) -> Layout {
+        match self.resolve() {
+            Ok(Self::Amx) => Layout::Tiles,
+            _ => Layout::Pairs,
+        }
+    }
 }
 
-/// A matrix of `n` output columns by `k` inputs, laid out for the kernel: for every
-/// group of [`PANEL`] columns (the last one padded with zero columns), for every pair
-/// of inputs `(2p, 2p + 1)` in order, the pair of each column of the group in turn.
-/// One 16-value load then holds what one `vpmaddwd` multiplies by a broadcast pair of
-/// an activation row.
+/// How [`Panels`] order a matrix's values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// For every group of [`PANEL`] columns, for every pair of inputs `(2p, 2p + 1)`, the
+    /// pair of each column of the group in turn: one 16-value load holds what one
+    /// `vpmaddwd` multiplies by a broadcast pair of an activation row.
+    #[default]
+    Pairs,
+    /// AMX's VNNI tiles: for every block of 16 columns, for every quad of inputs
+    /// `4q .. 4q + 4`, the quad of each column in turn (64 bytes, one tile row); the
+    /// inputs padded with zeros to a multiple of 64, so that each step of 64 inputs of a
+    /// block is one 1 KiB tile.
+    Tiles,
+}
+
+/// A matrix of `n` output columns by `k` inputs, laid out for a kernel ([`Layout`]); the
+/// last group or block of columns is padded with zero columns.
 #[derive(Clone, Debug, Default)]
 pub struct Panels {
     data: Vec<i8>,
     n: usize,
     k: usize,
+    layout: Layout,
 }
 
 impl Panels {
     /// Weights given as `n` rows of `k` (one row per output column).
-    pub fn from_rows(rows: &[i8], k: usize) -> Self {
+    pub fn from_rows(rows: &[i8], k: usize, layout: Layout) -> Self {
         assert!(k > 0 && rows.len().is_multiple_of(k));
         let mut p = Self::default();
-        p.fill(rows.len() / k, k, |j, i| rows[j * k + i]);
+        p.fill(rows.len() / k, k, layout, |j, i| rows[j * k + i]);
         p
     }
 
     /// Lays out `n` columns of `k` inputs with `value(j, i)` the input `i` of column
     /// `j`, reusing this matrix's memory.
-    pub fn fill(&mut self, n: usize, k: usize, value: impl Fn(usize, usize) -> i8) {
+    pub fn fill(&mut self, n: usize, k: usize, layout: Layout, value: impl Fn(usize, usize) -> i8) {
         assert!(
             n > 0 && k > 0 && k <= MAX_K && k.is_multiple_of(2),
             "n = {n}, k = {k}"
         );
-        let groups = n.div_ceil(PANEL);
         self.data.clear();
-        self.data.reserve(groups * PANEL * k);
-        for g in 0..groups {
-            for p in 0..k / 2 {
-                for c in 0..PANEL {
-                    let j = g * PANEL + c;
-                    let pair = if j < n {
-                        [value(j, 2 * p), value(j, 2 * p + 1)]
-                    } else {
-                        [0, 0]
-                    };
-                    self.data.extend_from_slice(&pair);
+        let at = |j: usize, i: usize| if j < n && i < k { value(j, i) } else { 0 };
+        match layout {
+            Layout::Pairs => {
+                let groups = n.div_ceil(PANEL);
+                self.data.reserve(groups * PANEL * k);
+                for g in 0..groups {
+                    for p in 0..k / 2 {
+                        for c in 0..PANEL {
+                            let j = g * PANEL + c;
+                            self.data
+                                .extend_from_slice(&[at(j, 2 * p), at(j, 2 * p + 1)]);
+                        }
+                    }
+                }
+            }
+            Layout::Tiles => {
+                let (blocks, quads) = (n.div_ceil(TILE_N), k.next_multiple_of(TILE_K) / 4);
+                self.data.reserve(blocks * TILE_N * quads * 4);
+                for b in 0..blocks {
+                    for q in 0..quads {
+                        for c in 0..TILE_N {
+                            let j = b * TILE_N + c;
+                            self.data.extend((0..4).map(|d| at(j, 4 * q + d)));
+                        }
+                    }
                 }
             }
         }
-        (self.n, self.k) = (n, k);
+        (self.n, self.k, self.layout) = (n, k, layout);
     }
 
     /// Output columns.
@@ -141,8 +198,28 @@ impl Panels {
 
     /// Input `i` of column `j` (zero in the padding).
     pub fn at(&self, j: usize, i: usize) -> i8 {
-        let (g, c) = (j / PANEL, j % PANEL);
-        self.data[g * PANEL * self.k + (i / 2) * 2 * PANEL + c * 2 + i % 2]
+        match self.layout {
+            Layout::Pairs => {
+                let (g, c) = (j / PANEL, j % PANEL);
+                self.data[g * PANEL * self.k + (i / 2) * 2 * PANEL + c * 2 + i % 2]
+            }
+            Layout::Tiles => {
+                let (b, c) = (j / TILE_N, j % TILE_N);
+                let k_padded = self.k.next_multiple_of(TILE_K);
+                self.data[b * TILE_N * k_padded + (i / 4) * 4 * TILE_N + c * 4 + i % 4]
+            }
+        }
+    }
+
+    /// The same matrix in `layout`: borrowed when it is already so, else a copy (a
+    /// forced path whose layout differs from the process's: tests and benchmarks).
+    fn in_layout(&self, layout: Layout) -> Cow<'_, Self> {
+        if self.layout == layout {
+            return Cow::Borrowed(self);
+        }
+        let mut p = Self::default();
+        p.fill(self.n, self.k, layout, |j, i| self.at(j, i));
+        Cow::Owned(p)
     }
 }
 
@@ -163,16 +240,33 @@ pub struct Rows {
 pub fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32], simd: Simd) {
     check(x, w, rows, out);
     #[cfg(target_arch = "x86_64")]
-    if let Ok(path @ (Simd::Avx2 | Simd::AvxVnni)) = simd.resolve() {
-        // SAFETY: the CPU has AVX2, and AVX-VNNI where that path was chosen (`resolve`
-        // refuses a path the CPU lacks), and `check` proved that every row read and
-        // written lies inside `x` and `out`.
-        unsafe { x86::matmul(x, w, rows, out, path == Simd::AvxVnni) };
-        return;
+    match simd.resolve() {
+        Ok(Simd::Amx) => {
+            let w = w.in_layout(Layout::Tiles);
+            // SAFETY: the CPU has AMX-INT8 and AVX-512 and the process holds the tile
+            // state (`resolve` refuses a path the CPU or OS lacks); `check` proved that
+            // every row read and written lies inside `x` and `out`.
+            unsafe { amx::matmul(x, &w, rows, out) };
+            return;
+        }
+        Ok(path @ (Simd::Avx2 | Simd::AvxVnni | Simd::Avx512Vnni)) => {
+            let w = w.in_layout(Layout::Pairs);
+            // SAFETY: the CPU has AVX2, and AVX-VNNI or AVX-512 VNNI where that path was
+            // chosen (`resolve` refuses a path the CPU lacks), and `check` proved that
+            // every row read and written lies inside `x` and `out`.
+            unsafe {
+                match path {
+                    Simd::Avx512Vnni => x86::matmul_avx512(x, &w, rows, out),
+                    _ => x86::matmul(x, &w, rows, out, path == Simd::AvxVnni),
+                }
+            };
+            return;
+        }
+        _ => {}
     }
     #[cfg(target_arch = "aarch64")]
     if simd.resolve() == Ok(Simd::Neon) {
-        neon::matmul(x, w, rows, out);
+        neon::matmul(x, &w.in_layout(Layout::Pairs), rows, out);
         return;
     }
     matmul_scalar(x, w, rows, out);
@@ -348,6 +442,364 @@ mod x86 {
     micro!(micro_vnni, "avx2,avxvnni", |c, a, b| {
         _mm256_dpwssd_avx_epi32(c, a, b)
     });
+
+    /// Rows of `x` one call of the AVX-512 micro-kernel takes.
+    const MR512: usize = 8;
+
+    /// Four panels at a time (32 columns), widened on the stack so that each input
+    /// pair's sixteen values of two panels fill one 512-bit register, then met by every
+    /// row of `x`, eight rows per call of the micro-kernel (sixteen accumulators, two
+    /// weight registers and one broadcast of the 32 registers).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 (F, BW, DQ, VL) and AVX-512 VNNI; `super::check` holds for the
+    /// arguments; `w` is in the pair layout.
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+    pub(super) unsafe fn matmul_avx512(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
+        let groups = w.n_padded() / PANEL;
+        let pairs = w.k / 2;
+        let mut wide = [0i16; 4 * PANEL * MAX_K];
+        for g in (0..groups).step_by(4) {
+            let np = (groups - g).min(4);
+            widen4(w, g, np, &mut wide);
+            let mut t = 0;
+            while t < rows.count {
+                let mr = (rows.count - t).min(MR512);
+                let p = Pointers {
+                    x: x[t * rows.x_stride..].as_ptr(),
+                    w: wide.as_ptr(),
+                    out: out[t * rows.out_stride + g * PANEL..].as_mut_ptr(),
+                };
+                let s = Strides {
+                    k: pairs,
+                    x: rows.x_stride,
+                    out: rows.out_stride,
+                };
+                // SAFETY: rows t .. t + mr of x hold k values at stride x_stride and rows
+                // t .. t + mr of out hold np panels at stride out_stride (`check`);
+                // `wide` holds k / 2 pairs of 64 values.
+                unsafe { dispatch512(mr, np, p, s) };
+                t += mr;
+            }
+        }
+    }
+
+    /// Widens panels `g .. g + np` (np <= 4) into `wide`: pair p's 64 values are panels
+    /// g and g + 1, then g + 2 and g + 3, sixteen values each; missing panels are zero.
+    #[inline(always)]
+    fn widen4(w: &Panels, g: usize, np: usize, wide: &mut [i16]) {
+        let pairs = w.k / 2;
+        let stride = 2 * PANEL;
+        for h in 0..4 {
+            let panel = (h < np).then(|| &w.data[(g + h) * PANEL * w.k..][..PANEL * w.k]);
+            for p in 0..pairs {
+                let d = &mut wide[p * 4 * stride + h * stride..][..stride];
+                match panel {
+                    Some(src) => {
+                        for (d, &v) in d.iter_mut().zip(&src[p * stride..][..stride]) {
+                            *d = i16::from(v);
+                        }
+                    }
+                    None => d.fill(0),
+                }
+            }
+        }
+    }
+
+    /// The AVX-512 micro-kernel for `mr` rows and `np` panels.
+    ///
+    /// # Safety
+    /// As [`matmul_avx512`]'s, for the rows and panels `p` and `s` describe (`s.k` is the
+    /// number of input pairs).
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+    unsafe fn dispatch512(mr: usize, np: usize, p: Pointers, s: Strides) {
+        // SAFETY: the micro-kernel needs what this function's contract gives.
+        macro_rules! go {
+            ($($m:literal),*) => {
+                match (mr, np.div_ceil(2)) {
+                    $(
+                        ($m, 2) => unsafe { micro512::<$m, 2>(p, s, np) },
+                        ($m, 1) => unsafe { micro512::<$m, 1>(p, s, np) },
+                    )*
+                    _ => unreachable!("{mr} x {np}"),
+                }
+            };
+        }
+        go!(1, 2, 3, 4, 5, 6, 7, 8)
+    }
+
+    /// `MR` rows of `x` against `NZ` registers of two widened panels each; the last
+    /// register's upper eight sums are not stored when `np` is odd.
+    ///
+    /// # Safety
+    /// As [`dispatch512`]'s.
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+    #[inline]
+    unsafe fn micro512<const MR: usize, const NZ: usize>(p: Pointers, s: Strides, np: usize) {
+        let mut acc = [[_mm512_setzero_si512(); NZ]; MR];
+        for i in 0..s.k {
+            let mut b = [_mm512_setzero_si512(); NZ];
+            for (z, b) in b.iter_mut().enumerate() {
+                // SAFETY: pair i's values of panels 2z and 2z + 1 are 32 values in `p.w`.
+                *b = unsafe { _mm512_loadu_si512(p.w.add(i * 8 * PANEL + z * 4 * PANEL).cast()) };
+            }
+            for (r, acc) in acc.iter_mut().enumerate() {
+                // SAFETY: values 2i, 2i + 1 of row r are inside `p.x`.
+                let pair = unsafe { p.x.add(r * s.x + 2 * i).cast::<i32>().read_unaligned() };
+                let a = _mm512_set1_epi32(pair);
+                for (acc, &b) in acc.iter_mut().zip(&b) {
+                    *acc = _mm512_dpwssd_epi32(*acc, a, b);
+                }
+            }
+        }
+        for (r, acc) in acc.iter().enumerate() {
+            for (z, &v) in acc.iter().enumerate() {
+                let mask: __mmask16 = if 2 * z + 1 < np { 0xFFFF } else { 0x00FF };
+                // SAFETY: the first 16 (or 8, with the mask) sums of row r, register z,
+                // are inside `p.out`.
+                unsafe {
+                    _mm512_mask_storeu_epi32(p.out.add(r * s.out + z * 2 * PANEL).cast(), mask, v)
+                };
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod amx {
+    use std::arch::asm;
+    use std::cell::RefCell;
+
+    use super::{Panels, Rows, TILE_K, TILE_N};
+
+    /// Rows of one tile.
+    const TILE_M: usize = 16;
+    /// `i32` sums of one row of the output buffer: two blocks of high-byte sums, two
+    /// of low-byte sums.
+    const C_ROW: usize = 4 * TILE_N;
+
+    /// The tile configuration (`ldtilecfg`'s 64 bytes, palette 1): tiles 0-3 the sums
+    /// (two column blocks of high-byte and of low-byte products), 4 and 5 the high and
+    /// low bytes of 16 activation rows, 6 and 7 two blocks of weights; each 16 rows of
+    /// 64 bytes.
+    #[repr(C, align(64))]
+    struct Config {
+        palette: u8,
+        start_row: u8,
+        reserved: [u8; 14],
+        colsb: [u16; 16],
+        rows: [u8; 16],
+    }
+
+    const CONFIG: Config = {
+        let mut colsb = [0u16; 16];
+        let mut rows = [0u8; 16];
+        let mut t = 0;
+        while t < 8 {
+            colsb[t] = 64;
+            rows[t] = TILE_M as u8;
+            t += 1;
+        }
+        Config {
+            palette: 1,
+            start_row: 0,
+            reserved: [0; 14],
+            colsb,
+            rows,
+        }
+    };
+
+    /// The activations split into bytes, rows padded to 16 and inputs to 64 with zeros.
+    #[derive(Default)]
+    struct Split {
+        hi: Vec<i8>,
+        lo: Vec<u8>,
+    }
+
+    thread_local! {
+        static SPLIT: RefCell<Split> = RefCell::default();
+    }
+
+    /// Every block of 16 rows against every pair of 16-column blocks: the whole sum of a
+    /// 16 x 32 block in four tiles, then combined and written to `out`. When every
+    /// activation fits in `i8` (queries and contexts, which the spec saturates), the low
+    /// bytes are the activations and one signed product suffices.
+    ///
+    /// # Safety
+    /// The CPU has AMX-INT8 and AVX-512 and the process holds the tile state; `w` is in
+    /// the tile layout; `super::check` holds for the arguments.
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
+    pub(super) unsafe fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
+        SPLIT.with_borrow_mut(|split| {
+            let k_padded = w.k.next_multiple_of(TILE_K);
+            let narrow = split_rows(x, w.k, k_padded, rows, split);
+            // SAFETY: the tile state is granted (the caller's contract); CONFIG is a
+            // valid palette-1 configuration that lives for the whole program.
+            unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
+            let blocks = w.n_padded().div_ceil(TILE_N);
+            let mut c = [0i32; TILE_M * C_ROW];
+            for b in (0..blocks).step_by(2) {
+                // An odd last block is taken twice; the copy's sums are not written.
+                let b1 = (b + 1).min(blocks - 1);
+                let cols = (w.n_padded() - b * TILE_N).min(2 * TILE_N);
+                for r0 in (0..rows.count).step_by(TILE_M) {
+                    let at = r0 * k_padded;
+                    let p = Block {
+                        hi: split.hi[at..].as_ptr(),
+                        lo: split.lo[at..].as_ptr(),
+                        a_stride: k_padded,
+                        w0: w.data[b * TILE_N * k_padded..].as_ptr(),
+                        w1: w.data[b1 * TILE_N * k_padded..].as_ptr(),
+                        steps: k_padded / TILE_K,
+                        c: c.as_mut_ptr(),
+                    };
+                    // SAFETY: the split rows hold 16 rows of k_padded bytes from r0
+                    // (`split_rows` pads them), each weight block holds k_padded / 64
+                    // tiles of 1 KiB, and `c` holds 16 rows of C_ROW sums.
+                    unsafe { if narrow { p.narrow() } else { p.wide() } };
+                    let valid = (rows.count - r0).min(TILE_M);
+                    for (r, sums) in c.chunks_exact(C_ROW).take(valid).enumerate() {
+                        let o = &mut out[(r0 + r) * rows.out_stride + b * TILE_N..][..cols];
+                        let (hi, lo) = sums.split_at(2 * TILE_N);
+                        for ((o, &h), &l) in o.iter_mut().zip(hi).zip(lo) {
+                            *o = if narrow { l } else { (h << 8).wrapping_add(l) };
+                        }
+                    }
+                }
+            }
+            // SAFETY: releases the tile state this function configured.
+            unsafe { asm!("tilerelease", options(nostack, nomem)) };
+        })
+    }
+
+    /// Splits the rows of `x` into high (signed) and low (unsigned) bytes, `k_padded`
+    /// bytes a row and whole tiles of rows, zeros in the padding; returns whether every
+    /// value fits in `i8`.
+    #[inline(always)]
+    fn split_rows(x: &[i16], k: usize, k_padded: usize, rows: Rows, split: &mut Split) -> bool {
+        let len = rows.count.next_multiple_of(TILE_M) * k_padded;
+        split.hi.clear();
+        split.hi.resize(len, 0);
+        split.lo.clear();
+        split.lo.resize(len, 0);
+        let mut narrow = true;
+        for t in 0..rows.count {
+            let src = &x[t * rows.x_stride..][..k];
+            let hi = &mut split.hi[t * k_padded..][..k];
+            let lo = &mut split.lo[t * k_padded..][..k];
+            let mut fits = true;
+            for ((&v, h), l) in src.iter().zip(hi).zip(lo) {
+                *h = (v >> 8) as i8;
+                *l = v as u8;
+                fits &= v == i16::from(v as i8);
+            }
+            narrow &= fits;
+        }
+        narrow
+    }
+
+    /// One 16 x 32 block of sums: where its bytes are and where the sums go.
+    struct Block {
+        hi: *const i8,
+        lo: *const u8,
+        a_stride: usize,
+        w0: *const i8,
+        w1: *const i8,
+        steps: usize,
+        c: *mut i32,
+    }
+
+    impl Block {
+        /// High bytes times weights into tiles 0 and 1, low bytes into 2 and 3, every
+        /// step of 64 inputs; the four tiles stored side by side in each row of `c`.
+        ///
+        /// # Safety
+        /// As [`matmul`]'s, for the block's pointers; the configuration is loaded.
+        #[inline(always)]
+        unsafe fn wide(&self) {
+            // SAFETY: every tile read lies in the split rows or a weight block and every
+            // tile written in `c` (the caller's contract); tiles 0-7 are configured.
+            unsafe {
+                asm!(
+                    "tilezero tmm0",
+                    "tilezero tmm1",
+                    "tilezero tmm2",
+                    "tilezero tmm3",
+                    "2:",
+                    "tileloadd tmm4, [{hi} + {a_stride} * 1]",
+                    "tileloadd tmm5, [{lo} + {a_stride} * 1]",
+                    "tileloadd tmm6, [{w0} + {w_stride} * 1]",
+                    "tileloadd tmm7, [{w1} + {w_stride} * 1]",
+                    "tdpbssd tmm0, tmm4, tmm6",
+                    "tdpbssd tmm1, tmm4, tmm7",
+                    "tdpbusd tmm2, tmm5, tmm6",
+                    "tdpbusd tmm3, tmm5, tmm7",
+                    "add {hi}, 64",
+                    "add {lo}, 64",
+                    "add {w0}, 1024",
+                    "add {w1}, 1024",
+                    "dec {steps}",
+                    "jnz 2b",
+                    "tilestored [{c} + {c_stride} * 1], tmm0",
+                    "tilestored [{c} + {c_stride} * 1 + 64], tmm1",
+                    "tilestored [{c} + {c_stride} * 1 + 128], tmm2",
+                    "tilestored [{c} + {c_stride} * 1 + 192], tmm3",
+                    hi = inout(reg) self.hi => _,
+                    lo = inout(reg) self.lo => _,
+                    w0 = inout(reg) self.w0 => _,
+                    w1 = inout(reg) self.w1 => _,
+                    steps = inout(reg) self.steps => _,
+                    a_stride = in(reg) self.a_stride,
+                    w_stride = in(reg) TILE_K,
+                    c = in(reg) self.c,
+                    c_stride = in(reg) C_ROW * 4,
+                    out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                    out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
+                    options(nostack),
+                );
+            }
+        }
+
+        /// The activations as signed bytes times weights into tiles 2 and 3 (the
+        /// low-byte half of `c`; the high-byte half is not written).
+        ///
+        /// # Safety
+        /// As [`Block::wide`]'s.
+        #[inline(always)]
+        unsafe fn narrow(&self) {
+            // SAFETY: as in `wide`.
+            unsafe {
+                asm!(
+                    "tilezero tmm2",
+                    "tilezero tmm3",
+                    "2:",
+                    "tileloadd tmm5, [{lo} + {a_stride} * 1]",
+                    "tileloadd tmm6, [{w0} + {w_stride} * 1]",
+                    "tileloadd tmm7, [{w1} + {w_stride} * 1]",
+                    "tdpbssd tmm2, tmm5, tmm6",
+                    "tdpbssd tmm3, tmm5, tmm7",
+                    "add {lo}, 64",
+                    "add {w0}, 1024",
+                    "add {w1}, 1024",
+                    "dec {steps}",
+                    "jnz 2b",
+                    "tilestored [{c} + {c_stride} * 1 + 128], tmm2",
+                    "tilestored [{c} + {c_stride} * 1 + 192], tmm3",
+                    lo = inout(reg) self.lo => _,
+                    w0 = inout(reg) self.w0 => _,
+                    w1 = inout(reg) self.w1 => _,
+                    steps = inout(reg) self.steps => _,
+                    a_stride = in(reg) self.a_stride,
+                    w_stride = in(reg) TILE_K,
+                    c = in(reg) self.c,
+                    c_stride = in(reg) C_ROW * 4,
+                    out("tmm2") _, out("tmm3") _, out("tmm5") _, out("tmm6") _,
+                    out("tmm7") _,
+                    options(nostack),
+                );
+            }
+        }
+    }
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -451,16 +903,29 @@ mod tests {
             .collect()
     }
 
+    const PATHS: [Simd; 5] = [
+        Simd::Avx2,
+        Simd::AvxVnni,
+        Simd::Avx512Vnni,
+        Simd::Amx,
+        Simd::Neon,
+    ];
+
+    /// The product on the process's path and on the portable one, after holding every
+    /// path this CPU has, on weights in either layout, to the portable one.
     fn both(x: &[i16], w: &Panels, rows: Rows) -> (Vec<i32>, Vec<i32>) {
         let len = (rows.count - 1) * rows.out_stride + w.n_padded();
         let (mut a, mut b) = (vec![7; len], vec![7; len]);
         matmul(x, w, rows, &mut a, Simd::Auto);
         matmul(x, w, rows, &mut b, Simd::Portable);
-        for path in [Simd::Avx2, Simd::AvxVnni, Simd::Neon] {
+        for path in PATHS {
             if path.resolve().is_ok() {
-                let mut c = vec![7; len];
-                matmul(x, w, rows, &mut c, path);
-                assert_eq!(c, b, "{path:?}");
+                for layout in [Layout::Pairs, Layout::Tiles] {
+                    let w = w.in_layout(layout);
+                    let mut c = vec![7; len];
+                    matmul(x, &w, rows, &mut c, path);
+                    assert_eq!(c, b, "{path:?} on {layout:?}");
+                }
             }
         }
         (a, b)
@@ -487,7 +952,7 @@ mod tests {
                 .into_iter()
                 .map(|v| v as i8)
                 .collect();
-            let w = Panels::from_rows(&w, k);
+            let w = Panels::from_rows(&w, k, Simd::Auto.layout());
             let rows = Rows {
                 count: t,
                 x_stride: k + x_pad,
@@ -507,7 +972,7 @@ mod tests {
         let k = 384;
         for (xv, wv) in [(32767i16, -128i8), (-32768, -128), (-32767, 127)] {
             let x = vec![xv; 5 * k];
-            let w = Panels::from_rows(&vec![wv; 9 * k], k);
+            let w = Panels::from_rows(&vec![wv; 9 * k], k, Layout::Tiles);
             let rows = Rows {
                 count: 5,
                 x_stride: k,
@@ -530,22 +995,46 @@ mod tests {
         let cpu = Features::detected();
         assert_eq!(Simd::Avx2.resolve().is_ok(), cpu.avx2);
         assert_eq!(Simd::AvxVnni.resolve().is_ok(), cpu.avx_vnni);
+        assert_eq!(Simd::Avx512Vnni.resolve().is_ok(), cpu.avx512_vnni);
+        assert_eq!(Simd::Amx.resolve().is_ok(), cpu.amx);
         assert_eq!(Simd::Neon.resolve().is_ok(), cpu.neon);
         let auto = Simd::Auto.resolve().unwrap();
         assert!(Simd::Auto.name().starts_with(auto.name()));
         assert_eq!(auto == Simd::Portable, !features().avx2 && !features().neon);
+        assert_eq!(auto == Simd::Amx, features().amx);
+        assert_eq!(Simd::Auto.layout() == Layout::Tiles, features().amx);
+    }
+
+    /// Where `CFS_SIMD` does not narrow the choice, a CPU whose AMX tiles the OS
+    /// grants runs them: the AMX path is not only compiled but taken.
+    #[test]
+    fn amx_runs_where_the_cpu_and_os_have_it() {
+        let narrowed = std::env::var("CFS_SIMD").is_ok_and(|v| !v.is_empty() && v != "auto");
+        if !narrowed {
+            assert_eq!(
+                Simd::Auto.resolve() == Ok(Simd::Amx),
+                Features::detected().amx
+            );
+        }
+        println!("AMX on this machine: {}", Features::detected().amx);
     }
 
     #[test]
     fn panels_hold_what_they_were_given() {
-        let rows: Vec<i8> = (0..5 * 6).map(|v| v as i8).collect();
-        let p = Panels::from_rows(&rows, 6);
-        assert_eq!((p.n(), p.n_padded(), p.k()), (5, 8, 6));
-        for j in 0..8 {
-            for i in 0..6 {
-                let want = if j < 5 { rows[j * 6 + i] } else { 0 };
-                assert_eq!(p.at(j, i), want, "({j}, {i})");
+        let rows: Vec<i8> = (0..21 * 70).map(|v| v as i8).collect();
+        for layout in [Layout::Pairs, Layout::Tiles] {
+            let p = Panels::from_rows(&rows, 70, layout);
+            assert_eq!((p.n(), p.n_padded(), p.k()), (21, 24, 70));
+            for j in 0..32 {
+                for i in 0..70 {
+                    let want = if j < 21 { rows[j * 70 + i] } else { 0 };
+                    if j < 24 || layout == Layout::Tiles {
+                        assert_eq!(p.at(j, i), want, "({j}, {i}) in {layout:?}");
+                    }
+                }
             }
+            let back = p.in_layout(Layout::Pairs);
+            assert!((0..24).all(|j| (0..70).all(|i| back.at(j, i) == p.at(j, i))));
         }
     }
 }

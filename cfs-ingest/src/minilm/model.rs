@@ -123,7 +123,7 @@ impl Linear {
     fn load(f: &ModelFile<'_>, name: &str, n: usize, k: usize) -> Result<Self, String> {
         let w = f.i8s(&format!("{name}.w"), &[n, k])?;
         Ok(Self {
-            w: Panels::from_rows(&w, k),
+            w: Panels::from_rows(&w, k, Simd::Auto.layout()),
             out: Channels::load(f, name, n)?,
         })
     }
@@ -157,7 +157,9 @@ impl BlockedLinear {
         let blocks = (0..k / FFN_BLOCK)
             .map(|q| {
                 let mut p = Panels::default();
-                p.fill(n, FFN_BLOCK, |j, i| w[j * k + q * FFN_BLOCK + i]);
+                p.fill(n, FFN_BLOCK, Simd::Auto.layout(), |j, i| {
+                    w[j * k + q * FFN_BLOCK + i]
+                });
                 p
             })
             .collect();
@@ -427,7 +429,7 @@ impl Model {
     /// bits; [`Simd::Portable`] runs the build for the target's baseline.
     fn run_layer(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
         #[cfg(target_arch = "x86_64")]
-        if let Ok(Simd::Avx2 | Simd::AvxVnni) = simd.resolve() {
+        if let Ok(Simd::Avx2 | Simd::AvxVnni | Simd::Avx512Vnni | Simd::Amx) = simd.resolve() {
             if simd.wide_loops() {
                 // SAFETY: the CPU has every feature `layer_avx512` is compiled for
                 // (`cfs_core::cpu` allows AVX-512 only with F, BW, DQ and VL).
@@ -499,13 +501,15 @@ impl Model {
         let t_len = s.q.len() / HIDDEN;
         let t_pairs = t_len.next_multiple_of(2);
         let a = &mut s.att;
+        let layout = simd.layout();
         a.e.resize(t_len, 0);
         for h in 0..HEADS {
             let c0 = h * HEAD_DIM;
             let (keys, values) = (&s.k, &s.v);
-            a.keys
-                .fill(t_len, HEAD_DIM, |t, d| as_i8(keys[t * HIDDEN + c0 + d]));
-            a.values.fill(HEAD_DIM, t_pairs, |d, t| {
+            a.keys.fill(t_len, HEAD_DIM, layout, |t, d| {
+                as_i8(keys[t * HIDDEN + c0 + d])
+            });
+            a.values.fill(HEAD_DIM, t_pairs, layout, |d, t| {
                 if t < t_len {
                     as_i8(values[t * HIDDEN + c0 + d])
                 } else {

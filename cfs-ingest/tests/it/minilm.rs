@@ -50,7 +50,13 @@ fn simd_threads_and_batches_give_the_same_bits() {
             "{threads} threads, SIMD auto vs scalar alone"
         );
     }
-    for path in [Simd::Avx2, Simd::AvxVnni, Simd::Neon] {
+    for path in [
+        Simd::Avx2,
+        Simd::AvxVnni,
+        Simd::Avx512Vnni,
+        Simd::Amx,
+        Simd::Neon,
+    ] {
         if path.resolve().is_ok() {
             let forced = model.with_simd(path).embed_batch(&refs).expect("embed");
             assert_eq!(forced, one_by_one, "{path:?} vs scalar");
