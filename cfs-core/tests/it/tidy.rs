@@ -211,13 +211,13 @@ const UNSAFE_ALLOWED: [(&str, usize, &str); 11] = [
     ),
     (
         "cfs-ingest/src/minilm/kernel.rs",
-        15,
-        "AVX2, AVX-VNNI and NEON matrix kernels",
+        33,
+        "AMX, AVX-512 VNNI, AVX2, AVX-VNNI and NEON matrix kernels",
     ),
     (
         "cfs-ingest/src/minilm/model.rs",
-        2,
-        "AVX2/AVX-512 layer loops",
+        6,
+        "AVX2/AVX-512 layer loops and AVX-512 gathers",
     ),
     ("cfs-store/src/backend.rs", 1, "fallocate, through libc"),
     (

@@ -99,14 +99,19 @@ impl Channels {
     /// `requant(sum_j + b_j)` for every row of `sums` (rows of one value per channel).
     #[inline(always)]
     fn apply<T: Copy + Into<i64>>(&self, sums: &[T], out: &mut Vec<i64>) {
-        out.clear();
-        for row in sums.chunks_exact(self.b.len()) {
-            out.extend(
-                row.iter()
-                    .zip(&self.b)
-                    .zip(&self.m)
-                    .map(|((&a, &b), &m)| rshift_round((a.into() + b) * m, self.sh)),
-            );
+        out.resize(sums.len(), 0);
+        self.apply_into(sums, out, |v| v);
+    }
+
+    /// `to(requant(sum_j + b_j))` for every row of `sums`, into `out` (as long as
+    /// `sums`): one pass the compiler vectorises when `to` is arithmetic.
+    #[inline(always)]
+    fn apply_into<T: Copy + Into<i64>, U>(&self, sums: &[T], out: &mut [U], to: impl Fn(i64) -> U) {
+        let n = self.b.len();
+        for (row, out) in sums.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+            for (((o, &a), &b), &m) in out.iter_mut().zip(row).zip(&self.b).zip(&self.m) {
+                *o = to(rshift_round((a.into() + b) * m, self.sh));
+            }
         }
     }
 }
@@ -128,9 +133,9 @@ impl Linear {
         })
     }
 
-    /// `requant(x . w_j + b_j)` for every row of `x` and channel `j`, into `out`.
+    /// The sums `x . w_j` for every row of `x` and channel `j`, into `sums`.
     #[inline(always)]
-    fn forward(&self, x: &[i16], simd: Simd, sums: &mut Vec<i32>, out: &mut Vec<i64>) {
+    fn sums(&self, x: &[i16], simd: Simd, sums: &mut Vec<i32>) {
         let (k, n) = (self.w.k(), self.w.n());
         let rows = Rows {
             count: x.len() / k,
@@ -139,7 +144,29 @@ impl Linear {
         };
         sums.resize(rows.count * n, 0);
         matmul(x, &self.w, rows, sums, simd);
+    }
+
+    /// `requant(x . w_j + b_j)` for every row of `x` and channel `j`, into `out`.
+    #[inline(always)]
+    fn forward(&self, x: &[i16], simd: Simd, sums: &mut Vec<i32>, out: &mut Vec<i64>) {
+        self.sums(x, simd, sums);
         self.out.apply(sums, out);
+    }
+
+    /// `saturate(requant(x . w_j + b_j), bits)` for every row of `x` and channel `j`,
+    /// into `out`.
+    #[inline(always)]
+    fn forward_narrow(
+        &self,
+        x: &[i16],
+        simd: Simd,
+        sums: &mut Vec<i32>,
+        bits: u32,
+        out: &mut Vec<i16>,
+    ) {
+        self.sums(x, simd, sums);
+        out.resize(sums.len(), 0);
+        self.out.apply_into(sums, out, |v| saturate(v, bits) as i16);
     }
 }
 
@@ -457,17 +484,11 @@ impl Model {
 
     #[inline(always)]
     fn layer(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
-        let narrow = |acc: &[i64], bits: u32, out: &mut Vec<i16>| {
-            out.clear();
-            out.extend(acc.iter().map(|&a| saturate(a, bits) as i16));
-        };
         // Attention.
-        layer.q.forward(x, simd, &mut s.sums.narrow, &mut s.acc);
-        narrow(&s.acc, 8, &mut s.q);
-        layer.k.forward(x, simd, &mut s.sums.narrow, &mut s.acc);
-        narrow(&s.acc, 8, &mut s.k);
-        layer.v.forward(x, simd, &mut s.sums.narrow, &mut s.acc);
-        narrow(&s.acc, 8, &mut s.v);
+        let sums = &mut s.sums.narrow;
+        layer.q.forward_narrow(x, simd, sums, 8, &mut s.q);
+        layer.k.forward_narrow(x, simd, sums, 8, &mut s.k);
+        layer.v.forward_narrow(x, simd, sums, 8, &mut s.v);
         self.attention(layer, s, simd);
         layer
             .o
@@ -477,15 +498,13 @@ impl Model {
         }
         layer.ln1.forward(&s.acc, &mut s.h1);
         // Feed-forward.
+        // GELU's table is indexed by the saturated input's bits plus 2^15: the input's
+        // `u16` bits with the top bit flipped. The arithmetic pass vectorises; the
+        // lookups follow in a pass of their own.
         layer
             .f1
-            .forward(&s.h1, simd, &mut s.sums.narrow, &mut s.acc);
-        s.g.clear();
-        s.g.extend(
-            s.acc
-                .iter()
-                .map(|&a| layer.gelu[usize::from((saturate(a, 16) + 32768) as u16)]),
-        );
+            .forward_narrow(&s.h1, simd, &mut s.sums.narrow, 16, &mut s.g);
+        lookups::gelu(&layer.gelu, &mut s.g, simd.wide_loops());
         layer.f2.forward(&s.g, simd, &mut s.sums, &mut s.acc);
         for (a, &r) in s.acc.iter_mut().zip(s.h1.iter()) {
             *a = saturate(*a + layer.res2.apply(i64::from(r)), 32);
@@ -531,7 +550,8 @@ impl Model {
                 .chunks_exact(stride)
                 .zip(a.probs.chunks_exact_mut(t_pairs))
             {
-                self.softmax_row(layer.att, &row[..t_len], &mut a.e, &mut prow[..t_len]);
+                let (e, p) = (&mut a.e, &mut prow[..t_len]);
+                self.softmax_row(layer.att, &row[..t_len], e, p, simd.wide_loops());
             }
             let rows = Rows {
                 count: t_len,
@@ -540,10 +560,13 @@ impl Model {
             };
             a.ctx.resize(t_len * HEAD_DIM, 0);
             matmul(&a.probs, &a.values, rows, &mut a.ctx, simd);
-            for (t, sums) in a.ctx.chunks_exact(HEAD_DIM).enumerate() {
-                for (d, &sum) in sums.iter().enumerate() {
-                    let c = layer.ctx.apply(i64::from(sum));
-                    s.ctx[t * HIDDEN + c0 + d] = saturate(c, 8) as i16;
+            for (sums, ctx) in a
+                .ctx
+                .chunks_exact(HEAD_DIM)
+                .zip(s.ctx.chunks_exact_mut(HIDDEN))
+            {
+                for (c, &sum) in ctx[c0..][..HEAD_DIM].iter_mut().zip(sums) {
+                    *c = saturate(layer.ctx.apply(i64::from(sum)), 8) as i16;
                 }
             }
         }
@@ -552,19 +575,13 @@ impl Model {
     /// Scores to log2 units (10 fractional bits), `2^-x` from the table, probabilities
     /// at 2^15 through one division per row.
     #[inline(always)]
-    fn softmax_row(&self, att: Requant, row: &[i32], e: &mut [i64], out: &mut [i16]) {
+    fn softmax_row(&self, att: Requant, row: &[i32], e: &mut [i64], out: &mut [i16], wide: bool) {
         for (ej, &a) in e.iter_mut().zip(row) {
             *ej = att.apply(i64::from(a));
         }
         let max = e.iter().copied().max().unwrap_or(0);
-        let mut total = 0i64;
-        for ej in e.iter_mut() {
-            let d = max - *ej;
-            // exp2[f] <= 2^30, so a shift of 31 or more gives 0, as the spec says.
-            let (n, f) = ((d >> 10).min(31) as u32, (d as usize) % EXP_ENTRIES);
-            *ej = i64::from(self.exp2[f] >> n);
-            total += *ej;
-        }
+        lookups::exp2(&self.exp2, max, e, wide);
+        let total: i64 = e.iter().sum();
         let factor = (1i64 << 62) / total;
         for (o, &ej) in out.iter_mut().zip(e.iter()) {
             *o = rshift_round(ej * factor, 47).min(32767) as i16;
@@ -588,6 +605,106 @@ fn variance(x: &[i64], mean: i64) -> u128 {
     }
     let sum: i128 = x.iter().map(|&v| i128::from(v - mean).pow(2)).sum();
     (sum / i128::from(n)) as u128
+}
+
+/// The two table lookups of a layer, as AVX-512 gathers where the layer loops are
+/// compiled for AVX-512: the same table entries, so the same bits.
+mod lookups {
+    use super::EXP_ENTRIES;
+
+    /// `exp2[f] >> n` of every distance `d = max - e` (`n = d >> 10`, `f = d % 1024`),
+    /// in place. `exp2[f] <= 2^30`, so a shift of 31 or more gives 0, as the spec says;
+    /// so does every distance from 31 * 1024 up, which lets the lookup run on 15-bit
+    /// distances.
+    #[inline(always)]
+    pub(super) fn exp2(table: &[u32; EXP_ENTRIES], max: i64, e: &mut [i64], wide: bool) {
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: the layer loops are compiled for AVX-512 only where the CPU has
+            // it (`Simd::wide_loops`).
+            unsafe { avx512::exp2(table, max, e) };
+            return;
+        }
+        let _ = wide;
+        exp2_scalar(table, max, e);
+    }
+
+    #[inline(always)]
+    fn exp2_scalar(table: &[u32; EXP_ENTRIES], max: i64, e: &mut [i64]) {
+        for ej in e {
+            let d = (max - *ej).min(32767) as u32;
+            *ej = i64::from(table[d as usize % EXP_ENTRIES] >> (d >> 10));
+        }
+    }
+
+    /// GELU's value of every input, in place: the table is indexed by the input's bits
+    /// plus 2^15, its `u16` bits with the top bit flipped.
+    #[inline(always)]
+    pub(super) fn gelu(table: &[i16; 1 << 16], g: &mut [i16], wide: bool) {
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: as in `exp2`.
+            unsafe { avx512::gelu(table, g) };
+            return;
+        }
+        let _ = wide;
+        gelu_scalar(table, g);
+    }
+
+    #[inline(always)]
+    fn gelu_scalar(table: &[i16; 1 << 16], g: &mut [i16]) {
+        for g in g {
+            *g = table[usize::from(*g as u16 ^ 0x8000)];
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod avx512 {
+        use std::arch::x86_64::*;
+
+        use super::EXP_ENTRIES;
+
+        /// Eight distances at a time: one 32-bit gather from the 4 KiB table.
+        #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
+        pub(in super::super) fn exp2(table: &[u32; EXP_ENTRIES], max: i64, e: &mut [i64]) {
+            let mut chunks = e.chunks_exact_mut(8);
+            for c in &mut chunks {
+                // SAFETY: `c` holds eight values; every index is `d % 1024`, inside the
+                // table of 1,024 entries.
+                unsafe {
+                    let v = _mm512_loadu_si512(c.as_ptr().cast());
+                    let d = _mm512_sub_epi64(_mm512_set1_epi64(max), v);
+                    let d = _mm512_cvtepi64_epi32(_mm512_min_epi64(d, _mm512_set1_epi64(32767)));
+                    let f = _mm256_and_si256(d, _mm256_set1_epi32(EXP_ENTRIES as i32 - 1));
+                    let x = _mm256_i32gather_epi32::<4>(table.as_ptr().cast(), f);
+                    let x = _mm256_srlv_epi32(x, _mm256_srli_epi32::<10>(d));
+                    _mm512_storeu_si512(c.as_mut_ptr().cast(), _mm512_cvtepu32_epi64(x));
+                }
+            }
+            super::exp2_scalar(table, max, chunks.into_remainder());
+        }
+
+        /// Sixteen inputs at a time: a gather of the aligned pair of entries holding
+        /// each one (so nothing past the table is read), then its half.
+        #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
+        pub(in super::super) fn gelu(table: &[i16; 1 << 16], g: &mut [i16]) {
+            let mut chunks = g.chunks_exact_mut(16);
+            for c in &mut chunks {
+                // SAFETY: `c` holds sixteen values; every pair index is below 2^15, so
+                // each 4-byte read lies inside the table of 2^16 `i16`.
+                unsafe {
+                    let v = _mm256_loadu_si256(c.as_ptr().cast());
+                    let idx = _mm512_xor_si512(_mm512_cvtepu16_epi32(v), _mm512_set1_epi32(0x8000));
+                    let pair = _mm512_srli_epi32::<1>(idx);
+                    let both = _mm512_i32gather_epi32::<4>(pair, table.as_ptr().cast());
+                    let half = _mm512_slli_epi32::<4>(_mm512_and_si512(idx, _mm512_set1_epi32(1)));
+                    let r = _mm512_cvtepi32_epi16(_mm512_srlv_epi32(both, half));
+                    _mm256_storeu_si256(c.as_mut_ptr().cast(), r);
+                }
+            }
+            super::gelu_scalar(table, chunks.into_remainder());
+        }
+    }
 }
 
 /// A table checked for its length at load, so that indexing it needs no check.
@@ -641,5 +758,44 @@ mod tests {
             let mean = (row.iter().sum::<i64>() + n / 2).div_euclid(n);
             assert_eq!(variance(&row, mean), wide(&row, mean), "spread {spread}");
         }
+    }
+
+    /// The gathers read the same entries as the scalar lookups: every GELU input, and
+    /// distances across the table, past its 31-shift end and far beyond.
+    #[test]
+    fn lookups_gather_what_the_scalar_loops_read() {
+        if !Simd::Auto.wide_loops() {
+            return;
+        }
+        let gelu: Box<[i16; 1 << 16]> = table(
+            (0..1 << 16)
+                .map(|i: i32| (i * 7919 % 65521 - 32760) as i16)
+                .collect(),
+        );
+        let inputs: Vec<i16> = (i16::MIN..=i16::MAX).collect();
+        let (mut wide, mut narrow) = (inputs.clone(), inputs);
+        lookups::gelu(&gelu, &mut wide[..65_533], true);
+        lookups::gelu(&gelu, &mut narrow[..65_533], false);
+        assert_eq!(wide, narrow);
+
+        let exp2: Box<[u32; EXP_ENTRIES]> = table(
+            (0..EXP_ENTRIES as u32)
+                .map(|f| EXP_ONE - f * 1000)
+                .collect(),
+        );
+        let max = 1i64 << 40;
+        let e: Vec<i64> = (0..40_000i64)
+            .chain([
+                max - (1 << 35),
+                i64::MIN / 2,
+                max - 31 * 1024,
+                max - 32 * 1024,
+            ])
+            .map(|d| if d < 40_000 { max - d } else { d })
+            .collect();
+        let (mut wide, mut narrow) = (e.clone(), e);
+        lookups::exp2(&exp2, max, &mut wide, true);
+        lookups::exp2(&exp2, max, &mut narrow, false);
+        assert_eq!(wide, narrow);
     }
 }
