@@ -126,11 +126,20 @@ pub enum Layout {
 /// last group or block of columns is padded with zero columns.
 #[derive(Clone, Debug, Default)]
 pub struct Panels {
+    /// The pair layout's values.
     data: Vec<i8>,
+    /// The tile layout's values: one tile row per line, aligned as the tile loads want
+    /// (a row across two cache lines halves their speed).
+    lines: Vec<Line>,
     n: usize,
     k: usize,
     layout: Layout,
 }
+
+/// 64 bytes on a cache line of their own: a row of an AMX tile.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Line([i8; TILE_K]);
 
 impl Panels {
     /// Weights given as `n` rows of `k` (one row per output column).
@@ -149,6 +158,7 @@ impl Panels {
             "n = {n}, k = {k}"
         );
         self.data.clear();
+        self.lines.clear();
         let at = |j: usize, i: usize| if j < n && i < k { value(j, i) } else { 0 };
         match layout {
             Layout::Pairs => {
@@ -166,13 +176,16 @@ impl Panels {
             }
             Layout::Tiles => {
                 let (blocks, quads) = (n.div_ceil(TILE_N), k.next_multiple_of(TILE_K) / 4);
-                self.data.reserve(blocks * TILE_N * quads * 4);
+                self.lines.reserve(blocks * quads);
                 for b in 0..blocks {
                     for q in 0..quads {
-                        for c in 0..TILE_N {
-                            let j = b * TILE_N + c;
-                            self.data.extend((0..4).map(|d| at(j, 4 * q + d)));
+                        let mut line = Line([0; TILE_K]);
+                        for (c, quad) in line.0.chunks_exact_mut(4).enumerate() {
+                            for (d, v) in quad.iter_mut().enumerate() {
+                                *v = at(b * TILE_N + c, 4 * q + d);
+                            }
                         }
+                        self.lines.push(line);
                     }
                 }
             }
@@ -205,8 +218,8 @@ impl Panels {
             }
             Layout::Tiles => {
                 let (b, c) = (j / TILE_N, j % TILE_N);
-                let k_padded = self.k.next_multiple_of(TILE_K);
-                self.data[b * TILE_N * k_padded + (i / 4) * 4 * TILE_N + c * 4 + i % 4]
+                let quads = self.k.next_multiple_of(TILE_K) / 4;
+                self.lines[b * quads + i / 4].0[c * 4 + i % 4]
             }
         }
     }
@@ -570,10 +583,12 @@ mod amx {
     use std::arch::asm;
     use std::cell::RefCell;
 
-    use super::{Panels, Rows, TILE_K, TILE_N};
+    use super::{Line, Panels, Rows, TILE_K, TILE_N};
 
     /// Rows of one tile.
     const TILE_M: usize = 16;
+    /// Split activation bytes (high and low) a group of rows may take in L1.
+    const L1_ROWS_BYTES: usize = 24 * 1024;
     /// `i32` sums of one row of the output buffer: two blocks of high-byte sums, two
     /// of low-byte sums.
     const C_ROW: usize = 4 * TILE_N;
@@ -609,11 +624,12 @@ mod amx {
         }
     };
 
-    /// The activations split into bytes, rows padded to 16 and inputs to 64 with zeros.
+    /// The activations split into bytes, rows padded to 16 and inputs to 64 with zeros,
+    /// each row starting a cache line.
     #[derive(Default)]
     struct Split {
-        hi: Vec<i8>,
-        lo: Vec<u8>,
+        hi: Vec<Line>,
+        lo: Vec<Line>,
     }
 
     thread_local! {
@@ -638,31 +654,36 @@ mod amx {
             unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
             let blocks = w.n_padded().div_ceil(TILE_N);
             let mut c = [0i32; TILE_M * C_ROW];
-            for b in (0..blocks).step_by(2) {
-                // An odd last block is taken twice; the copy's sums are not written.
-                let b1 = (b + 1).min(blocks - 1);
-                let cols = (w.n_padded() - b * TILE_N).min(2 * TILE_N);
-                for r0 in (0..rows.count).step_by(TILE_M) {
-                    let at = r0 * k_padded;
-                    let p = Block {
-                        hi: split.hi[at..].as_ptr(),
-                        lo: split.lo[at..].as_ptr(),
-                        a_stride: k_padded,
-                        w0: w.data[b * TILE_N * k_padded..].as_ptr(),
-                        w1: w.data[b1 * TILE_N * k_padded..].as_ptr(),
-                        steps: k_padded / TILE_K,
-                        c: c.as_mut_ptr(),
-                    };
-                    // SAFETY: the split rows hold 16 rows of k_padded bytes from r0
-                    // (`split_rows` pads them), each weight block holds k_padded / 64
-                    // tiles of 1 KiB, and `c` holds 16 rows of C_ROW sums.
-                    unsafe { if narrow { p.narrow() } else { p.wide() } };
-                    let valid = (rows.count - r0).min(TILE_M);
-                    for (r, sums) in c.chunks_exact(C_ROW).take(valid).enumerate() {
-                        let o = &mut out[(r0 + r) * rows.out_stride + b * TILE_N..][..cols];
-                        let (hi, lo) = sums.split_at(2 * TILE_N);
-                        for ((o, &h), &l) in o.iter_mut().zip(hi).zip(lo) {
-                            *o = if narrow { l } else { (h << 8).wrapping_add(l) };
+            // Rows in groups whose split bytes stay in L1 beside a pair of weight blocks.
+            let group = (L1_ROWS_BYTES / (2 * k_padded)).max(TILE_M) / TILE_M * TILE_M;
+            for g0 in (0..rows.count).step_by(group) {
+                let g1 = (g0 + group).min(rows.count);
+                for b in (0..blocks).step_by(2) {
+                    // An odd last block is taken twice; the copy's sums are not written.
+                    let b1 = (b + 1).min(blocks - 1);
+                    let cols = (w.n_padded() - b * TILE_N).min(2 * TILE_N);
+                    for r0 in (g0..g1).step_by(TILE_M) {
+                        let at = r0 * k_padded / TILE_K;
+                        let p = Block {
+                            hi: split.hi[at..].as_ptr().cast(),
+                            lo: split.lo[at..].as_ptr().cast(),
+                            a_stride: k_padded,
+                            w0: w.lines[b * k_padded / 4..].as_ptr().cast(),
+                            w1: w.lines[b1 * k_padded / 4..].as_ptr().cast(),
+                            steps: k_padded / TILE_K,
+                            c: c.as_mut_ptr(),
+                        };
+                        // SAFETY: the split rows hold 16 rows of k_padded bytes from r0
+                        // (`split_rows` pads them), each weight block holds k_padded / 64
+                        // tiles of 1 KiB, and `c` holds 16 rows of C_ROW sums.
+                        unsafe { if narrow { p.narrow() } else { p.wide() } };
+                        let valid = (rows.count - r0).min(TILE_M);
+                        for (r, sums) in c.chunks_exact(C_ROW).take(valid).enumerate() {
+                            let o = &mut out[(r0 + r) * rows.out_stride + b * TILE_N..][..cols];
+                            let (hi, lo) = sums.split_at(2 * TILE_N);
+                            for ((o, &h), &l) in o.iter_mut().zip(hi).zip(lo) {
+                                *o = if narrow { l } else { (h << 8).wrapping_add(l) };
+                            }
                         }
                     }
                 }
@@ -677,23 +698,26 @@ mod amx {
     /// value fits in `i8`.
     #[inline(always)]
     fn split_rows(x: &[i16], k: usize, k_padded: usize, rows: Rows, split: &mut Split) -> bool {
-        let len = rows.count.next_multiple_of(TILE_M) * k_padded;
-        split.hi.clear();
-        split.hi.resize(len, 0);
-        split.lo.clear();
-        split.lo.resize(len, 0);
+        let per_row = k_padded / TILE_K;
+        let len = rows.count.next_multiple_of(TILE_M) * per_row;
+        for half in [&mut split.hi, &mut split.lo] {
+            half.clear();
+            half.resize(len, Line([0; TILE_K]));
+        }
         let mut narrow = true;
         for t in 0..rows.count {
             let src = &x[t * rows.x_stride..][..k];
-            let hi = &mut split.hi[t * k_padded..][..k];
-            let lo = &mut split.lo[t * k_padded..][..k];
-            let mut fits = true;
-            for ((&v, h), l) in src.iter().zip(hi).zip(lo) {
-                *h = (v >> 8) as i8;
-                *l = v as u8;
-                fits &= v == i16::from(v as i8);
+            let hi = &mut split.hi[t * per_row..][..per_row];
+            let lo = &mut split.lo[t * per_row..][..per_row];
+            for ((src, hi), lo) in src.chunks(TILE_K).zip(hi).zip(lo) {
+                let mut fits = true;
+                for ((&v, h), l) in src.iter().zip(&mut hi.0).zip(&mut lo.0) {
+                    *h = (v >> 8) as i8;
+                    *l = v as i8;
+                    fits &= v == i16::from(v as i8);
+                }
+                narrow &= fits;
             }
-            narrow &= fits;
         }
         narrow
     }
