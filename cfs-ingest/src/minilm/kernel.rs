@@ -159,33 +159,27 @@ impl Panels {
         );
         self.data.clear();
         self.lines.clear();
-        let at = |j: usize, i: usize| if j < n && i < k { value(j, i) } else { 0 };
+        // Zeros first, then every value at its place: the padding needs no test.
         match layout {
             Layout::Pairs => {
-                let groups = n.div_ceil(PANEL);
-                self.data.reserve(groups * PANEL * k);
-                for g in 0..groups {
-                    for p in 0..k / 2 {
-                        for c in 0..PANEL {
-                            let j = g * PANEL + c;
-                            self.data
-                                .extend_from_slice(&[at(j, 2 * p), at(j, 2 * p + 1)]);
-                        }
+                self.data.resize(n.div_ceil(PANEL) * PANEL * k, 0);
+                for j in 0..n {
+                    let (g, c) = (j / PANEL, j % PANEL);
+                    let panel = &mut self.data[g * PANEL * k..][..PANEL * k];
+                    for i in 0..k {
+                        panel[(i / 2) * 2 * PANEL + c * 2 + i % 2] = value(j, i);
                     }
                 }
             }
             Layout::Tiles => {
-                let (blocks, quads) = (n.div_ceil(TILE_N), k.next_multiple_of(TILE_K) / 4);
-                self.lines.reserve(blocks * quads);
-                for b in 0..blocks {
-                    for q in 0..quads {
-                        let mut line = Line([0; TILE_K]);
-                        for (c, quad) in line.0.chunks_exact_mut(4).enumerate() {
-                            for (d, v) in quad.iter_mut().enumerate() {
-                                *v = at(b * TILE_N + c, 4 * q + d);
-                            }
-                        }
-                        self.lines.push(line);
+                let quads = k.next_multiple_of(TILE_K) / 4;
+                self.lines
+                    .resize(n.div_ceil(TILE_N) * quads, Line([0; TILE_K]));
+                for j in 0..n {
+                    let (b, c) = (j / TILE_N, j % TILE_N);
+                    let block = &mut self.lines[b * quads..][..quads];
+                    for i in 0..k {
+                        block[i / 4].0[c * 4 + i % 4] = value(j, i);
                     }
                 }
             }

@@ -76,6 +76,12 @@ struct Channels {
     b: Vec<i64>,
     m: Vec<i64>,
     sh: u32,
+    /// Each multiplier as `i32` (they are under 2^23), so that an `i32` sum times it
+    /// is one widening multiply.
+    m32: Vec<i32>,
+    /// `b_j * m_j + 2^(sh-1)`: the bias and the rounding term at the product's scale
+    /// (`|b| <= 2^38`, so under 2^61), the same integer as `(a + b) * m`'s part.
+    bm: Vec<i64>,
 }
 
 impl Channels {
@@ -89,29 +95,51 @@ impl Channels {
         if b.iter().any(|v| v.unsigned_abs() > 1 << 38) {
             return Err(format!("{name}: bias out of range"));
         }
+        let sh = sh as u32;
         Ok(Self {
+            m32: m.iter().map(|&mj| mj as i32).collect(),
+            bm: b
+                .iter()
+                .zip(&m)
+                .map(|(&bj, &mj)| bj * mj + (1 << (sh - 1)))
+                .collect(),
             b,
             m,
-            sh: sh as u32,
+            sh,
         })
     }
 
     /// `requant(sum_j + b_j)` for every row of `sums` (rows of one value per channel).
     #[inline(always)]
-    fn apply<T: Copy + Into<i64>>(&self, sums: &[T], out: &mut Vec<i64>) {
+    fn apply(&self, sums: &[i32], out: &mut Vec<i64>) {
         out.resize(sums.len(), 0);
         self.apply_into(sums, out, |v| v);
     }
 
     /// `to(requant(sum_j + b_j))` for every row of `sums`, into `out` (as long as
-    /// `sums`): one pass the compiler vectorises when `to` is arithmetic.
+    /// `sums`): `(a + b) * m` as `a * m + b * m`, the first a widening multiply of two
+    /// `i32`, so the pass vectorises when `to` is arithmetic.
     #[inline(always)]
-    fn apply_into<T: Copy + Into<i64>, U>(&self, sums: &[T], out: &mut [U], to: impl Fn(i64) -> U) {
+    fn apply_into<U>(&self, sums: &[i32], out: &mut [U], to: impl Fn(i64) -> U) {
         let n = self.b.len();
         for (row, out) in sums.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-            for (((o, &a), &b), &m) in out.iter_mut().zip(row).zip(&self.b).zip(&self.m) {
-                *o = to(rshift_round((a.into() + b) * m, self.sh));
+            for (((o, &a), &bm), &m) in out.iter_mut().zip(row).zip(&self.bm).zip(&self.m32) {
+                *o = to((i64::from(a) * i64::from(m) + bm) >> self.sh);
             }
+        }
+    }
+
+    /// `requant(sum_j + b_j)` of `i64` sums.
+    #[inline(always)]
+    fn apply_wide(&self, sums: &[i64], out: &mut Vec<i64>) {
+        out.clear();
+        for row in sums.chunks_exact(self.b.len()) {
+            out.extend(
+                row.iter()
+                    .zip(&self.b)
+                    .zip(&self.m)
+                    .map(|((&a, &b), &m)| rshift_round((a + b) * m, self.sh)),
+            );
         }
     }
 }
@@ -214,7 +242,7 @@ impl BlockedLinear {
                 *w += i64::from(p);
             }
         }
-        self.out.apply(&s.wide, out);
+        self.out.apply_wide(&s.wide, out);
     }
 }
 
@@ -576,8 +604,10 @@ impl Model {
     /// at 2^15 through one division per row.
     #[inline(always)]
     fn softmax_row(&self, att: Requant, row: &[i32], e: &mut [i64], out: &mut [i16], wide: bool) {
+        // `att.apply`, with the multiplier (under 2^23) as `i32`: a widening multiply.
+        let (m, round) = (i64::from(att.m as i32), 1i64 << (att.sh - 1));
         for (ej, &a) in e.iter_mut().zip(row) {
-            *ej = att.apply(i64::from(a));
+            *ej = (i64::from(a) * m + round) >> att.sh;
         }
         let max = e.iter().copied().max().unwrap_or(0);
         lookups::exp2(&self.exp2, max, e, wide);
