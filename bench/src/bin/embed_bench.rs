@@ -1,6 +1,7 @@
 //! minilm-int throughput, memory, allocations and bits, on real chunks:
 //!
 //! `cargo run --release --bin embed_bench -- SRC [--chunks N] [--scalar N] [--out FILE]`
+//! `cargo run --release --bin embed_bench -- --kernel [--reps N]`
 //!
 //! SRC is indexed in memory (hash embedder, to get its chunks); the first N distinct
 //! chunk texts in chunk-id order (a fixed, content-defined sample) are embedded with
@@ -63,8 +64,66 @@ fn allocations_per_text(model: &MiniLmInt, texts: &[&str]) -> f64 {
     (BLOCKS.load(Ordering::Relaxed) - before) as f64 / texts.len() as f64
 }
 
+/// The matrix product alone at the model's shapes (101 rows, the mean chunk's tokens;
+/// 112, whole tiles), one thread, on every path this CPU has: G multiply-adds a second.
+fn kernel_rates(reps: usize) -> serde_json::Value {
+    use cfs_ingest::minilm::{Panels, Rows, matmul};
+    let mut rates = serde_json::Map::new();
+    for (m, n, k) in [
+        (101usize, 384usize, 384usize),
+        (101, 1536, 384),
+        (112, 384, 384),
+    ] {
+        let x: Vec<i16> = (0..m * k).map(|i| (i * 7919 % 65536) as i16).collect();
+        let w: Vec<i8> = (0..n * k).map(|i| (i * 31 % 256) as u8 as i8).collect();
+        let mut shape = serde_json::Map::new();
+        for path in [
+            Simd::Amx,
+            Simd::Avx512Vnni,
+            Simd::AvxVnni,
+            Simd::Avx2,
+            Simd::Portable,
+        ] {
+            if path.resolve().is_err() {
+                continue;
+            }
+            // The portable loop is some 50 times slower: fewer repetitions.
+            let reps = if path == Simd::Portable {
+                reps / 30 + 1
+            } else {
+                reps
+            };
+            let p = Panels::from_rows(&w, k, path.layout());
+            let mut out = vec![0i32; m * n];
+            let rows = Rows {
+                count: m,
+                x_stride: k,
+                out_stride: n,
+            };
+            matmul(&x, &p, rows, &mut out, path);
+            let t = Instant::now();
+            for _ in 0..reps {
+                matmul(&x, &p, rows, &mut out, path);
+            }
+            let rate = (m * n * k * reps) as f64 / t.elapsed().as_secs_f64() / 1e9;
+            shape.insert(path.name().to_owned(), json!((rate * 10.0).round() / 10.0));
+        }
+        rates.insert(format!("{m}x{n}x{k}"), shape.into());
+    }
+    rates.into()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).is_some_and(|a| a == "--kernel") {
+        let reps = flag(&args, "--reps").map_or(300, |v| v.parse().expect("--reps N"));
+        let rates = kernel_rates(reps);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"g_mac_per_s": rates})).expect("JSON")
+        );
+        return;
+    }
     let src = PathBuf::from(args.get(1).expect("SRC"));
     let n: usize = flag(&args, "--chunks").map_or(2000, |v| v.parse().expect("--chunks N"));
     let index = index_tree(

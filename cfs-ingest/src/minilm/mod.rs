@@ -18,4 +18,7 @@ pub use embedder::{
     minilm_model_id,
 };
 pub use kernel::Simd;
+/// The matrix product alone, for `embed_bench --kernel`; not part of the API.
+#[doc(hidden)]
+pub use kernel::{Panels, Rows, matmul};
 pub use tokenize::{MAX_TOKENS, Vocab};
