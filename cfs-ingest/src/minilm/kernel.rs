@@ -644,7 +644,10 @@ mod amx {
             let k_padded = w.k.next_multiple_of(TILE_K);
             let narrow = split_rows(x, w.k, k_padded, rows, split);
             // SAFETY: the tile state is granted (the caller's contract); CONFIG is a
-            // valid palette-1 configuration that lives for the whole program.
+            // valid palette-1 configuration that lives for the whole program. It stays
+            // loaded in this thread's tile state (which the compiler never touches and
+            // the OS saves across switches) until `tilerelease` below; each `Block`
+            // call keeps its tile data inside one `asm!` block.
             unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
             let blocks = w.n_padded().div_ceil(TILE_N);
             let mut c = [0i32; TILE_M * C_ROW];
