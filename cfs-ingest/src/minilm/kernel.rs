@@ -164,10 +164,8 @@ impl Panels {
             Layout::Pairs => {
                 self.data.resize(n.div_ceil(PANEL) * PANEL * k, 0);
                 for j in 0..n {
-                    let (g, c) = (j / PANEL, j % PANEL);
-                    let panel = &mut self.data[g * PANEL * k..][..PANEL * k];
                     for i in 0..k {
-                        panel[(i / 2) * 2 * PANEL + c * 2 + i % 2] = value(j, i);
+                        self.data[pair_index(k, j, i)] = value(j, i);
                     }
                 }
             }
@@ -176,10 +174,9 @@ impl Panels {
                 self.lines
                     .resize(n.div_ceil(TILE_N) * quads, Line([0; TILE_K]));
                 for j in 0..n {
-                    let (b, c) = (j / TILE_N, j % TILE_N);
-                    let block = &mut self.lines[b * quads..][..quads];
                     for i in 0..k {
-                        block[i / 4].0[c * 4 + i % 4] = value(j, i);
+                        let (line, byte) = tile_index(k, j, i);
+                        self.lines[line].0[byte] = value(j, i);
                     }
                 }
             }
@@ -206,14 +203,10 @@ impl Panels {
     /// Input `i` of column `j` (zero in the padding).
     pub fn at(&self, j: usize, i: usize) -> i8 {
         match self.layout {
-            Layout::Pairs => {
-                let (g, c) = (j / PANEL, j % PANEL);
-                self.data[g * PANEL * self.k + (i / 2) * 2 * PANEL + c * 2 + i % 2]
-            }
+            Layout::Pairs => self.data[pair_index(self.k, j, i)],
             Layout::Tiles => {
-                let (b, c) = (j / TILE_N, j % TILE_N);
-                let quads = self.k.next_multiple_of(TILE_K) / 4;
-                self.lines[b * quads + i / 4].0[c * 4 + i % 4]
+                let (line, byte) = tile_index(self.k, j, i);
+                self.lines[line].0[byte]
             }
         }
     }
@@ -228,6 +221,22 @@ impl Panels {
         p.fill(self.n, self.k, layout, |j, i| self.at(j, i));
         Cow::Owned(p)
     }
+}
+
+/// Where input `i` of column `j` of a matrix of `k` inputs lies in the pair layout.
+#[inline(always)]
+fn pair_index(k: usize, j: usize, i: usize) -> usize {
+    let (g, c) = (j / PANEL, j % PANEL);
+    g * PANEL * k + (i / 2) * 2 * PANEL + c * 2 + i % 2
+}
+
+/// Where input `i` of column `j` of a matrix of `k` inputs lies in the tile layout: the
+/// line and the byte in it.
+#[inline(always)]
+fn tile_index(k: usize, j: usize, i: usize) -> (usize, usize) {
+    let (b, c) = (j / TILE_N, j % TILE_N);
+    let quads = k.next_multiple_of(TILE_K) / 4;
+    (b * quads + i / 4, c * 4 + i % 4)
 }
 
 /// Where the activations of a product are and where its sums go: row `t` of `x` is

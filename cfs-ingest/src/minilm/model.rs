@@ -54,6 +54,13 @@ impl Requant {
     fn apply(self, x: i64) -> i64 {
         rshift_round(x * self.m, self.sh)
     }
+
+    /// [`Requant::apply`] of an `i32` sum, with the multiplier (under 2^23, checked at
+    /// load) as `i32`: one widening multiply, the same integer.
+    #[inline(always)]
+    fn apply_i32(self, x: i32) -> i64 {
+        rshift_round(i64::from(x) * i64::from(self.m as i32), self.sh)
+    }
 }
 
 fn check_multiplier(name: &str, m: i64, sh: i32) -> Result<Requant, String> {
@@ -548,7 +555,7 @@ impl Model {
         let t_len = s.q.len() / HIDDEN;
         let t_pairs = t_len.next_multiple_of(2);
         let a = &mut s.att;
-        let layout = simd.layout();
+        let (layout, wide) = (simd.layout(), simd.wide_loops());
         a.e.resize(t_len, 0);
         for h in 0..HEADS {
             let c0 = h * HEAD_DIM;
@@ -579,7 +586,7 @@ impl Model {
                 .zip(a.probs.chunks_exact_mut(t_pairs))
             {
                 let (e, p) = (&mut a.e, &mut prow[..t_len]);
-                self.softmax_row(layer.att, &row[..t_len], e, p, simd.wide_loops());
+                self.softmax_row(layer.att, &row[..t_len], e, p, wide);
             }
             let rows = Rows {
                 count: t_len,
@@ -594,7 +601,7 @@ impl Model {
                 .zip(s.ctx.chunks_exact_mut(HIDDEN))
             {
                 for (c, &sum) in ctx[c0..][..HEAD_DIM].iter_mut().zip(sums) {
-                    *c = saturate(layer.ctx.apply(i64::from(sum)), 8) as i16;
+                    *c = saturate(layer.ctx.apply_i32(sum), 8) as i16;
                 }
             }
         }
@@ -604,10 +611,8 @@ impl Model {
     /// at 2^15 through one division per row.
     #[inline(always)]
     fn softmax_row(&self, att: Requant, row: &[i32], e: &mut [i64], out: &mut [i16], wide: bool) {
-        // `att.apply`, with the multiplier (under 2^23) as `i32`: a widening multiply.
-        let (m, round) = (i64::from(att.m as i32), 1i64 << (att.sh - 1));
         for (ej, &a) in e.iter_mut().zip(row) {
-            *ej = (i64::from(a) * m + round) >> att.sh;
+            *ej = att.apply_i32(a);
         }
         let max = e.iter().copied().max().unwrap_or(0);
         lookups::exp2(&self.exp2, max, e, wide);
