@@ -29,6 +29,19 @@ pub fn rss_bytes() -> u64 {
     pages * 4096
 }
 
+/// The resident set after the allocator has returned its free pages to the system
+/// (glibc's `malloc_trim`): what live data holds, not what an earlier phase freed (a
+/// load that reuses freed pages would otherwise look smaller than it is, and one that
+/// leaves its own temporaries free in the heap larger).
+pub fn trimmed_rss_bytes() -> u64 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only returns free memory of the allocator to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    rss_bytes()
+}
+
 /// The exact top `k` of `all` for the query `q` by cfs's score (the integer dot product
 /// over the norms), ties by index; scored on every core.
 pub fn exact_top(all: &[Vec<i16>], q: &[i16], k: usize) -> Vec<usize> {

@@ -277,26 +277,78 @@ pub(crate) fn isqrt(n: u128) -> u128 {
 /// component is `round(v * 32767 * 2^16 / r)`, halves away from zero, clamped to
 /// `[-32767, 32767]`; all-zero input stays zero.
 pub(crate) fn normalize(acc: &[i64]) -> Vec<i16> {
+    let mut out = vec![0; acc.len()];
+    normalize_into(acc, &mut out);
+    out
+}
+
+/// [`normalize`] into `out` (as long as `acc`). The division is done in `i64` when every
+/// component is under 2^24 in magnitude (`2 * scaled + r` stays under 2^58), else in
+/// `i128`: the same integer either way.
+pub(crate) fn normalize_into(acc: &[i64], out: &mut [i16]) {
+    assert_eq!(acc.len(), out.len());
     let norm2: u128 = acc
         .iter()
         .map(|&v| (i128::from(v) * i128::from(v)) as u128)
         .sum();
     let r = isqrt(norm2 << 32) as i128;
     if r == 0 {
-        return vec![0; acc.len()];
+        out.fill(0);
+        return;
     }
-    acc.iter()
-        .map(|&v| {
+    let small = acc.iter().all(|v| v.unsigned_abs() < 1 << 24);
+    for (o, &v) in out.iter_mut().zip(acc) {
+        let q = if small {
+            // |scaled| < 2^24 * 2^15 * 2^16 = 2^55, and r <= sqrt(2^32 * 384 * 2^48).
+            let (scaled, r) = ((v * SCALE as i64) << 16, r as i64);
+            i128::from((2 * scaled + scaled.signum() * r) / (2 * r))
+        } else {
             let scaled = (i128::from(v) * SCALE) << 16;
-            let q = (2 * scaled + scaled.signum() * r) / (2 * r);
-            q.clamp(-SCALE, SCALE) as i16
-        })
-        .collect()
+            (2 * scaled + scaled.signum() * r) / (2 * r)
+        };
+        *o = q.clamp(-SCALE, SCALE) as i16;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `i64` division gives the integer the `i128` one gives, on both sides of the
+    /// 2^24 bound and at the extremes.
+    #[test]
+    fn normalizing_in_i64_is_the_same_integer() {
+        let wide = |acc: &[i64]| -> Vec<i16> {
+            let norm2: u128 = acc
+                .iter()
+                .map(|&v| (i128::from(v) * i128::from(v)) as u128)
+                .sum();
+            let r = isqrt(norm2 << 32) as i128;
+            acc.iter()
+                .map(|&v| {
+                    let scaled = (i128::from(v) * SCALE) << 16;
+                    let q = (2 * scaled + scaled.signum() * r) / (2 * r);
+                    q.clamp(-SCALE, SCALE) as i16
+                })
+                .collect()
+        };
+        let mut seed = 11u64;
+        for top in [1i64, 3, 1000, (1 << 24) - 1, 1 << 24, 1 << 40] {
+            let acc: Vec<i64> = (0..384)
+                .map(|i| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let v = (seed >> 20) as i64 % (top + 1);
+                    if i % 3 == 0 { -v } else { v }
+                })
+                .chain([top - 1, -(top - 1)])
+                .collect();
+            assert_eq!(normalize(&acc), wide(&acc), "components up to {top}");
+        }
+        let all_top = vec![(1i64 << 24) - 1; 384];
+        assert_eq!(normalize(&all_top), wide(&all_top));
+    }
 
     #[test]
     fn identifier_parts_split_like_code() {

@@ -189,6 +189,12 @@ impl MiniLmInt {
     pub fn embed(&self, text: &str) -> Vec<i16> {
         self.model.embed(text, self.simd)
     }
+
+    /// Embeds one text into `out` (384 values); once this thread's buffers have grown
+    /// to the texts' sizes, nothing is allocated.
+    pub fn embed_into(&self, text: &str, out: &mut [i16]) {
+        self.model.embed_into(text, self.simd, out);
+    }
 }
 
 impl Embedder for MiniLmInt {

@@ -28,6 +28,8 @@ pub const MAX_K: usize = 512;
 const TILE_N: usize = 16;
 /// Inputs in one step of the tile layout: the bytes of one AMX tile row.
 const TILE_K: usize = 64;
+/// The most blocks [`matmul_blocks`] takes.
+pub const MAX_BLOCKS: usize = 8;
 
 /// Which code computes the products and the rest of the layer. Every path gives the
 /// same bits. [`Simd::Auto`] follows the process's decision (`cfs_core::cpu`, which
@@ -141,44 +143,95 @@ pub struct Panels {
 #[repr(C, align(64))]
 struct Line([i8; TILE_K]);
 
+/// Where [`Panels::fill`] reads a matrix of `n` columns by `k` inputs from.
+#[derive(Clone, Copy, Debug)]
+pub enum Source<'a> {
+    /// Each column's inputs in a row of their own: input `i` of column `j` at
+    /// `data[j * stride + i]` (weights, keys).
+    Rows { data: &'a [i8], stride: usize },
+    /// Each input's columns in a row of their own: input `i` of column `j` at
+    /// `data[i * stride + j]` (values, read down a head's columns).
+    Cols { data: &'a [i8], stride: usize },
+}
+
 impl Panels {
     /// Weights given as `n` rows of `k` (one row per output column).
     pub fn from_rows(rows: &[i8], k: usize, layout: Layout) -> Self {
         assert!(k > 0 && rows.len().is_multiple_of(k));
         let mut p = Self::default();
-        p.fill(rows.len() / k, k, layout, |j, i| rows[j * k + i]);
+        let src = Source::Rows {
+            data: rows,
+            stride: k,
+        };
+        p.fill(rows.len() / k, k, layout, src);
         p
     }
 
-    /// Lays out `n` columns of `k` inputs with `value(j, i)` the input `i` of column
-    /// `j`, reusing this matrix's memory.
-    pub fn fill(&mut self, n: usize, k: usize, layout: Layout, value: impl Fn(usize, usize) -> i8) {
+    /// Lays out `n` columns of `k` inputs read from `src`, reusing this matrix's
+    /// memory; an input past the end of `src` is zero.
+    pub fn fill(&mut self, n: usize, k: usize, layout: Layout, src: Source<'_>) {
+        self.reset(n, k, layout);
+        match (layout, src) {
+            (Layout::Pairs, Source::Rows { data, stride }) => {
+                for j in 0..n {
+                    let col = data.get(j * stride..).unwrap_or_default();
+                    let col = &col[..col.len().min(k)];
+                    for (p, pair) in col.chunks(2).enumerate() {
+                        let at = pair_index(k, j, 2 * p);
+                        for (to, &v) in self.data[at..][..2].iter_mut().zip(pair) {
+                            *to = v;
+                        }
+                    }
+                }
+            }
+            (Layout::Pairs, Source::Cols { data, stride }) => {
+                for (i, row) in data.chunks(stride).take(k).enumerate() {
+                    for (j, &v) in row.iter().take(n).enumerate() {
+                        self.data[pair_index(k, j, i)] = v;
+                    }
+                }
+            }
+            (Layout::Tiles, Source::Rows { data, stride }) => {
+                for j in 0..n {
+                    let col = data.get(j * stride..).unwrap_or_default();
+                    let col = &col[..col.len().min(k)];
+                    for (q, quad) in col.chunks(4).enumerate() {
+                        let (line, byte) = tile_index(k, j, 4 * q);
+                        for (to, &v) in self.lines[line].0[byte..][..4].iter_mut().zip(quad) {
+                            *to = v;
+                        }
+                    }
+                }
+            }
+            (Layout::Tiles, Source::Cols { data, stride }) => {
+                for (i, row) in data.chunks(stride).take(k).enumerate() {
+                    let row = &row[..row.len().min(n)];
+                    for (b, block) in row.chunks(TILE_N).enumerate() {
+                        let (line, byte) = tile_index(k, b * TILE_N, i);
+                        let line = &mut self.lines[line].0;
+                        for (c, &v) in block.iter().enumerate() {
+                            line[byte + 4 * c] = v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sizes this matrix for `n` columns of `k` inputs in `layout`, every value zero.
+    fn reset(&mut self, n: usize, k: usize, layout: Layout) {
         assert!(
             n > 0 && k > 0 && k <= MAX_K && k.is_multiple_of(2),
             "n = {n}, k = {k}"
         );
         self.data.clear();
         self.lines.clear();
-        // Zeros first, then every value at its place: the padding needs no test.
         match layout {
-            Layout::Pairs => {
-                self.data.resize(n.div_ceil(PANEL) * PANEL * k, 0);
-                for j in 0..n {
-                    for i in 0..k {
-                        self.data[pair_index(k, j, i)] = value(j, i);
-                    }
-                }
-            }
+            Layout::Pairs => self.data.resize(n.div_ceil(PANEL) * PANEL * k, 0),
             Layout::Tiles => {
                 let quads = k.next_multiple_of(TILE_K) / 4;
-                self.lines
-                    .resize(n.div_ceil(TILE_N) * quads, Line([0; TILE_K]));
-                for j in 0..n {
-                    for i in 0..k {
-                        let (line, byte) = tile_index(k, j, i);
-                        self.lines[line].0[byte] = value(j, i);
-                    }
-                }
+                let lines = n.div_ceil(TILE_N) * quads;
+                self.lines.resize(lines, Line([0; TILE_K]));
             }
         }
         (self.n, self.k, self.layout) = (n, k, layout);
@@ -217,9 +270,11 @@ impl Panels {
         if self.layout == layout {
             return Cow::Borrowed(self);
         }
-        let mut p = Self::default();
-        p.fill(self.n, self.k, layout, |j, i| self.at(j, i));
-        Cow::Owned(p)
+        let rows: Vec<i8> = (0..self.n)
+            .flat_map(|j| (0..self.k).map(move |i| (j, i)))
+            .map(|(j, i)| self.at(j, i))
+            .collect();
+        Cow::Owned(Self::from_rows(&rows, self.k, layout))
     }
 }
 
@@ -262,7 +317,7 @@ pub fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32], simd: Simd) {
             // SAFETY: the CPU has AMX-INT8 and AVX-512 and the process holds the tile
             // state (`resolve` refuses a path the CPU or OS lacks); `check` proved that
             // every row read and written lies inside `x` and `out`.
-            unsafe { amx::matmul(x, &w, rows, out) };
+            unsafe { amx::matmul(x, std::slice::from_ref(&*w), rows, out) };
             return;
         }
         Ok(path @ (Simd::Avx2 | Simd::AvxVnni | Simd::Avx512Vnni)) => {
@@ -286,6 +341,51 @@ pub fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32], simd: Simd) {
         return;
     }
     matmul_scalar(x, w, rows, out);
+}
+
+/// The product of rows longer than one matrix may be: `blocks` side by side along the
+/// inputs (each of the same shape, each block's sums exact in `i32`), the sums of all
+/// blocks added in `i64`: `out[t * out_stride + j] = sum_b x[t][b * k..][..k] . w_b(j)`,
+/// for every row `t` and every column `j` including the padding.
+pub fn matmul_blocks(x: &[i16], blocks: &[Panels], rows: Rows, out: &mut [i64], simd: Simd) {
+    let first = blocks.first().expect("no blocks");
+    assert!(
+        blocks
+            .iter()
+            .all(|b| (b.n, b.k, b.layout) == (first.n, first.k, first.layout))
+    );
+    let k = first.k * blocks.len();
+    assert!(blocks.len() <= MAX_BLOCKS, "{} blocks", blocks.len());
+    assert!(rows.x_stride >= k && (rows.count - 1) * rows.x_stride + k <= x.len());
+    assert!((rows.count - 1) * rows.out_stride + first.n_padded() <= out.len());
+    #[cfg(target_arch = "x86_64")]
+    if simd.resolve() == Ok(Simd::Amx) && first.layout == Layout::Tiles {
+        // SAFETY: as in `matmul`; the asserts above proved that every row read and
+        // written lies inside `x` and `out`, and the blocks are in the tile layout.
+        unsafe { amx::matmul(x, blocks, rows, out) };
+        return;
+    }
+    BLOCK_SUMS.with_borrow_mut(|sums| {
+        sums.resize(rows.count * rows.out_stride, 0);
+        for t in 0..rows.count {
+            out[t * rows.out_stride..][..first.n_padded()].fill(0);
+        }
+        for (q, w) in blocks.iter().enumerate() {
+            matmul(&x[q * first.k..], w, rows, sums, simd);
+            for t in 0..rows.count {
+                let at = t * rows.out_stride;
+                let n = first.n_padded();
+                for (o, &p) in out[at..][..n].iter_mut().zip(&sums[at..][..n]) {
+                    *o += i64::from(p);
+                }
+            }
+        }
+    });
+}
+
+thread_local! {
+    /// One block's `i32` sums in [`matmul_blocks`], kept from one call to the next.
+    static BLOCK_SUMS: std::cell::RefCell<Vec<i32>> = std::cell::RefCell::default();
 }
 
 fn check(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
@@ -639,19 +739,57 @@ mod amx {
         static SPLIT: RefCell<Split> = RefCell::default();
     }
 
+    /// A sum of the tile products: the high-byte and low-byte partial sums (each exact
+    /// in `i32`) combined into the output's type.
+    pub(super) trait Sum: Copy {
+        /// `256 hi + lo`.
+        fn wide(hi: i32, lo: i32) -> Self;
+        /// The sum of a product whose activations all fit in `i8`.
+        fn narrow(sum: i32) -> Self;
+    }
+
+    /// With wrap-around: exact whenever the true sum fits in `i32` (the caller's bound).
+    impl Sum for i32 {
+        #[inline(always)]
+        fn wide(hi: i32, lo: i32) -> Self {
+            (hi << 8).wrapping_add(lo)
+        }
+        #[inline(always)]
+        fn narrow(sum: i32) -> Self {
+            sum
+        }
+    }
+
+    /// Always exact: each partial sum is under 2^31 for up to 65,536 inputs.
+    impl Sum for i64 {
+        #[inline(always)]
+        fn wide(hi: i32, lo: i32) -> Self {
+            (i64::from(hi) << 8) + i64::from(lo)
+        }
+        #[inline(always)]
+        fn narrow(sum: i32) -> Self {
+            i64::from(sum)
+        }
+    }
+
     /// Every block of 16 rows against every pair of 16-column blocks: the whole sum of a
-    /// 16 x 32 block in four tiles, then combined and written to `out`. When every
+    /// 16 x 32 block, over the inputs of every matrix of `ws` in turn (side by side along
+    /// the inputs), in four tiles, then combined and written to `out`. When every
     /// activation fits in `i8` (queries and contexts, which the spec saturates), the low
     /// bytes are the activations and one signed product suffices.
     ///
     /// # Safety
-    /// The CPU has AMX-INT8 and AVX-512 and the process holds the tile state; `w` is in
-    /// the tile layout; `super::check` holds for the arguments.
+    /// The CPU has AMX-INT8 and AVX-512 and the process holds the tile state; every
+    /// matrix of `ws` (at most [`super::MAX_BLOCKS`]) is in the tile layout with the same
+    /// shape; row `t` of `x` holds `ws.len() * k` inputs from `t * x_stride` and row `t`
+    /// of `out` the padded columns from `t * out_stride`.
     #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
-    pub(super) unsafe fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
+    pub(super) unsafe fn matmul<T: Sum>(x: &[i16], ws: &[Panels], rows: Rows, out: &mut [T]) {
         SPLIT.with_borrow_mut(|split| {
+            let w = &ws[0];
             let k_padded = w.k.next_multiple_of(TILE_K);
-            let narrow = split_rows(x, w.k, k_padded, rows, split);
+            let row_bytes = ws.len() * k_padded;
+            let narrow = split_rows(x, (w.k, ws.len()), rows, split);
             // SAFETY: the tile state is granted (the caller's contract); CONFIG is a
             // valid palette-1 configuration that lives for the whole program. It stays
             // loaded in this thread's tile state (which the compiler never touches and
@@ -661,25 +799,30 @@ mod amx {
             let blocks = w.n_padded().div_ceil(TILE_N);
             let mut c = [0i32; TILE_M * C_ROW];
             // Rows in groups whose split bytes stay in L1 beside a pair of weight blocks.
-            let group = (L1_ROWS_BYTES / (2 * k_padded)).max(TILE_M) / TILE_M * TILE_M;
+            let group = (L1_ROWS_BYTES / (2 * row_bytes)).max(TILE_M) / TILE_M * TILE_M;
             for g0 in (0..rows.count).step_by(group) {
                 let g1 = (g0 + group).min(rows.count);
                 for b in (0..blocks).step_by(2) {
                     // An odd last block is taken twice; the copy's sums are not written.
                     let b1 = (b + 1).min(blocks - 1);
                     let cols = (w.n_padded() - b * TILE_N).min(2 * TILE_N);
+                    let mut pairs = [[std::ptr::null::<i8>(); 2]; super::MAX_BLOCKS];
+                    for (pair, w) in pairs.iter_mut().zip(ws) {
+                        let at = |b: usize| w.lines[b * k_padded / 4..].as_ptr().cast();
+                        *pair = [at(b), at(b1)];
+                    }
                     for r0 in (g0..g1).step_by(TILE_M) {
-                        let at = r0 * k_padded / TILE_K;
+                        let at = r0 * row_bytes / TILE_K;
                         let p = Block {
                             hi: split.hi[at..].as_ptr().cast(),
                             lo: split.lo[at..].as_ptr().cast(),
-                            a_stride: k_padded,
-                            w0: w.lines[b * k_padded / 4..].as_ptr().cast(),
-                            w1: w.lines[b1 * k_padded / 4..].as_ptr().cast(),
+                            a_stride: row_bytes,
+                            ws: pairs.as_ptr(),
+                            blocks: ws.len(),
                             steps: k_padded / TILE_K,
                             c: c.as_mut_ptr(),
                         };
-                        // SAFETY: the split rows hold 16 rows of k_padded bytes from r0
+                        // SAFETY: the split rows hold 16 rows of row_bytes from r0
                         // (`split_rows` pads them), each weight block holds k_padded / 64
                         // tiles of 1 KiB, and `c` holds 16 rows of C_ROW sums.
                         unsafe { if narrow { p.narrow() } else { p.wide() } };
@@ -687,8 +830,14 @@ mod amx {
                         for (r, sums) in c.chunks_exact(C_ROW).take(valid).enumerate() {
                             let o = &mut out[(r0 + r) * rows.out_stride + b * TILE_N..][..cols];
                             let (hi, lo) = sums.split_at(2 * TILE_N);
-                            for ((o, &h), &l) in o.iter_mut().zip(hi).zip(lo) {
-                                *o = if narrow { l } else { (h << 8).wrapping_add(l) };
+                            if narrow {
+                                for (o, &l) in o.iter_mut().zip(lo) {
+                                    *o = T::narrow(l);
+                                }
+                            } else {
+                                for ((o, &h), &l) in o.iter_mut().zip(hi).zip(lo) {
+                                    *o = T::wide(h, l);
+                                }
                             }
                         }
                     }
@@ -699,12 +848,14 @@ mod amx {
         })
     }
 
-    /// Splits the rows of `x` into high (signed) and low (unsigned) bytes, `k_padded`
-    /// bytes a row and whole tiles of rows, zeros in the padding; returns whether every
-    /// value fits in `i8`.
+    /// Splits the rows of `x` (`blocks` runs of `k` inputs, side by side) into high
+    /// (signed) and low (unsigned) bytes, each run padded to a multiple of 64 and the
+    /// rows to whole tiles, zeros in the padding; returns whether every value fits in
+    /// `i8`.
     #[inline(always)]
-    fn split_rows(x: &[i16], k: usize, k_padded: usize, rows: Rows, split: &mut Split) -> bool {
-        let per_row = k_padded / TILE_K;
+    fn split_rows(x: &[i16], (k, blocks): (usize, usize), rows: Rows, split: &mut Split) -> bool {
+        let per_run = k.div_ceil(TILE_K);
+        let per_row = blocks * per_run;
         let len = rows.count.next_multiple_of(TILE_M) * per_row;
         for half in [&mut split.hi, &mut split.lo] {
             half.clear();
@@ -712,17 +863,20 @@ mod amx {
         }
         let mut narrow = true;
         for t in 0..rows.count {
-            let src = &x[t * rows.x_stride..][..k];
-            let hi = &mut split.hi[t * per_row..][..per_row];
-            let lo = &mut split.lo[t * per_row..][..per_row];
-            for ((src, hi), lo) in src.chunks(TILE_K).zip(hi).zip(lo) {
-                let mut fits = true;
-                for ((&v, h), l) in src.iter().zip(&mut hi.0).zip(&mut lo.0) {
-                    *h = (v >> 8) as i8;
-                    *l = v as i8;
-                    fits &= v == i16::from(v as i8);
+            for q in 0..blocks {
+                let src = &x[t * rows.x_stride + q * k..][..k];
+                let at = t * per_row + q * per_run;
+                let hi = &mut split.hi[at..][..per_run];
+                let lo = &mut split.lo[at..][..per_run];
+                for ((src, hi), lo) in src.chunks(TILE_K).zip(hi).zip(lo) {
+                    let mut fits = true;
+                    for ((&v, h), l) in src.iter().zip(&mut hi.0).zip(&mut lo.0) {
+                        *h = (v >> 8) as i8;
+                        *l = v as i8;
+                        fits &= v == i16::from(v as i8);
+                    }
+                    narrow &= fits;
                 }
-                narrow &= fits;
             }
         }
         narrow
@@ -733,15 +887,18 @@ mod amx {
         hi: *const i8,
         lo: *const u8,
         a_stride: usize,
-        w0: *const i8,
-        w1: *const i8,
+        /// The two 16-column blocks of each weight matrix in turn.
+        ws: *const [*const i8; 2],
+        blocks: usize,
+        /// Steps of 64 inputs in one weight matrix.
         steps: usize,
         c: *mut i32,
     }
 
     impl Block {
         /// High bytes times weights into tiles 0 and 1, low bytes into 2 and 3, every
-        /// step of 64 inputs; the four tiles stored side by side in each row of `c`.
+        /// step of 64 inputs of every weight matrix; the four tiles stored side by side
+        /// in each row of `c`.
         ///
         /// # Safety
         /// As [`matmul`]'s, for the block's pointers; the configuration is loaded.
@@ -755,11 +912,15 @@ mod amx {
                     "tilezero tmm1",
                     "tilezero tmm2",
                     "tilezero tmm3",
+                    "3:",
+                    "mov {w0}, [{ws}]",
+                    "mov {w1}, [{ws} + 8]",
+                    "mov {n}, {steps}",
                     "2:",
                     "tileloadd tmm4, [{hi} + {a_stride} * 1]",
                     "tileloadd tmm5, [{lo} + {a_stride} * 1]",
-                    "tileloadd tmm6, [{w0} + {w_stride} * 1]",
-                    "tileloadd tmm7, [{w1} + {w_stride} * 1]",
+                    "tileloadd tmm6, [{w0} + {stride} * 1]",
+                    "tileloadd tmm7, [{w1} + {stride} * 1]",
                     "tdpbssd tmm0, tmm4, tmm6",
                     "tdpbssd tmm1, tmm4, tmm7",
                     "tdpbusd tmm2, tmm5, tmm6",
@@ -768,21 +929,28 @@ mod amx {
                     "add {lo}, 64",
                     "add {w0}, 1024",
                     "add {w1}, 1024",
-                    "dec {steps}",
+                    "dec {n}",
                     "jnz 2b",
-                    "tilestored [{c} + {c_stride} * 1], tmm0",
-                    "tilestored [{c} + {c_stride} * 1 + 64], tmm1",
-                    "tilestored [{c} + {c_stride} * 1 + 128], tmm2",
-                    "tilestored [{c} + {c_stride} * 1 + 192], tmm3",
+                    "add {ws}, 16",
+                    "dec {blocks}",
+                    "jnz 3b",
+                    "mov {stride}, {c_stride}",
+                    "tilestored [{c} + {stride} * 1], tmm0",
+                    "tilestored [{c} + {stride} * 1 + 64], tmm1",
+                    "tilestored [{c} + {stride} * 1 + 128], tmm2",
+                    "tilestored [{c} + {stride} * 1 + 192], tmm3",
                     hi = inout(reg) self.hi => _,
                     lo = inout(reg) self.lo => _,
-                    w0 = inout(reg) self.w0 => _,
-                    w1 = inout(reg) self.w1 => _,
-                    steps = inout(reg) self.steps => _,
+                    ws = inout(reg) self.ws => _,
+                    blocks = inout(reg) self.blocks => _,
+                    w0 = out(reg) _,
+                    w1 = out(reg) _,
+                    n = out(reg) _,
+                    steps = in(reg) self.steps,
                     a_stride = in(reg) self.a_stride,
-                    w_stride = in(reg) TILE_K,
+                    stride = inout(reg) TILE_K => _,
                     c = in(reg) self.c,
-                    c_stride = in(reg) C_ROW * 4,
+                    c_stride = const C_ROW * 4,
                     out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
                     out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
                     options(nostack),
@@ -802,27 +970,38 @@ mod amx {
                 asm!(
                     "tilezero tmm2",
                     "tilezero tmm3",
+                    "3:",
+                    "mov {w0}, [{ws}]",
+                    "mov {w1}, [{ws} + 8]",
+                    "mov {n}, {steps}",
                     "2:",
                     "tileloadd tmm5, [{lo} + {a_stride} * 1]",
-                    "tileloadd tmm6, [{w0} + {w_stride} * 1]",
-                    "tileloadd tmm7, [{w1} + {w_stride} * 1]",
+                    "tileloadd tmm6, [{w0} + {stride} * 1]",
+                    "tileloadd tmm7, [{w1} + {stride} * 1]",
                     "tdpbssd tmm2, tmm5, tmm6",
                     "tdpbssd tmm3, tmm5, tmm7",
                     "add {lo}, 64",
                     "add {w0}, 1024",
                     "add {w1}, 1024",
-                    "dec {steps}",
+                    "dec {n}",
                     "jnz 2b",
-                    "tilestored [{c} + {c_stride} * 1 + 128], tmm2",
-                    "tilestored [{c} + {c_stride} * 1 + 192], tmm3",
+                    "add {ws}, 16",
+                    "dec {blocks}",
+                    "jnz 3b",
+                    "mov {stride}, {c_stride}",
+                    "tilestored [{c} + {stride} * 1 + 128], tmm2",
+                    "tilestored [{c} + {stride} * 1 + 192], tmm3",
                     lo = inout(reg) self.lo => _,
-                    w0 = inout(reg) self.w0 => _,
-                    w1 = inout(reg) self.w1 => _,
-                    steps = inout(reg) self.steps => _,
+                    ws = inout(reg) self.ws => _,
+                    blocks = inout(reg) self.blocks => _,
+                    w0 = out(reg) _,
+                    w1 = out(reg) _,
+                    n = out(reg) _,
+                    steps = in(reg) self.steps,
                     a_stride = in(reg) self.a_stride,
-                    w_stride = in(reg) TILE_K,
+                    stride = inout(reg) TILE_K => _,
                     c = in(reg) self.c,
-                    c_stride = in(reg) C_ROW * 4,
+                    c_stride = const C_ROW * 4,
                     out("tmm2") _, out("tmm3") _, out("tmm5") _, out("tmm6") _,
                     out("tmm7") _,
                     options(nostack),
@@ -1018,6 +1197,59 @@ mod tests {
         }
     }
 
+    /// Blocks side by side along the inputs add up to the exact `i64` sum on every path
+    /// and layout, at the extremes too, where one `i32` sum of the whole row would wrap.
+    #[test]
+    fn blocks_add_up_exactly_in_i64() {
+        for (seed, t, n, k, blocks) in [(1, 37, 40, 384, 4), (2, 3, 9, 70, 3), (3, 17, 16, 64, 1)] {
+            let mut x: Vec<i16> = values(seed, t * k * blocks, -32768, 32767)
+                .into_iter()
+                .map(|v| v as i16)
+                .collect();
+            x[..k * blocks].fill(-32768);
+            let w: Vec<Vec<i8>> = (0..blocks)
+                .map(|q| {
+                    let mut w: Vec<i8> = values(seed + 10 * q as u64, n * k, -128, 127)
+                        .into_iter()
+                        .map(|v| v as i8)
+                        .collect();
+                    w[..k].fill(-128);
+                    w
+                })
+                .collect();
+            let want: Vec<i64> = (0..t)
+                .flat_map(|r| (0..n).map(move |j| (r, j)))
+                .map(|(r, j)| {
+                    (0..blocks * k)
+                        .map(|i| {
+                            i64::from(x[r * blocks * k + i]) * i64::from(w[i / k][j * k + i % k])
+                        })
+                        .sum()
+                })
+                .collect();
+            assert_eq!(want[0], 32768 * 128 * (blocks * k) as i64);
+            for path in [Simd::Portable, Simd::Auto].into_iter().chain(PATHS) {
+                if path.resolve().is_err() {
+                    continue;
+                }
+                for layout in [Layout::Pairs, Layout::Tiles] {
+                    let panels: Vec<Panels> =
+                        w.iter().map(|w| Panels::from_rows(w, k, layout)).collect();
+                    let stride = panels[0].n_padded();
+                    let rows = Rows {
+                        count: t,
+                        x_stride: blocks * k,
+                        out_stride: stride,
+                    };
+                    let mut out = vec![7; t * stride];
+                    matmul_blocks(&x, &panels, rows, &mut out, path);
+                    let got: Vec<i64> = out.chunks(stride).flat_map(|r| r[..n].to_vec()).collect();
+                    assert_eq!(got, want, "seed {seed}, {path:?} on {layout:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn paths_are_named_and_a_missing_one_is_refused() {
         assert_eq!(Simd::Portable.resolve(), Ok(Simd::Portable));
@@ -1065,6 +1297,22 @@ mod tests {
             }
             let back = p.in_layout(Layout::Pairs);
             assert!((0..24).all(|j| (0..70).all(|i| back.at(j, i) == p.at(j, i))));
+            // Read down the columns of a strided source that ends after 65 inputs: the
+            // inputs past its end are zeros.
+            let stride = 30;
+            let cols: Vec<i8> = (0..65 * stride).map(|v| (v * 7) as i8).collect();
+            let mut q = Panels::default();
+            let src = Source::Cols {
+                data: &cols[3..],
+                stride,
+            };
+            q.fill(21, 70, layout, src);
+            for j in 0..21 {
+                for i in 0..70 {
+                    let want = if i < 65 { cols[3 + i * stride + j] } else { 0 };
+                    assert_eq!(q.at(j, i), want, "({j}, {i}) by columns in {layout:?}");
+                }
+            }
         }
     }
 }

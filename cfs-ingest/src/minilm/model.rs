@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 
 use super::file::ModelFile;
-use super::kernel::{Panels, Rows, Simd, matmul};
+use super::kernel::{Panels, Rows, Simd, Source, matmul, matmul_blocks};
 use super::tokenize::Vocab;
 
 /// Width of the hidden state.
@@ -77,11 +77,10 @@ fn scalar_requant(f: &ModelFile<'_>, name: &str) -> Result<Requant, String> {
 }
 
 /// The per-channel end of a linear layer: bias at the accumulator's scale, then the
-/// fixed-point multiplier of each channel and the layer's one shift.
+/// fixed-point multiplier of each channel and the layer's one shift. Kept as
+/// `a * m + (b * m + 2^(sh-1))`, the same integer as `rshift_round((a + b) * m, sh)`.
 #[derive(Debug)]
 struct Channels {
-    b: Vec<i64>,
-    m: Vec<i64>,
     sh: u32,
     /// Each multiplier as `i32` (they are under 2^23), so that an `i32` sum times it
     /// is one widening multiply.
@@ -110,10 +109,13 @@ impl Channels {
                 .zip(&m)
                 .map(|(&bj, &mj)| bj * mj + (1 << (sh - 1)))
                 .collect(),
-            b,
-            m,
             sh,
         })
+    }
+
+    /// Output channels.
+    fn n(&self) -> usize {
+        self.m32.len()
     }
 
     /// `requant(sum_j + b_j)` for every row of `sums` (rows of one value per channel).
@@ -128,7 +130,7 @@ impl Channels {
     /// `i32`, so the pass vectorises when `to` is arithmetic.
     #[inline(always)]
     fn apply_into<U>(&self, sums: &[i32], out: &mut [U], to: impl Fn(i64) -> U) {
-        let n = self.b.len();
+        let n = self.n();
         for (row, out) in sums.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
             for (((o, &a), &bm), &m) in out.iter_mut().zip(row).zip(&self.bm).zip(&self.m32) {
                 *o = to((i64::from(a) * i64::from(m) + bm) >> self.sh);
@@ -136,17 +138,18 @@ impl Channels {
         }
     }
 
-    /// `requant(sum_j + b_j)` of `i64` sums.
+    /// `requant(sum_j + b_j)` of `i64` sums, each under 2^33 in magnitude (the second
+    /// feed-forward product's: 1,536 inputs of `i16` times `i8`), so that `a * m` is
+    /// under 2^56 and `a * m + b * m` under 2^62.
     #[inline(always)]
     fn apply_wide(&self, sums: &[i64], out: &mut Vec<i64>) {
-        out.clear();
-        for row in sums.chunks_exact(self.b.len()) {
-            out.extend(
-                row.iter()
-                    .zip(&self.b)
-                    .zip(&self.m)
-                    .map(|((&a, &b), &m)| rshift_round((a + b) * m, self.sh)),
-            );
+        out.resize(sums.len(), 0);
+        let n = self.n();
+        for (row, out) in sums.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
+            for (((o, &a), &bm), &m) in out.iter_mut().zip(row).zip(&self.bm).zip(&self.m32) {
+                debug_assert!(a.unsigned_abs() < 1 << 33);
+                *o = (a * i64::from(m) + bm) >> self.sh;
+            }
         }
     }
 }
@@ -188,20 +191,19 @@ impl Linear {
         self.out.apply(sums, out);
     }
 
-    /// `saturate(requant(x . w_j + b_j), bits)` for every row of `x` and channel `j`,
-    /// into `out`.
+    /// `to(requant(x . w_j + b_j))` for every row of `x` and channel `j`, into `out`.
     #[inline(always)]
-    fn forward_narrow(
+    fn forward_to<U: Copy + Default>(
         &self,
         x: &[i16],
         simd: Simd,
         sums: &mut Vec<i32>,
-        bits: u32,
-        out: &mut Vec<i16>,
+        out: &mut Vec<U>,
+        to: impl Fn(i64) -> U,
     ) {
         self.sums(x, simd, sums);
-        out.resize(sums.len(), 0);
-        self.out.apply_into(sums, out, |v| saturate(v, bits) as i16);
+        out.resize(sums.len(), U::default());
+        self.out.apply_into(sums, out, to);
     }
 }
 
@@ -219,9 +221,11 @@ impl BlockedLinear {
         let blocks = (0..k / FFN_BLOCK)
             .map(|q| {
                 let mut p = Panels::default();
-                p.fill(n, FFN_BLOCK, Simd::Auto.layout(), |j, i| {
-                    w[j * k + q * FFN_BLOCK + i]
-                });
+                let src = Source::Rows {
+                    data: &w[q * FFN_BLOCK..],
+                    stride: k,
+                };
+                p.fill(n, FFN_BLOCK, Simd::Auto.layout(), src);
                 p
             })
             .collect();
@@ -232,24 +236,17 @@ impl BlockedLinear {
     }
 
     #[inline(always)]
-    fn forward(&self, x: &[i16], simd: Simd, s: &mut Sums, out: &mut Vec<i64>) {
+    fn forward(&self, x: &[i16], simd: Simd, wide: &mut Vec<i64>, out: &mut Vec<i64>) {
         let k = FFN_BLOCK * self.blocks.len();
-        let n = self.out.b.len();
+        let n = self.out.n();
         let rows = Rows {
             count: x.len() / k,
             x_stride: k,
             out_stride: n,
         };
-        s.wide.clear();
-        s.wide.resize(rows.count * n, 0);
-        s.narrow.resize(rows.count * n, 0);
-        for (q, w) in self.blocks.iter().enumerate() {
-            matmul(&x[q * FFN_BLOCK..], w, rows, &mut s.narrow, simd);
-            for (w, &p) in s.wide.iter_mut().zip(&s.narrow) {
-                *w += i64::from(p);
-            }
-        }
-        self.out.apply_wide(&s.wide, out);
+        wide.resize(rows.count * n, 0);
+        matmul_blocks(x, &self.blocks, rows, wide, simd);
+        self.out.apply_wide(wide, out);
     }
 }
 
@@ -344,9 +341,9 @@ pub struct Model {
     /// The tokenizer's vocabulary.
     pub vocab: Vocab,
     word: Vec<i8>,
-    word_m: Vec<i64>,
+    word_m: Vec<i32>,
     pos: Vec<i8>,
-    pos_m: Vec<i64>,
+    pos_m: Vec<i32>,
     emb_ln: LayerNorm,
     exp2: Box<[u32; EXP_ENTRIES]>,
     layers: Vec<Layer>,
@@ -354,18 +351,22 @@ pub struct Model {
 
 thread_local! {
     /// Each thread's buffers, kept from one text to the next: in the steady state a
-    /// forward pass allocates only the hidden states it returns.
+    /// forward pass allocates nothing.
     static SCRATCH: RefCell<Scratch> = RefCell::default();
 }
 
 /// Buffers of one forward pass.
 #[derive(Default)]
 struct Scratch {
+    ids: Vec<u32>,
+    /// The hidden states, and at the end the last ones.
+    hidden: Vec<i16>,
+    pooled: Vec<i64>,
     sums: Sums,
     acc: Vec<i64>,
     q: Vec<i16>,
-    k: Vec<i16>,
-    v: Vec<i16>,
+    k: Vec<i8>,
+    v: Vec<i8>,
     ctx: Vec<i16>,
     h1: Vec<i16>,
     g: Vec<i16>,
@@ -418,9 +419,9 @@ impl Model {
         Ok(Self {
             vocab,
             word,
-            word_m: word_m.into_iter().map(i64::from).collect(),
+            word_m,
             pos,
-            pos_m: pos_m.into_iter().map(i64::from).collect(),
+            pos_m,
             emb_ln: LayerNorm::load(f, "emb.ln")?,
             exp2: table(exp2),
             layers,
@@ -429,7 +430,25 @@ impl Model {
 
     /// The unit vector of a text: tokens, encoder, mean pooling, L2 normalisation.
     pub fn embed(&self, text: &str, simd: Simd) -> Vec<i16> {
-        self.embed_ids(&self.vocab.tokenize(text), simd)
+        let mut out = vec![0; HIDDEN];
+        self.embed_into(text, simd, &mut out);
+        out
+    }
+
+    /// [`Model::embed`] into `out` ([`HIDDEN`] values), with this thread's buffers: in
+    /// the steady state nothing is allocated.
+    pub fn embed_into(&self, text: &str, simd: Simd, out: &mut [i16]) {
+        SCRATCH.with_borrow_mut(|s| {
+            let mut ids = std::mem::take(&mut s.ids);
+            self.vocab.tokenize_into(text, &mut ids);
+            self.encode_with(&ids, simd, s);
+            s.ids = ids;
+            let pooled = &mut s.pooled;
+            pooled.clear();
+            pooled.resize(HIDDEN, 0);
+            add_rows(pooled, &s.hidden);
+            crate::embed::normalize_into(pooled, out);
+        });
     }
 
     /// The unit vector of a whole text, however long: mean pooling over the hidden
@@ -443,36 +462,36 @@ impl Model {
         crate::embed::normalize(&pooled)
     }
 
-    /// The unit vector of a token sequence (1 to [`POSITIONS`] ids, each in the vocabulary).
-    pub fn embed_ids(&self, ids: &[u32], simd: Simd) -> Vec<i16> {
-        let mut pooled = vec![0i64; HIDDEN];
-        add_rows(&mut pooled, &self.encode(ids, simd));
-        crate::embed::normalize(&pooled)
-    }
-
     /// The last hidden states, `ids.len()` rows of [`HIDDEN`].
     pub fn encode(&self, ids: &[u32], simd: Simd) -> Vec<i16> {
+        SCRATCH.with_borrow_mut(|s| {
+            self.encode_with(ids, simd, s);
+            s.hidden.clone()
+        })
+    }
+
+    /// The last hidden states of `ids` into `s.hidden`.
+    fn encode_with(&self, ids: &[u32], simd: Simd, s: &mut Scratch) {
         assert!(
             !ids.is_empty() && ids.len() <= POSITIONS,
             "{} tokens",
             ids.len()
         );
-        SCRATCH.with_borrow_mut(|s| self.encode_with(ids, simd, s))
-    }
-
-    fn encode_with(&self, ids: &[u32], simd: Simd, s: &mut Scratch) -> Vec<i16> {
         let t_len = ids.len();
-        let mut x = vec![0i16; t_len * HIDDEN];
+        let mut x = std::mem::take(&mut s.hidden);
+        x.clear();
+        x.resize(t_len * HIDDEN, 0);
         let emb = &mut s.acc;
         emb.clear();
         for (t, &id) in ids.iter().enumerate() {
             let id = id as usize;
+            let (word_m, pos_m) = (i64::from(self.word_m[id]), i64::from(self.pos_m[t]));
             let word = &self.word[id * HIDDEN..(id + 1) * HIDDEN];
             let pos = &self.pos[t * HIDDEN..(t + 1) * HIDDEN];
             emb.extend(
                 word.iter()
                     .zip(pos)
-                    .map(|(&w, &p)| i64::from(w) * self.word_m[id] + i64::from(p) * self.pos_m[t]),
+                    .map(|(&w, &p)| i64::from(w) * word_m + i64::from(p) * pos_m),
             );
         }
         self.emb_ln.forward(emb, &mut x);
@@ -483,7 +502,7 @@ impl Model {
         for layer in &self.layers {
             self.run_layer(layer, &mut x, s, simd);
         }
-        x
+        s.hidden = x;
     }
 
     /// One layer, its loops compiled for the path's instruction set (AVX-512 where the
@@ -521,9 +540,12 @@ impl Model {
     fn layer(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
         // Attention.
         let sums = &mut s.sums.narrow;
-        layer.q.forward_narrow(x, simd, sums, 8, &mut s.q);
-        layer.k.forward_narrow(x, simd, sums, 8, &mut s.k);
-        layer.v.forward_narrow(x, simd, sums, 8, &mut s.v);
+        let to_i8 = |v| saturate(v, 8) as i8;
+        layer
+            .q
+            .forward_to(x, simd, sums, &mut s.q, |v| saturate(v, 8) as i16);
+        layer.k.forward_to(x, simd, sums, &mut s.k, to_i8);
+        layer.v.forward_to(x, simd, sums, &mut s.v, to_i8);
         self.attention(layer, s, simd);
         layer
             .o
@@ -536,11 +558,10 @@ impl Model {
         // GELU's table is indexed by the saturated input's bits plus 2^15: the input's
         // `u16` bits with the top bit flipped. The arithmetic pass vectorises; the
         // lookups follow in a pass of their own.
-        layer
-            .f1
-            .forward_narrow(&s.h1, simd, &mut s.sums.narrow, 16, &mut s.g);
+        let to_i16 = |v| saturate(v, 16) as i16;
+        (layer.f1).forward_to(&s.h1, simd, &mut s.sums.narrow, &mut s.g, to_i16);
         lookups::gelu(&layer.gelu, &mut s.g, simd.wide_loops());
-        layer.f2.forward(&s.g, simd, &mut s.sums, &mut s.acc);
+        layer.f2.forward(&s.g, simd, &mut s.sums.wide, &mut s.acc);
         for (a, &r) in s.acc.iter_mut().zip(s.h1.iter()) {
             *a = saturate(*a + layer.res2.apply(i64::from(r)), 32);
         }
@@ -559,17 +580,16 @@ impl Model {
         a.e.resize(t_len, 0);
         for h in 0..HEADS {
             let c0 = h * HEAD_DIM;
-            let (keys, values) = (&s.k, &s.v);
-            a.keys.fill(t_len, HEAD_DIM, layout, |t, d| {
-                as_i8(keys[t * HIDDEN + c0 + d])
-            });
-            a.values.fill(HEAD_DIM, t_pairs, layout, |d, t| {
-                if t < t_len {
-                    as_i8(values[t * HIDDEN + c0 + d])
-                } else {
-                    0
-                }
-            });
+            let keys = Source::Rows {
+                data: &s.k[c0..],
+                stride: HIDDEN,
+            };
+            let values = Source::Cols {
+                data: &s.v[c0..],
+                stride: HIDDEN,
+            };
+            a.keys.fill(t_len, HEAD_DIM, layout, keys);
+            a.values.fill(HEAD_DIM, t_pairs, layout, values);
             let stride = a.keys.n_padded();
             a.scores.resize(t_len * stride, 0);
             let rows = Rows {
@@ -748,13 +768,6 @@ fn table<T, const N: usize>(values: Vec<T>) -> Box<[T; N]> {
         .into_boxed_slice()
         .try_into()
         .unwrap_or_else(|_| unreachable!("the model file reader checked the length"))
-}
-
-/// A value the spec saturated to 8 bits (`saturate(x, 8)`), as the kernel's `i8`.
-#[inline(always)]
-fn as_i8(v: i16) -> i8 {
-    debug_assert!((-127..=127).contains(&v), "{v} was not saturated to 8 bits");
-    v as i8
 }
 
 /// Adds every row of [`HIDDEN`] hidden states to `pooled`, column by column.

@@ -4,7 +4,7 @@
 //! normative; the reference tokenizer of the model gives the same ids on every text of
 //! the test suite.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
 
 use unicode_general_category::{GeneralCategory, get_general_category};
 use unicode_normalization::UnicodeNormalization;
@@ -17,7 +17,7 @@ pub const MAX_WORD_CHARS: usize = 100;
 /// The vocabulary: token text to id, and the ids of the special tokens.
 #[derive(Debug)]
 pub struct Vocab {
-    ids: HashMap<String, u32>,
+    ids: TokenTable,
     cls: u32,
     sep: u32,
     unk: u32,
@@ -27,16 +27,8 @@ impl Vocab {
     /// The vocabulary of newline-separated tokens (the id of a token is its line number).
     /// `None` if a token is repeated or a special token is missing.
     pub fn parse(text: &str) -> Option<Self> {
-        let mut ids = HashMap::with_capacity(text.bytes().filter(|&b| b == b'\n').count() + 1);
-        for (i, token) in text.split('\n').enumerate() {
-            if ids
-                .insert(token.to_owned(), u32::try_from(i).ok()?)
-                .is_some()
-            {
-                return None;
-            }
-        }
-        let get = |t: &str| ids.get(t).copied();
+        let ids = TokenTable::new(text)?;
+        let get = |t: &str| ids.get(t);
         Some(Self {
             cls: get("[CLS]")?,
             sep: get("[SEP]")?,
@@ -52,28 +44,37 @@ impl Vocab {
 
     /// True if there is no token (never, for a parsed vocabulary).
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.ids.len() == 0
     }
 
     /// The token ids of `text`: `[CLS]`, at most [`MAX_TOKENS`] - 2 word pieces, `[SEP]`.
     pub fn tokenize(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::with_capacity(MAX_TOKENS + MAX_WORD_CHARS);
+        self.tokenize_into(text, &mut ids);
+        ids
+    }
+
+    /// [`Vocab::tokenize`] into `ids` (cleared first), with this thread's buffers: no
+    /// allocation once they and `ids` have grown to the texts' sizes.
+    pub fn tokenize_into(&self, text: &str, ids: &mut Vec<u32>) {
+        ids.clear();
         ids.push(self.cls);
-        let mut piece = String::with_capacity(4 * MAX_WORD_CHARS);
-        for_each_part(text, |part| {
-            self.wordpiece(part, &mut piece, &mut ids);
-            ids.len() < MAX_TOKENS - 1
+        BUFFERS.with_borrow_mut(|b| {
+            let Buffers { parts, piece } = b;
+            for_each_part(text, parts, |part| {
+                self.wordpiece(part, piece, ids);
+                ids.len() < MAX_TOKENS - 1
+            });
         });
         ids.truncate(MAX_TOKENS - 1);
         ids.push(self.sep);
-        ids
     }
 
     /// The word pieces of all of `text`, without `[CLS]`, `[SEP]` or a limit.
     pub fn word_pieces(&self, text: &str) -> Vec<u32> {
         let mut ids = Vec::new();
-        let mut piece = String::new();
-        for_each_part(text, |part| {
+        let (mut parts, mut piece) = (Parts::default(), String::new());
+        for_each_part(text, &mut parts, |part| {
             self.wordpiece(part, &mut piece, &mut ids);
             true
         });
@@ -117,7 +118,7 @@ impl Vocab {
                     piece.push_str("##");
                 }
                 piece.push_str(&word[start..end]);
-                if let Some(&id) = self.ids.get(piece.as_str()) {
+                if let Some(id) = self.ids.get(piece) {
                     found = Some(id);
                     break;
                 }
@@ -134,6 +135,86 @@ impl Vocab {
     }
 }
 
+/// Token texts to ids in three flat arrays instead of a string per token (a third of
+/// the model's memory went to a map of 30,522 strings): the texts end to end, where each
+/// ends, and an open-addressing table of ids by the texts' FNV-1a hash.
+#[derive(Debug)]
+struct TokenTable {
+    text: String,
+    /// `ends[i]`: where token `i`'s text ends in `text` (it starts where `i - 1`'s ends).
+    ends: Vec<u32>,
+    /// Token ids, or [`TokenTable::EMPTY`]; a power of two at least twice the tokens.
+    slots: Vec<u32>,
+}
+
+impl TokenTable {
+    const EMPTY: u32 = u32::MAX;
+
+    /// The table of newline-separated tokens; `None` if one is repeated.
+    fn new(text: &str) -> Option<Self> {
+        let count = text.split('\n').count();
+        let mut table = Self {
+            text: String::with_capacity(text.len()),
+            ends: Vec::with_capacity(count),
+            slots: vec![Self::EMPTY; (2 * count).next_power_of_two()],
+        };
+        for token in text.split('\n') {
+            let id = u32::try_from(table.ends.len())
+                .ok()
+                .filter(|&id| id != Self::EMPTY)?;
+            let slot = match table.find(token) {
+                Ok(_) => return None,
+                Err(slot) => slot,
+            };
+            table.text.push_str(token);
+            table.ends.push(u32::try_from(table.text.len()).ok()?);
+            table.slots[slot] = id;
+        }
+        Some(table)
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, token: &str) -> Option<u32> {
+        self.find(token).ok()
+    }
+
+    /// The id of `token`, or the empty slot where it would go.
+    fn find(&self, token: &str) -> Result<u32, usize> {
+        let mask = self.slots.len() - 1;
+        let mut slot = fnv1a(token.as_bytes()) as usize & mask;
+        loop {
+            let id = self.slots[slot];
+            if id == Self::EMPTY {
+                return Err(slot);
+            }
+            if self.token(id) == token {
+                return Ok(id);
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    fn token(&self, id: u32) -> &str {
+        let id = id as usize;
+        let start = if id == 0 {
+            0
+        } else {
+            self.ends[id - 1] as usize
+        };
+        &self.text[start..self.ends[id] as usize]
+    }
+}
+
+/// The 64-bit FNV-1a hash.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// The byte index of the char boundary before `i` (`i` > 0, on a boundary).
 fn prev_char_boundary(s: &str, i: usize) -> usize {
     let mut j = i - 1;
@@ -143,10 +224,30 @@ fn prev_char_boundary(s: &str, i: usize) -> usize {
     j
 }
 
+thread_local! {
+    /// Each thread's tokenizer buffers, kept from one text to the next.
+    static BUFFERS: RefCell<Buffers> = RefCell::default();
+}
+
+#[derive(Default)]
+struct Buffers {
+    parts: Parts,
+    /// The word piece being looked up.
+    piece: String,
+}
+
+/// The buffers of [`for_each_part`]: the cleaned text and the word being normalised.
+#[derive(Default)]
+struct Parts {
+    cleaned: String,
+    word: String,
+}
+
 /// Drops NUL, U+FFFD and control characters, maps white space to ' ', and puts spaces
-/// around CJK ideographs.
-fn clean(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+/// around CJK ideographs; into `out`, cleared first.
+fn clean(text: &str, out: &mut String) {
+    out.clear();
+    out.reserve(text.len());
     for c in text.chars() {
         if c == '\0' || c == '\u{fffd}' || is_control(c) {
             continue;
@@ -161,18 +262,17 @@ fn clean(text: &str) -> String {
             out.push(c);
         }
     }
-    out
 }
 
 /// The parts of `text` BERT's basic tokenizer gives, in order, to `f` until it returns
 /// false: the cleaned text's words, each lower-cased, in NFD without non-spacing marks,
-/// every punctuation character a part of its own. Two buffers a text, none a word.
-fn for_each_part(text: &str, mut f: impl FnMut(&str) -> bool) {
-    let cleaned = clean(text);
-    let mut word = String::with_capacity(4 * MAX_WORD_CHARS);
+/// every punctuation character a part of its own. In the two buffers of `parts`.
+fn for_each_part(text: &str, parts: &mut Parts, mut f: impl FnMut(&str) -> bool) {
+    let Parts { cleaned, word } = parts;
+    clean(text, cleaned);
     for raw in cleaned.split(' ').filter(|w| !w.is_empty()) {
         word.clear();
-        normalize_word(raw, &mut word);
+        normalize_word(raw, word);
         let mut start = 0;
         for (i, c) in word.char_indices() {
             if !is_punctuation(c) {
@@ -274,7 +374,9 @@ mod tests {
     /// the allocation-free one is held to.
     fn reference_parts(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        for word in clean(text).split(' ').filter(|w| !w.is_empty()) {
+        let mut cleaned = String::new();
+        clean(text, &mut cleaned);
+        for word in cleaned.split(' ').filter(|w| !w.is_empty()) {
             let word: String = word
                 .to_lowercase()
                 .nfd()
@@ -312,9 +414,11 @@ mod tests {
         ];
         let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/embed.rs"))
             .expect("source");
+        let mut buffers = Parts::default();
         for text in texts.iter().copied().chain([source.as_str()]) {
+            // Buffers kept from the text before, as the tokenizer keeps them.
             let mut parts = Vec::new();
-            for_each_part(text, |p| {
+            for_each_part(text, &mut buffers, |p| {
                 parts.push(p.to_owned());
                 true
             });
