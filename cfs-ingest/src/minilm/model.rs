@@ -171,23 +171,29 @@ impl Linear {
         })
     }
 
-    /// The sums `x . w_j` for every row of `x` and channel `j`, into `sums`.
+    /// The sums `x . w_j` for every row of `x` and channel `j`, at the start of `sums`
+    /// (grown when too short, never shrunk: the products of a layer take turns in it,
+    /// and the kernel writes every sum, so nothing is zeroed in between).
     #[inline(always)]
-    fn sums(&self, x: &[i16], simd: Simd, sums: &mut Vec<i32>) {
+    fn sums<'s>(&self, x: &[i16], simd: Simd, sums: &'s mut Vec<i32>) -> &'s [i32] {
         let (k, n) = (self.w.k(), self.w.n());
         let rows = Rows {
             count: x.len() / k,
             x_stride: k,
             out_stride: n,
         };
-        sums.resize(rows.count * n, 0);
-        matmul(x, &self.w, rows, sums, simd);
+        let len = rows.count * n;
+        if sums.len() < len {
+            sums.resize(len, 0);
+        }
+        matmul(x, &self.w, rows, &mut sums[..len], simd);
+        &sums[..len]
     }
 
     /// `requant(x . w_j + b_j)` for every row of `x` and channel `j`, into `out`.
     #[inline(always)]
     fn forward(&self, x: &[i16], simd: Simd, sums: &mut Vec<i32>, out: &mut Vec<i64>) {
-        self.sums(x, simd, sums);
+        let sums = self.sums(x, simd, sums);
         self.out.apply(sums, out);
     }
 
@@ -201,7 +207,7 @@ impl Linear {
         out: &mut Vec<U>,
         to: impl Fn(i64) -> U,
     ) {
-        self.sums(x, simd, sums);
+        let sums = self.sums(x, simd, sums);
         out.resize(sums.len(), U::default());
         self.out.apply_into(sums, out, to);
     }
@@ -292,6 +298,21 @@ impl LayerNorm {
     fn forward(&self, x: &[i64], out: &mut [i16]) {
         for (row, o) in x.chunks_exact(HIDDEN).zip(out.chunks_exact_mut(HIDDEN)) {
             self.row(row, o);
+        }
+    }
+
+    /// The residual connection, then LayerNorm, a row at a time (the row stays in L1):
+    /// `out = ln(saturate(acc + res(residual), 32))`.
+    #[inline(always)]
+    fn add_and_norm(&self, acc: &mut [i64], residual: &[i16], res: Requant, out: &mut [i16]) {
+        let rows = acc
+            .chunks_exact_mut(HIDDEN)
+            .zip(residual.chunks_exact(HIDDEN));
+        for ((a, r), o) in rows.zip(out.chunks_exact_mut(HIDDEN)) {
+            for (a, &r) in a.iter_mut().zip(r) {
+                *a = saturate(*a + res.apply(i64::from(r)), 32);
+            }
+            self.row(a, o);
         }
     }
 }
@@ -550,22 +571,18 @@ impl Model {
         layer
             .o
             .forward(&s.ctx, simd, &mut s.sums.narrow, &mut s.acc);
-        for (a, &r) in s.acc.iter_mut().zip(x.iter()) {
-            *a = saturate(*a + layer.res1.apply(i64::from(r)), 32);
+        layer.ln1.add_and_norm(&mut s.acc, x, layer.res1, &mut s.h1);
+        // Feed-forward: a row at a time, the arithmetic pass vectorised, then the GELU
+        // lookups reading the row from L1.
+        let sums = layer.f1.sums(&s.h1, simd, &mut s.sums.narrow);
+        s.g.resize(sums.len(), 0);
+        let wide = simd.wide_loops();
+        for (sums, g) in sums.chunks_exact(FFN).zip(s.g.chunks_exact_mut(FFN)) {
+            layer.f1.out.apply_into(sums, g, |v| saturate(v, 16) as i16);
+            lookups::gelu(&layer.gelu, g, wide);
         }
-        layer.ln1.forward(&s.acc, &mut s.h1);
-        // Feed-forward.
-        // GELU's table is indexed by the saturated input's bits plus 2^15: the input's
-        // `u16` bits with the top bit flipped. The arithmetic pass vectorises; the
-        // lookups follow in a pass of their own.
-        let to_i16 = |v| saturate(v, 16) as i16;
-        (layer.f1).forward_to(&s.h1, simd, &mut s.sums.narrow, &mut s.g, to_i16);
-        lookups::gelu(&layer.gelu, &mut s.g, simd.wide_loops());
         layer.f2.forward(&s.g, simd, &mut s.sums.wide, &mut s.acc);
-        for (a, &r) in s.acc.iter_mut().zip(s.h1.iter()) {
-            *a = saturate(*a + layer.res2.apply(i64::from(r)), 32);
-        }
-        layer.ln2.forward(&s.acc, x);
+        layer.ln2.add_and_norm(&mut s.acc, &s.h1, layer.res2, x);
     }
 
     /// Integer softmax attention of every head, into `s.ctx`: a head's keys and
@@ -606,7 +623,7 @@ impl Model {
                 .zip(a.probs.chunks_exact_mut(t_pairs))
             {
                 let (e, p) = (&mut a.e, &mut prow[..t_len]);
-                self.softmax_row(layer.att, &row[..t_len], e, p, wide);
+                lookups::softmax(&self.exp2, layer.att, &row[..t_len], e, p, wide);
             }
             let rows = Rows {
                 count: t_len,
@@ -624,22 +641,6 @@ impl Model {
                     *c = saturate(layer.ctx.apply_i32(sum), 8) as i16;
                 }
             }
-        }
-    }
-
-    /// Scores to log2 units (10 fractional bits), `2^-x` from the table, probabilities
-    /// at 2^15 through one division per row.
-    #[inline(always)]
-    fn softmax_row(&self, att: Requant, row: &[i32], e: &mut [i64], out: &mut [i16], wide: bool) {
-        for (ej, &a) in e.iter_mut().zip(row) {
-            *ej = att.apply_i32(a);
-        }
-        let max = e.iter().copied().max().unwrap_or(0);
-        lookups::exp2(&self.exp2, max, e, wide);
-        let total: i64 = e.iter().sum();
-        let factor = (1i64 << 62) / total;
-        for (o, &ej) in out.iter_mut().zip(e.iter()) {
-            *o = rshift_round(ej * factor, 47).min(32767) as i16;
         }
     }
 }
@@ -665,31 +666,63 @@ fn variance(x: &[i64], mean: i64) -> u128 {
 /// The two table lookups of a layer, as AVX-512 gathers where the layer loops are
 /// compiled for AVX-512: the same table entries, so the same bits.
 mod lookups {
-    use super::EXP_ENTRIES;
+    use super::{EXP_ENTRIES, Requant, rshift_round};
 
-    /// `exp2[f] >> n` of every distance `d = max - e` (`n = d >> 10`, `f = d % 1024`),
-    /// in place. `exp2[f] <= 2^30`, so a shift of 31 or more gives 0, as the spec says;
-    /// so does every distance from 31 * 1024 up, which lets the lookup run on 15-bit
-    /// distances.
+    /// Integer softmax of one row of attention scores into probabilities at 2^15: the
+    /// scores to log2 units (10 fractional bits) by `att`, `2^-d` of each one's distance
+    /// `d` below the greatest from the table, and one division per row. `e` holds at
+    /// least `row.len()` values of scratch.
     #[inline(always)]
-    pub(super) fn exp2(table: &[u32; EXP_ENTRIES], max: i64, e: &mut [i64], wide: bool) {
+    pub(super) fn softmax(
+        table: &[u32; EXP_ENTRIES],
+        att: Requant,
+        row: &[i32],
+        e: &mut [i64],
+        out: &mut [i16],
+        wide: bool,
+    ) {
         #[cfg(target_arch = "x86_64")]
         if wide {
             // SAFETY: the layer loops are compiled for AVX-512 only where the CPU has
             // it (`Simd::wide_loops`).
-            unsafe { avx512::exp2(table, max, e) };
+            unsafe { avx512::softmax(table, att, row, e, out) };
             return;
         }
         let _ = wide;
-        exp2_scalar(table, max, e);
+        softmax_scalar(table, att, row, e, out);
     }
 
+    /// The reference: each step over the whole row in turn.
     #[inline(always)]
-    fn exp2_scalar(table: &[u32; EXP_ENTRIES], max: i64, e: &mut [i64]) {
-        for ej in e {
-            let d = (max - *ej).min(32767) as u32;
-            *ej = i64::from(table[d as usize % EXP_ENTRIES] >> (d >> 10));
+    fn softmax_scalar(
+        table: &[u32; EXP_ENTRIES],
+        att: Requant,
+        row: &[i32],
+        e: &mut [i64],
+        out: &mut [i16],
+    ) {
+        let e = &mut e[..row.len()];
+        for (ej, &a) in e.iter_mut().zip(row) {
+            *ej = att.apply_i32(a);
         }
+        let max = e.iter().copied().max().unwrap_or(0);
+        for ej in e.iter_mut() {
+            *ej = i64::from(exp2(table, max - *ej));
+        }
+        let total: i64 = e.iter().sum();
+        let factor = (1i64 << 62) / total;
+        for (o, &ej) in out.iter_mut().zip(e.iter()) {
+            *o = rshift_round(ej * factor, 47).min(32767) as i16;
+        }
+    }
+
+    /// `exp2[f] >> n` of a distance `d >= 0` (`n = d >> 10`, `f = d % 1024`).
+    /// `exp2[f] <= 2^30`, so a shift of 31 or more gives 0, as the spec says; so does
+    /// every distance from 31 * 1024 up, which lets the lookup run on 15-bit distances.
+    #[inline(always)]
+    fn exp2(table: &[u32; EXP_ENTRIES], d: i64) -> u32 {
+        let d = d.min(32767) as u32;
+        table[d as usize % EXP_ENTRIES] >> (d >> 10)
     }
 
     /// GELU's value of every input, in place: the table is indexed by the input's bits
@@ -717,26 +750,74 @@ mod lookups {
     mod avx512 {
         use std::arch::x86_64::*;
 
-        use super::EXP_ENTRIES;
+        use super::{EXP_ENTRIES, Requant, rshift_round};
 
-        /// Eight distances at a time: one 32-bit gather from the 4 KiB table.
+        /// [`super::softmax`] in three passes over the row: the greatest score (the
+        /// requantisation by `m >= 0` keeps the order, so its requantised value is the
+        /// greatest), the table's values by gathers of sixteen and their sum, and the
+        /// probabilities eight at a time by a 32 x 32-bit multiply where the factor fits
+        /// in 32 bits (every row but one whose other entries are all zero).
         #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
-        pub(in super::super) fn exp2(table: &[u32; EXP_ENTRIES], max: i64, e: &mut [i64]) {
-            let mut chunks = e.chunks_exact_mut(8);
-            for c in &mut chunks {
-                // SAFETY: `c` holds eight values; every index is `d % 1024`, inside the
-                // table of 1,024 entries.
-                unsafe {
-                    let v = _mm512_loadu_si512(c.as_ptr().cast());
-                    let d = _mm512_sub_epi64(_mm512_set1_epi64(max), v);
-                    let d = _mm512_cvtepi64_epi32(_mm512_min_epi64(d, _mm512_set1_epi64(32767)));
-                    let f = _mm256_and_si256(d, _mm256_set1_epi32(EXP_ENTRIES as i32 - 1));
-                    let x = _mm256_i32gather_epi32::<4>(table.as_ptr().cast(), f);
-                    let x = _mm256_srlv_epi32(x, _mm256_srli_epi32::<10>(d));
-                    _mm512_storeu_si512(c.as_mut_ptr().cast(), _mm512_cvtepu32_epi64(x));
+        pub(in super::super) fn softmax(
+            table: &[u32; EXP_ENTRIES],
+            att: Requant,
+            row: &[i32],
+            e: &mut [i64],
+            out: &mut [i16],
+        ) {
+            let n = row.len();
+            let (e, out) = (&mut e[..n], &mut out[..n]);
+            let max = att.apply_i32(row.iter().copied().max().unwrap_or(0));
+            let main = n / 16 * 16;
+            // SAFETY: every load and store reads or writes sixteen values at `i` < `main`
+            // <= n in `row` and `e`; every gather index is `d % 1024`.
+            let mut total = unsafe {
+                let m = _mm512_set1_epi64(att.m);
+                let round = _mm512_set1_epi64(1 << (att.sh - 1));
+                let sh = _mm512_set1_epi64(i64::from(att.sh));
+                let (top, cap) = (_mm512_set1_epi64(max), _mm512_set1_epi64(32767));
+                // Eight distances below the greatest, capped at 15 bits.
+                let distances = |a: __m256i| {
+                    let a = _mm512_cvtepi32_epi64(a);
+                    let v = _mm512_srav_epi64(_mm512_add_epi64(_mm512_mul_epi32(a, m), round), sh);
+                    _mm512_cvtepi64_epi32(_mm512_min_epi64(_mm512_sub_epi64(top, v), cap))
+                };
+                let mut sum = _mm512_setzero_si512();
+                for i in (0..main).step_by(16) {
+                    let lo = distances(_mm256_loadu_si256(row[i..].as_ptr().cast()));
+                    let hi = distances(_mm256_loadu_si256(row[i + 8..].as_ptr().cast()));
+                    let d = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi);
+                    let f = _mm512_and_si512(d, _mm512_set1_epi32(EXP_ENTRIES as i32 - 1));
+                    let x = _mm512_i32gather_epi32::<4>(f, table.as_ptr().cast());
+                    let x = _mm512_srlv_epi32(x, _mm512_srli_epi32::<10>(d));
+                    let lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(x));
+                    let hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(x));
+                    _mm512_storeu_si512(e[i..].as_mut_ptr().cast(), lo);
+                    _mm512_storeu_si512(e[i + 8..].as_mut_ptr().cast(), hi);
+                    sum = _mm512_add_epi64(sum, _mm512_add_epi64(lo, hi));
+                }
+                _mm512_reduce_add_epi64(sum)
+            };
+            for (ej, &a) in e[main..].iter_mut().zip(&row[main..]) {
+                *ej = i64::from(super::exp2(table, max - att.apply_i32(a)));
+                total += *ej;
+            }
+            let factor = (1i64 << 62) / total;
+            let tail = if factor < 1 << 32 { n / 8 * 8 } else { 0 };
+            // SAFETY: each load and store reads or writes eight values at `i` < `tail` <= n
+            // in `e` and `out`.
+            unsafe {
+                let (f, half) = (_mm512_set1_epi64(factor), _mm512_set1_epi64(1 << 46));
+                for i in (0..tail).step_by(8) {
+                    let x = _mm512_loadu_si512(e[i..].as_ptr().cast());
+                    let p = _mm512_srli_epi64::<47>(_mm512_add_epi64(_mm512_mul_epu32(x, f), half));
+                    let p = _mm512_cvtepi64_epi16(_mm512_min_epi64(p, _mm512_set1_epi64(32767)));
+                    _mm_storeu_si128(out[i..].as_mut_ptr().cast(), p);
                 }
             }
-            super::exp2_scalar(table, max, chunks.into_remainder());
+            for (o, &ej) in out[tail..].iter_mut().zip(&e[tail..]) {
+                *o = rshift_round(ej * factor, 47).min(32767) as i16;
+            }
         }
 
         /// Sixteen inputs at a time: a gather of the aligned pair of entries holding
@@ -808,8 +889,9 @@ mod tests {
         }
     }
 
-    /// The gathers read the same entries as the scalar lookups: every GELU input, and
-    /// distances across the table, past its 31-shift end and far beyond.
+    /// The gathers read the same entries as the scalar lookups and softmax gives the
+    /// same probabilities: every GELU input, and score rows whose distances run across
+    /// the table, past its 31-shift end and far beyond.
     #[test]
     fn lookups_gather_what_the_scalar_loops_read() {
         if !Simd::Auto.wide_loops() {
@@ -831,19 +913,38 @@ mod tests {
                 .map(|f| EXP_ONE - f * 1000)
                 .collect(),
         );
-        let max = 1i64 << 40;
-        let e: Vec<i64> = (0..40_000i64)
-            .chain([
-                max - (1 << 35),
-                i64::MIN / 2,
-                max - 31 * 1024,
-                max - 32 * 1024,
-            ])
-            .map(|d| if d < 40_000 { max - d } else { d })
-            .collect();
-        let (mut wide, mut narrow) = (e.clone(), e);
-        lookups::exp2(&exp2, max, &mut wide, true);
-        lookups::exp2(&exp2, max, &mut narrow, false);
-        assert_eq!(wide, narrow);
+        // Scores whose distances below the greatest run across the table, past its
+        // 31-shift end and far beyond, at the extremes of `i32`, in rows of every tail
+        // length and of one entry (the factor 2^32 that takes the scalar pass).
+        let mut seed = 5u64;
+        let mut next = move |span: i64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 16) as i64 % span
+        };
+        let reqs = [(1, 1), (1 << 10, 10), ((1 << 23) - 1, 30), (3_000_000, 40)];
+        for (m, sh) in reqs {
+            let att = Requant { m, sh };
+            for len in (1..=17).chain([101, 128, 512]) {
+                let spans = [1 << 8, 1 << 16, 1 << 31, 1 << 32];
+                let rows: Vec<Vec<i32>> = spans
+                    .iter()
+                    .map(|&span| (0..len).map(|_| (next(span) - span / 2) as i32).collect())
+                    .chain([
+                        vec![i32::MAX; len],
+                        (0..len)
+                            .map(|t| if t % 2 == 0 { i32::MIN } else { i32::MAX })
+                            .collect(),
+                    ])
+                    .collect();
+                for row in rows {
+                    let (mut e, mut wide, mut narrow) = (vec![0; len], vec![0; len], vec![0; len]);
+                    lookups::softmax(&exp2, att, &row, &mut e, &mut wide, true);
+                    lookups::softmax(&exp2, att, &row, &mut e, &mut narrow, false);
+                    assert_eq!(wide, narrow, "m {m}, sh {sh}, {row:?}");
+                }
+            }
+        }
     }
 }
