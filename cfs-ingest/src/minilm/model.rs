@@ -767,11 +767,18 @@ mod lookups {
         ) {
             let n = row.len();
             let (e, out) = (&mut e[..n], &mut out[..n]);
-            let max = att.apply_i32(row.iter().copied().max().unwrap_or(0));
             let main = n / 16 * 16;
             // SAFETY: every load and store reads or writes sixteen values at `i` < `main`
             // <= n in `row` and `e`; every gather index is `d % 1024`.
-            let mut total = unsafe {
+            let (max, mut total) = unsafe {
+                let mut lanes = _mm512_set1_epi32(i32::MIN);
+                for i in (0..main).step_by(16) {
+                    lanes = _mm512_max_epi32(lanes, _mm512_loadu_si512(row[i..].as_ptr().cast()));
+                }
+                let greatest = row[main..]
+                    .iter()
+                    .fold(_mm512_reduce_max_epi32(lanes), |a, &b| a.max(b));
+                let max = att.apply_i32(greatest);
                 let m = _mm512_set1_epi64(att.m);
                 let round = _mm512_set1_epi64(1 << (att.sh - 1));
                 let sh = _mm512_set1_epi64(i64::from(att.sh));
@@ -796,7 +803,7 @@ mod lookups {
                     _mm512_storeu_si512(e[i + 8..].as_mut_ptr().cast(), hi);
                     sum = _mm512_add_epi64(sum, _mm512_add_epi64(lo, hi));
                 }
-                _mm512_reduce_add_epi64(sum)
+                (max, _mm512_reduce_add_epi64(sum))
             };
             for (ej, &a) in e[main..].iter_mut().zip(&row[main..]) {
                 *ej = i64::from(super::exp2(table, max - att.apply_i32(a)));
