@@ -258,21 +258,6 @@ pub fn feature_hash(tag: u8, feature: &str) -> u64 {
     h ^ (h >> 31)
 }
 
-/// Integer square root (floor), by Newton's iteration.
-#[inline(always)]
-pub(crate) fn isqrt(n: u128) -> u128 {
-    if n < 2 {
-        return n;
-    }
-    let mut x = n;
-    let mut y = x.div_ceil(2);
-    while y < x {
-        x = y;
-        y = (x + n / x) / 2;
-    }
-    x
-}
-
 /// With `r = floor(sqrt(2^32 * sum v^2))` (the norm with 16 fractional bits), each
 /// component is `round(v * 32767 * 2^16 / r)`, halves away from zero, clamped to
 /// `[-32767, 32767]`; all-zero input stays zero.
@@ -291,7 +276,7 @@ pub(crate) fn normalize_into(acc: &[i64], out: &mut [i16]) {
         .iter()
         .map(|&v| (i128::from(v) * i128::from(v)) as u128)
         .sum();
-    let r = isqrt(norm2 << 32) as i128;
+    let r = (norm2 << 32).isqrt() as i128;
     if r == 0 {
         out.fill(0);
         return;
@@ -323,7 +308,7 @@ mod tests {
                 .iter()
                 .map(|&v| (i128::from(v) * i128::from(v)) as u128)
                 .sum();
-            let r = isqrt(norm2 << 32) as i128;
+            let r = (norm2 << 32).isqrt() as i128;
             acc.iter()
                 .map(|&v| {
                     let scaled = (i128::from(v) * SCALE) << 16;

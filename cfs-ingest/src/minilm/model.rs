@@ -281,7 +281,7 @@ impl LayerNorm {
         let n = x.len() as i64;
         let sum: i64 = x.iter().sum();
         let mean = (sum + n / 2).div_euclid(n);
-        let std = crate::embed::isqrt(variance(x, mean)) as i64;
+        let std = variance(x, mean).isqrt() as i64;
         let inv = if std > 0 {
             ((1i64 << 47) + std / 2) / std
         } else {
