@@ -10,10 +10,11 @@
 //! [`SyncOptions::defer_embeddings`]: crate::SyncOptions::defer_embeddings
 
 use std::collections::BTreeMap;
+use std::panic::resume_unwind;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cfs_core::{Canonical, Chunk, ChunkId, EmbeddingId, StateRoot, Table, TextHash};
+use cfs_core::{Canonical, Chunk, ChunkId, EmbeddingId, ModelHash, StateRoot, Table, TextHash};
 use cfs_ingest::{Embedder, embedding_text};
 use redb::{ReadableTable, ReadableTableMetadata};
 
@@ -82,6 +83,41 @@ pub struct EmbedStatus {
     pub chunks: u64,
     /// Chunks with an embedding.
     pub embedded: u64,
+}
+
+/// A distinct text waiting for its vector, and the chunks that share it.
+type Group = (TextHash, (String, Vec<ChunkId>));
+
+/// A batch's vectors: those the embedding cache had (in the batch's order), and those
+/// the model computed for the others (in their order).
+struct Vectors {
+    known: Vec<Option<Vec<i16>>>,
+    computed: Vec<Vec<i16>>,
+}
+
+/// Runs the texts of `batch` that `known` lacks through the model.
+fn compute(
+    embedder: &dyn Embedder,
+    batch: &[Group],
+    known: &[Option<Vec<i16>>],
+) -> Result<Vec<Vec<i16>>> {
+    let missing: Vec<&str> = batch
+        .iter()
+        .zip(known)
+        .filter(|(_, v)| v.is_none())
+        .map(|((_, (text, _)), _)| text.as_str())
+        .collect();
+    let computed = embedder
+        .embed_batch(&missing)
+        .map_err(|e| StoreError::Embedder(e.to_string()))?;
+    if computed.len() != missing.len() {
+        return Err(StoreError::Embedder(format!(
+            "returned {} vectors for {} texts",
+            computed.len(),
+            missing.len()
+        )));
+    }
+    Ok(computed)
 }
 
 /// The chunks without an embedding, grouped by the text that is embedded for them.
@@ -198,15 +234,49 @@ impl Store {
             root: self.state_root()?,
             ..EmbedReport::default()
         };
-        let groups: Vec<(TextHash, (String, Vec<ChunkId>))> = pending.texts.into_iter().collect();
-        for batch in groups.chunks(options.batch_texts.max(1)) {
-            if options.stop.load(Ordering::SeqCst) {
-                break;
+        let groups: Vec<Group> = pending.texts.into_iter().collect();
+        let batches: Vec<&[Group]> = groups.chunks(options.batch_texts.max(1)).collect();
+        let model = embedder.model_hash();
+        // Two stages: while one batch commits on this thread, the next one's texts run
+        // through the model on another (the commit left a core idle: 323 texts/s in a
+        // default index against 344-353 for the model alone, measured on AMX).
+        let mut ready = match batches.first() {
+            Some(batch) if !options.stop.load(Ordering::SeqCst) => {
+                let known = self.known_vectors(&model, batch)?;
+                let computed = compute(embedder, batch, &known)?;
+                Some(Vectors { known, computed })
             }
-            self.embed_batch(embedder, batch, &mut report)?;
+            _ => None,
+        };
+        for (i, batch) in batches.iter().enumerate() {
+            let Some(vectors) = ready.take() else { break };
+            let next = batches
+                .get(i + 1)
+                .filter(|_| !options.stop.load(Ordering::SeqCst));
+            let known = next.map(|b| self.known_vectors(&model, b)).transpose()?;
+            let (computed, committed) = std::thread::scope(|scope| {
+                let running = next
+                    .zip(known.as_ref())
+                    .map(|(b, known)| scope.spawn(move || compute(embedder, b, known)));
+                let committed = self.commit_batch(&model, batch, vectors, &mut report);
+                let computed = running.map(|r| r.join().unwrap_or_else(|e| resume_unwind(e)));
+                (computed, committed)
+            });
+            committed?;
             progress(EmbedProgress::Committed {
                 chunks: report.chunks,
             });
+            ready = match (known, computed) {
+                (Some(known), Some(computed)) => Some(Vectors {
+                    known,
+                    computed: computed?,
+                }),
+                _ => None,
+            };
+            // A stop set while the next batch ran leaves it uncommitted.
+            if options.stop.load(Ordering::SeqCst) {
+                break;
+            }
         }
         Ok(report)
     }
@@ -260,50 +330,41 @@ impl Store {
         Ok(pending)
     }
 
-    /// One commit: the batch's vectors (from the cache or the model) and an embedding
-    /// for each of its chunks still present.
-    fn embed_batch(
+    /// The vectors of `batch`'s texts already in the embedding cache.
+    fn known_vectors(&self, model: &ModelHash, batch: &[Group]) -> Result<Vec<Option<Vec<i16>>>> {
+        let read = self.begin_read()?;
+        batch
+            .iter()
+            .map(|(hash, _)| read.cached_vector(model, hash))
+            .collect()
+    }
+
+    /// Commits one batch: the embeddings of its chunks, and its newly computed vectors
+    /// into the embedding cache.
+    fn commit_batch(
         &self,
-        embedder: &dyn Embedder,
-        batch: &[(TextHash, (String, Vec<ChunkId>))],
+        model: &ModelHash,
+        batch: &[Group],
+        vectors: Vectors,
         report: &mut EmbedReport,
     ) -> Result<()> {
-        let model = embedder.model_hash();
-        let read = self.begin_read()?;
-        let mut vectors: Vec<Option<Vec<i16>>> = Vec::with_capacity(batch.len());
-        for (hash, _) in batch {
-            vectors.push(read.cached_vector(&model, hash)?);
-        }
-        drop(read);
-        let missing: Vec<&str> = batch
-            .iter()
-            .zip(&vectors)
-            .filter(|(_, v)| v.is_none())
-            .map(|((_, (text, _)), _)| text.as_str())
-            .collect();
-        let mut computed = embedder
-            .embed_batch(&missing)
-            .map_err(|e| StoreError::Embedder(e.to_string()))?;
-        if computed.len() != missing.len() {
-            return Err(StoreError::Embedder(format!(
-                "returned {} vectors for {} texts",
-                computed.len(),
-                missing.len()
-            )));
-        }
-        report.texts_embedded += missing.len();
+        let Vectors {
+            known,
+            mut computed,
+        } = vectors;
+        report.texts_embedded += computed.len();
         computed.reverse();
         let mut txn = self.begin_write()?;
-        for ((hash, (_, chunk_ids)), known) in batch.iter().zip(vectors) {
+        for ((hash, (_, chunk_ids)), known) in batch.iter().zip(known) {
             let (vector, fresh) = match known {
                 Some(v) => (v, false),
                 None => (computed.pop().expect("one vector per missing text"), true),
             };
             if fresh {
-                txn.cache_vector(&model, hash, &vector)?;
+                txn.cache_vector(model, hash, &vector)?;
             }
             for chunk in chunk_ids {
-                let embedding = cfs_core::Embedding::new(*chunk, model, vector.clone())?;
+                let embedding = cfs_core::Embedding::new(*chunk, *model, vector.clone())?;
                 if txn.put_embedding(&embedding)? {
                     report.chunks += 1;
                     report.still_pending -= 1;
