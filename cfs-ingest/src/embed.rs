@@ -268,8 +268,8 @@ pub(crate) fn normalize(acc: &[i64]) -> Vec<i16> {
 }
 
 /// [`normalize`] into `out` (as long as `acc`). The division is done in `i64` when every
-/// component is under 2^24 in magnitude (`2 * scaled + r` stays under 2^58), else in
-/// `i128`: the same integer either way.
+/// component is under 2^24 in magnitude (`2 * scaled + r` stays under 2^58 for up to
+/// 2^40 components), else in `i128`: the same integer either way.
 pub(crate) fn normalize_into(acc: &[i64], out: &mut [i16]) {
     assert_eq!(acc.len(), out.len());
     let norm2: u128 = acc
@@ -284,7 +284,7 @@ pub(crate) fn normalize_into(acc: &[i64], out: &mut [i16]) {
     let small = acc.iter().all(|v| v.unsigned_abs() < 1 << 24);
     for (o, &v) in out.iter_mut().zip(acc) {
         let q = if small {
-            // |scaled| < 2^24 * 2^15 * 2^16 = 2^55, and r <= sqrt(2^32 * 384 * 2^48).
+            // |scaled| < 2^24 * 2^15 * 2^16 = 2^55, and r <= sqrt(2^32 * n * 2^48) < 2^56.
             let (scaled, r) = ((v * SCALE as i64) << 16, r as i64);
             i128::from((2 * scaled + scaled.signum() * r) / (2 * r))
         } else {
@@ -327,7 +327,7 @@ mod tests {
                     let v = (seed >> 20) as i64 % (top + 1);
                     if i % 3 == 0 { -v } else { v }
                 })
-                .chain([top - 1, -(top - 1)])
+                .chain([top - 1, -(top - 1), top])
                 .collect();
             assert_eq!(normalize(&acc), wide(&acc), "components up to {top}");
         }

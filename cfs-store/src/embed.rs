@@ -66,7 +66,8 @@ pub enum EmbedProgress {
 pub struct EmbedReport {
     /// Embeddings added.
     pub chunks: usize,
-    /// Texts run through the model (the others came from the embedding cache).
+    /// Texts run through the model for the embeddings committed (the others came from
+    /// the embedding cache; a batch computed when a stop came is not counted).
     pub texts_embedded: usize,
     /// Chunks still without an embedding (a stop, or chunks removed meanwhile).
     pub still_pending: usize,
@@ -242,9 +243,7 @@ impl Store {
         // default index against 344-353 for the model alone, measured on AMX).
         let mut ready = match batches.first() {
             Some(batch) if !options.stop.load(Ordering::SeqCst) => {
-                let known = self.known_vectors(&model, batch)?;
-                let computed = compute(embedder, batch, &known)?;
-                Some(Vectors { known, computed })
+                Some(self.prepare(embedder, &model, batch)?)
             }
             _ => None,
         };
@@ -253,26 +252,17 @@ impl Store {
             let next = batches
                 .get(i + 1)
                 .filter(|_| !options.stop.load(Ordering::SeqCst));
-            let known = next.map(|b| self.known_vectors(&model, b)).transpose()?;
-            let (computed, committed) = std::thread::scope(|scope| {
-                let running = next
-                    .zip(known.as_ref())
-                    .map(|(b, known)| scope.spawn(move || compute(embedder, b, known)));
+            let (prepared, committed) = std::thread::scope(|scope| {
+                let running = next.map(|b| scope.spawn(|| self.prepare(embedder, &model, b)));
                 let committed = self.commit_batch(&model, batch, vectors, &mut report);
-                let computed = running.map(|r| r.join().unwrap_or_else(|e| resume_unwind(e)));
-                (computed, committed)
+                let prepared = running.map(|r| r.join().unwrap_or_else(|e| resume_unwind(e)));
+                (prepared, committed)
             });
             committed?;
             progress(EmbedProgress::Committed {
                 chunks: report.chunks,
             });
-            ready = match (known, computed) {
-                (Some(known), Some(computed)) => Some(Vectors {
-                    known,
-                    computed: computed?,
-                }),
-                _ => None,
-            };
+            ready = prepared.transpose()?;
             // A stop set while the next batch ran leaves it uncommitted.
             if options.stop.load(Ordering::SeqCst) {
                 break;
@@ -328,6 +318,19 @@ impl Store {
             pending.add(id, &chunk);
         }
         Ok(pending)
+    }
+
+    /// The vectors of `batch`: those in the embedding cache, and the model's for the
+    /// others.
+    fn prepare(
+        &self,
+        embedder: &dyn Embedder,
+        model: &ModelHash,
+        batch: &[Group],
+    ) -> Result<Vectors> {
+        let known = self.known_vectors(model, batch)?;
+        let computed = compute(embedder, batch, &known)?;
+        Ok(Vectors { known, computed })
     }
 
     /// The vectors of `batch`'s texts already in the embedding cache.

@@ -13,6 +13,9 @@
 //! signed high byte and an unsigned low byte, `x = 256 hi + lo`, takes the two products
 //! with the weights in `i32` (each partial sum is under 2^24 for `k` <= 512) and adds
 //! `256 hi_sum + lo_sum` with wrap-around, which is exact when the true sum fits in `i32`.
+//! [`matmul_blocks`] takes rows longer than that bound allows, as blocks of at most 511
+//! inputs whose sums fit in `i32`, added in `i64`; the AMX path sums all blocks in its
+//! tiles and combines the partial sums in `i64`.
 
 #![expect(unsafe_code)]
 
@@ -185,6 +188,7 @@ impl Panels {
                 }
             }
             (Layout::Pairs, Source::Cols { data, stride }) => {
+                assert!(stride >= n, "a row of {stride} for {n} columns");
                 for (i, row) in data.chunks(stride).take(k).enumerate() {
                     for (j, &v) in row.iter().take(n).enumerate() {
                         self.data[pair_index(k, j, i)] = v;
@@ -204,6 +208,7 @@ impl Panels {
                 }
             }
             (Layout::Tiles, Source::Cols { data, stride }) => {
+                assert!(stride >= n, "a row of {stride} for {n} columns");
                 for (i, row) in data.chunks(stride).take(k).enumerate() {
                     let row = &row[..row.len().min(n)];
                     for (b, block) in row.chunks(TILE_N).enumerate() {
@@ -355,8 +360,12 @@ pub fn matmul_blocks(x: &[i16], blocks: &[Panels], rows: Rows, out: &mut [i64], 
             .all(|b| (b.n, b.k, b.layout) == (first.n, first.k, first.layout))
     );
     let k = first.k * blocks.len();
+    // Each block's `i32` sums are exact below 512 inputs: 511 * 2^15 * 2^7 < 2^31.
+    assert!(first.k < MAX_K, "blocks of {} inputs", first.k);
     assert!(blocks.len() <= MAX_BLOCKS, "{} blocks", blocks.len());
+    assert!(rows.count > 0, "no rows");
     assert!(rows.x_stride >= k && (rows.count - 1) * rows.x_stride + k <= x.len());
+    assert!(rows.out_stride >= first.n_padded());
     assert!((rows.count - 1) * rows.out_stride + first.n_padded() <= out.len());
     #[cfg(target_arch = "x86_64")]
     if simd.resolve() == Ok(Simd::Amx) && first.layout == Layout::Tiles {
@@ -405,10 +414,14 @@ fn check(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
 /// its panel once (reading every weight through `at` for every row made the portable
 /// path eight times slower). [`matmul`] checked the arguments.
 fn matmul_scalar(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
+    let mut col = [0i16; MAX_K];
+    let col = &mut col[..w.k];
     for j in 0..w.n_padded() {
-        let col: Vec<i16> = (0..w.k).map(|i| i16::from(w.at(j, i))).collect();
+        for (i, c) in col.iter_mut().enumerate() {
+            *c = i16::from(w.at(j, i));
+        }
         for t in 0..rows.count {
-            out[t * rows.out_stride + j] = dot(&x[t * rows.x_stride..][..w.k], &col);
+            out[t * rows.out_stride + j] = dot(&x[t * rows.x_stride..][..w.k], col);
         }
     }
 }
@@ -668,7 +681,7 @@ mod x86 {
                     // SAFETY: `vpdpwssd` on registers only; the CPU has AVX-512 VNNI. As
                     // written, because under the generic x86-64 tuning LLVM's machine
                     // combiner splits most `_mm512_dpwssd_epi32` into `vpmaddwd` and
-                    // `vpaddd`: two instructions for one (82 G MAC/s against 104-109).
+                    // `vpaddd`: two instructions for one (82-85 G MAC/s against 92-111).
                     unsafe {
                         asm!(
                             "vpdpwssd {acc}, {a}, {b}",
@@ -799,6 +812,7 @@ mod amx {
     /// of `out` the padded columns from `t * out_stride`.
     #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
     pub(super) unsafe fn matmul<T: Sum>(x: &[i16], ws: &[Panels], rows: Rows, out: &mut [T]) {
+        assert!(ws.len() <= super::MAX_BLOCKS, "{} blocks", ws.len());
         SPLIT.with_borrow_mut(|split| {
             let w = &ws[0];
             let k_padded = w.k.next_multiple_of(TILE_K);
@@ -837,8 +851,9 @@ mod amx {
                             c: c.as_mut_ptr(),
                         };
                         // SAFETY: the split rows hold 16 rows of row_bytes from r0
-                        // (`split_rows` pads them), each weight block holds k_padded / 64
-                        // tiles of 1 KiB, and `c` holds 16 rows of C_ROW sums.
+                        // (`split_rows` pads them), `pairs` holds `ws.len()` (at most
+                        // MAX_BLOCKS, asserted above) pointers to weight blocks of
+                        // k_padded / 64 tiles of 1 KiB, and `c` holds 16 rows of C_ROW sums.
                         unsafe { if narrow { p.narrow() } else { p.wide() } };
                         let valid = (rows.count - r0).min(TILE_M);
                         for (r, sums) in c.chunks_exact(C_ROW).take(valid).enumerate() {
@@ -1218,12 +1233,19 @@ mod tests {
     /// and layout, at the extremes too, where one `i32` sum of the whole row would wrap.
     #[test]
     fn blocks_add_up_exactly_in_i64() {
-        for (seed, t, n, k, blocks) in [(1, 37, 40, 384, 4), (2, 3, 9, 70, 3), (3, 17, 16, 64, 1)] {
-            let mut x: Vec<i16> = values(seed, t * k * blocks, -32768, 32767)
+        // The last case's activations all fit in `i8`: the AMX path's one signed product.
+        let cases = [
+            (1, 37, 40, 384, 4, 32767),
+            (2, 3, 9, 70, 3, 32767),
+            (3, 17, 16, 64, 1, 32767),
+            (4, 21, 33, 384, 4, 127),
+        ];
+        for (seed, t, n, k, blocks, top) in cases {
+            let mut x: Vec<i16> = values(seed, t * k * blocks, -top - 1, top)
                 .into_iter()
                 .map(|v| v as i16)
                 .collect();
-            x[..k * blocks].fill(-32768);
+            x[..k * blocks].fill(-top as i16 - 1);
             let w: Vec<Vec<i8>> = (0..blocks)
                 .map(|q| {
                     let mut w: Vec<i8> = values(seed + 10 * q as u64, n * k, -128, 127)
@@ -1244,7 +1266,7 @@ mod tests {
                         .sum()
                 })
                 .collect();
-            assert_eq!(want[0], 32768 * 128 * (blocks * k) as i64);
+            assert_eq!(want[0], i64::from(top + 1) * 128 * (blocks * k) as i64);
             for path in [Simd::Portable, Simd::Auto].into_iter().chain(PATHS) {
                 if path.resolve().is_err() {
                     continue;
@@ -1262,6 +1284,8 @@ mod tests {
                     matmul_blocks(&x, &panels, rows, &mut out, path);
                     let got: Vec<i64> = out.chunks(stride).flat_map(|r| r[..n].to_vec()).collect();
                     assert_eq!(got, want, "seed {seed}, {path:?} on {layout:?}");
+                    let padding = out.chunks(stride).flat_map(|r| &r[n..]);
+                    assert!(padding.copied().all(|v| v == 0), "padding sums to zero");
                 }
             }
         }
@@ -1318,16 +1342,23 @@ mod tests {
             // inputs past its end are zeros.
             let stride = 30;
             let cols: Vec<i8> = (0..65 * stride).map(|v| (v * 7) as i8).collect();
-            let mut q = Panels::default();
+            // Filled over a matrix of other values and shape, as attention refills.
+            let mut q = Panels::from_rows(&vec![-1; 40 * 90], 90, layout);
             let src = Source::Cols {
                 data: &cols[3..],
                 stride,
             };
             q.fill(21, 70, layout, src);
-            for j in 0..21 {
+            for j in 0..32 {
                 for i in 0..70 {
-                    let want = if i < 65 { cols[3 + i * stride + j] } else { 0 };
-                    assert_eq!(q.at(j, i), want, "({j}, {i}) by columns in {layout:?}");
+                    let want = if i < 65 && j < 21 {
+                        cols[3 + i * stride + j]
+                    } else {
+                        0
+                    };
+                    if j < 24 || layout == Layout::Tiles {
+                        assert_eq!(q.at(j, i), want, "({j}, {i}) by columns in {layout:?}");
+                    }
                 }
             }
         }

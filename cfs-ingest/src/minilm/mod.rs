@@ -20,5 +20,5 @@ pub use embedder::{
 pub use kernel::Simd;
 /// The matrix product alone, for `embed_bench --kernel`; not part of the API.
 #[doc(hidden)]
-pub use kernel::{Panels, Rows, Source, matmul};
+pub use kernel::{Panels, Rows, matmul};
 pub use tokenize::{MAX_TOKENS, Vocab};

@@ -457,7 +457,8 @@ impl Model {
     }
 
     /// [`Model::embed`] into `out` ([`HIDDEN`] values), with this thread's buffers: in
-    /// the steady state nothing is allocated.
+    /// the steady state nothing is allocated (on the process's own path; a path forced
+    /// onto weights of the other layout copies them each product).
     pub fn embed_into(&self, text: &str, simd: Simd, out: &mut [i16]) {
         SCRATCH.with_borrow_mut(|s| {
             let mut ids = std::mem::take(&mut s.ids);
@@ -594,6 +595,10 @@ impl Model {
         let t_pairs = t_len.next_multiple_of(2);
         let a = &mut s.att;
         let (layout, wide) = (simd.layout(), simd.wide_loops());
+        let softmax = lookups::Softmax {
+            table: &self.exp2,
+            att: layer.att,
+        };
         a.e.resize(t_len, 0);
         for h in 0..HEADS {
             let c0 = h * HEAD_DIM;
@@ -623,7 +628,7 @@ impl Model {
                 .zip(a.probs.chunks_exact_mut(t_pairs))
             {
                 let (e, p) = (&mut a.e, &mut prow[..t_len]);
-                lookups::softmax(&self.exp2, layer.att, &row[..t_len], e, p, wide);
+                softmax.row(&row[..t_len], e, p, wide);
             }
             let rows = Rows {
                 count: t_len,
@@ -668,39 +673,36 @@ fn variance(x: &[i64], mean: i64) -> u128 {
 mod lookups {
     use super::{EXP_ENTRIES, Requant, rshift_round};
 
-    /// Integer softmax of one row of attention scores into probabilities at 2^15: the
-    /// scores to log2 units (10 fractional bits) by `att`, `2^-d` of each one's distance
-    /// `d` below the greatest from the table, and one division per row. `e` holds at
-    /// least `row.len()` values of scratch.
-    #[inline(always)]
-    pub(super) fn softmax(
-        table: &[u32; EXP_ENTRIES],
-        att: Requant,
-        row: &[i32],
-        e: &mut [i64],
-        out: &mut [i16],
-        wide: bool,
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if wide {
-            // SAFETY: the layer loops are compiled for AVX-512 only where the CPU has
-            // it (`Simd::wide_loops`).
-            unsafe { avx512::softmax(table, att, row, e, out) };
-            return;
+    /// Integer softmax of rows of attention scores: the scores to log2 units (10
+    /// fractional bits) by `att`, `2^-d` of each one's distance `d` below the greatest
+    /// from `table`.
+    #[derive(Clone, Copy)]
+    pub(super) struct Softmax<'t> {
+        pub(super) table: &'t [u32; EXP_ENTRIES],
+        pub(super) att: Requant,
+    }
+
+    impl Softmax<'_> {
+        /// One row into probabilities at 2^15, through one division; `e` holds at
+        /// least `row.len()` values of scratch.
+        #[inline(always)]
+        pub(super) fn row(self, row: &[i32], e: &mut [i64], out: &mut [i16], wide: bool) {
+            #[cfg(target_arch = "x86_64")]
+            if wide {
+                // SAFETY: the layer loops are compiled for AVX-512 only where the CPU
+                // has it (`Simd::wide_loops`).
+                unsafe { avx512::softmax(self, row, e, out) };
+                return;
+            }
+            let _ = wide;
+            softmax_scalar(self, row, e, out);
         }
-        let _ = wide;
-        softmax_scalar(table, att, row, e, out);
     }
 
     /// The reference: each step over the whole row in turn.
     #[inline(always)]
-    fn softmax_scalar(
-        table: &[u32; EXP_ENTRIES],
-        att: Requant,
-        row: &[i32],
-        e: &mut [i64],
-        out: &mut [i16],
-    ) {
+    fn softmax_scalar(s: Softmax<'_>, row: &[i32], e: &mut [i64], out: &mut [i16]) {
+        let (table, att) = (s.table, s.att);
         let e = &mut e[..row.len()];
         for (ej, &a) in e.iter_mut().zip(row) {
             *ej = att.apply_i32(a);
@@ -731,7 +733,7 @@ mod lookups {
     pub(super) fn gelu(table: &[i16; 1 << 16], g: &mut [i16], wide: bool) {
         #[cfg(target_arch = "x86_64")]
         if wide {
-            // SAFETY: as in `exp2`.
+            // SAFETY: as in `softmax`.
             unsafe { avx512::gelu(table, g) };
             return;
         }
@@ -750,21 +752,21 @@ mod lookups {
     mod avx512 {
         use std::arch::x86_64::*;
 
-        use super::{EXP_ENTRIES, Requant, rshift_round};
+        use super::{EXP_ENTRIES, rshift_round};
 
-        /// [`super::softmax`] in three passes over the row: the greatest score (the
+        /// [`super::Softmax::row`] in three passes over the row: the greatest score (the
         /// requantisation by `m >= 0` keeps the order, so its requantised value is the
         /// greatest), the table's values by gathers of sixteen and their sum, and the
         /// probabilities eight at a time by a 32 x 32-bit multiply where the factor fits
         /// in 32 bits (every row but one whose other entries are all zero).
         #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
         pub(in super::super) fn softmax(
-            table: &[u32; EXP_ENTRIES],
-            att: Requant,
+            s: super::Softmax<'_>,
             row: &[i32],
             e: &mut [i64],
             out: &mut [i16],
         ) {
+            let (table, att) = (s.table, s.att);
             let n = row.len();
             let (e, out) = (&mut e[..n], &mut out[..n]);
             let main = n / 16 * 16;
@@ -947,8 +949,9 @@ mod tests {
                     .collect();
                 for row in rows {
                     let (mut e, mut wide, mut narrow) = (vec![0; len], vec![0; len], vec![0; len]);
-                    lookups::softmax(&exp2, att, &row, &mut e, &mut wide, true);
-                    lookups::softmax(&exp2, att, &row, &mut e, &mut narrow, false);
+                    let softmax = lookups::Softmax { table: &exp2, att };
+                    softmax.row(&row, &mut e, &mut wide, true);
+                    softmax.row(&row, &mut e, &mut narrow, false);
                     assert_eq!(wide, narrow, "m {m}, sh {sh}, {row:?}");
                 }
             }

@@ -200,6 +200,75 @@ fn another_model_is_refused() {
     ));
 }
 
+/// The hash embedder, failing from its `fail_from`-th batch on.
+struct Failing {
+    inner: HashEmbedder,
+    calls: std::sync::atomic::AtomicUsize,
+    fail_from: usize,
+}
+
+impl Embedder for Failing {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, cfs_ingest::EmbedError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) + 1 >= self.fail_from {
+            return Err(cfs_ingest::EmbedError::Model {
+                model: self.model_id().to_owned(),
+                reason: "failed on purpose".into(),
+            });
+        }
+        self.inner.embed_batch(texts)
+    }
+}
+
+/// While one batch commits the next runs through the model: a model failing on the
+/// third batch leaves the first two committed (the second was computed before the
+/// failure), returns the error, and a later run embeds the rest to the inline root.
+#[test]
+fn a_failing_model_leaves_whole_batches_and_a_resume_finishes() {
+    let (_dir, root, store, options, embedder) = setup(true);
+    let clean = clean_root(&root, &options, &embedder);
+    store.sync(&root, &options, &embedder, &|_| {}).unwrap();
+    let one_text = EmbedOptions {
+        batch_texts: 1,
+        ..EmbedOptions::default()
+    };
+    let failing = Failing {
+        inner: HashEmbedder::new(32),
+        calls: std::sync::atomic::AtomicUsize::new(0),
+        fail_from: 3,
+    };
+    let commits = std::sync::atomic::AtomicUsize::new(0);
+    let err = store.embed_pending(&failing, &one_text, &|p| {
+        if let EmbedProgress::Committed { .. } = p {
+            commits.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    assert!(
+        matches!(err, Err(cfs_store::StoreError::Embedder(_))),
+        "{err:?}"
+    );
+    assert_eq!(commits.load(Ordering::SeqCst), 2);
+    let status = store.embed_status().unwrap();
+    assert!(
+        status.embedded >= 2 && status.embedded < status.chunks,
+        "{status:?}"
+    );
+    assert!(store.verify().unwrap().is_ok());
+
+    let rest = store.embed_pending(&embedder, &one_text, &|_| {}).unwrap();
+    assert_eq!(rest.still_pending, 0);
+    assert_eq!(
+        rest.commits, rest.texts_embedded,
+        "one text a commit, none from the cache"
+    );
+    assert_eq!(rest.root, clean);
+}
+
 /// The hash embedder's model id with other vectors: what a store written by a faulty
 /// or tampered embedder holds.
 struct Impostor(HashEmbedder);
