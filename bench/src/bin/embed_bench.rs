@@ -55,7 +55,7 @@ static ALLOCATOR: Counting = Counting;
 /// a first pass (the steady state: buffers kept per thread are warm): into one buffer
 /// the caller keeps, and as the vector `embed` returns.
 fn allocations_per_text(model: &MiniLmInt, texts: &[&str]) -> (f64, f64) {
-    let mut out = vec![0i16; 384];
+    let mut out = vec![0i16; model.dimension()];
     for t in texts {
         model.embed_into(t, &mut out);
     }

@@ -314,13 +314,13 @@ pub struct Rows {
 /// `out[t * out_stride + j] = sum_i x[t * x_stride + i] * w(j, i)` for every row `t`
 /// and every column `j` of `w` including the padding (whose sums are zero).
 pub fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32], simd: Simd) {
-    check(x, w, rows, out);
+    rows.check(x, w.k, w.n_padded(), out.len());
     #[cfg(target_arch = "x86_64")]
     match simd.resolve() {
         Ok(Simd::Amx) => {
             let w = w.in_layout(Layout::Tiles);
             // SAFETY: the CPU has AMX-INT8 and AVX-512 and the process holds the tile
-            // state (`resolve` refuses a path the CPU or OS lacks); `check` proved that
+            // state (`resolve` refuses a path the CPU or OS lacks); `Rows::check` proved that
             // every row read and written lies inside `x` and `out`.
             unsafe { amx::matmul(x, std::slice::from_ref(&*w), rows, out) };
             return;
@@ -328,7 +328,7 @@ pub fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32], simd: Simd) {
         Ok(path @ (Simd::Avx2 | Simd::AvxVnni | Simd::Avx512Vnni)) => {
             let w = w.in_layout(Layout::Pairs);
             // SAFETY: the CPU has AVX2, and AVX-VNNI or AVX-512 VNNI where that path was
-            // chosen (`resolve` refuses a path the CPU lacks), and `check` proved that
+            // chosen (`resolve` refuses a path the CPU lacks), and `Rows::check` proved that
             // every row read and written lies inside `x` and `out`.
             unsafe {
                 match path {
@@ -363,14 +363,11 @@ pub fn matmul_blocks(x: &[i16], blocks: &[Panels], rows: Rows, out: &mut [i64], 
     // Each block's `i32` sums are exact below 512 inputs: 511 * 2^15 * 2^7 < 2^31.
     assert!(first.k < MAX_K, "blocks of {} inputs", first.k);
     assert!(blocks.len() <= MAX_BLOCKS, "{} blocks", blocks.len());
-    assert!(rows.count > 0, "no rows");
-    assert!(rows.x_stride >= k && (rows.count - 1) * rows.x_stride + k <= x.len());
-    assert!(rows.out_stride >= first.n_padded());
-    assert!((rows.count - 1) * rows.out_stride + first.n_padded() <= out.len());
+    rows.check(x, k, first.n_padded(), out.len());
     #[cfg(target_arch = "x86_64")]
     if simd.resolve() == Ok(Simd::Amx) && first.layout == Layout::Tiles {
-        // SAFETY: as in `matmul`; the asserts above proved that every row read and
-        // written lies inside `x` and `out`, and the blocks are in the tile layout.
+        // SAFETY: as in `matmul`; `Rows::check` proved that every row read and written
+        // lies inside `x` and `out`, and the blocks are in the tile layout.
         unsafe { amx::matmul(x, blocks, rows, out) };
         return;
     }
@@ -397,17 +394,22 @@ thread_local! {
     static BLOCK_SUMS: std::cell::RefCell<Vec<i32>> = std::cell::RefCell::default();
 }
 
-fn check(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
-    assert!(rows.count > 0, "no rows");
-    assert!(rows.x_stride >= w.k && rows.out_stride >= w.n_padded());
-    assert!(
-        (rows.count - 1) * rows.x_stride + w.k <= x.len(),
-        "x too short"
-    );
-    assert!(
-        (rows.count - 1) * rows.out_stride + w.n_padded() <= out.len(),
-        "out too short"
-    );
+impl Rows {
+    /// Asserts that every row a product reads (`k` inputs from `t * x_stride`) lies in
+    /// `x` and every row it writes (`n_padded` sums from `t * out_stride`) in an output
+    /// of `out_len`.
+    fn check(self, x: &[i16], k: usize, n_padded: usize, out_len: usize) {
+        assert!(self.count > 0, "no rows");
+        assert!(self.x_stride >= k && self.out_stride >= n_padded);
+        assert!(
+            (self.count - 1) * self.x_stride + k <= x.len(),
+            "x too short"
+        );
+        assert!(
+            (self.count - 1) * self.out_stride + n_padded <= out_len,
+            "out too short"
+        );
+    }
 }
 
 /// The reference: one dot product per output, in index order, each column read out of
@@ -447,7 +449,7 @@ mod x86 {
     /// accumulators, two panel registers and one broadcast: 11 of the 16 registers).
     ///
     /// # Safety
-    /// The CPU has AVX2, and AVX-VNNI if `vnni`; `super::check` holds for the arguments.
+    /// The CPU has AVX2, and AVX-VNNI if `vnni`; `Rows::check` holds for the arguments.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn matmul(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32], vnni: bool) {
         let groups = w.n_padded() / PANEL;
@@ -467,7 +469,7 @@ mod x86 {
                 let xp = x[t * rows.x_stride..].as_ptr();
                 let op = out[t * rows.out_stride + g * PANEL..].as_mut_ptr();
                 // SAFETY: rows t .. t + mr of x hold k values at stride x_stride and
-                // rows t .. t + mr of out hold nr panels at stride out_stride (`check`);
+                // rows t .. t + mr of out hold nr panels at stride out_stride (`Rows::check`);
                 // `wide` holds nr widened panels of k pairs; AVX-VNNI is used only
                 // where it was detected.
                 unsafe {
@@ -582,7 +584,7 @@ mod x86 {
     /// weight registers and one broadcast of the 32 registers).
     ///
     /// # Safety
-    /// The CPU has AVX-512 (F, BW, DQ, VL) and AVX-512 VNNI; `super::check` holds for the
+    /// The CPU has AVX-512 (F, BW, DQ, VL) and AVX-512 VNNI; `Rows::check` holds for the
     /// arguments; `w` is in the pair layout.
     #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
     pub(super) unsafe fn matmul_avx512(x: &[i16], w: &Panels, rows: Rows, out: &mut [i32]) {
@@ -606,7 +608,7 @@ mod x86 {
                     out: rows.out_stride,
                 };
                 // SAFETY: rows t .. t + mr of x hold k values at stride x_stride and rows
-                // t .. t + mr of out hold np panels at stride out_stride (`check`);
+                // t .. t + mr of out hold np panels at stride out_stride (`Rows::check`);
                 // `wide` holds k / 2 pairs of 64 values.
                 unsafe { dispatch512(mr, np, p, s) };
                 t += mr;
@@ -1074,7 +1076,7 @@ mod neon {
                 let s = (k, rows.x_stride, rows.out_stride);
                 // SAFETY: rows t .. t + mr of x hold k values at stride x_stride and rows
                 // t .. t + mr of out hold a panel's eight sums at stride out_stride
-                // (`super::check`); `wide` holds k / 2 widened pairs; NEON is part of
+                // (`Rows::check`); `wide` holds k / 2 widened pairs; NEON is part of
                 // every aarch64 target.
                 unsafe {
                     match mr {

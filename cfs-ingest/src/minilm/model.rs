@@ -120,35 +120,24 @@ impl Channels {
 
     /// `requant(sum_j + b_j)` for every row of `sums` (rows of one value per channel).
     #[inline(always)]
-    fn apply(&self, sums: &[i32], out: &mut Vec<i64>) {
+    fn apply<A: Copy + Into<i64>>(&self, sums: &[A], out: &mut Vec<i64>) {
         out.resize(sums.len(), 0);
         self.apply_into(sums, out, |v| v);
     }
 
     /// `to(requant(sum_j + b_j))` for every row of `sums`, into `out` (as long as
-    /// `sums`): `(a + b) * m` as `a * m + b * m`, the first a widening multiply of two
-    /// `i32`, so the pass vectorises when `to` is arithmetic.
+    /// `sums`): `(a + b) * m` as `a * m + b * m`, for `i32` sums a widening multiply of
+    /// two `i32`, so the pass vectorises when `to` is arithmetic. Sums are under 2^33 in
+    /// magnitude (the second feed-forward product's `i64` ones: 1,536 inputs of `i16`
+    /// times `i8`), so `a * m` is under 2^56 and `a * m + b * m` under 2^63.
     #[inline(always)]
-    fn apply_into<U>(&self, sums: &[i32], out: &mut [U], to: impl Fn(i64) -> U) {
+    fn apply_into<A: Copy + Into<i64>, U>(&self, sums: &[A], out: &mut [U], to: impl Fn(i64) -> U) {
         let n = self.n();
         for (row, out) in sums.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
             for (((o, &a), &bm), &m) in out.iter_mut().zip(row).zip(&self.bm).zip(&self.m32) {
-                *o = to((i64::from(a) * i64::from(m) + bm) >> self.sh);
-            }
-        }
-    }
-
-    /// `requant(sum_j + b_j)` of `i64` sums, each under 2^33 in magnitude (the second
-    /// feed-forward product's: 1,536 inputs of `i16` times `i8`), so that `a * m` is
-    /// under 2^56 and `a * m + b * m` under 2^62.
-    #[inline(always)]
-    fn apply_wide(&self, sums: &[i64], out: &mut Vec<i64>) {
-        out.resize(sums.len(), 0);
-        let n = self.n();
-        for (row, out) in sums.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
-            for (((o, &a), &bm), &m) in out.iter_mut().zip(row).zip(&self.bm).zip(&self.m32) {
+                let a: i64 = a.into();
                 debug_assert!(a.unsigned_abs() < 1 << 33);
-                *o = (a * i64::from(m) + bm) >> self.sh;
+                *o = to((a * i64::from(m) + bm) >> self.sh);
             }
         }
     }
@@ -252,7 +241,7 @@ impl BlockedLinear {
         };
         wide.resize(rows.count * n, 0);
         matmul_blocks(x, &self.blocks, rows, wide, simd);
-        self.out.apply_wide(wide, out);
+        self.out.apply(wide, out);
     }
 }
 
@@ -714,8 +703,14 @@ mod lookups {
         let total: i64 = e.iter().sum();
         let factor = (1i64 << 62) / total;
         for (o, &ej) in out.iter_mut().zip(e.iter()) {
-            *o = rshift_round(ej * factor, 47).min(32767) as i16;
+            *o = probability(ej, factor);
         }
+    }
+
+    /// A probability at 2^15 from its `2^-d` value and the row's `2^62 / total`.
+    #[inline(always)]
+    fn probability(e: i64, factor: i64) -> i16 {
+        rshift_round(e * factor, 47).min(32767) as i16
     }
 
     /// `exp2[f] >> n` of a distance `d >= 0` (`n = d >> 10`, `f = d % 1024`).
@@ -752,7 +747,7 @@ mod lookups {
     mod avx512 {
         use std::arch::x86_64::*;
 
-        use super::{EXP_ENTRIES, rshift_round};
+        use super::EXP_ENTRIES;
 
         /// [`super::Softmax::row`] in three passes over the row: the greatest score (the
         /// requantisation by `m >= 0` keeps the order, so its requantised value is the
@@ -825,7 +820,7 @@ mod lookups {
                 }
             }
             for (o, &ej) in out[tail..].iter_mut().zip(&e[tail..]) {
-                *o = rshift_round(ej * factor, 47).min(32767) as i16;
+                *o = super::probability(ej, factor);
             }
         }
 

@@ -137,7 +137,8 @@ impl Vocab {
 
 /// Token texts to ids in three flat arrays instead of a string per token (a third of
 /// the model's memory went to a map of 30,522 strings): the texts end to end, where each
-/// ends, and an open-addressing table of ids by the texts' FNV-1a hash.
+/// ends, and an open-addressing table of ids by the texts' hash (the hash embedder's
+/// FNV-1a with a final mix, whose low bits pick the slot).
 #[derive(Debug)]
 struct TokenTable {
     text: String,
@@ -184,7 +185,7 @@ impl TokenTable {
     /// The id of `token`, or the empty slot where it would go.
     fn find(&self, token: &str) -> Result<u32, usize> {
         let mask = self.slots.len() - 1;
-        let mut slot = fnv1a(token.as_bytes()) as usize & mask;
+        let mut slot = crate::embed::feature_hash(0, token) as usize & mask;
         loop {
             let id = self.slots[slot];
             if id == Self::EMPTY {
@@ -206,13 +207,6 @@ impl TokenTable {
         };
         &self.text[start..self.ends[id] as usize]
     }
-}
-
-/// The 64-bit FNV-1a hash.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// The byte index of the char boundary before `i` (`i` > 0, on a boundary).
