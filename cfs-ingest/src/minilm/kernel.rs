@@ -581,7 +581,10 @@ mod x86 {
     /// Four panels at a time (32 columns), widened on the stack so that each input
     /// pair's sixteen values of two panels fill one 512-bit register, then met by every
     /// row of `x`, eight rows per call of the micro-kernel (sixteen accumulators, two
-    /// weight registers and one broadcast of the 32 registers).
+    /// weight registers and one broadcast of the 32 registers). While a group's panels
+    /// meet the rows, the next group's are prefetched into L2, a slice before each call
+    /// of the micro-kernel: the weights come from L3 or memory once a text, and waiting
+    /// on them in the widening had cost a sixth of the model's time.
     ///
     /// # Safety
     /// The CPU has AVX-512 (F, BW, DQ, VL) and AVX-512 VNNI; `Rows::check` holds for the
@@ -591,12 +594,23 @@ mod x86 {
         let groups = w.n_padded() / PANEL;
         let pairs = w.k / 2;
         let mut wide = [0i16; 4 * PANEL * MAX_K];
+        let blocks = rows.count.div_ceil(MR512);
         for g in (0..groups).step_by(4) {
             let np = (groups - g).min(4);
             widen4(w, g, np, &mut wide);
-            let mut t = 0;
-            while t < rows.count {
+            let next = w.data.get((g + 4) * PANEL * w.k..).unwrap_or_default();
+            let next = &next[..next.len().min(4 * PANEL * w.k)];
+            let per_block = next.len().div_ceil(64 * blocks) * 64;
+            for (b, t) in (0..rows.count).step_by(MR512).enumerate() {
                 let mr = (rows.count - t).min(MR512);
+                for line in next
+                    .iter()
+                    .skip(b * per_block)
+                    .step_by(64)
+                    .take(per_block / 64)
+                {
+                    _mm_prefetch::<_MM_HINT_T1>(std::ptr::from_ref(line));
+                }
                 let p = Pointers {
                     x: x[t * rows.x_stride..].as_ptr(),
                     w: wide.as_ptr(),
@@ -611,38 +625,42 @@ mod x86 {
                 // t .. t + mr of out hold np panels at stride out_stride (`Rows::check`);
                 // `wide` holds k / 2 pairs of 64 values.
                 unsafe { dispatch512(mr, np, p, s) };
-                t += mr;
             }
         }
     }
 
     /// Widens panels `g .. g + np` (np <= 4) into `wide`: pair p's 64 values are panels
     /// g and g + 1, then g + 2 and g + 3, sixteen values each; missing panels are zero.
-    #[inline(always)]
+    /// One `vpmovsxbw` a panel's pair (the loop of scalar sign extensions the compiler
+    /// made of it took a fifth of the product's time).
+    #[target_feature(enable = "avx2")]
     fn widen4(w: &Panels, g: usize, np: usize, wide: &mut [i16]) {
-        let pairs = w.k / 2;
-        let stride = 2 * PANEL;
-        for h in 0..4 {
-            let panel = (h < np).then(|| &w.data[(g + h) * PANEL * w.k..][..PANEL * w.k]);
-            for p in 0..pairs {
-                let d = &mut wide[p * 4 * stride + h * stride..][..stride];
-                match panel {
-                    Some(src) => {
-                        for (d, &v) in d.iter_mut().zip(&src[p * stride..][..stride]) {
-                            *d = i16::from(v);
-                        }
-                    }
-                    None => d.fill(0),
+        const STRIDE: usize = 2 * PANEL;
+        let wide = &mut wide[..w.k / 2 * 4 * STRIDE];
+        let panels = &w.data[g * PANEL * w.k..][..np * PANEL * w.k];
+        for (h, panel) in panels.chunks_exact(PANEL * w.k).enumerate() {
+            let to = wide[h * STRIDE..].chunks_mut(4 * STRIDE);
+            for (d, s) in to.zip(panel.chunks_exact(STRIDE)) {
+                let d: &mut [i16; STRIDE] = (&mut d[..STRIDE]).try_into().expect("a pair");
+                // SAFETY: 16 bytes are read from `s` and 16 `i16` written to `d`, slices
+                // of those lengths; the CPU has AVX2.
+                unsafe {
+                    let v = _mm_loadu_si128(s.as_ptr().cast());
+                    _mm256_storeu_si256(d.as_mut_ptr().cast(), _mm256_cvtepi8_epi16(v));
                 }
+            }
+        }
+        if np < 4 {
+            for d in wide.chunks_exact_mut(4 * STRIDE) {
+                d[np * STRIDE..].fill(0);
             }
         }
     }
 
-    /// The AVX-512 micro-kernel for `mr` rows and `np` panels.
+    /// The AVX-512 micro-kernel for `mr` rows and `np` panels; `(pairs, out_stride)`.
     ///
     /// # Safety
-    /// As [`matmul_avx512`]'s, for the rows and panels `p` and `s` describe (`s.k` is the
-    /// number of input pairs).
+    /// As [`matmul_avx512`]'s, for the block of rows and the panels `p` describes.
     #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
     unsafe fn dispatch512(mr: usize, np: usize, p: Pointers, s: Strides) {
         // SAFETY: the micro-kernel needs what this function's contract gives.
@@ -669,32 +687,14 @@ mod x86 {
     #[inline]
     unsafe fn micro512<const MR: usize, const NZ: usize>(p: Pointers, s: Strides, np: usize) {
         let mut acc = [[_mm512_setzero_si512(); NZ]; MR];
+        // SAFETY: row r of x starts at `p.x + r * s.x`, inside `x`.
+        let row: [*const i32; MR] = std::array::from_fn(|r| unsafe { p.x.add(r * s.x).cast() });
+        // Opaque, so that LLVM keeps a base register a row instead of rederiving each
+        // row's address from the first by adds that compete with `vpdpwssd` for ports.
+        let row = std::hint::black_box(row);
         for i in 0..s.k {
-            let mut b = [_mm512_setzero_si512(); NZ];
-            for (z, b) in b.iter_mut().enumerate() {
-                // SAFETY: pair i's values of panels 2z and 2z + 1 are 32 values in `p.w`.
-                *b = unsafe { _mm512_loadu_si512(p.w.add(i * 8 * PANEL + z * 4 * PANEL).cast()) };
-            }
-            for (r, acc) in acc.iter_mut().enumerate() {
-                // SAFETY: values 2i, 2i + 1 of row r are inside `p.x`.
-                let pair = unsafe { p.x.add(r * s.x + 2 * i).cast::<i32>().read_unaligned() };
-                let a = _mm512_set1_epi32(pair);
-                for (acc, &b) in acc.iter_mut().zip(&b) {
-                    // SAFETY: `vpdpwssd` on registers only; the CPU has AVX-512 VNNI. As
-                    // written, because under the generic x86-64 tuning LLVM's machine
-                    // combiner splits most `_mm512_dpwssd_epi32` into `vpmaddwd` and
-                    // `vpaddd`: two instructions for one (82-85 G MAC/s against 92-111).
-                    unsafe {
-                        asm!(
-                            "vpdpwssd {acc}, {a}, {b}",
-                            acc = inout(zmm_reg) *acc,
-                            a = in(zmm_reg) a,
-                            b = in(zmm_reg) b,
-                            options(pure, nomem, nostack),
-                        )
-                    };
-                }
-            }
+            // SAFETY: pair i is below `s.k`, as `step512` needs.
+            unsafe { step512(&mut acc, &row, p.w, i) };
         }
         for (r, acc) in acc.iter().enumerate() {
             for (z, &v) in acc.iter().enumerate() {
@@ -703,6 +703,45 @@ mod x86 {
                 // are inside `p.out`.
                 unsafe {
                     _mm512_mask_storeu_epi32(p.out.add(r * s.out + z * 2 * PANEL).cast(), mask, v)
+                };
+            }
+        }
+    }
+
+    /// One input pair of `MR` rows against `NZ` registers of widened panels: each row's
+    /// pair broadcast, multiplied by each register and added to its accumulator.
+    ///
+    /// # Safety
+    /// As [`micro512`]'s, for pair `i` (below the number of pairs).
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")]
+    #[inline]
+    unsafe fn step512<const MR: usize, const NZ: usize>(
+        acc: &mut [[__m512i; NZ]; MR],
+        row: &[*const i32; MR],
+        w: *const i16,
+        i: usize,
+    ) {
+        let mut b = [_mm512_setzero_si512(); NZ];
+        for (z, b) in b.iter_mut().enumerate() {
+            // SAFETY: pair i's values of panels 2z and 2z + 1 are 32 values in `w`.
+            *b = unsafe { _mm512_loadu_si512(w.add(i * 8 * PANEL + z * 4 * PANEL).cast()) };
+        }
+        for (acc, row) in acc.iter_mut().zip(row) {
+            // SAFETY: values 2i, 2i + 1 of the row are inside `x`.
+            let a = _mm512_set1_epi32(unsafe { row.add(i).read_unaligned() });
+            for (acc, &b) in acc.iter_mut().zip(&b) {
+                // SAFETY: `vpdpwssd` on registers only; the CPU has AVX-512 VNNI. As
+                // written, because under the generic x86-64 tuning LLVM's machine
+                // combiner splits most `_mm512_dpwssd_epi32` into `vpmaddwd` and
+                // `vpaddd`: two instructions for one (82-85 G MAC/s against 92-111).
+                unsafe {
+                    asm!(
+                        "vpdpwssd {acc}, {a}, {b}",
+                        acc = inout(zmm_reg) *acc,
+                        a = in(zmm_reg) a,
+                        b = in(zmm_reg) b,
+                        options(pure, nomem, nostack),
+                    )
                 };
             }
         }
@@ -1186,6 +1225,8 @@ mod tests {
             (5, 108, 1536, 384, 0, 0),
             (6, 3, 24, 512, 16, 0),
             (7, 9, 17, 2, 0, 0),
+            (8, 14, 40, 102, 0, 0),
+            (9, 2, 33, 64, 6, 5),
         ] {
             let x: Vec<i16> = values(seed, t * (k + x_pad), -32767, 32767)
                 .into_iter()
