@@ -179,19 +179,30 @@ impl Panels {
                 for j in 0..n {
                     let col = data.get(j * stride..).unwrap_or_default();
                     let col = &col[..col.len().min(k)];
-                    for (p, pair) in col.chunks(2).enumerate() {
-                        let at = pair_index(k, j, 2 * p);
-                        for (to, &v) in self.data[at..][..2].iter_mut().zip(pair) {
-                            *to = v;
-                        }
+                    let (g, c) = (j / PANEL, j % PANEL);
+                    let panel = &mut self.data[g * PANEL * k..][..PANEL * k];
+                    let mut pairs = col.chunks_exact(2);
+                    for (to, pair) in panel.chunks_exact_mut(2 * PANEL).zip(&mut pairs) {
+                        to[2 * c..][..2].copy_from_slice(pair);
+                    }
+                    if let [v] = pairs.remainder() {
+                        panel[col.len() / 2 * 2 * PANEL + 2 * c] = *v;
                     }
                 }
             }
             (Layout::Pairs, Source::Cols { data, stride }) => {
                 assert!(stride >= n, "a row of {stride} for {n} columns");
-                for (i, row) in data.chunks(stride).take(k).enumerate() {
-                    for (j, &v) in row.iter().take(n).enumerate() {
-                        self.data[pair_index(k, j, i)] = v;
+                let mut rows = data.chunks(stride).map(|row| &row[..row.len().min(n)]);
+                for p in 0..k.div_ceil(2) {
+                    let pair = [(); 2].map(|()| rows.next().unwrap_or_default());
+                    for (g, to) in self.data.chunks_exact_mut(PANEL * k).enumerate() {
+                        let to = &mut to[p * 2 * PANEL..][..2 * PANEL];
+                        for (h, row) in pair.iter().enumerate() {
+                            let row = row.get(g * PANEL..).unwrap_or_default();
+                            for (to, &v) in to[h..].iter_mut().step_by(2).zip(row) {
+                                *to = v;
+                            }
+                        }
                     }
                 }
             }
@@ -199,23 +210,31 @@ impl Panels {
                 for j in 0..n {
                     let col = data.get(j * stride..).unwrap_or_default();
                     let col = &col[..col.len().min(k)];
-                    for (q, quad) in col.chunks(4).enumerate() {
-                        let (line, byte) = tile_index(k, j, 4 * q);
-                        for (to, &v) in self.lines[line].0[byte..][..4].iter_mut().zip(quad) {
-                            *to = v;
-                        }
+                    let (line, byte) = tile_index(k, j, 0);
+                    let lines = &mut self.lines[line..];
+                    let mut quads = col.chunks_exact(4);
+                    for (line, quad) in lines.iter_mut().zip(&mut quads) {
+                        line.0[byte..][..4].copy_from_slice(quad);
+                    }
+                    let rest = quads.remainder();
+                    if !rest.is_empty() {
+                        lines[col.len() / 4].0[byte..][..rest.len()].copy_from_slice(rest);
                     }
                 }
             }
             (Layout::Tiles, Source::Cols { data, stride }) => {
                 assert!(stride >= n, "a row of {stride} for {n} columns");
-                for (i, row) in data.chunks(stride).take(k).enumerate() {
-                    let row = &row[..row.len().min(n)];
+                let quads = k.next_multiple_of(TILE_K) / 4;
+                let rows = data
+                    .chunks(stride)
+                    .take(k)
+                    .map(|row| &row[..row.len().min(n)]);
+                for (i, row) in rows.enumerate() {
+                    let (q, r) = (i / 4, i % 4);
                     for (b, block) in row.chunks(TILE_N).enumerate() {
-                        let (line, byte) = tile_index(k, b * TILE_N, i);
-                        let line = &mut self.lines[line].0;
-                        for (c, &v) in block.iter().enumerate() {
-                            line[byte + 4 * c] = v;
+                        let line = &mut self.lines[b * quads + q].0;
+                        for (to, &v) in line[r..].iter_mut().step_by(4).zip(block) {
+                            *to = v;
                         }
                     }
                 }
@@ -373,16 +392,15 @@ pub fn matmul_blocks(x: &[i16], blocks: &[Panels], rows: Rows, out: &mut [i64], 
     }
     BLOCK_SUMS.with_borrow_mut(|sums| {
         sums.resize(rows.count * rows.out_stride, 0);
-        for t in 0..rows.count {
-            out[t * rows.out_stride..][..first.n_padded()].fill(0);
-        }
+        let n = first.n_padded();
         for (q, w) in blocks.iter().enumerate() {
             matmul(&x[q * first.k..], w, rows, sums, simd);
             for t in 0..rows.count {
                 let at = t * rows.out_stride;
-                let n = first.n_padded();
-                for (o, &p) in out[at..][..n].iter_mut().zip(&sums[at..][..n]) {
-                    *o += i64::from(p);
+                let pairs = out[at..][..n].iter_mut().zip(&sums[at..][..n]);
+                match q {
+                    0 => pairs.for_each(|(o, &p)| *o = i64::from(p)),
+                    _ => pairs.for_each(|(o, &p)| *o += i64::from(p)),
                 }
             }
         }
@@ -1381,6 +1399,26 @@ mod tests {
             }
             let back = p.in_layout(Layout::Pairs);
             assert!((0..24).all(|j| (0..70).all(|i| back.at(j, i) == p.at(j, i))));
+            // Rows whose source ends inside the last column, after an odd number of
+            // its inputs: the rest of that column is zeros.
+            let mut cut = Panels::from_rows(&vec![-1; 40 * 90], 90, layout);
+            let src = Source::Rows {
+                data: &rows[..20 * 70 + 33],
+                stride: 70,
+            };
+            cut.fill(21, 70, layout, src);
+            for (j, i) in (0..21).flat_map(|j| (0..70).map(move |i| (j, i))) {
+                let want = if j < 20 || i < 33 {
+                    rows[j * 70 + i]
+                } else {
+                    0
+                };
+                assert_eq!(
+                    cut.at(j, i),
+                    want,
+                    "({j}, {i}) of a cut source in {layout:?}"
+                );
+            }
             // Read down the columns of a strided source that ends after 65 inputs: the
             // inputs past its end are zeros.
             let stride = 30;
