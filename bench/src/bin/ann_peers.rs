@@ -12,7 +12,7 @@
 //! sign-code scan of the same vectors is measured in place by `vector_bench` (it reads
 //! the store's own index file). Prints one JSON object per size.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -70,7 +70,7 @@ fn measure(
     })
 }
 
-fn read_vectors(data: &PathBuf) -> Vec<Vec<i16>> {
+fn read_vectors(data: &Path) -> Vec<Vec<i16>> {
     let meta: Value =
         serde_json::from_str(&std::fs::read_to_string(data.join("meta.json")).expect("meta"))
             .expect("meta.json");

@@ -72,7 +72,9 @@ fn allocations_per_text(model: &MiniLmInt, texts: &[&str]) -> (f64, f64) {
 }
 
 /// The matrix product alone at the model's shapes (101 rows, the mean chunk's tokens;
-/// 112, whole tiles), one thread, on every path this CPU has: G multiply-adds a second.
+/// 112, whole tiles; 30, a short chunk; 404, four chunks' tokens in one product, what
+/// batching chunks would give), one thread, on every path this CPU has: G multiply-adds
+/// a second.
 fn kernel_rates(reps: usize) -> serde_json::Value {
     use cfs_ingest::minilm::{Panels, Rows, matmul};
     let mut rates = serde_json::Map::new();
@@ -80,6 +82,9 @@ fn kernel_rates(reps: usize) -> serde_json::Value {
         (101usize, 384usize, 384usize),
         (101, 1536, 384),
         (112, 384, 384),
+        (404, 384, 384),
+        (404, 1536, 384),
+        (30, 384, 384),
     ] {
         let x: Vec<i16> = (0..m * k).map(|i| (i * 7919 % 65536) as i16).collect();
         let w: Vec<i8> = (0..n * k).map(|i| (i * 31 % 256) as u8 as i8).collect();
