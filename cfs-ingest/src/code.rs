@@ -49,6 +49,10 @@ struct Grammar {
     language: Language,
     name: &'static str,
     version: &'static str,
+    /// The revision of this crate's own reading of the grammar's trees (what is a
+    /// symbol, its name, parent and attached comments): raised when a change moves a
+    /// chunk or a symbol of some file of the language, so that its stores parse again.
+    rules: u32,
     load: fn() -> tree_sitter::Language,
 }
 
@@ -60,42 +64,49 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Rust,
         name: "rust",
         version: "0.24.2",
+        rules: 1,
         load: || tree_sitter_rust::LANGUAGE.into(),
     },
     Grammar {
         language: Language::Go,
         name: "go",
         version: "0.25.0",
+        rules: 1,
         load: || tree_sitter_go::LANGUAGE.into(),
     },
     Grammar {
         language: Language::Python,
         name: "python",
         version: "0.25.0",
+        rules: 1,
         load: || tree_sitter_python::LANGUAGE.into(),
     },
     Grammar {
         language: Language::TypeScript,
         name: "typescript",
         version: "0.23.2",
+        rules: 1,
         load: || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
     },
     Grammar {
         language: Language::Tsx,
         name: "typescript",
         version: "0.23.2",
+        rules: 1,
         load: || tree_sitter_typescript::LANGUAGE_TSX.into(),
     },
     Grammar {
         language: Language::JavaScript,
         name: "javascript",
         version: "0.25.0",
+        rules: 1,
         load: || tree_sitter_javascript::LANGUAGE.into(),
     },
     Grammar {
         language: Language::Jsx,
         name: "javascript",
         version: "0.25.0",
+        rules: 1,
         load: || tree_sitter_javascript::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-java")]
@@ -103,6 +114,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Java,
         name: "java",
         version: "0.23.5",
+        rules: 1,
         load: || tree_sitter_java::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-csharp")]
@@ -110,6 +122,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::CSharp,
         name: "c-sharp",
         version: "0.23.5",
+        rules: 1,
         load: || tree_sitter_c_sharp::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-kotlin")]
@@ -117,6 +130,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Kotlin,
         name: "kotlin-ng",
         version: "1.1.0",
+        rules: 1,
         load: || tree_sitter_kotlin_ng::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-c")]
@@ -124,6 +138,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::C,
         name: "c",
         version: "0.24.2",
+        rules: 1,
         load: || tree_sitter_c::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-cpp")]
@@ -131,6 +146,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Cpp,
         name: "cpp",
         version: "0.23.4",
+        rules: 1,
         load: || tree_sitter_cpp::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-ruby")]
@@ -138,6 +154,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Ruby,
         name: "ruby",
         version: "0.23.1",
+        rules: 1,
         load: || tree_sitter_ruby::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-php")]
@@ -145,6 +162,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Php,
         name: "php",
         version: "0.25.1",
+        rules: 1,
         load: || tree_sitter_php::LANGUAGE_PHP.into(),
     },
     #[cfg(feature = "lang-swift")]
@@ -152,6 +170,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Swift,
         name: "swift",
         version: "0.7.4",
+        rules: 1,
         load: || tree_sitter_swift::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-shell")]
@@ -159,6 +178,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Shell,
         name: "bash",
         version: "0.25.1",
+        rules: 1,
         load: || tree_sitter_bash::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-lua")]
@@ -166,6 +186,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Lua,
         name: "lua",
         version: "0.5.0",
+        rules: 1,
         load: || tree_sitter_lua::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-zig")]
@@ -173,6 +194,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Zig,
         name: "zig",
         version: "1.1.2",
+        rules: 1,
         load: || tree_sitter_zig::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-scala")]
@@ -180,6 +202,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Scala,
         name: "scala",
         version: "0.26.9",
+        rules: 1,
         load: || tree_sitter_scala::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-haskell")]
@@ -187,6 +210,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Haskell,
         name: "haskell",
         version: "0.24.1",
+        rules: 1,
         load: || tree_sitter_haskell::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-elixir")]
@@ -194,6 +218,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Elixir,
         name: "elixir",
         version: "0.3.5",
+        rules: 1,
         load: || tree_sitter_elixir::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-ocaml")]
@@ -201,6 +226,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::OCaml,
         name: "ocaml",
         version: "0.26.0",
+        rules: 1,
         load: || tree_sitter_ocaml::LANGUAGE_OCAML.into(),
     },
     #[cfg(feature = "lang-ocaml")]
@@ -208,6 +234,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::OCamlInterface,
         name: "ocaml-interface",
         version: "0.26.0",
+        rules: 1,
         load: || tree_sitter_ocaml::LANGUAGE_OCAML_INTERFACE.into(),
     },
     #[cfg(feature = "lang-erlang")]
@@ -215,6 +242,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Erlang,
         name: "erlang",
         version: "0.21.0",
+        rules: 1,
         load: || tree_sitter_erlang::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-r")]
@@ -222,6 +250,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::R,
         name: "r",
         version: "1.3.0",
+        rules: 1,
         load: || tree_sitter_r::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-julia")]
@@ -229,6 +258,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Julia,
         name: "julia",
         version: "0.23.1",
+        rules: 1,
         load: || tree_sitter_julia::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-sql")]
@@ -236,6 +266,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Sql,
         name: "sequel",
         version: "0.3.11",
+        rules: 2,
         load: || tree_sitter_sequel::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-objc")]
@@ -243,6 +274,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::ObjC,
         name: "objc",
         version: "3.0.2",
+        rules: 1,
         load: || tree_sitter_objc::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-yaml")]
@@ -250,6 +282,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Yaml,
         name: "yaml",
         version: "0.7.2",
+        rules: 1,
         load: || tree_sitter_yaml::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-toml")]
@@ -257,6 +290,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Toml,
         name: "toml-ng",
         version: "0.7.0",
+        rules: 1,
         load: || tree_sitter_toml_ng::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-hcl")]
@@ -264,6 +298,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Hcl,
         name: "hcl",
         version: "1.1.0",
+        rules: 1,
         load: || tree_sitter_hcl::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-css")]
@@ -271,6 +306,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Css,
         name: "css",
         version: "0.25.0",
+        rules: 1,
         load: || tree_sitter_css::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-dart")]
@@ -278,6 +314,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Dart,
         name: "dart",
         version: "0.3.0",
+        rules: 1,
         load: || tree_sitter_dart::LANGUAGE.into(),
     },
 ];
@@ -299,10 +336,15 @@ pub fn grammar_version(language: Language) -> Option<(&'static str, &'static str
 
 /// The parser of a code file in `language` parsed by symbols: `code/2`, the runtime and
 /// the one grammar it used (so that a grammar added or upgraded for one language leaves
-/// every other language's documents as they are).
+/// every other language's documents as they are), then ` rules=<n>` once the reading
+/// of that grammar's trees has been revised (the profiles of rules 1 name none).
 pub fn code_parser(language: Language) -> Option<String> {
-    let (grammar, version) = grammar_version(language)?;
-    Some(format!("code/2 {TREE_SITTER} {grammar}={version}"))
+    let g = grammar_of(language)?;
+    let profile = format!("code/2 {TREE_SITTER} {}={}", g.name, g.version);
+    Some(match g.rules {
+        1 => profile,
+        rules => format!("{profile} rules={rules}"),
+    })
 }
 
 /// A chunk of a code file: its span and, unless it is text between symbols, its symbol.
@@ -1777,7 +1819,9 @@ fn items<'t>(
     // Whether the last symbol found may take further clauses (nothing but comments and
     // attributes since).
     let mut clauses_open = false;
-    let mut nodes = level_nodes(language, node).into_iter().peekable();
+    let level = level_nodes(language, node);
+    // Over a slice, so that a look ahead (`sql::run_len`) copies no nodes.
+    let mut nodes = level.iter().copied().peekable();
     while let Some(child) = nodes.next() {
         let parent = parent.or(scope.as_deref().map(|s| (s, SymbolKind::Module)));
         let adjacent = |end: usize| directly_above(src, end, child.start_byte());
@@ -1805,10 +1849,11 @@ fn items<'t>(
         }
         // SQL: a `CREATE` in an `ERROR`, with what follows it there (`sql::recovered`).
         if language == Language::Sql && child.kind() == "keyword_create" {
-            let (mut run, error) = (vec![child], child.parent().map(|p| p.id()));
-            while let Some(next) = nodes.next_if(|n| sql::continues_run(*n, error)) {
-                run.push(next);
-            }
+            let error = child.parent().map(|p| p.id());
+            let len = sql::run_len(nodes.clone(), error);
+            let run: Vec<Node<'t>> = std::iter::once(child)
+                .chain(nodes.by_ref().take(len))
+                .collect();
             let docs = attached.take().filter(|(_, end, _)| adjacent(*end));
             out.extend(recovered_item(&run, src, docs));
             clauses_open = false;
@@ -1867,14 +1912,9 @@ fn items<'t>(
             {
                 docs.push(docstring);
             }
-            let symbol = Symbol {
-                kind,
-                name: clip(&name, MAX_SIGNATURE_BYTES),
-                parent: receiver.or_else(|| parent.map(|(p, _)| clip(p, MAX_SIGNATURE_BYTES))),
-                signature: signature(language, inner, src),
-                doc_comment: docs.join("\n"),
-                window: None,
-            };
+            let parent = receiver.or_else(|| parent.map(|(p, _)| clip(p, MAX_SIGNATURE_BYTES)));
+            let signature = signature(language, inner, src);
+            let symbol = found_symbol(kind, &name, parent, signature, &docs);
             if let Some(opened) = scope_opened(language, inner, &symbol, body.is_some()) {
                 scope = Some(opened);
             }
@@ -1907,20 +1947,34 @@ fn recovered_item<'t>(run: &[Node<'t>], src: &str, attached: Option<Attached>) -
     let (first, last) = (run.first()?, run.last()?);
     let (start, docs) = attached.map_or((first.start_byte(), Vec::new()), |(s, _, d)| (s, d));
     let text = src.get(first.start_byte()..last.end_byte()).unwrap_or("");
-    let symbol = Symbol {
-        kind,
-        name: clip(&name, MAX_SIGNATURE_BYTES),
-        parent: parent.map(|p| clip(&p, MAX_SIGNATURE_BYTES)),
-        signature: first_line_signature(text),
-        doc_comment: docs.join("\n"),
-        window: None,
-    };
+    let parent = parent.map(|p| clip(&p, MAX_SIGNATURE_BYTES));
+    let symbol = found_symbol(kind, &name, parent, first_line_signature(text), &docs);
     Some(Item {
         start,
         end: last.end_byte(),
         symbol,
         body: None,
     })
+}
+
+/// A symbol found at a level, whole (not a window): its name clipped to
+/// [`MAX_SIGNATURE_BYTES`] (its parent as the caller clipped it), its attached doc
+/// comments one after another.
+fn found_symbol(
+    kind: SymbolKind,
+    name: &str,
+    parent: Option<String>,
+    signature: String,
+    docs: &[String],
+) -> Symbol {
+    Symbol {
+        kind,
+        name: clip(name, MAX_SIGNATURE_BYTES),
+        parent,
+        signature,
+        doc_comment: docs.join("\n"),
+        window: None,
+    }
 }
 
 /// The parent a declaration gives every symbol after it at its level, for those that
@@ -3287,6 +3341,38 @@ mod tests {
                 ("b".into(), None, "table"),
                 ("w".into(), None, "table"),
             ]
+        );
+        // Comments inside a recovered head are part of it, and nest as PostgreSQL
+        // reads them; one after it attaches to what follows (rules 2).
+        for (text, name) in [
+            (
+                "CREATE /* a /* nested */ comment */ TABLE audit ();\n",
+                "audit",
+            ),
+            ("CREATE -- plain\n  TABLE log ();\n", "log"),
+        ] {
+            let doc = chunk(text, Language::Sql);
+            covers(&doc, text);
+            assert_eq!(names(&doc), vec![(name.into(), None, "table")], "{text}");
+        }
+        let after = "CREATE TABLE log ();\n-- About seen.\nCREATE TABLE seen ();\n";
+        let doc = chunk(after, Language::Sql);
+        covers(&doc, after);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("log".into(), None, "table"),
+                ("seen".into(), None, "table")
+            ]
+        );
+        assert_eq!(symbol(&doc, "seen").doc_comment, "-- About seen.");
+        assert_eq!(
+            code_parser(Language::Sql).as_deref(),
+            Some("code/2 tree-sitter=0.27 sequel=0.3.11 rules=2")
+        );
+        assert_eq!(
+            code_parser(Language::Rust).as_deref(),
+            Some("code/2 tree-sitter=0.27 rust=0.24.2")
         );
     }
 

@@ -94,16 +94,21 @@ fn unquote(name: &str) -> &str {
     strip_pair(name, &[('"', '"'), ('`', '`'), ('[', ']')])
 }
 
-/// Whether `node` continues the run of an `ERROR`'s children that a `CREATE` child
-/// of the `ERROR` with id `error` started (see [`recovered`]): a child of that `ERROR`
-/// that is neither another `CREATE`, nor a statement the grammar read, nor a comment.
-pub(super) fn continues_run(node: Node<'_>, error: Option<usize>) -> bool {
-    let kind = node.kind();
-    node.parent().map(|p| p.id()) == error
-        && !matches!(
-            kind,
-            "keyword_create" | "statement" | "comment" | "marginalia"
-        )
+/// How many of the nodes after a `CREATE` child of the `ERROR` with id `error` continue
+/// the run it starts (see [`recovered`]): children of that `ERROR` that are neither
+/// another `CREATE` nor a statement the grammar read, and the comments among them (rules
+/// 2: under 1 a comment ended the run, so a head with a comment in it made no symbol).
+/// Comments after the run's last node are not in it: they attach to what follows.
+pub(super) fn run_len<'t>(after: impl Iterator<Item = Node<'t>>, error: Option<usize>) -> usize {
+    let (mut len, mut comments) = (0, 0);
+    for node in after.take_while(|n| n.parent().map(|p| p.id()) == error) {
+        match node.kind() {
+            "comment" | "marginalia" => comments += 1,
+            "keyword_create" | "statement" => break,
+            _ => (len, comments) = (len + comments + 1, 0),
+        }
+    }
+    len
 }
 
 /// The kind, name and parent of the `CREATE` statement a run of an `ERROR`'s
@@ -193,7 +198,8 @@ impl<'s> Words<'s> {
             if self.rest.starts_with("--") {
                 self.rest = self.rest.find('\n').map_or("", |n| &self.rest[n..]);
             } else if self.rest.starts_with("/*") {
-                self.rest = self.rest.find("*/").map_or("", |n| &self.rest[n + 2..]);
+                // Nested as `readable` reads them (rules 2; 1 ended at the first `*/`).
+                self.rest = &self.rest[block_comment_end(self.rest.as_bytes(), 0)..];
             } else {
                 return;
             }
