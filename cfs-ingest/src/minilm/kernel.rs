@@ -618,17 +618,9 @@ mod x86 {
             widen4(w, g, np, &mut wide);
             let next = w.data.get((g + 4) * PANEL * w.k..).unwrap_or_default();
             let next = &next[..next.len().min(4 * PANEL * w.k)];
-            let per_block = next.len().div_ceil(64 * blocks) * 64;
             for (b, t) in (0..rows.count).step_by(MR512).enumerate() {
                 let mr = (rows.count - t).min(MR512);
-                for line in next
-                    .iter()
-                    .skip(b * per_block)
-                    .step_by(64)
-                    .take(per_block / 64)
-                {
-                    _mm_prefetch::<_MM_HINT_T1>(std::ptr::from_ref(line));
-                }
+                prefetch_part(next, b, blocks);
                 let p = Pointers {
                     x: x[t * rows.x_stride..].as_ptr(),
                     w: wide.as_ptr(),
@@ -644,6 +636,16 @@ mod x86 {
                 // `wide` holds k / 2 pairs of 64 values.
                 unsafe { dispatch512(mr, np, p, s) };
             }
+        }
+    }
+
+    /// Asks for part `part` of `parts` of `data`'s cache lines to be brought into L2.
+    #[target_feature(enable = "avx2")]
+    fn prefetch_part(data: &[i8], part: usize, parts: usize) {
+        let per_part = data.len().div_ceil(64 * parts) * 64;
+        let lines = data.iter().skip(part * per_part).step_by(64);
+        for line in lines.take(per_part / 64) {
+            _mm_prefetch::<_MM_HINT_T1>(std::ptr::from_ref(line));
         }
     }
 
@@ -675,7 +677,7 @@ mod x86 {
         }
     }
 
-    /// The AVX-512 micro-kernel for `mr` rows and `np` panels; `(pairs, out_stride)`.
+    /// The AVX-512 micro-kernel for `mr` rows and `np` panels.
     ///
     /// # Safety
     /// As [`matmul_avx512`]'s, for the block of rows and the panels `p` describes.
