@@ -179,29 +179,29 @@ impl Panels {
                 for j in 0..n {
                     let col = data.get(j * stride..).unwrap_or_default();
                     let col = &col[..col.len().min(k)];
-                    let (g, c) = (j / PANEL, j % PANEL);
-                    let panel = &mut self.data[g * PANEL * k..][..PANEL * k];
+                    // The column's pairs, one a row of its panel's pairs (fixed-size
+                    // copies: a copy of a variable length is a call to memmove).
+                    let at = pair_index(k, j, 0);
+                    let mut column = self.data[at..].chunks_mut(2 * PANEL);
                     let mut pairs = col.chunks_exact(2);
-                    for (to, pair) in panel.chunks_exact_mut(2 * PANEL).zip(&mut pairs) {
-                        to[2 * c..][..2].copy_from_slice(pair);
+                    for (pair, to) in pairs.by_ref().zip(column.by_ref()) {
+                        to[..2].copy_from_slice(pair);
                     }
-                    if let [v] = pairs.remainder() {
-                        panel[col.len() / 2 * 2 * PANEL + 2 * c] = *v;
+                    if let ([v], Some(to)) = (pairs.remainder(), column.next()) {
+                        to[0] = *v;
                     }
                 }
             }
             (Layout::Pairs, Source::Cols { data, stride }) => {
                 assert!(stride >= n, "a row of {stride} for {n} columns");
-                let mut rows = data.chunks(stride).map(|row| &row[..row.len().min(n)]);
-                for p in 0..k.div_ceil(2) {
-                    let pair = [(); 2].map(|()| rows.next().unwrap_or_default());
-                    for (g, to) in self.data.chunks_exact_mut(PANEL * k).enumerate() {
-                        let to = &mut to[p * 2 * PANEL..][..2 * PANEL];
-                        for (h, row) in pair.iter().enumerate() {
-                            let row = row.get(g * PANEL..).unwrap_or_default();
-                            for (to, &v) in to[h..].iter_mut().step_by(2).zip(row) {
-                                *to = v;
-                            }
+                let rows = data.chunks(stride).take(k);
+                for (i, row) in rows.map(|row| &row[..row.len().min(n)]).enumerate() {
+                    // Input i of a panel's columns: every other value of its pair row.
+                    for (g, block) in row.chunks(PANEL).enumerate() {
+                        let at = pair_index(k, g * PANEL, i);
+                        let to = &mut self.data[at..][..2 * PANEL - 1];
+                        for (to, &v) in to.iter_mut().step_by(2).zip(block) {
+                            *to = v;
                         }
                     }
                 }
@@ -210,30 +210,28 @@ impl Panels {
                 for j in 0..n {
                     let col = data.get(j * stride..).unwrap_or_default();
                     let col = &col[..col.len().min(k)];
+                    // The column's quads, one a line of its block (fixed-size copies).
                     let (line, byte) = tile_index(k, j, 0);
-                    let lines = &mut self.lines[line..];
+                    let mut lines = self.lines[line..].iter_mut();
                     let mut quads = col.chunks_exact(4);
-                    for (line, quad) in lines.iter_mut().zip(&mut quads) {
+                    for (quad, line) in quads.by_ref().zip(lines.by_ref()) {
                         line.0[byte..][..4].copy_from_slice(quad);
                     }
                     let rest = quads.remainder();
-                    if !rest.is_empty() {
-                        lines[col.len() / 4].0[byte..][..rest.len()].copy_from_slice(rest);
+                    if let (false, Some(line)) = (rest.is_empty(), lines.next()) {
+                        line.0[byte..][..rest.len()].copy_from_slice(rest);
                     }
                 }
             }
             (Layout::Tiles, Source::Cols { data, stride }) => {
                 assert!(stride >= n, "a row of {stride} for {n} columns");
-                let quads = k.next_multiple_of(TILE_K) / 4;
-                let rows = data
-                    .chunks(stride)
-                    .take(k)
-                    .map(|row| &row[..row.len().min(n)]);
-                for (i, row) in rows.enumerate() {
-                    let (q, r) = (i / 4, i % 4);
+                let rows = data.chunks(stride).take(k);
+                for (i, row) in rows.map(|row| &row[..row.len().min(n)]).enumerate() {
+                    // Input i of a block's columns: every fourth byte of one line.
                     for (b, block) in row.chunks(TILE_N).enumerate() {
-                        let line = &mut self.lines[b * quads + q].0;
-                        for (to, &v) in line[r..].iter_mut().step_by(4).zip(block) {
+                        let (line, byte) = tile_index(k, b * TILE_N, i);
+                        let line = &mut self.lines[line].0[byte..];
+                        for (to, &v) in line.iter_mut().step_by(4).zip(block) {
                             *to = v;
                         }
                     }
