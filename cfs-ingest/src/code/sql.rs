@@ -195,14 +195,16 @@ impl<'s> Words<'s> {
     fn skip_space(&mut self) {
         loop {
             self.rest = self.rest.trim_start();
-            if self.rest.starts_with("--") {
-                self.rest = self.rest.find('\n').map_or("", |n| &self.rest[n..]);
+            // Comments end where `readable` ends them: `/* */` nested (rules 2; 1 ended
+            // at the first `*/`).
+            let end = if self.rest.starts_with("--") {
+                line_end(self.rest.as_bytes(), 0)
             } else if self.rest.starts_with("/*") {
-                // Nested as `readable` reads them (rules 2; 1 ended at the first `*/`).
-                self.rest = &self.rest[block_comment_end(self.rest.as_bytes(), 0)..];
+                block_comment_end(self.rest.as_bytes(), 0)
             } else {
                 return;
-            }
+            };
+            self.rest = &self.rest[end..];
         }
     }
 }
