@@ -1,7 +1,7 @@
 //! minilm-int throughput, memory, allocations and bits, on real chunks:
 //!
 //! `cargo run --release --bin embed_bench -- SRC [--chunks N] [--scalar N] [--out FILE]`
-//! `cargo run --release --bin embed_bench -- --kernel [--reps N]`
+//! `cargo run --release --bin embed_bench -- --kernel [--reps N] [--matrices N]`
 //!
 //! SRC is indexed in memory (hash embedder, to get its chunks); the first N distinct
 //! chunk texts in chunk-id order (a fixed, content-defined sample) are embedded with
@@ -73,9 +73,13 @@ fn allocations_per_text(model: &MiniLmInt, texts: &[&str]) -> (f64, f64) {
 
 /// The matrix product alone at the model's shapes (101 rows, the mean chunk's tokens;
 /// 112, whole tiles; 30, a short chunk; 404, four chunks' tokens in one product, what
-/// batching chunks would give), one thread, on every path this CPU has: G multiply-adds
-/// a second.
-fn kernel_rates(reps: usize) -> serde_json::Value {
+/// batching chunks would give; 101 x 101 x 32 and 101 x 32 x 102, one head's scores
+/// and context), one thread, on every path this CPU has: G multiply-adds a second.
+/// `matrices` distinct weight matrices of each shape are taken in turn: 1 keeps them in
+/// cache (the kernel's own ceiling); 32 of 384 x 384 (4.7 MB, more than L2) make each
+/// product's weights come from L3 or memory, as a layer's do when the model embeds one
+/// text after another.
+fn kernel_rates(reps: usize, matrices: usize) -> serde_json::Value {
     use cfs_ingest::minilm::{Panels, Rows, matmul};
     let mut rates = serde_json::Map::new();
     for (m, n, k) in [
@@ -85,9 +89,13 @@ fn kernel_rates(reps: usize) -> serde_json::Value {
         (404, 384, 384),
         (404, 1536, 384),
         (30, 384, 384),
+        (101, 101, 32),
+        (101, 32, 102),
     ] {
         let x: Vec<i16> = (0..m * k).map(|i| (i * 7919 % 65536) as i16).collect();
-        let w: Vec<i8> = (0..n * k).map(|i| (i * 31 % 256) as u8 as i8).collect();
+        let w: Vec<Vec<i8>> = (0..matrices)
+            .map(|q| (0..n * k).map(|i| ((i + q) * 31 % 256) as u8 as i8).collect())
+            .collect();
         let mut shape = serde_json::Map::new();
         for path in [
             Simd::Amx,
@@ -105,17 +113,21 @@ fn kernel_rates(reps: usize) -> serde_json::Value {
             } else {
                 reps
             };
-            let p = Panels::from_rows(&w, k, path.layout());
-            let mut out = vec![0i32; m * n];
+            let ps: Vec<Panels> = w
+                .iter()
+                .map(|w| Panels::from_rows(w, k, path.layout()))
+                .collect();
+            let out_stride = ps[0].n_padded();
+            let mut out = vec![0i32; m * out_stride];
             let rows = Rows {
                 count: m,
                 x_stride: k,
-                out_stride: n,
+                out_stride,
             };
-            matmul(&x, &p, rows, &mut out, path);
+            matmul(&x, &ps[0], rows, &mut out, path);
             let t = Instant::now();
-            for _ in 0..reps {
-                matmul(&x, &p, rows, &mut out, path);
+            for p in ps.iter().cycle().take(reps) {
+                matmul(&x, p, rows, &mut out, path);
             }
             let rate = (m * n * k * reps) as f64 / t.elapsed().as_secs_f64() / 1e9;
             shape.insert(path.name().to_owned(), json!((rate * 10.0).round() / 10.0));
@@ -129,7 +141,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).is_some_and(|a| a == "--kernel") {
         let reps = flag(&args, "--reps").map_or(300, |v| v.parse().expect("--reps N"));
-        let rates = kernel_rates(reps);
+        let matrices = flag(&args, "--matrices").map_or(1, |v| v.parse().expect("--matrices N"));
+        let rates = kernel_rates(reps, matrices);
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({"g_mac_per_s": rates})).expect("JSON")
