@@ -73,6 +73,12 @@ fn checked_map(path: &Path) -> Result<memmap2::Mmap, EmbedError> {
     Ok(bytes)
 }
 
+/// Texts a forward pass takes together in [`Embedder::embed_batch`]: their rows share
+/// each product, so a layer's weights come from L3 once for all of them (measured in
+/// `docs/benchmarks.md`: four give 2-5% over one; each thread's buffers grow to the
+/// group's rows, about 8 MB for four texts of 128 tokens).
+pub const TEXTS_PER_PASS: usize = 4;
+
 /// The model file's name in a model folder.
 pub const MINILM_FILE_NAME: &str = "minilm-int-v1.cfsm";
 /// BLAKE3 of the one model file this cfs accepts (`scripts/fetch-model` checks it too).
@@ -195,6 +201,13 @@ impl MiniLmInt {
     pub fn embed_into(&self, text: &str, out: &mut [i16]) {
         self.model.embed_into(text, self.simd, out);
     }
+
+    /// Embeds `texts` in one forward pass into `out` (384 values a text, in order),
+    /// each vector the one [`MiniLmInt::embed`] gives; no allocation once this
+    /// thread's buffers have grown to the group's size.
+    pub fn embed_batch_into(&self, texts: &[&str], out: &mut [i16]) {
+        self.model.embed_batch_into(texts, self.simd, out);
+    }
 }
 
 impl Embedder for MiniLmInt {
@@ -204,10 +217,18 @@ impl Embedder for MiniLmInt {
     fn dimension(&self) -> usize {
         HIDDEN
     }
+    /// The texts in groups of [`TEXTS_PER_PASS`], a group a forward pass, the groups
+    /// spread over rayon's threads; each vector is the one [`MiniLmInt::embed`] gives.
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, EmbedError> {
         Ok(texts
-            .par_iter()
-            .map(|t| self.model.embed(t, self.simd))
+            .par_chunks(TEXTS_PER_PASS)
+            .flat_map_iter(|group| {
+                let mut out = vec![0; group.len() * HIDDEN];
+                self.embed_batch_into(group, &mut out);
+                out.chunks_exact(HIDDEN)
+                    .map(<[i16]>::to_vec)
+                    .collect::<Vec<_>>()
+            })
             .collect())
     }
 }

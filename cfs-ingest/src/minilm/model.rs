@@ -7,6 +7,7 @@
 #![cfg_attr(target_arch = "x86_64", expect(unsafe_code))]
 
 use std::cell::RefCell;
+use std::ops::Range;
 
 use super::file::ModelFile;
 use super::kernel::{Panels, Rows, Simd, Source, matmul, matmul_blocks};
@@ -24,6 +25,9 @@ pub const HEADS: usize = 12;
 pub const HEAD_DIM: usize = HIDDEN / HEADS;
 /// Position rows in the model (at least the longest sequence).
 pub const POSITIONS: usize = 512;
+/// Rows of the first feed-forward product at a time: their `i32` sums (768 KiB) stay
+/// in L2 when several texts go through a layer together.
+const FFN_ROWS: usize = 128;
 /// Blocks of the second feed-forward product: each block's sums fit in `i32`.
 const FFN_BLOCK: usize = 384;
 /// Entries of the table of `2^-x` (x in 1/1024 steps) and its value at 0.
@@ -368,7 +372,11 @@ thread_local! {
 /// Buffers of one forward pass.
 #[derive(Default)]
 struct Scratch {
+    /// The token ids of every text of a batch, end to end, and how many each has.
     ids: Vec<u32>,
+    lens: Vec<usize>,
+    /// One text's token ids.
+    text_ids: Vec<u32>,
     /// The hidden states, and at the end the last ones.
     hidden: Vec<i16>,
     pooled: Vec<i64>,
@@ -449,16 +457,37 @@ impl Model {
     /// the steady state nothing is allocated (on the process's own path; a path forced
     /// onto weights of the other layout copies them each product).
     pub fn embed_into(&self, text: &str, simd: Simd, out: &mut [i16]) {
+        self.embed_batch_into(&[text], simd, out);
+    }
+
+    /// The unit vectors of `texts` into `out` ([`HIDDEN`] values a text, in order),
+    /// each the one [`Model::embed`] gives: the texts' rows go through every product
+    /// as one matrix (a layer's weights are read once for all of them), attention and
+    /// pooling take one text at a time. Nothing is allocated in the steady state.
+    pub fn embed_batch_into(&self, texts: &[&str], simd: Simd, out: &mut [i16]) {
+        assert_eq!(out.len(), texts.len() * HIDDEN, "{} texts", texts.len());
+        if texts.is_empty() {
+            return;
+        }
         SCRATCH.with_borrow_mut(|s| {
-            let mut ids = std::mem::take(&mut s.ids);
-            self.vocab.tokenize_into(text, &mut ids);
-            self.encode_with(&ids, simd, s);
-            s.ids = ids;
-            let pooled = &mut s.pooled;
-            pooled.clear();
-            pooled.resize(HIDDEN, 0);
-            add_rows(pooled, &s.hidden);
-            crate::embed::normalize_into(pooled, out);
+            s.ids.clear();
+            s.lens.clear();
+            for text in texts {
+                self.vocab.tokenize_into(text, &mut s.text_ids);
+                s.ids.extend_from_slice(&s.text_ids);
+                s.lens.push(s.text_ids.len());
+            }
+            self.encode_with(s, simd);
+            let mut rows = s.hidden.as_slice();
+            for (&len, out) in s.lens.iter().zip(out.chunks_exact_mut(HIDDEN)) {
+                let (text, rest) = rows.split_at(len * HIDDEN);
+                let pooled = &mut s.pooled;
+                pooled.clear();
+                pooled.resize(HIDDEN, 0);
+                add_rows(pooled, text);
+                crate::embed::normalize_into(pooled, out);
+                rows = rest;
+            }
         });
     }
 
@@ -476,44 +505,83 @@ impl Model {
     /// The last hidden states, `ids.len()` rows of [`HIDDEN`].
     pub fn encode(&self, ids: &[u32], simd: Simd) -> Vec<i16> {
         SCRATCH.with_borrow_mut(|s| {
-            self.encode_with(ids, simd, s);
+            s.ids.clear();
+            s.ids.extend_from_slice(ids);
+            s.lens.clear();
+            s.lens.push(ids.len());
+            self.encode_with(s, simd);
             s.hidden.clone()
         })
     }
 
-    /// The last hidden states of `ids` into `s.hidden`.
-    fn encode_with(&self, ids: &[u32], simd: Simd, s: &mut Scratch) {
-        assert!(
-            !ids.is_empty() && ids.len() <= POSITIONS,
-            "{} tokens",
-            ids.len()
-        );
-        let t_len = ids.len();
+    /// The last hidden states of the sequences `s.ids` holds end to end (`s.lens`
+    /// their lengths) into `s.hidden`, a row a token.
+    fn encode_with(&self, s: &mut Scratch, simd: Simd) {
+        for &len in &s.lens {
+            assert!((1..=POSITIONS).contains(&len), "{len} tokens");
+        }
+        let rows = s.ids.len();
+        assert_eq!(s.lens.iter().sum::<usize>(), rows, "token counts");
         let mut x = std::mem::take(&mut s.hidden);
         x.clear();
-        x.resize(t_len * HIDDEN, 0);
-        let emb = &mut s.acc;
-        emb.clear();
-        for (t, &id) in ids.iter().enumerate() {
-            let id = id as usize;
-            let (word_m, pos_m) = (i64::from(self.word_m[id]), i64::from(self.pos_m[t]));
-            let word = &self.word[id * HIDDEN..(id + 1) * HIDDEN];
-            let pos = &self.pos[t * HIDDEN..(t + 1) * HIDDEN];
-            emb.extend(
-                word.iter()
-                    .zip(pos)
-                    .map(|(&w, &p)| i64::from(w) * word_m + i64::from(p) * pos_m),
-            );
-        }
-        self.emb_ln.forward(emb, &mut x);
+        x.resize(rows * HIDDEN, 0);
+        self.run_embedding(&mut x, s, simd);
         for buf in [&mut s.ctx, &mut s.h1] {
             buf.clear();
-            buf.resize(t_len * HIDDEN, 0);
+            buf.resize(rows * HIDDEN, 0);
         }
         for layer in &self.layers {
             self.run_layer(layer, &mut x, s, simd);
         }
         s.hidden = x;
+    }
+
+    /// The embedding rows of `ids` (word plus position, each at its row's scale) and
+    /// their LayerNorm into `x`, compiled as [`Model::run_layer`]'s loops are.
+    fn run_embedding(&self, x: &mut [i16], s: &mut Scratch, simd: Simd) {
+        #[cfg(target_arch = "x86_64")]
+        if let Ok(Simd::Avx2 | Simd::AvxVnni | Simd::Avx512Vnni | Simd::Amx) = simd.resolve() {
+            if simd.wide_loops() {
+                // SAFETY: as in `run_layer`.
+                unsafe { self.embedding_avx512(x, s) };
+            } else {
+                // SAFETY: as in `run_layer`.
+                unsafe { self.embedding_avx2(x, s) };
+            }
+            return;
+        }
+        self.embedding(x, s);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn embedding_avx2(&self, x: &mut [i16], s: &mut Scratch) {
+        self.embedding(x, s);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512dq,avx512vl")]
+    fn embedding_avx512(&self, x: &mut [i16], s: &mut Scratch) {
+        self.embedding(x, s);
+    }
+
+    #[inline(always)]
+    fn embedding(&self, x: &mut [i16], s: &mut Scratch) {
+        let (ids, lens, emb) = (&s.ids, &s.lens, &mut s.acc);
+        emb.clear();
+        emb.resize(ids.len() * HIDDEN, 0);
+        // Each sequence's positions count from 0.
+        let positions = lens.iter().flat_map(|&len| 0..len);
+        for ((t, &id), row) in positions.zip(ids).zip(emb.chunks_exact_mut(HIDDEN)) {
+            let id = id as usize;
+            let (word_m, pos_m) = (i64::from(self.word_m[id]), i64::from(self.pos_m[t]));
+            let word = &self.word[id * HIDDEN..][..HIDDEN];
+            let pos = &self.pos[t * HIDDEN..][..HIDDEN];
+            for ((e, &w), &p) in row.iter_mut().zip(word).zip(pos) {
+                *e = i64::from(w) * word_m + i64::from(p) * pos_m;
+            }
+        }
+        self.emb_ln.forward(emb, x);
     }
 
     /// One layer, its loops compiled for the path's instruction set (AVX-512 where the
@@ -557,33 +625,52 @@ impl Model {
             .forward_to(x, simd, sums, &mut s.q, |v| saturate(v, 8) as i16);
         layer.k.forward_to(x, simd, sums, &mut s.k, to_i8);
         layer.v.forward_to(x, simd, sums, &mut s.v, to_i8);
-        self.attention(layer, s, simd);
+        let mut at = 0;
+        for i in 0..s.lens.len() {
+            let len = s.lens[i];
+            self.attention(layer, at..at + len, s, simd);
+            at += len;
+        }
         layer
             .o
             .forward(&s.ctx, simd, &mut s.sums.narrow, &mut s.acc);
         layer.ln1.add_and_norm(&mut s.acc, x, layer.res1, &mut s.h1);
-        // Feed-forward: a row at a time, the arithmetic pass vectorised, then the GELU
-        // lookups reading the row from L1.
-        let sums = layer.f1.sums(&s.h1, simd, &mut s.sums.narrow);
-        s.g.resize(sums.len(), 0);
+        // Feed-forward: the first product a block of rows at a time (its sums stay in
+        // L2), then a row at a time the arithmetic pass vectorised and the GELU lookups
+        // reading the row from L1.
+        s.g.resize(s.h1.len() / HIDDEN * FFN, 0);
         let wide = simd.wide_loops();
-        for (sums, g) in sums.chunks_exact(FFN).zip(s.g.chunks_exact_mut(FFN)) {
-            layer.f1.out.apply_into(sums, g, |v| saturate(v, 16) as i16);
-            lookups::gelu(&layer.gelu, g, wide);
+        let blocks = s.h1.chunks(FFN_ROWS * HIDDEN);
+        for (h1, g) in blocks.zip(s.g.chunks_mut(FFN_ROWS * FFN)) {
+            let sums = layer.f1.sums(h1, simd, &mut s.sums.narrow);
+            for (sums, g) in sums.chunks_exact(FFN).zip(g.chunks_exact_mut(FFN)) {
+                layer.f1.out.apply_into(sums, g, |v| saturate(v, 16) as i16);
+                lookups::gelu(&layer.gelu, g, wide);
+            }
         }
         layer.f2.forward(&s.g, simd, &mut s.sums.wide, &mut s.acc);
         layer.ln2.add_and_norm(&mut s.acc, &s.h1, layer.res2, x);
     }
 
-    /// Integer softmax attention of every head, into `s.ctx`: a head's keys and
-    /// values are laid out as the kernel's panels (they are saturated to 8 bits), its
-    /// queries read in place.
+    /// Integer softmax attention of every head of one sequence (its `rows`), into
+    /// `s.ctx`: a head's keys and values are laid out as the kernel's panels (they are
+    /// saturated to 8 bits), its queries read in place.
     #[inline(always)]
-    fn attention(&self, layer: &Layer, s: &mut Scratch, simd: Simd) {
-        let t_len = s.q.len() / HIDDEN;
+    fn attention(&self, layer: &Layer, rows: Range<usize>, s: &mut Scratch, simd: Simd) {
+        let t_len = rows.len();
+        let at = rows.start * HIDDEN..rows.end * HIDDEN;
+        let (q, k, v) = (&s.q[at.clone()], &s.k[at.clone()], &s.v[at.clone()]);
+        let out = &mut s.ctx[at];
         let t_pairs = t_len.next_multiple_of(2);
         let a = &mut s.att;
-        let (layout, wide) = (simd.layout(), simd.wide_loops());
+        let wide = simd.wide_loops();
+        // A head's products are small (32 inputs; 32 columns): AMX's tiles, half empty
+        // and configured a call, run them slower than AVX-512 VNNI's registers do.
+        let simd = match simd.resolve() {
+            Ok(Simd::Amx) if Simd::Avx512Vnni.resolve().is_ok() => Simd::Avx512Vnni,
+            _ => simd,
+        };
+        let layout = simd.layout();
         let softmax = lookups::Softmax {
             table: &self.exp2,
             att: layer.att,
@@ -592,11 +679,11 @@ impl Model {
         for h in 0..HEADS {
             let c0 = h * HEAD_DIM;
             let keys = Source::Rows {
-                data: &s.k[c0..],
+                data: &k[c0..],
                 stride: HIDDEN,
             };
             let values = Source::Cols {
-                data: &s.v[c0..],
+                data: &v[c0..],
                 stride: HIDDEN,
             };
             a.keys.fill(t_len, HEAD_DIM, layout, keys);
@@ -608,7 +695,7 @@ impl Model {
                 x_stride: HIDDEN,
                 out_stride: stride,
             };
-            matmul(&s.q[c0..], &a.keys, rows, &mut a.scores, simd);
+            matmul(&q[c0..], &a.keys, rows, &mut a.scores, simd);
             a.probs.clear();
             a.probs.resize(t_len * t_pairs, 0);
             for (row, prow) in a
@@ -629,7 +716,7 @@ impl Model {
             for (sums, ctx) in a
                 .ctx
                 .chunks_exact(HEAD_DIM)
-                .zip(s.ctx.chunks_exact_mut(HIDDEN))
+                .zip(out.chunks_exact_mut(HIDDEN))
             {
                 for (c, &sum) in ctx[c0..][..HEAD_DIM].iter_mut().zip(sums) {
                     *c = saturate(layer.ctx.apply_i32(sum), 8) as i16;

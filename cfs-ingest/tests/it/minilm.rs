@@ -36,9 +36,16 @@ fn sample_texts() -> Vec<String> {
 fn simd_threads_and_batches_give_the_same_bits() {
     let model = minilm();
     let texts = sample_texts();
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    // Texts of two tokens (`[CLS]`, `[SEP]`) and three beside the long ones: a forward
+    // pass takes several texts of any lengths together.
+    let refs: Vec<&str> = texts.iter().map(String::as_str).chain(["", "x"]).collect();
     let scalar = model.with_simd(Simd::Portable);
     let one_by_one: Vec<Vec<i16>> = refs.iter().map(|t| scalar.embed(t)).collect();
+    let batch = scalar.embed_batch(&refs).expect("embed");
+    assert_eq!(batch, one_by_one, "scalar, in passes of several texts");
+    let mut all = vec![0; refs.len() * 384];
+    model.embed_batch_into(&refs, &mut all);
+    assert_eq!(all, one_by_one.concat(), "every text in one pass");
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
