@@ -94,7 +94,11 @@ fn kernel_rates(reps: usize, matrices: usize) -> serde_json::Value {
     ] {
         let x: Vec<i16> = (0..m * k).map(|i| (i * 7919 % 65536) as i16).collect();
         let w: Vec<Vec<i8>> = (0..matrices)
-            .map(|q| (0..n * k).map(|i| ((i + q) * 31 % 256) as u8 as i8).collect())
+            .map(|q| {
+                (0..n * k)
+                    .map(|i| ((i + q) * 31 % 256) as u8 as i8)
+                    .collect()
+            })
             .collect();
         let mut shape = serde_json::Map::new();
         for path in [
