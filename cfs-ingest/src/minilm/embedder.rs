@@ -76,7 +76,7 @@ fn checked_map(path: &Path) -> Result<memmap2::Mmap, EmbedError> {
 /// Texts a forward pass takes together in [`Embedder::embed_batch`]: their rows share
 /// each product, so a layer's weights come from L3 once for all of them (measured in
 /// `docs/benchmarks.md`: four give up to 5% over one, near the machine's noise; each
-/// thread's buffers grow to the group's rows, about 8 MB for four texts of 128 tokens).
+/// thread's buffers grow to the group's rows, about 9 MB for four texts of 128 tokens).
 pub const TEXTS_PER_PASS: usize = 4;
 
 /// The model file's name in a model folder.
