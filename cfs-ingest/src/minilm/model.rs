@@ -391,6 +391,33 @@ struct Scratch {
     att: Attention,
 }
 
+/// The build of the model's loops a path runs: AVX-512 where the CPU has it and no
+/// lesser path was forced, AVX2 on the other x86-64 SIMD paths, else the target's
+/// baseline (the portable path and every other target).
+enum Loops {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    Baseline,
+}
+
+impl Loops {
+    fn of(simd: Simd) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if let Ok(Simd::Avx2 | Simd::AvxVnni | Simd::Avx512Vnni | Simd::Amx) = simd.resolve() {
+            return if simd.wide_loops() {
+                Self::Avx512
+            } else {
+                Self::Avx2
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = simd;
+        Self::Baseline
+    }
+}
+
 /// Sums of the matrix products before requantisation.
 #[derive(Default)]
 struct Sums {
@@ -539,18 +566,15 @@ impl Model {
     /// The embedding rows of `ids` (word plus position, each at its row's scale) and
     /// their LayerNorm into `x`, compiled as [`Model::run_layer`]'s loops are.
     fn run_embedding(&self, x: &mut [i16], s: &mut Scratch, simd: Simd) {
-        #[cfg(target_arch = "x86_64")]
-        if let Ok(Simd::Avx2 | Simd::AvxVnni | Simd::Avx512Vnni | Simd::Amx) = simd.resolve() {
-            if simd.wide_loops() {
-                // SAFETY: as in `run_layer`.
-                unsafe { self.embedding_avx512(x, s) };
-            } else {
-                // SAFETY: as in `run_layer`.
-                unsafe { self.embedding_avx2(x, s) };
-            }
-            return;
+        match Loops::of(simd) {
+            // SAFETY: as in `run_layer`.
+            #[cfg(target_arch = "x86_64")]
+            Loops::Avx512 => unsafe { self.embedding_avx512(x, s) },
+            // SAFETY: as in `run_layer`.
+            #[cfg(target_arch = "x86_64")]
+            Loops::Avx2 => unsafe { self.embedding_avx2(x, s) },
+            Loops::Baseline => self.embedding(x, s),
         }
-        self.embedding(x, s);
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -588,19 +612,16 @@ impl Model {
     /// CPU has it and no path was forced): the same integer operations, so the same
     /// bits; [`Simd::Portable`] runs the build for the target's baseline.
     fn run_layer(&self, layer: &Layer, x: &mut [i16], s: &mut Scratch, simd: Simd) {
-        #[cfg(target_arch = "x86_64")]
-        if let Ok(Simd::Avx2 | Simd::AvxVnni | Simd::Avx512Vnni | Simd::Amx) = simd.resolve() {
-            if simd.wide_loops() {
-                // SAFETY: the CPU has every feature `layer_avx512` is compiled for
-                // (`cfs_core::cpu` allows AVX-512 only with F, BW, DQ and VL).
-                unsafe { self.layer_avx512(layer, x, s, simd) };
-            } else {
-                // SAFETY: the CPU has AVX2 (`resolve` refuses a path it lacks).
-                unsafe { self.layer_avx2(layer, x, s, simd) };
-            }
-            return;
+        match Loops::of(simd) {
+            // SAFETY: the CPU has every feature `layer_avx512` is compiled for
+            // (`cfs_core::cpu` allows AVX-512 only with F, BW, DQ and VL).
+            #[cfg(target_arch = "x86_64")]
+            Loops::Avx512 => unsafe { self.layer_avx512(layer, x, s, simd) },
+            // SAFETY: the CPU has AVX2 (`resolve` refuses a path it lacks).
+            #[cfg(target_arch = "x86_64")]
+            Loops::Avx2 => unsafe { self.layer_avx2(layer, x, s, simd) },
+            Loops::Baseline => self.layer(layer, x, s, simd),
         }
-        self.layer(layer, x, s, simd);
     }
 
     #[cfg(target_arch = "x86_64")]
