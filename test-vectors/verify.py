@@ -1411,6 +1411,7 @@ def file_vector_score(vectors, q):
 WEIGHTS = {"name": (100, 25, 300, 100, 0, 0), "mixed": (100, 100, 150, 50, 100, 100),
            "description": (100, 100, 0, 50, 100, 100)}
 PRIORS = (100, 60, 20, 20, 25, 25, 15, 15)
+FILE_BONUS_CAP = 15  # 21.4: a file's bonus for further chunks, in percent of its best
 
 
 def rrf(rank):
@@ -1475,7 +1476,7 @@ def rank_case(inp):
         mine = sorted((c for c in chunks if c["doc"] == di), key=lambda c: (-c["chunk"], c["tie"]))
         best = mine[0]["chunk"]
         more = sum(c["chunk"] >> j for j, c in enumerate(mine) if j >= 1)
-        score = best + min(more, 0 if mine[0].get("capped") else best * 50 // 100)
+        score = best + min(more, 0 if mine[0].get("capped") else best * FILE_BONUS_CAP // 100)
         windows = 0
         for c in mine:
             if c["window"]:

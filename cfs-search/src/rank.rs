@@ -102,7 +102,7 @@ impl Default for Ranking {
             },
             // source, declaration, config, docs, example, test, generated, vendored
             priors: [100, 60, 20, 20, 25, 25, 15, 15],
-            file_bonus_cap: 50,
+            file_bonus_cap: 15,
         }
     }
 }
