@@ -981,16 +981,21 @@ def segments_of(piece):
         rest = rest[len(sep):]
 
 
+def trim_piece(piece):
+    """21.6: a piece without the characters at both ends that are not word characters."""
+    while piece and not is_word_char(piece[0]):
+        piece = piece[1:]
+    while piece and not is_word_char(piece[-1]):
+        piece = piece[:-1]
+    return piece
+
+
 def analyze(query):
     pieces = split_white(query)
     single = len(pieces) == 1
     idents, shaped = [], 0
     for i, raw in enumerate(pieces):
-        piece = raw
-        while piece and not is_word_char(piece[0]):
-            piece = piece[1:]
-        while piece and not is_word_char(piece[-1]):
-            piece = piece[:-1]
+        piece = trim_piece(raw)
         segs = segments_of(piece)
         if segs is None:
             continue
@@ -1011,7 +1016,9 @@ def analyze(query):
                  "qualifier": lower(segs[-2]) if len(segs) > 1 else None}
         if ident not in idents:
             idents.append(ident)
-    intent = "name" if single and shaped == 1 else ("mixed" if idents else "description")
+    first = trim_piece(pieces[0]).lower() if pieces else ""
+    intent = ("name" if single and shaped == 1 else "mixed" if idents
+              else "question" if first.isascii() and first in QUESTION_WORDS else "description")
     words = []
     for w in text_words(query):
         if w not in words:
@@ -1409,7 +1416,8 @@ def file_vector_score(vectors, q):
 
 
 WEIGHTS = {"name": (100, 25, 300, 100, 0, 0), "mixed": (100, 100, 150, 50, 100, 100),
-           "description": (100, 100, 0, 50, 100, 100)}
+           "description": (100, 100, 0, 50, 100, 100), "question": (100, 25, 0, 50, 100, 100)}
+QUESTION_WORDS = ("how", "what", "where", "which", "why", "when")
 PRIORS = (100, 60, 20, 20, 25, 25, 15, 15)
 FILE_BONUS_CAP = 15  # 21.4: a file's bonus for further chunks, in percent of its best
 

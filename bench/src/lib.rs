@@ -350,9 +350,13 @@ pub fn variant(name: &str) -> Ranking {
         "-intent" => Ranking {
             name: full.description,
             mixed: full.description,
+            question: full.description,
             ..full
         },
-        "-file-vector" => with_settings(full, "mixed.file_vector=0;description.file_vector=0"),
+        "-file-vector" => with_settings(
+            full,
+            "mixed.file_vector=0;description.file_vector=0;question.file_vector=0",
+        ),
         other => match other.strip_prefix("set:") {
             Some(settings) => with_settings(full, settings),
             None => panic!("unknown variant {other}"),
@@ -361,7 +365,8 @@ pub fn variant(name: &str) -> Ranking {
 }
 
 /// `ranking` with `key=value` settings separated by `;`: `name.text`, `name.vector`,
-/// `name.definitions`, `name.path` (and the same under `mixed.` and `description.`),
+/// `name.definitions`, `name.path` (and the same under `mixed.`, `description.` and
+/// `question.`),
 /// `priors` (eight percentages joined by `/`), `file_bonus_cap`.
 fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
     for setting in settings.split(';').filter(|s| !s.is_empty()) {
@@ -383,6 +388,7 @@ fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
                     "name" => &mut r.name,
                     "mixed" => &mut r.mixed,
                     "description" => &mut r.description,
+                    "question" => &mut r.question,
                     _ => panic!("unknown intent {intent}"),
                 };
                 match field {

@@ -16,6 +16,9 @@ pub enum Intent {
     Mixed,
     /// Words only.
     Description,
+    /// Words only, asking a question: the first is `how`, `what`, `where`, `which`,
+    /// `why` or `when`.
+    Question,
 }
 
 impl Intent {
@@ -25,6 +28,7 @@ impl Intent {
             Intent::Name => "name",
             Intent::Mixed => "mixed",
             Intent::Description => "description",
+            Intent::Question => "question",
         }
     }
 }
@@ -74,6 +78,9 @@ pub const STOP_WORDS: [&str; 40] = [
     "why",
 ];
 
+/// The first words that make a query of words only a question.
+pub const QUESTION_WORDS: [&str; 6] = ["how", "what", "where", "which", "why", "when"];
+
 /// Separators between the segments of a qualified name.
 const SEPARATORS: [&str; 5] = ["::", "->", ".", "\\", "#"];
 
@@ -103,6 +110,8 @@ pub fn analyze(query: &str) -> Analysis {
         Intent::Name
     } else if !identifiers.is_empty() {
         Intent::Mixed
+    } else if asks(&pieces) {
+        Intent::Question
     } else {
         Intent::Description
     };
@@ -135,6 +144,12 @@ pub fn analyze(query: &str) -> Analysis {
         words,
         mentions,
     }
+}
+
+/// Whether the first piece, trimmed and lower-cased, is one of [`QUESTION_WORDS`].
+fn asks(pieces: &[&str]) -> bool {
+    let first = pieces.first().map(|p| trim_piece(p).to_ascii_lowercase());
+    first.is_some_and(|w| QUESTION_WORDS.contains(&w.as_str()))
 }
 
 /// A piece without the punctuation around it (quotes, brackets, a call's `()`, a
@@ -258,6 +273,28 @@ mod tests {
         assert_eq!(analyze("").intent, Intent::Description);
         assert_eq!(analyze("  ?? ").intent, Intent::Description);
         assert_eq!(analyze("a/b/c.rs").intent, Intent::Description);
+    }
+
+    #[test]
+    fn questions_are_words_that_ask() {
+        for q in [
+            "how does the router pick a route",
+            "Why does the build fail?",
+            "(which) cache",
+        ] {
+            assert_eq!(analyze(q).intent, Intent::Question, "{q}");
+        }
+        for q in [
+            "Howdy, what is new",
+            "what's new",
+            "the router: how it works",
+            "how",
+        ] {
+            assert_ne!(analyze(q).intent, Intent::Question, "{q}");
+        }
+        let a = analyze("when Router::route runs");
+        assert_eq!(a.intent, Intent::Mixed, "an identifier makes it mixed");
+        assert_eq!(analyze("how do routes match").words, ["routes", "match"]);
     }
 
     #[test]

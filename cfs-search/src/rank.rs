@@ -60,6 +60,8 @@ pub struct Ranking {
     pub mixed: Weights,
     /// Weights for words only.
     pub description: Weights,
+    /// Weights for words only that ask a question.
+    pub question: Weights,
     /// Each role's weight in percent, in the order of [`Role::ALL`].
     pub priors: [u32; 8],
     /// A file's bonus for further chunks is at most this percent of its best chunk's
@@ -100,6 +102,16 @@ impl Default for Ranking {
                 coverage: 100,
                 file_vector: 100,
             },
+            // A question asks how a mechanism works: chunk vectors lead it astray more
+            // often than they help, the file's vector does not.
+            question: Weights {
+                text: 100,
+                vector: 25,
+                definitions: 0,
+                path: 50,
+                coverage: 100,
+                file_vector: 100,
+            },
             // source, declaration, config, docs, example, test, generated, vendored
             priors: [100, 60, 20, 20, 25, 25, 15, 15],
             file_bonus_cap: 15,
@@ -120,6 +132,7 @@ impl Ranking {
             files: false,
             name: description,
             mixed: description,
+            question: description,
             ..Self::default()
         }
     }
@@ -130,6 +143,7 @@ impl Ranking {
             Intent::Name => self.name,
             Intent::Mixed => self.mixed,
             Intent::Description => self.description,
+            Intent::Question => self.question,
         }
     }
 

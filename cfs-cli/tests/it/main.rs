@@ -428,6 +428,17 @@ fn search_answers_files_filters_roles_and_explains_its_ranking() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["explain"]["intent"], "description", "{v}");
     assert_eq!(v["explain"]["weights"]["definitions"], 0, "{v}");
+    let (_, asked, _) = cfs_in(
+        root,
+        &[
+            "search",
+            "how is a merkle proof checked",
+            "--explain",
+            "--json",
+        ],
+    );
+    let asked: Value = serde_json::from_str(&asked).unwrap();
+    assert_eq!(asked["explain"]["intent"], "question", "{asked}");
     let readme = v["hits"]
         .as_array()
         .unwrap()

@@ -35,6 +35,7 @@ fn intent_of(name: &str) -> Intent {
     match name {
         "name" => Intent::Name,
         "mixed" => Intent::Mixed,
+        "question" => Intent::Question,
         _ => Intent::Description,
     }
 }
@@ -336,6 +337,11 @@ fn cases() -> Vec<Value> {
         "where are the router tests",
         "docs for routing examples",
         "how to install the cli",
+        "Why does the build fail?",
+        "(which) cache is used",
+        "Howdy, what is new",
+        "what's new in the parser",
+        "when Router::route runs",
         "a/b/c.rs",
         "",
         "  ?? ",
@@ -710,6 +716,10 @@ fn rank_cases() -> Vec<Value> {
         case(
             "the query names tests",
             json!({"intent": "description", "mentions": {"test": true}, "docs": docs, "chunks": chunks}),
+        ),
+        case(
+            "a question",
+            json!({"intent": "question", "mentions": {}, "docs": docs, "chunks": chunks}),
         ),
         case(
             "a set vector weight",
