@@ -1,7 +1,7 @@
 //! minilm-int throughput, memory, allocations and bits, on real chunks:
 //!
 //! `cargo run --release --bin embed_bench -- SRC [--chunks N] [--scalar N] [--out FILE]`
-//! `cargo run --release --bin embed_bench -- --kernel [--reps N] [--matrices N]`
+//! `cargo run --release --bin embed_bench -- --kernel [--reps N] [--matrices N] [--narrow]`
 //!
 //! SRC is indexed in memory (hash embedder, to get its chunks); the first N distinct
 //! chunk texts in chunk-id order (a fixed, content-defined sample) are embedded with
@@ -78,8 +78,10 @@ fn allocations_per_text(model: &MiniLmInt, texts: &[&str]) -> (f64, f64) {
 /// `matrices` distinct weight matrices of each shape are taken in turn: 1 keeps them in
 /// cache (the kernel's own ceiling); 32 of 384 x 384 (4.7 MB, more than L2) make each
 /// product's weights come from L3 or memory, as a layer's do when the model embeds one
-/// text after another.
-fn kernel_rates(reps: usize, matrices: usize) -> serde_json::Value {
+/// text after another. `narrow` takes activations in 8 bits (-127..=127, as an 8-bit
+/// activation model would give them: the AMX path then needs one tile product a step,
+/// not two) instead of the whole `i16` range.
+fn kernel_rates(reps: usize, matrices: usize, narrow: bool) -> serde_json::Value {
     use cfs_ingest::minilm::{Panels, Rows, matmul};
     let mut rates = serde_json::Map::new();
     for (m, n, k) in [
@@ -92,7 +94,12 @@ fn kernel_rates(reps: usize, matrices: usize) -> serde_json::Value {
         (101, 101, 32),
         (101, 32, 102),
     ] {
-        let x: Vec<i16> = (0..m * k).map(|i| (i * 7919 % 65536) as i16).collect();
+        let x: Vec<i16> = (0..m * k)
+            .map(|i| match narrow {
+                true => (i * 7919 % 255) as i16 - 127,
+                false => (i * 7919 % 65536) as i16,
+            })
+            .collect();
         let w: Vec<Vec<i8>> = (0..matrices)
             .map(|q| {
                 (0..n * k)
@@ -146,7 +153,7 @@ fn main() {
     if args.get(1).is_some_and(|a| a == "--kernel") {
         let reps = flag(&args, "--reps").map_or(300, |v| v.parse().expect("--reps N"));
         let matrices = flag(&args, "--matrices").map_or(1, |v| v.parse().expect("--matrices N"));
-        let rates = kernel_rates(reps, matrices);
+        let rates = kernel_rates(reps, matrices, args.iter().any(|a| a == "--narrow"));
         println!(
             "{}",
             serde_json::to_string_pretty(&json!({"g_mac_per_s": rates})).expect("JSON")
