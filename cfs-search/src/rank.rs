@@ -71,6 +71,14 @@ pub struct Ranking {
 
 impl Default for Ranking {
     fn default() -> Self {
+        let description = Weights {
+            text: 100,
+            vector: 100,
+            definitions: 0,
+            path: 50,
+            coverage: 100,
+            file_vector: 100,
+        };
         Self {
             definitions: true,
             variants: true,
@@ -94,23 +102,12 @@ impl Default for Ranking {
                 coverage: 100,
                 file_vector: 100,
             },
-            description: Weights {
-                text: 100,
-                vector: 100,
-                definitions: 0,
-                path: 50,
-                coverage: 100,
-                file_vector: 100,
-            },
-            // A question asks how a mechanism works: chunk vectors lead it astray more
-            // often than they help, the file's vector does not.
+            description,
+            // A description that asks how a mechanism works: chunk vectors lead it
+            // astray more often than they help, the file's vector does not.
             question: Weights {
-                text: 100,
                 vector: 25,
-                definitions: 0,
-                path: 50,
-                coverage: 100,
-                file_vector: 100,
+                ..description
             },
             // source, declaration, config, docs, example, test, generated, vendored
             priors: [100, 60, 20, 20, 25, 25, 15, 15],
