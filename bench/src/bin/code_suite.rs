@@ -28,6 +28,9 @@
 //! each variant and mode per split, then a table per language, kind and repository of
 //! the first variant; `--json FILE` writes every query's result. `--show N` prints the
 //! N worst dev queries of the first variant in hybrid mode with their first files.
+//! `--embedder` (default `minilm-int`): `hash`, `minilm-int`, or one of two experiments
+//! with their own stores: `minilm-longN` (up to N sequences of a chunk pooled) and
+//! `minilm-split` (identifiers read as their words, `getEncoding` as `get Encoding`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -160,29 +163,65 @@ fn embedder_named(name: &str) -> Box<dyn Embedder> {
     match name {
         "hash" => Box::new(HashEmbedder::default()),
         "minilm-int" => Box::new(MiniLmInt::open_default().expect("minilm-int model file")),
+        "minilm-split" => Box::new(Experiment::new(Reading::Split)),
         other => match other.strip_prefix("minilm-long") {
-            Some(n) => Box::new(LongMiniLm::new(n.parse().expect("minilm-longN"))),
-            None => panic!("--embedder hash|minilm-int|minilm-longN, not {other}"),
+            Some(n) => Box::new(Experiment::new(Reading::Long(
+                n.parse().expect("minilm-longN"),
+            ))),
+            None => panic!("--embedder hash|minilm-int|minilm-split|minilm-longN, not {other}"),
         },
     }
 }
 
-/// minilm-int reading up to `n` sequences of a text (experiment).
-struct LongMiniLm {
-    model: MiniLmInt,
-    id: String,
-    n: usize,
+/// How an experiment's minilm-int reads a text.
+#[derive(Clone, Copy)]
+enum Reading {
+    /// Up to `n` sequences of 128 tokens, pooled.
+    Long(usize),
+    /// Identifiers as their words: `getEncodingFromMeta` as `get Encoding From Meta`.
+    Split,
 }
 
-impl LongMiniLm {
-    fn new(n: usize) -> Self {
+/// minilm-int reading texts another way, under a model id of its own (so in stores of
+/// its own).
+struct Experiment {
+    model: MiniLmInt,
+    id: String,
+    reading: Reading,
+}
+
+impl Experiment {
+    fn new(reading: Reading) -> Self {
         let model = MiniLmInt::open_default().expect("minilm-int model file");
-        let id = format!("minilm-long{n}/0 {}", model.model_id());
-        Self { model, id, n }
+        let name = match reading {
+            Reading::Long(n) => format!("minilm-long{n}"),
+            Reading::Split => "minilm-split".into(),
+        };
+        let id = format!("{name}/0 {}", model.model_id());
+        Self { model, id, reading }
     }
 }
 
-impl Embedder for LongMiniLm {
+/// A space before each identifier part that begins inside a run of ASCII letters: at a
+/// lower-case letter followed by an upper-case one, and before the last upper-case
+/// letter of a run of them followed by a lower-case one (`HTTPServer`).
+fn split_identifiers(text: &str) -> String {
+    let b: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for (i, &c) in b.iter().enumerate() {
+        if i > 0 && c.is_ascii_uppercase() {
+            let prev = b[i - 1];
+            let next_lower = b.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            if prev.is_ascii_lowercase() || prev.is_ascii_uppercase() && next_lower {
+                out.push(' ');
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl Embedder for Experiment {
     fn model_id(&self) -> &str {
         &self.id
     }
@@ -191,10 +230,17 @@ impl Embedder for LongMiniLm {
     }
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<i16>>, cfs_ingest::EmbedError> {
         use rayon::prelude::*;
-        Ok(texts
-            .par_iter()
-            .map(|t| self.model.embed_long(t, self.n))
-            .collect())
+        match self.reading {
+            Reading::Long(n) => Ok(texts
+                .par_iter()
+                .map(|t| self.model.embed_long(t, n))
+                .collect()),
+            Reading::Split => {
+                let split: Vec<String> = texts.iter().map(|t| split_identifiers(t)).collect();
+                let refs: Vec<&str> = split.iter().map(String::as_str).collect();
+                self.model.embed_batch(&refs)
+            }
+        }
     }
 }
 
