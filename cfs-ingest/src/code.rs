@@ -85,28 +85,28 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::TypeScript,
         name: "typescript",
         version: "0.23.2",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
     },
     Grammar {
         language: Language::Tsx,
         name: "typescript",
         version: "0.23.2",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_typescript::LANGUAGE_TSX.into(),
     },
     Grammar {
         language: Language::JavaScript,
         name: "javascript",
         version: "0.25.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_javascript::LANGUAGE.into(),
     },
     Grammar {
         language: Language::Jsx,
         name: "javascript",
         version: "0.25.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_javascript::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-java")]
@@ -787,7 +787,64 @@ fn script_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
         "enum_declaration" => Some((SymbolKind::Enum, name(), None)),
         "internal_module" | "module" => Some((SymbolKind::Module, name(), None)),
         "lexical_declaration" | "variable_declaration" => script_binding(node, src),
+        "assignment_expression" => script_assignment(node, src),
         _ => None,
+    }
+}
+
+/// A function or class assigned to a member (`exports.f = function`, `res.send =
+/// function send`, `Foo.prototype.bar = () => ...`, `exports.Router = class`): named
+/// by the member, a method when it is set on a `prototype`; `module.exports = ...` is
+/// named by the function or class itself (no symbol when it has no name). An assigned
+/// class is a container, as a declared one.
+fn script_assignment<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
+    let (object, property) = script_member(node)?;
+    let value = node.child_by_field_name("right")?;
+    let (kind, members) = match value.kind() {
+        "function_expression" | "arrow_function" | "generator_function" => {
+            match text_of(object, src).ends_with(".prototype") {
+                true => (SymbolKind::Method, None),
+                false => (SymbolKind::Function, None),
+            }
+        }
+        "class" => (SymbolKind::Class, value.child_by_field_name("body")),
+        _ => return None,
+    };
+    let name = match (text_of(object, src), text_of(property, src)) {
+        ("module", "exports") => name_of(value, "name", src),
+        (_, property) => property.to_owned(),
+    };
+    (!name.is_empty()).then_some((kind, name, members))
+}
+
+/// The object and property of an assignment's left side when it is a member of a
+/// plain name or chain of names (`a.b.c = ...`; not `a[b]`, `f().x` or `this.x`).
+fn script_member(node: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
+    let left = node.child_by_field_name("left")?;
+    if left.kind() != "member_expression" {
+        return None;
+    }
+    let object = left.child_by_field_name("object")?;
+    let property = left.child_by_field_name("property")?;
+    let mut at = object;
+    while at.kind() == "member_expression" {
+        at = at.child_by_field_name("object")?;
+    }
+    (at.kind() == "identifier").then_some((object, property))
+}
+
+/// The parent of an assigned member: the object it is set on, without a last
+/// `.prototype`; none for `exports` and `module.exports`.
+fn script_assignment_scope(node: Node<'_>, src: &str) -> Option<String> {
+    if node.kind() != "assignment_expression" {
+        return None;
+    }
+    let (object, _) = script_member(node)?;
+    let object = text_of(object, src);
+    let object = object.strip_suffix(".prototype").unwrap_or(object);
+    match object {
+        "exports" | "module" | "module.exports" => None,
+        _ => Some(clip(object, MAX_SIGNATURE_BYTES)),
     }
 }
 
@@ -1870,10 +1927,14 @@ fn items<'t>(
             "macrocall_expression" => julia::macro_wrapped(child),
             // What an SQL statement does (`CREATE TABLE ...`).
             "statement" if language == Language::Sql => sql::statement_inner(child),
-            // A TypeScript `namespace` statement.
-            "expression_statement" => child
-                .named_child(0)
-                .filter(|n| matches!(n.kind(), "internal_module" | "module")),
+            // A TypeScript `namespace` statement; a script's assignment
+            // (`exports.f = function ...`).
+            "expression_statement" => child.named_child(0).filter(|n| {
+                matches!(
+                    n.kind(),
+                    "internal_module" | "module" | "assignment_expression"
+                )
+            }),
             _ => Some(child),
         };
         let found = inner
@@ -1901,6 +1962,9 @@ fn items<'t>(
                 Language::Julia => julia::julia_scope(inner, src),
                 Language::Sql => sql::sql_scope(inner, src),
                 Language::Hcl => config::hcl_scope(inner, src),
+                Language::TypeScript | Language::Tsx | Language::JavaScript | Language::Jsx => {
+                    script_assignment_scope(inner, src)
+                }
                 _ => None,
             };
             let (start, mut docs) = match attached.take() {
