@@ -799,10 +799,11 @@ fn script_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
 /// class is a container, as a declared one.
 fn script_assignment<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
     let (object, property) = script_member(node)?;
+    let object = text_of(object, src);
     let value = node.child_by_field_name("right")?;
     let (kind, members) = match value.kind() {
         "function_expression" | "arrow_function" | "generator_function" => {
-            match text_of(object, src).ends_with(".prototype") {
+            match object.ends_with(".prototype") {
                 true => (SymbolKind::Method, None),
                 false => (SymbolKind::Function, None),
             }
@@ -810,7 +811,7 @@ fn script_assignment<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
         "class" => (SymbolKind::Class, value.child_by_field_name("body")),
         _ => return None,
     };
-    let name = match (text_of(object, src), text_of(property, src)) {
+    let name = match (object, text_of(property, src)) {
         ("module", "exports") => name_of(value, "name", src),
         (_, property) => property.to_owned(),
     };
