@@ -1395,6 +1395,13 @@ def path_points(words, path, intent):
     return {"stem": stem, "folder": folder, "points": points + share(folder, 256)}
 
 
+def named_after(path, name):
+    # 21.8: the file's stem words are not none and a word of the name names each.
+    stem, _ = file_words(path)
+    words = text_words(name)
+    return bool(stem) and all(any(word_names(q, w) for q in words) for w in stem)
+
+
 def coverage_points(weights, mask):
     ws = weights[:64]
     total = sum(ws)
@@ -1522,7 +1529,8 @@ def compute_ranking(case):
                                            inp.get("language"))}
     if kind == "match_level":
         ident = analyze(inp["query"])["identifiers"][0]
-        return {"level": match_level(inp["symbol"], inp["path"], ident, inp["own"], inp["qualified"])}
+        return {"level": match_level(inp["symbol"], inp["path"], ident, inp["own"], inp["qualified"]),
+                "named": named_after(inp["path"], ident["name"])}
     if kind == "path_points":
         return path_points(inp["words"], inp["path"], inp["intent"])
     if kind == "coverage":

@@ -106,7 +106,7 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
     let ms = started.elapsed().as_secs_f64() * 1e3;
     let explained = args
         .explain
-        .then(|| ExplainJson::of(&index.explain(&query, &*embedder)));
+        .then(|| ExplainJson::of(&index.explain(&query, &*embedder, args.files)));
     let results = match &found {
         Found::Chunks(hits) => SearchResults::Chunks(hits.iter().map(HitJson::of).collect()),
         Found::Files(files) => SearchResults::Files(files.iter().map(FileJson::of).collect()),

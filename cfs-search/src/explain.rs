@@ -8,7 +8,7 @@ use cfs_core::StateRoot;
 
 use super::bm25;
 use super::intent::{Intent, analyze};
-use super::query::{Mode, Query, depth, live_df, vector_needed};
+use super::query::{Mode, Query, depth, file_depth, live_df, vector_needed};
 use super::rank::Weights;
 use super::snapshot::Snapshot;
 use super::tokenize::tokens;
@@ -74,14 +74,25 @@ pub struct Explanation {
     pub weights: Weights,
 }
 
-/// How `query` runs over `snap` for an embedder of fusion weight `embedder_weight` whose
-/// vectors may (`sign_codes`) or may not be searched by their sign codes.
-pub fn explain(
-    snap: &Snapshot,
-    query: &Query,
-    embedder_weight: u32,
-    sign_codes: bool,
-) -> Explanation {
+/// What an explanation needs beyond the query: the embedder's fusion weight, whether
+/// its vectors may be searched by their sign codes, and the answer asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct Explaining {
+    /// The embedder's fusion weight in percent.
+    pub embedder_weight: u32,
+    /// Whether its vectors may be searched by their sign codes.
+    pub sign_codes: bool,
+    /// A file answer (deeper lists) rather than a chunk answer.
+    pub files: bool,
+}
+
+/// How `query` runs over `snap` as `how` says.
+pub fn explain(snap: &Snapshot, query: &Query, how: Explaining) -> Explanation {
+    let Explaining {
+        embedder_weight,
+        sign_codes,
+        files,
+    } = how;
     let analysis = analyze(&query.text);
     let mut weights = query.ranking.weights(analysis.intent);
     weights.vector = match query.mode {
@@ -128,7 +139,10 @@ pub fn explain(
             idf,
         });
     }
-    let depth = depth(query.k);
+    let depth = match files {
+        true => file_depth(query.k),
+        false => depth(query.k),
+    };
     let vectors = snap
         .segments
         .iter()

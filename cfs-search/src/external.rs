@@ -197,10 +197,10 @@ fn keyed<S>(
     list
 }
 
-/// The depth of each list for `query` (four times deeper for a file search).
+/// The depth of each list for `query`, for chunks or for files.
 pub fn list_depth(query: &Query, files: bool) -> usize {
     match files {
-        true => query::depth(query.k.saturating_mul(4)),
+        true => query::file_depth(query.k),
         false => query::depth(query.k),
     }
 }

@@ -64,7 +64,7 @@ pub use definition_terms::{
     DECLARED_PREFIX, DEFINITION_PREFIX, definition_terms, name_head, name_key,
 };
 pub use evidence::{Evidence, FILE_VECTOR_CHUNKS, coverage_points, file_vector_score_of};
-pub use explain::{Explanation, SegmentExplained, TermExplained, explain};
+pub use explain::{Explaining, Explanation, SegmentExplained, TermExplained, explain};
 pub use external::{
     ChunkRow, DocumentRows, ExternalLists, Found, document_rows, list_depth, rank_external,
     text_terms, vector_weight, vectors_needed,
@@ -83,7 +83,7 @@ pub use rank::{
 pub use snapshot::{
     MAX_SEGMENTS, MERGE_MIN_CHUNKS, MemoryEstimate, Snapshot, SnapshotDiff, chunk_meta,
 };
-pub use symbols::{MAX_LEVEL, definition_found, kind_rank, lookup_terms, match_level};
+pub use symbols::{MAX_LEVEL, definition_found, kind_rank, lookup_terms, match_level, named_after};
 pub use tokenize::{MAX_TOKEN_BYTES, for_each_token, tokens, variants, words};
 pub use vector::{EF_CONSTRUCTION, EF_SEARCH, HNSW_SEED, dot, norm2};
 
@@ -445,10 +445,15 @@ impl SearchIndex {
         search_files(&self.snapshot(), query, embedder)
     }
 
-    /// How `query` runs on the current snapshot (see [`explain`]).
-    pub fn explain(&self, query: &Query, embedder: &dyn Embedder) -> Explanation {
-        let (weight, codes) = (embedder.fusion_weight(), embedder.sign_codes());
-        explain(&self.snapshot(), query, weight, codes)
+    /// How `query` runs on the current snapshot for a chunk answer, or with `files` a
+    /// file answer (see [`explain`]).
+    pub fn explain(&self, query: &Query, embedder: &dyn Embedder, files: bool) -> Explanation {
+        let how = Explaining {
+            embedder_weight: embedder.fusion_weight(),
+            sign_codes: embedder.sign_codes(),
+            files,
+        };
+        explain(&self.snapshot(), query, how)
     }
 }
 
@@ -518,14 +523,13 @@ pub fn search(snap: &Snapshot, query: &Query, embedder: &dyn Embedder) -> Result
 }
 
 /// Runs a query on a snapshot for files: the best `query.k` files, each with its best
-/// chunks. Each list is taken four times as deep as for as many chunks.
+/// chunks. Each list is taken as [`query::file_depth`] says.
 pub fn search_files(
     snap: &Snapshot,
     query: &Query,
     embedder: &dyn Embedder,
 ) -> Result<Vec<FileHit>> {
-    let depth = query::depth(query.k.saturating_mul(4));
-    let mut files = ranked(snap, query, embedder, depth)?;
+    let mut files = ranked(snap, query, embedder, query::file_depth(query.k))?;
     if files.is_empty() {
         query::check_filter_values(snap, &query.filter)?;
     }

@@ -122,8 +122,6 @@ mod tests {
         assert!(!word_matches("router", "routing"));
         assert!(!word_matches("大", "日本") && !word_matches("日本", "大"));
         assert!(word_matches("日本", "日本語"), "six bytes are four or more");
-        assert!(!word_matches("大", "日本") && !word_matches("日本", "大"));
-        assert!(word_matches("日本", "日本語"), "six bytes are four or more");
     }
 
     #[test]

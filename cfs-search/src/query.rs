@@ -322,6 +322,14 @@ pub(crate) fn depth(k: usize) -> usize {
     k.saturating_mul(4).max(50)
 }
 
+/// Results each list gives before ranking, for `files` files: four times as deep as for
+/// as many chunks, and never less than for 10 files, so that an answer of up to 10
+/// files is the first files of the answer of 10 (a file's further chunks found deeper
+/// add to its score, so a shallower list could order the first files otherwise).
+pub(crate) fn file_depth(files: usize) -> usize {
+    files.saturating_mul(16).max(160)
+}
+
 /// Whether the vector retriever is needed, given the text results found.
 pub(crate) fn vector_needed(mode: Mode, weight: u32, text_found: usize, k: usize) -> bool {
     match mode {

@@ -10,8 +10,10 @@ use cfs_ingest::Role;
 use super::definition_terms::{DECLARED_PREFIX, DEFINITION_PREFIX, name_head, name_key};
 use super::intent::Identifier;
 use super::meta::ChunkMeta;
+use super::path_words::{file_words, word_matches};
 use super::query::{At, Filter, Scored, top};
 use super::snapshot::Snapshot;
+use super::tokenize::words;
 
 /// How well a kind of symbol answers a name: types and database tables first, then
 /// functions, macros and triggers, methods, modules, values, indexes, configuration keys
@@ -74,10 +76,20 @@ pub fn definition_level(score: u64) -> u64 {
 }
 
 /// The score a definition is ordered by: match level, then the role's place in
-/// [`Role::ALL`] (source first), then [`kind_rank`]; larger is better.
-fn definition_score(level: u64, role: Role, kind: Option<SymbolKind>) -> u64 {
+/// [`Role::ALL`] (source first), then [`kind_rank`], then whether its file is named
+/// after the identifier ([`named_after`]); larger is better.
+fn definition_score(level: u64, role: Role, kind: Option<SymbolKind>, named: bool) -> u64 {
     let role_place = Role::ALL.iter().position(|r| *r == role).unwrap_or(7) as u64;
-    level << 16 | (7 - role_place) << 8 | (4 - kind_rank(kind))
+    level << 16 | (7 - role_place) << 8 | (4 - kind_rank(kind)) << 1 | u64::from(named)
+}
+
+/// Whether the file at `path` is named after an identifier called `name`: its stem has
+/// words ([`file_words`]) and each names one of the name's words ([`word_matches`]), as
+/// `request.ts` and `routing/mod.rs` are named after `HonoRequest` and `Routing`.
+pub fn named_after(path: &str, name: &str) -> bool {
+    let stem = file_words(path).stem;
+    let name = words(name);
+    !stem.is_empty() && stem.iter().all(|w| name.iter().any(|q| word_matches(q, w)))
 }
 
 /// The terms an identifier is looked up by: its own-symbol term, its declared term,
@@ -111,7 +123,8 @@ pub fn definition_found(
             .and_then(|t| SymbolKind::ALL.get(t as usize).copied()),
     };
     let level = match_level(meta, ident, own, qualified);
-    definition_score(level, meta.doc.role, kind)
+    let path = meta.doc.paths.first().map_or("", |p| &*p.path);
+    definition_score(level, meta.doc.role, kind, named_after(path, &ident.name))
 }
 
 /// The live chunks passing `filter` that define one of `idents`, best first (by

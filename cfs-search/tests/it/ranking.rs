@@ -118,6 +118,96 @@ fn a_name_finds_its_definition_before_its_uses() {
 }
 
 #[test]
+fn among_equal_definitions_the_file_named_after_the_name_comes_first() {
+    let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let names = [
+        "HonoRequest",
+        "HonoResponse",
+        "HonoContext",
+        "HonoRouter",
+        "HonoEvent",
+    ];
+    let mut aliases = String::new();
+    for name in names {
+        let stem = name.trim_start_matches("Hono").to_lowercase();
+        let class = format!("export class {name} {{\n  value = 1\n}}\n");
+        write(tree.path(), &format!("src/{stem}.ts"), &class);
+        aliases += &format!("export type {name} = {{ value: number }}\n\n");
+    }
+    write(tree.path(), "src/client/types.ts", &aliases);
+    let (store, e) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
+    let mut id_order_differs = false;
+    for name in names {
+        let found = index
+            .search(&Query::new(name).mode(Mode::Text).k(2), &e)
+            .unwrap();
+        let want = format!("src/{}.ts", name.trim_start_matches("Hono").to_lowercase());
+        let defs: Vec<(&str, Option<(usize, u64)>)> = found
+            .iter()
+            .map(|h| (h.path.as_str(), h.parts.definition))
+            .collect();
+        // A class and a type alias: one kind group, one level, one role.
+        assert_eq!(defs[0], (want.as_str(), Some((1, 5))), "{name}: {defs:?}");
+        assert_eq!(
+            defs[1],
+            ("src/client/types.ts", Some((2, 5))),
+            "{name}: {defs:?}"
+        );
+        id_order_differs |= found[0].chunk_id > found[1].chunk_id;
+    }
+    // Chunk ids alone would have put at least one alias first.
+    assert!(id_order_differs);
+}
+
+/// Functions in many files saying a few words each in turn, so that files match a
+/// query in several places at many depths of each list.
+fn many_files(root: &Path) {
+    let vocabulary = [
+        "parse", "config", "retry", "backoff", "socket", "buffer", "cache", "token", "route",
+        "header", "stream", "frame", "timer", "queue", "lock", "batch",
+    ];
+    let mut seed = 7u64;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n
+    };
+    for f in 0..120 {
+        let mut text = String::new();
+        for g in 0..1 + next(6) {
+            let body: Vec<&str> = (0..2 + next(8)).map(|_| vocabulary[next(16)]).collect();
+            text += &format!("pub fn f{g}() {{\n    // {}\n}}\n\n", body.join(" "));
+        }
+        write(root, &format!("src/m{f}.rs"), &text);
+    }
+}
+
+#[test]
+fn a_shorter_file_answer_is_the_start_of_a_longer_one() {
+    let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    many_files(tree.path());
+    let (store, e) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
+    for words in [
+        "parse config",
+        "retry backoff socket",
+        "cache token",
+        "lock queue batch",
+    ] {
+        for mode in [Mode::Text, Mode::Hybrid] {
+            let ten = files(&index, &e, Query::new(words).mode(mode).k(10));
+            assert_eq!(ten.len(), 10, "{words}");
+            for k in 1..10 {
+                let some = files(&index, &e, Query::new(words).mode(mode).k(k));
+                assert_eq!(paths(&some), paths(&ten[..k]), "{words} {mode:?} {k}");
+            }
+        }
+    }
+}
+
+#[test]
 fn tests_and_docs_weigh_less_unless_the_query_names_them() {
     let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     repo(tree.path());

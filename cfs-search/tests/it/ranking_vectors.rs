@@ -13,8 +13,8 @@ use cfs_ingest::{Markers, Role, document_role, path_role};
 use cfs_search::{
     Analysis, ChunkMeta, DocInfo, Evidence, Intent, Mentions, Parts, PathInfo, RankedChunk,
     Ranking, analyze, chunk_list, coverage_points, declared, definition_terms,
-    file_vector_score_of, file_words, fuse_ranks, match_level, name_head, name_key, path_points,
-    rank_chunks, variants,
+    file_vector_score_of, file_words, fuse_ranks, match_level, name_head, name_key, named_after,
+    path_points, rank_chunks, variants,
 };
 use serde_json::{Value, json};
 
@@ -208,7 +208,10 @@ fn match_level_case(input: &Value) -> Value {
     let ident = a.identifiers.first().expect("an identifier");
     let own = input["own"].as_bool().unwrap_or(true);
     let qualified = input["qualified"].as_bool().unwrap_or(false);
-    json!({"level": match_level(&m, ident, own, qualified)})
+    json!({
+        "level": match_level(&m, ident, own, qualified),
+        "named": named_after(s(input, "path"), &ident.name),
+    })
 }
 
 /// A ranking of given lists: each chunk's ranks, each document's paths, markers and
@@ -607,6 +610,46 @@ fn cases() -> Vec<Value> {
             "src/a.java",
             "Entities.EscapeMode",
             false,
+            false,
+        ),
+        (
+            "file named after the name",
+            json!(["class", "HonoRequest", null]),
+            "src/request.ts",
+            "HonoRequest",
+            true,
+            false,
+        ),
+        (
+            "file not named after the name",
+            json!(["type", "HonoRequest", null]),
+            "src/client/types.ts",
+            "HonoRequest",
+            true,
+            false,
+        ),
+        (
+            "module file named by its folder",
+            json!(["module", "routing", null]),
+            "axum/src/routing/mod.rs",
+            "Routing",
+            true,
+            false,
+        ),
+        (
+            "stem words named by prefix and plural",
+            json!(["struct", "HandlerConfig", null]),
+            "src/handlers/configuration.rs",
+            "HandlerConfig",
+            true,
+            false,
+        ),
+        (
+            "a stem word the name lacks",
+            json!(["struct", "Router", null]),
+            "src/path_router.rs",
+            "Router",
+            true,
             false,
         ),
     ] {

@@ -494,7 +494,13 @@ fn explain_agrees_with_the_search() {
         index.search(&q, &embedder).unwrap().len() as u64
     };
     let query = Query::new("configuration file walrus").mode(Mode::Text);
-    let e = index.explain(&query, &embedder);
+    let e = index.explain(&query, &embedder, false);
+    assert_eq!(e.depth, 50);
+    assert_eq!(index.explain(&query, &embedder, true).depth, 160);
+    assert_eq!(
+        index.explain(&query.clone().k(20), &embedder, true).depth,
+        320
+    );
     let words: Vec<&str> = e.terms.iter().map(|t| t.term.as_str()).collect();
     assert_eq!(words, ["configuration", "file", "walrus"]);
     let n = index.snapshot().n_chunks() as u64;
@@ -511,7 +517,7 @@ fn explain_agrees_with_the_search() {
     assert!(!e.vector_runs && e.vector_exact);
     assert_eq!(e.segments.len(), 1);
     assert_eq!(e.segments[0].live, index.snapshot().n_chunks());
-    let e = index.explain(&query.clone().mode(Mode::Vector), &embedder);
+    let e = index.explain(&query.clone().mode(Mode::Vector), &embedder, false);
     assert!(e.vector_runs && e.terms.is_empty() && e.text_candidates == 0);
     assert_eq!(e.vectors, index.snapshot().n_chunks());
 }
@@ -566,10 +572,10 @@ fn sign_code_scans_keep_the_exact_answer_when_candidates_cover_the_segment() {
         );
     }
     let q = Query::new("parse config").mode(Mode::Vector);
-    let e = mapped.explain(&q, &dense);
+    let e = mapped.explain(&q, &dense, false);
     assert!(e.vector_codes && !e.vector_exact, "{e:?}");
-    let e = mapped.explain(&q.clone().exact(true), &dense);
+    let e = mapped.explain(&q.clone().exact(true), &dense, false);
     assert!(!e.vector_codes && e.vector_exact, "{e:?}");
-    let e = mapped.explain(&q, &hash);
+    let e = mapped.explain(&q, &hash, false);
     assert!(!e.vector_codes && e.vector_exact, "{e:?}");
 }
