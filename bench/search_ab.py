@@ -19,6 +19,9 @@ CASES = [
     ("parse a configuration file", ["--mode", "text"]),
     ("Deserializer", []),
     ("Deserializer", ["--files"]),
+    # Names that thousands of chunks define: the definition list's widest ties.
+    ("new", []),
+    ("Error", ["--files"]),
     ("how does the runtime schedule tasks on worker threads", []),
     ("how does the runtime schedule tasks on worker threads", ["--files"]),
 ]

@@ -42,6 +42,8 @@ pub struct Identifier {
     pub key: String,
     /// The segment before the name, lower-cased (`router` in `Router::route`).
     pub qualifier: Option<String>,
+    /// The words of the name ([`words`]: `hono`, `request` in `HonoRequest`).
+    pub words: Vec<String>,
 }
 
 /// Roles a query names, whose files it should not hold back.
@@ -211,6 +213,7 @@ fn identifier(segments: &[&str]) -> Option<Identifier> {
         name: (*name).to_owned(),
         key,
         qualifier,
+        words: words(name),
     })
 }
 
@@ -234,6 +237,7 @@ mod tests {
             name: name.into(),
             key: name.to_lowercase(),
             qualifier: qualifier.map(Into::into),
+            words: words(name),
         }
     }
 

@@ -27,18 +27,25 @@ pub struct FileWords {
 
 /// The words of `path` (`/`-separated).
 pub fn file_words(path: &str) -> FileWords {
-    let mut parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    let name = parts.pop().unwrap_or("");
-    let stem = name.trim_start_matches('.');
-    let mut stem = stem.split('.').next().unwrap_or("");
-    if MODULE_STEMS.contains(&stem.to_ascii_lowercase().as_str())
-        && let Some(folder) = parts.pop()
-    {
-        stem = folder;
-    }
+    let (stem, folder) = stem_and_folder(path);
     FileWords {
         stem: words(stem),
-        folder: parts.last().map(|f| words(f)).unwrap_or_default(),
+        folder: folder.map(words).unwrap_or_default(),
+    }
+}
+
+/// The text [`FileWords`] splits: the stem and the folder's name.
+pub(crate) fn stem_and_folder(path: &str) -> (&str, Option<&str>) {
+    let mut parts = path.split('/').filter(|p| !p.is_empty());
+    let name = parts.next_back().unwrap_or("");
+    let stem = name.trim_start_matches('.');
+    let stem = stem.split('.').next().unwrap_or("");
+    let folder = parts.next_back();
+    match folder {
+        Some(f) if MODULE_STEMS.iter().any(|m| stem.eq_ignore_ascii_case(m)) => {
+            (f, parts.next_back())
+        }
+        _ => (stem, folder),
     }
 }
 

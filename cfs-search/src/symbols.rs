@@ -10,7 +10,7 @@ use cfs_ingest::Role;
 use super::definition_terms::{DECLARED_PREFIX, DEFINITION_PREFIX, name_head, name_key};
 use super::intent::Identifier;
 use super::meta::ChunkMeta;
-use super::path_words::{file_words, word_matches};
+use super::path_words::{file_words, stem_and_folder, word_matches};
 use super::query::{At, Filter, Scored, top};
 use super::snapshot::Snapshot;
 use super::tokenize::words;
@@ -87,8 +87,31 @@ fn definition_score(level: u64, role: Role, kind: Option<SymbolKind>, named: boo
 /// words ([`file_words`]) and each names one of the name's words ([`word_matches`]), as
 /// `request.ts` and `routing/mod.rs` are named after `HonoRequest` and `Routing`.
 pub fn named_after(path: &str, name: &str) -> bool {
-    let stem = file_words(path).stem;
-    let name = words(name);
+    stem_named_by(&file_words(path).stem, &words(name))
+}
+
+/// [`named_after`] for a name already split into its words.
+fn file_named_by(path: &str, name: &[String]) -> bool {
+    // A stem word and the name word naming it begin alike: a stem that does not hold
+    // the first three letters of one of the name's words (all of a shorter one) is not
+    // named, and need not be split into words (a wide name such as `new` meets
+    // thousands of definitions).
+    let (stem, _) = stem_and_folder(path);
+    let ascii = stem.is_ascii() && name.iter().all(|q| q.is_ascii());
+    let holds = |q: &String| {
+        let start = &q.as_bytes()[..q.len().min(3)];
+        stem.as_bytes()
+            .windows(start.len())
+            .any(|w| w.eq_ignore_ascii_case(start))
+    };
+    if ascii && !name.iter().any(holds) {
+        return false;
+    }
+    stem_named_by(&file_words(path).stem, name)
+}
+
+/// Whether a word of `name` names each of the `stem` words, which are not none.
+fn stem_named_by(stem: &[String], name: &[String]) -> bool {
     !stem.is_empty() && stem.iter().all(|w| name.iter().any(|q| word_matches(q, w)))
 }
 
@@ -124,7 +147,8 @@ pub fn definition_found(
     };
     let level = match_level(meta, ident, own, qualified);
     let path = meta.doc.paths.first().map_or("", |p| &*p.path);
-    definition_score(level, meta.doc.role, kind, named_after(path, &ident.name))
+    let named = file_named_by(path, &ident.words);
+    definition_score(level, meta.doc.role, kind, named)
 }
 
 /// The live chunks passing `filter` that define one of `idents`, best first (by
@@ -167,6 +191,50 @@ pub(crate) fn definitions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quick_test_of_a_named_file_never_changes_the_answer() {
+        let paths = [
+            "src/request.ts",
+            "src/client/types.ts",
+            "axum/src/routing/mod.rs",
+            "src/handlers/configuration.rs",
+            "lib/HTTPServer.java",
+            "src/new.rs",
+            "src/renewal.rs",
+            "src/News_feed.rs",
+            "src/boxes.rs",
+            "src/ab.rs",
+            "src/größe.rs",
+            "src/.rs",
+            "index.ts",
+            "src/__init__.py",
+        ];
+        let names = [
+            "HonoRequest",
+            "new",
+            "Routing",
+            "HandlerConfig",
+            "HttpServer",
+            "Box",
+            "ab",
+            "Größe",
+            "Renew",
+            "NewsFeed",
+            "Index",
+            "x",
+        ];
+        let mut named = 0;
+        for path in paths {
+            for name in names {
+                let want = stem_named_by(&file_words(path).stem, &words(name));
+                assert_eq!(file_named_by(path, &words(name)), want, "{path} {name}");
+                assert_eq!(named_after(path, name), want, "{path} {name}");
+                named += usize::from(want);
+            }
+        }
+        assert!(named >= 8, "{named}");
+    }
 
     #[test]
     fn name_keys() {
