@@ -399,7 +399,7 @@ impl RepoSearch<'_, '_> {
         };
         Ok(Pending {
             repo: self.repo.id,
-            needs_vectors: cfs_search::vectors_needed(query, weight, text.len()),
+            needs_vectors: cfs_search::vectors_needed(query, weight, text.len(), depth),
             analysis,
             weight,
             depth,

@@ -52,7 +52,7 @@ pub struct Explanation {
     /// Live chunks holding at least one term (each is scored).
     pub text_candidates: usize,
     /// Whether the vector retriever runs (hybrid skips it when its weight is 0 and the
-    /// text results fill every place).
+    /// text results fill the whole list).
     pub vector_runs: bool,
     /// Live chunks with a vector, which an exact vector search scores one by one.
     pub vectors: usize,
@@ -166,7 +166,7 @@ pub fn explain(snap: &Snapshot, query: &Query, how: Explaining) -> Explanation {
         terms,
         text_candidates: candidates,
         vector_runs: !query.text.trim().is_empty()
-            && vector_needed(query.mode, weight, candidates.min(depth), query.k),
+            && vector_needed(query.mode, weight, candidates.min(depth), depth),
         vectors,
         vector_exact: query.exact || !has_graph && !codes,
         vector_codes: codes,

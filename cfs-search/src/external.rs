@@ -215,9 +215,10 @@ pub fn vector_weight(query: &Query, analysis: &Analysis, embedder: &dyn Embedder
     }
 }
 
-/// Whether `query` searches vectors, its text list having found `text_found` chunks.
-pub fn vectors_needed(query: &Query, weight: u32, text_found: usize) -> bool {
-    query::vector_needed(query.mode, weight, text_found, query.k) && !query.text.trim().is_empty()
+/// Whether `query` searches vectors, its text list `depth` deep having found
+/// `text_found` chunks.
+pub fn vectors_needed(query: &Query, weight: u32, text_found: usize, depth: usize) -> bool {
+    query::vector_needed(query.mode, weight, text_found, depth) && !query.text.trim().is_empty()
 }
 
 /// The words of a query (sorted, distinct) and the terms text search looks up: each

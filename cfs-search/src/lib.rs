@@ -581,8 +581,8 @@ fn ranked(
     };
     let weight = external::vector_weight(query, &analysis, embedder);
     // With weight 0, vector results only follow the others: when the text retriever
-    // filled all k places they cannot appear, so they are not computed.
-    let vector_needed = query::vector_needed(query.mode, weight, text.list.len(), query.k);
+    // filled its whole list they are not computed.
+    let vector_needed = query::vector_needed(query.mode, weight, text.list.len(), depth);
     let (vector, query_vector) = if vector_needed && !query.text.trim().is_empty() {
         vector_list(snap, query, embedder, depth)?
     } else {

@@ -330,10 +330,14 @@ pub(crate) fn file_depth(files: usize) -> usize {
     files.saturating_mul(16).max(160)
 }
 
-/// Whether the vector retriever is needed, given the text results found.
-pub(crate) fn vector_needed(mode: Mode, weight: u32, text_found: usize, k: usize) -> bool {
+/// Whether the vector retriever is needed, given the text results found in a list
+/// `depth` deep: in hybrid mode when vectors weigh something, or when the text list is
+/// shorter than its depth (vector results then follow it). Not the answer's length: an
+/// answer of 3 would then search vectors where one of 10 does not, and file vectors
+/// would order its first files otherwise.
+pub(crate) fn vector_needed(mode: Mode, weight: u32, text_found: usize, depth: usize) -> bool {
     match mode {
-        Mode::Hybrid => weight > 0 || text_found < k,
+        Mode::Hybrid => weight > 0 || text_found < depth,
         Mode::Vector => true,
         Mode::Text => false,
     }

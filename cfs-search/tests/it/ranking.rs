@@ -177,7 +177,14 @@ fn many_files(root: &Path) {
     for f in 0..120 {
         let mut text = String::new();
         for g in 0..1 + next(6) {
-            let body: Vec<&str> = (0..2 + next(8)).map(|_| vocabulary[next(16)]).collect();
+            let mut body: Vec<&str> = (0..2 + next(8)).map(|_| vocabulary[next(16)]).collect();
+            // Rare words, in fewer chunks than an answer of ten files could hold.
+            if f % 31 == 3 && g == 0 {
+                body.push("walrus");
+            }
+            if f % 37 == 5 && g == 0 {
+                body.push("narwhal");
+            }
             text += &format!("pub fn f{g}() {{\n    // {}\n}}\n\n", body.join(" "));
         }
         write(root, &format!("src/m{f}.rs"), &text);
@@ -190,18 +197,22 @@ fn a_shorter_file_answer_is_the_start_of_a_longer_one() {
     many_files(tree.path());
     let (store, e) = setup(tree.path(), db.path());
     let index = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
-    for words in [
+    // With the hash embedder's fusion weight of 0, a rare word's few text matches
+    // decide whether vectors are searched at all.
+    let queries = [
         "parse config",
         "retry backoff socket",
         "cache token",
-        "lock queue batch",
-    ] {
+        "walrus narwhal",
+    ];
+    for words in queries {
         for mode in [Mode::Text, Mode::Hybrid] {
             let ten = files(&index, &e, Query::new(words).mode(mode).k(10));
-            assert_eq!(ten.len(), 10, "{words}");
+            assert!(ten.len() >= 7, "{words}: {}", ten.len());
             for k in 1..10 {
                 let some = files(&index, &e, Query::new(words).mode(mode).k(k));
-                assert_eq!(paths(&some), paths(&ten[..k]), "{words} {mode:?} {k}");
+                let want = &ten[..k.min(ten.len())];
+                assert_eq!(paths(&some), paths(want), "{words} {mode:?} {k}");
             }
         }
     }
