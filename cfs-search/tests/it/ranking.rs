@@ -192,7 +192,7 @@ fn many_files(root: &Path) {
 }
 
 #[test]
-fn a_shorter_file_answer_is_the_start_of_a_longer_one() {
+fn a_shorter_answer_is_the_start_of_a_longer_one() {
     let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     many_files(tree.path());
     let (store, e) = setup(tree.path(), db.path());
@@ -213,6 +213,24 @@ fn a_shorter_file_answer_is_the_start_of_a_longer_one() {
                 let some = files(&index, &e, Query::new(words).mode(mode).k(k));
                 let want = &ten[..k.min(ten.len())];
                 assert_eq!(paths(&some), paths(want), "{words} {mode:?} {k}");
+            }
+            // Chunk answers too, up to the twelve that share one depth.
+            let ids = |k: usize| -> Vec<_> {
+                let q = Query::new(words).mode(mode).k(k);
+                index
+                    .search(&q, &e)
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| h.chunk_id)
+                    .collect()
+            };
+            let twelve = ids(12);
+            for k in 1..12 {
+                assert_eq!(
+                    ids(k),
+                    twelve[..k.min(twelve.len())],
+                    "{words} {mode:?} {k}"
+                );
             }
         }
     }
