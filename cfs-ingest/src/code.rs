@@ -154,7 +154,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Ruby,
         name: "ruby",
         version: "0.23.1",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_ruby::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-php")]
@@ -424,7 +424,12 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
     let Some(grammar) = grammar(language) else {
         return (None, ParseWork::default());
     };
-    if language == Language::Yaml && config::yaml_too_deep(text) {
+    let overflows = match language {
+        Language::Yaml => config::yaml_too_deep(text),
+        Language::Ruby => heredoc_word_too_long(text),
+        _ => false,
+    };
+    if overflows {
         return (None, ParseWork::default());
     }
     // Same length, every name where it was: the tree's extents are the text's.
@@ -462,6 +467,40 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
         pieces: pieces.get(),
     };
     (tree, work)
+}
+
+/// Characters of a heredoc's word from which a Ruby file is not parsed. The grammar's
+/// scanner saves each open heredoc's word length in one byte: a word of 256 characters
+/// or more comes back shorter than it was saved, and the scanner aborts the process.
+const HEREDOC_WORD_MAX: usize = 256;
+
+/// True when `text` holds, after a `<<` (and an optional `-` or `~`), a quote followed
+/// by [`HEREDOC_WORD_MAX`] characters or more before that quote closes again (or the
+/// text ends), or as many letters, digits and `_`: a heredoc word the Ruby grammar's
+/// scanner cannot save. Real code names its heredocs with a few letters; such a file is
+/// chunked as text.
+fn heredoc_word_too_long(text: &str) -> bool {
+    // Every `<<`, overlapping ones too: the scanner may start a heredoc at either `<`
+    // of `<<<`.
+    let starts = text.match_indices('<').map(|(at, _)| &text[at + 1..]);
+    starts
+        .filter_map(|rest| rest.strip_prefix('<'))
+        .any(|rest| {
+            let rest = rest.strip_prefix(['-', '~']).unwrap_or(rest);
+            let run = match rest.chars().next() {
+                Some(q @ ('\'' | '"' | '`')) => rest[1..]
+                    .chars()
+                    .take_while(|&c| c != q)
+                    .take(HEREDOC_WORD_MAX)
+                    .count(),
+                _ => rest
+                    .chars()
+                    .take_while(|&c| c.is_alphanumeric() || c == '_')
+                    .take(HEREDOC_WORD_MAX)
+                    .count(),
+            };
+            run >= HEREDOC_WORD_MAX
+        })
 }
 
 /// The piece of `text` the lexer reads from byte `at`: [`PIECE_BYTES`], or up to the
@@ -3600,6 +3639,42 @@ mod tests {
         let (tree, work) = parse_counted(&real, Language::Kotlin);
         assert!(tree.is_some_and(|t| !t.root_node().has_error()));
         assert!(work.pieces * 8 < piece_budget(real.len()), "{work:?}");
+    }
+
+    /// A heredoc word of 256 characters or more, which the Ruby grammar's scanner saves
+    /// in one byte and then aborts the process restoring (found by fuzzing), sends the
+    /// file to text before it is parsed; 255 are parsed.
+    #[test]
+    #[cfg(feature = "lang-ruby")]
+    fn a_heredoc_word_the_ruby_scanner_cannot_save_is_not_parsed() {
+        let long = |w: usize| {
+            [
+                format!("x = <<\"{}\"\nhi\n", "b".repeat(w)),
+                format!("puts(env<<`{}`)\n", "a".repeat(w)),
+                format!("x = <<~'{}'\nhi\n", "c".repeat(w)),
+                format!("x = <<-{}\nhello\n", "D".repeat(w)),
+                format!("a <<<\"{}\"\n", "é".repeat(w)),
+            ]
+        };
+        // Unclosed, the word runs to the text's end.
+        let unclosed = format!("x = <<\"{}\n", "b".repeat(300));
+        for text in long(256).iter().chain(&long(1100)).chain([&unclosed]) {
+            assert!(heredoc_word_too_long(text), "{text:.20}");
+            assert!(parse_tree(text, Language::Ruby).is_none());
+            assert!(
+                chunk_code(text, Language::Ruby, &ChunkParams::default())
+                    .unwrap()
+                    .is_none()
+            );
+        }
+        for text in long(255) {
+            assert!(!heredoc_word_too_long(&text), "{text:.20}");
+            assert!(parse_tree(&text, Language::Ruby).is_some());
+        }
+        let real = "def banner\n  <<~EOS\n    usage: x << y\n  EOS\nend\n";
+        assert!(!heredoc_word_too_long(real));
+        let doc = chunk(real, Language::Ruby);
+        assert_eq!(symbol(&doc, "banner").kind, SymbolKind::Function);
     }
 
     #[test]
