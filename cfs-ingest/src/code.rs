@@ -130,7 +130,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Kotlin,
         name: "kotlin-ng",
         version: "1.1.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_kotlin_ng::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-c")]
@@ -427,6 +427,7 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
     let overflows = match language {
         Language::Yaml => config::yaml_too_deep(text),
         Language::Ruby => heredoc_word_too_long(text),
+        Language::Kotlin => annotation_on_last_line(text),
         _ => false,
     };
     if overflows {
@@ -467,6 +468,17 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
         pieces: pieces.get(),
     };
     (tree, work)
+}
+
+/// True when the last line of `text` (after its last LF) holds an `@`. The Kotlin
+/// grammar's scanner reads on from an `@` to the next white space (or, past a `(`, to
+/// the next LF) without looking for the text's end, and where no LF follows it never
+/// returns (found by fuzzing: `class tty`, two LFs, `@Supp` and two U+FFFD, `e`). Such
+/// a file is chunked as text.
+fn annotation_on_last_line(text: &str) -> bool {
+    text.rsplit('\n')
+        .next()
+        .is_some_and(|last| last.contains('@'))
 }
 
 /// Characters of a heredoc's word from which a Ruby file is not parsed. The grammar's
@@ -3675,6 +3687,21 @@ mod tests {
         assert!(!heredoc_word_too_long(real));
         let doc = chunk(real, Language::Ruby);
         assert_eq!(symbol(&doc, "banner").kind, SymbolKind::Function);
+    }
+
+    /// An `@` on a Kotlin file's last line, which can send the grammar's scanner into a
+    /// loop that never ends, sends the file to text; a file that ends its last line
+    /// parses.
+    #[test]
+    #[cfg(feature = "lang-kotlin")]
+    fn an_annotation_on_a_kotlin_files_last_line_is_not_parsed() {
+        let hang = "class tty\n\n@Supp\u{FFFD}\u{FFFD}e";
+        assert!(annotation_on_last_line(hang));
+        assert!(parse_tree(hang, Language::Kotlin).is_none());
+        for fine in ["class A\n\n@Suppress(\"x\")\nfun f() = 1\n", "class A {}\n"] {
+            assert!(!annotation_on_last_line(fine));
+            assert!(parse_tree(fine, Language::Kotlin).is_some());
+        }
     }
 
     #[test]
