@@ -7,8 +7,9 @@
 use cfs_core::StateRoot;
 
 use super::bm25;
+use super::external::list_depth;
 use super::intent::{Intent, analyze};
-use super::query::{Mode, Query, depth, file_depth, live_df, vector_needed};
+use super::query::{Mode, Query, live_df, vector_needed};
 use super::rank::Weights;
 use super::snapshot::Snapshot;
 use super::tokenize::tokens;
@@ -139,10 +140,7 @@ pub fn explain(snap: &Snapshot, query: &Query, how: Explaining) -> Explanation {
             idf,
         });
     }
-    let depth = match files {
-        true => file_depth(query.k),
-        false => depth(query.k),
-    };
+    let depth = list_depth(query, files);
     let vectors = snap
         .segments
         .iter()

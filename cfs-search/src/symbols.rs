@@ -10,7 +10,7 @@ use cfs_ingest::Role;
 use super::definition_terms::{DECLARED_PREFIX, DEFINITION_PREFIX, name_head, name_key};
 use super::intent::Identifier;
 use super::meta::ChunkMeta;
-use super::path_words::{file_words, stem_and_folder, word_matches};
+use super::path_words::{stem_and_folder, word_matches};
 use super::query::{At, Filter, Scored, top};
 use super::snapshot::Snapshot;
 use super::tokenize::words;
@@ -84,10 +84,10 @@ fn definition_score(level: u64, role: Role, kind: Option<SymbolKind>, named: boo
 }
 
 /// Whether the file at `path` is named after an identifier called `name`: its stem has
-/// words ([`file_words`]) and each names one of the name's words ([`word_matches`]), as
+/// words ([`file_words`](super::path_words::file_words)) and each names one of the name's words ([`word_matches`]), as
 /// `request.ts` and `routing/mod.rs` are named after `HonoRequest` and `Routing`.
 pub fn named_after(path: &str, name: &str) -> bool {
-    stem_named_by(&file_words(path).stem, &words(name))
+    file_named_by(path, &words(name))
 }
 
 /// [`named_after`] for a name already split into its words.
@@ -107,7 +107,8 @@ fn file_named_by(path: &str, name: &[String]) -> bool {
     if ascii && !name.iter().any(holds) {
         return false;
     }
-    stem_named_by(&file_words(path).stem, name)
+    // The stem's words, as `file_words` splits them (its folder is not needed).
+    stem_named_by(&words(stem), name)
 }
 
 /// Whether a word of `name` names each of the `stem` words, which are not none.
@@ -190,6 +191,7 @@ pub(crate) fn definitions(
 
 #[cfg(test)]
 mod tests {
+    use super::super::path_words::file_words;
     use super::*;
 
     #[test]
