@@ -27,6 +27,7 @@ use crate::text::{ChunkParams, chunk_text};
 mod config;
 mod julia;
 mod objc;
+mod ruby;
 mod sql;
 
 /// Largest symbol chunk, and the size of each sliding window, in bytes.
@@ -154,7 +155,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Ruby,
         name: "ruby",
         version: "0.23.1",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_ruby::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-php")]
@@ -426,7 +427,7 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
     };
     let overflows = match language {
         Language::Yaml => config::yaml_too_deep(text),
-        Language::Ruby => heredoc_word_too_long(text),
+        Language::Ruby => !ruby::heredocs_parse_safely(text, |t, l| parse_counted(t, l).0),
         Language::Kotlin => annotation_on_last_line(text),
         _ => false,
     };
@@ -479,40 +480,6 @@ fn annotation_on_last_line(text: &str) -> bool {
     text.rsplit('\n')
         .next()
         .is_some_and(|last| last.contains('@'))
-}
-
-/// Characters of a heredoc's word from which a Ruby file is not parsed. The grammar's
-/// scanner saves each open heredoc's word length in one byte: a word of 256 characters
-/// or more comes back shorter than it was saved, and the scanner aborts the process.
-const HEREDOC_WORD_MAX: usize = 256;
-
-/// True when `text` holds, after a `<<` (and an optional `-` or `~`), a quote followed
-/// by [`HEREDOC_WORD_MAX`] characters or more before that quote closes again (or the
-/// text ends), or as many letters, digits and `_`: a heredoc word the Ruby grammar's
-/// scanner cannot save. Real code names its heredocs with a few letters; such a file is
-/// chunked as text.
-fn heredoc_word_too_long(text: &str) -> bool {
-    // Every `<<`, overlapping ones too: the scanner may start a heredoc at either `<`
-    // of `<<<`.
-    let starts = text.match_indices('<').map(|(at, _)| &text[at + 1..]);
-    starts
-        .filter_map(|rest| rest.strip_prefix('<'))
-        .any(|rest| {
-            let rest = rest.strip_prefix(['-', '~']).unwrap_or(rest);
-            let run = match rest.chars().next() {
-                Some(q @ ('\'' | '"' | '`')) => rest[1..]
-                    .chars()
-                    .take_while(|&c| c != q)
-                    .take(HEREDOC_WORD_MAX)
-                    .count(),
-                _ => rest
-                    .chars()
-                    .take_while(|&c| c.is_alphanumeric() || c == '_')
-                    .take(HEREDOC_WORD_MAX)
-                    .count(),
-            };
-            run >= HEREDOC_WORD_MAX
-        })
 }
 
 /// The piece of `text` the lexer reads from byte `at`: [`PIECE_BYTES`], or up to the
@@ -3671,7 +3638,7 @@ mod tests {
         // Unclosed, the word runs to the text's end.
         let unclosed = format!("x = <<\"{}\n", "b".repeat(300));
         for text in long(256).iter().chain(&long(1100)).chain([&unclosed]) {
-            assert!(heredoc_word_too_long(text), "{text:.20}");
+            assert!(!ruby::long_heredoc_words(text).is_empty(), "{text:.20}");
             assert!(parse_tree(text, Language::Ruby).is_none());
             assert!(
                 chunk_code(text, Language::Ruby, &ChunkParams::default())
@@ -3680,13 +3647,44 @@ mod tests {
             );
         }
         for text in long(255) {
-            assert!(!heredoc_word_too_long(&text), "{text:.20}");
+            assert!(ruby::long_heredoc_words(&text).is_empty(), "{text:.20}");
             assert!(parse_tree(&text, Language::Ruby).is_some());
         }
         let real = "def banner\n  <<~EOS\n    usage: x << y\n  EOS\nend\n";
-        assert!(!heredoc_word_too_long(real));
+        assert!(ruby::long_heredoc_words(real).is_empty());
         let doc = chunk(real, Language::Ruby);
         assert_eq!(symbol(&doc, "banner").kind, SymbolKind::Function);
+    }
+
+    /// A `<<` and a quote inside a string's, heredoc's or comment's content start no
+    /// heredoc, so a long run after them leaves the file parsed; one in code, in an
+    /// interpolation, or in a literal opened by `<` (where `<` nests) sends it to text.
+    #[test]
+    #[cfg(feature = "lang-ruby")]
+    fn a_long_heredoc_word_inside_a_literal_leaves_the_file_parsed() {
+        let body = format!("def check(io)\n  io.flush\n  # {}\nend\n", "x".repeat(300));
+        let parsed = [
+            format!("raise E, \"must respond to #<<\"\n{body}x = \"y\"\n"),
+            format!("# respond to <<\"\n{body}"),
+            format!("s = <<~EOS\n  a <<'{}\nEOS\n{body}", "b".repeat(300)),
+            format!("r = /a<<`/\n{body}"),
+        ];
+        for text in &parsed {
+            assert!(!ruby::long_heredoc_words(text).is_empty(), "{text:.30}");
+            assert!(parse_tree(text, Language::Ruby).is_some(), "{text:.30}");
+            let doc = chunk(text, Language::Ruby);
+            assert_eq!(symbol(&doc, "check").kind, SymbolKind::Function);
+        }
+        let texts = [
+            format!("x = \"#{{a <<\"{}\"}}\"\n{body}", "b".repeat(300)),
+            format!("x = %q<a<<\"{}>\n{body}", "b".repeat(300)),
+            format!("x = %w<a <<\"{}>\n{body}", "b".repeat(300)),
+            format!("x = y <<\"{}\"\n{body}", "b".repeat(300)),
+        ];
+        for text in &texts {
+            assert!(!ruby::long_heredoc_words(text).is_empty(), "{text:.30}");
+            assert!(parse_tree(text, Language::Ruby).is_none(), "{text:.30}");
+        }
     }
 
     /// An `@` on a Kotlin file's last line, which can send the grammar's scanner into a
