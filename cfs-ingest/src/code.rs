@@ -283,7 +283,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Yaml,
         name: "yaml",
         version: "0.7.2",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_yaml::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-toml")]
@@ -3174,6 +3174,31 @@ mod tests {
             // Parsed or text; never an abort.
             let _ = chunk_code(&text, Language::Yaml, &ChunkParams::default()).unwrap();
         }
+    }
+
+    /// The scanner starts a row at a lone CR too, and skips a byte-order mark: lines
+    /// that begin after either are measured as any other (found by reading the
+    /// scanner: each of these aborted the process).
+    #[test]
+    #[cfg(feature = "lang-yaml")]
+    fn yaml_rows_begin_after_a_cr_and_past_a_byte_order_mark() {
+        let dashes = "- ".repeat(254) + "x\n";
+        let nested: String = (0..300)
+            .map(|i| format!("{}k{i}:\r", " ".repeat(i)))
+            .collect();
+        for text in [
+            format!("\r{dashes}"),
+            format!("\u{FEFF}{dashes}"),
+            format!("#\r{dashes}"),
+            format!("---\r{dashes}"),
+            nested,
+        ] {
+            assert!(config::yaml_too_deep(&text), "{:?}", &text[..8]);
+            assert!(parse_tree(&text, Language::Yaml).is_none());
+        }
+        let shallow = "a:\r  b: 1\r\u{FEFF}c: 2\r\n";
+        assert!(!config::yaml_too_deep(shallow));
+        assert!(parse_tree(shallow, Language::Yaml).is_some());
     }
 
     #[test]

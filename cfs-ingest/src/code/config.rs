@@ -9,17 +9,19 @@ use super::{
 };
 
 /// The longest run of indentation and block indicators (spaces, tabs, `-`, `?`, `:`)
-/// at a line's start that a YAML file may have and be parsed. The grammar's scanner
+/// at a row's start that a YAML file may have and be parsed. The grammar's scanner
 /// keeps an entry for every open block, each at a greater indentation than the one
 /// holding it, save a sequence right under its key; past about 250 entries it overruns
 /// the 1,024 bytes tree-sitter gives it to save its state (and aborts the process).
 const YAML_MAX_INDENT: usize = 64;
 
 /// True when `text` is YAML indented deep enough to overrun the grammar's scanner:
-/// such a file is chunked as text.
+/// such a file is chunked as text. Rows are the scanner's: each LF or CR ends one, and
+/// a byte-order mark where a row begins is passed over.
 pub(super) fn yaml_too_deep(text: &str) -> bool {
-    text.lines().any(|line| {
-        let indent = line
+    text.split(['\n', '\r']).any(|row| {
+        let indent = row
+            .trim_start_matches('\u{FEFF}')
             .bytes()
             .take_while(|b| matches!(b, b' ' | b'\t' | b'-' | b'?' | b':'))
             .count();
