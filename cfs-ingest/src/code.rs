@@ -28,6 +28,7 @@ mod config;
 mod julia;
 mod objc;
 mod ruby;
+mod scanners;
 mod sql;
 
 /// Largest symbol chunk, and the size of each sliding window, in bytes.
@@ -79,7 +80,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Python,
         name: "python",
         version: "0.25.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_python::LANGUAGE.into(),
     },
     Grammar {
@@ -227,7 +228,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::OCaml,
         name: "ocaml",
         version: "0.26.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_ocaml::LANGUAGE_OCAML.into(),
     },
     #[cfg(feature = "lang-ocaml")]
@@ -235,7 +236,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::OCamlInterface,
         name: "ocaml-interface",
         version: "0.26.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_ocaml::LANGUAGE_OCAML_INTERFACE.into(),
     },
     #[cfg(feature = "lang-erlang")]
@@ -425,13 +426,7 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
     let Some(grammar) = grammar(language) else {
         return (None, ParseWork::default());
     };
-    let overflows = match language {
-        Language::Yaml => config::yaml_too_deep(text),
-        Language::Ruby => !ruby::heredocs_parse_safely(text, |t, l| parse_counted(t, l).0),
-        Language::Kotlin => annotation_on_last_line(text),
-        _ => false,
-    };
-    if overflows {
+    if scanner_may_fail(text, language) {
         return (None, ParseWork::default());
     }
     // Same length, every name where it was: the tree's extents are the text's.
@@ -471,15 +466,21 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
     (tree, work)
 }
 
-/// True when the last line of `text` (after its last LF) holds an `@`. The Kotlin
-/// grammar's scanner reads on from an `@` to the next white space (or, past a `(`, to
-/// the next LF) without looking for the text's end, and where no LF follows it never
-/// returns (found by fuzzing: `class tty`, two LFs, `@Supp` and two U+FFFD, `e`). Such
-/// a file is chunked as text.
-fn annotation_on_last_line(text: &str) -> bool {
-    text.rsplit('\n')
-        .next()
-        .is_some_and(|last| last.contains('@'))
+/// True when the grammar's external scanner could loop forever, overrun the state it
+/// saves, or recurse off the stack on `text` (`code/scanners.rs`): such a file is
+/// chunked as text.
+fn scanner_may_fail(text: &str, language: Language) -> bool {
+    match language {
+        Language::Yaml => config::yaml_too_deep(text),
+        Language::Ruby => {
+            ruby::saved_state_may_overflow(text)
+                || !ruby::heredocs_parse_safely(text, |t, l| parse_counted(t, l).0)
+        }
+        Language::Kotlin => scanners::kotlin_annotation_on_last_line(text),
+        Language::Python => scanners::python_indent_too_wide(text),
+        Language::OCaml | Language::OCamlInterface => scanners::ocaml_comments_too_many(text),
+        _ => false,
+    }
 }
 
 /// The piece of `text` the lexer reads from byte `at`: [`PIECE_BYTES`], or up to the
@@ -3719,12 +3720,76 @@ mod tests {
     #[cfg(feature = "lang-kotlin")]
     fn an_annotation_on_a_kotlin_files_last_line_is_not_parsed() {
         let hang = "class tty\n\n@Supp\u{FFFD}\u{FFFD}e";
-        assert!(annotation_on_last_line(hang));
+        assert!(scanners::kotlin_annotation_on_last_line(hang));
         assert!(parse_tree(hang, Language::Kotlin).is_none());
         for fine in ["class A\n\n@Suppress(\"x\")\nfun f() = 1\n", "class A {}\n"] {
-            assert!(!annotation_on_last_line(fine));
+            assert!(!scanners::kotlin_annotation_on_last_line(fine));
             assert!(parse_tree(fine, Language::Kotlin).is_some());
         }
+    }
+
+    /// Four open heredocs whose words, each under 256 characters, bring the Ruby
+    /// scanner's saved state to the 2 bytes its bound misses (found by reading the
+    /// scanner: the process aborted); such a file is text, and real files are far from
+    /// it.
+    #[test]
+    #[cfg(feature = "lang-ruby")]
+    fn ruby_state_that_could_overrun_its_bytes_is_not_parsed() {
+        let words: Vec<String> = [251, 251, 251, 254]
+            .iter()
+            .zip('A'..)
+            .map(|(&n, c)| c.to_string().repeat(n))
+            .collect();
+        let opens: Vec<String> = words.iter().map(|w| format!("<<{w}")).collect();
+        let bodies: String = words.iter().map(|w| format!("x\n{w}\n")).collect();
+        let text = format!("foo({})\n{bodies}", opens.join(", "));
+        assert!(ruby::long_heredoc_words(&text).is_empty());
+        assert!(ruby::saved_state_may_overflow(&text));
+        assert!(parse_tree(&text, Language::Ruby).is_none());
+        let nested = format!("{}<<EOS\n", "\"#{".repeat(250));
+        assert!(ruby::saved_state_may_overflow(&nested));
+        let real = "def usage\n  <<~EOS\n    #{name} [options]\n  EOS\nend\n";
+        assert!(!ruby::saved_state_may_overflow(real));
+        assert!(parse_tree(real, Language::Ruby).is_some());
+    }
+
+    /// Python blocks nested 511 deep with a string open overran the scanner's saved
+    /// state (an abort); indentation from 256 columns, counted as the scanner counts
+    /// it (a TAB 8, on past a `\` and its LF), sends a file to text.
+    #[test]
+    fn python_indented_wider_than_the_scanner_can_save_is_not_parsed() {
+        let blocks = |n: usize| -> String {
+            let opens: String = (0..n)
+                .map(|i| format!("{}if 1:\n", " ".repeat(i)))
+                .collect();
+            format!("{opens}{}x = \"a\"\n", " ".repeat(n))
+        };
+        let continued = format!("if 1:\n{}x = 1\n", "  \\\n".repeat(130));
+        let tabs = format!("if 1:\n{}x = 1\n", "\t".repeat(32));
+        for text in [blocks(511), continued, tabs] {
+            assert!(scanners::python_indent_too_wide(&text), "{:?}", &text[..10]);
+            assert!(parse_tree(&text, Language::Python).is_none());
+        }
+        let below = blocks(255);
+        assert!(!scanners::python_indent_too_wide(&below));
+        assert!(parse_tree(&below, Language::Python).is_some());
+        let joined = "x = a + \\\n    b\n";
+        assert!(!scanners::python_indent_too_wide(joined));
+    }
+
+    /// Comments nested 120,000 deep recursed the OCaml scanner off the stack (a
+    /// segmentation fault); 4,096 `(*` or more send a file to text, fewer parse.
+    #[test]
+    #[cfg(feature = "lang-ocaml")]
+    fn ocaml_comments_nested_past_the_stack_are_not_parsed() {
+        let deep = format!("let x = 1\n{}\nlet y = 2\n", "(*".repeat(120_000));
+        for language in [Language::OCaml, Language::OCamlInterface] {
+            assert!(scanners::ocaml_comments_too_many(&deep));
+            assert!(parse_tree(&deep, language).is_none());
+        }
+        let under = format!("let x = 1\n{}\nlet y = 2\n", "(*".repeat(4095));
+        assert!(!scanners::ocaml_comments_too_many(&under));
+        assert!(parse_tree(&under, Language::OCaml).is_some());
     }
 
     #[test]
