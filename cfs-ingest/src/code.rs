@@ -3778,7 +3778,7 @@ mod tests {
     }
 
     /// Comments nested 120,000 deep recursed the OCaml scanner off the stack (a
-    /// segmentation fault); 4,096 `(*` or more send a file to text, fewer parse.
+    /// segmentation fault); 1,024 `(*` or more send a file to text, fewer parse.
     #[test]
     #[cfg(feature = "lang-ocaml")]
     fn ocaml_comments_nested_past_the_stack_are_not_parsed() {
@@ -3787,7 +3787,7 @@ mod tests {
             assert!(scanners::ocaml_comments_too_many(&deep));
             assert!(parse_tree(&deep, language).is_none());
         }
-        let under = format!("let x = 1\n{}\nlet y = 2\n", "(*".repeat(4095));
+        let under = format!("let x = 1\n{}\nlet y = 2\n", "(*".repeat(1023));
         assert!(!scanners::ocaml_comments_too_many(&under));
         assert!(parse_tree(&under, Language::OCaml).is_some());
     }
