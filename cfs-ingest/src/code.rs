@@ -180,7 +180,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Shell,
         name: "bash",
         version: "0.25.1",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_bash::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-lua")]
@@ -479,6 +479,7 @@ fn scanner_may_fail(text: &str, language: Language) -> bool {
         Language::Kotlin => scanners::kotlin_annotation_on_last_line(text),
         Language::Python => scanners::python_indent_too_wide(text),
         Language::OCaml | Language::OCamlInterface => scanners::ocaml_comments_too_many(text),
+        Language::Shell => scanners::shell_brace_before_wide_char(text),
         _ => false,
     }
 }
@@ -3790,6 +3791,30 @@ mod tests {
         let under = format!("let x = 1\n{}\nlet y = 2\n", "(*".repeat(1023));
         assert!(!scanners::ocaml_comments_too_many(&under));
         assert!(parse_tree(&under, Language::OCaml).is_some());
+    }
+
+    /// A `{` before a character from U+0100 up, where a brace expansion may begin, sent
+    /// the shell scanner's `isdigit` past its table (the process died); such a file is
+    /// text, and braces before ASCII or Latin-1 parse.
+    #[test]
+    #[cfg(feature = "lang-shell")]
+    fn a_shell_brace_before_a_wide_character_is_not_parsed() {
+        for text in [
+            "echo {\u{F02A2}}\n",
+            "{\u{10FFFF}",
+            "echo {1..\u{10FFFF}}\n",
+            "for i in {12\u{100}; do :; done\n",
+        ] {
+            assert!(scanners::shell_brace_before_wide_char(text), "{text:?}");
+            assert!(parse_tree(text, Language::Shell).is_none());
+        }
+        for text in [
+            "echo {1..10} {a,b} {\u{FF}}\n",
+            "f() {\n  echo \u{2713}\n}\n",
+        ] {
+            assert!(!scanners::shell_brace_before_wide_char(text), "{text:?}");
+            assert!(parse_tree(text, Language::Shell).is_some());
+        }
     }
 
     #[test]

@@ -66,3 +66,20 @@ pub(super) fn ocaml_comments_too_many(text: &str) -> bool {
         .nth(OCAML_MAX_COMMENT_OPENINGS - 1)
         .is_some()
 }
+
+/// True when a `{` of `text` is followed by ASCII digits (or none) and then a character
+/// from U+0100 up, or by those digits, `..`, ASCII digits (or none) and such a
+/// character. Where a brace expansion may begin, the shell grammar's scanner passes
+/// each character after the `{` to C's `isdigit`, whose table ends at 255: a wider
+/// one reads far past it, and where that memory is not mapped the process dies
+/// (`echo {` and a Nerd Font icon, U+F02A2, did). Such a file is chunked as text.
+pub(super) fn shell_brace_before_wide_char(text: &str) -> bool {
+    fn past_digits(s: &str) -> &str {
+        s.trim_start_matches(|c: char| c.is_ascii_digit())
+    }
+    text.match_indices('{').any(|(at, _)| {
+        let rest = past_digits(&text[at + 1..]);
+        let rest = rest.strip_prefix("..").map_or(rest, past_digits);
+        rest.chars().next().is_some_and(|c| u32::from(c) >= 0x100)
+    })
+}
