@@ -5,6 +5,8 @@
 
 mod alloc;
 mod chunks;
+#[cfg(unix)]
+mod crash;
 mod db_cmds;
 mod db_search;
 mod demo;
@@ -99,6 +101,8 @@ fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some(open::PDF_CHILD_ARG) {
         return cfs_ingest::pdf_child_main(std::env::args().skip(2));
     }
+    #[cfg(unix)]
+    crash::install();
     let cli = Cli::parse();
     // A CFS_SIMD this build or this CPU cannot honour is said at once, not found later.
     let result = match cfs_core::cpu::Features::from_env() {

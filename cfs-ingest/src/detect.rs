@@ -19,6 +19,20 @@ pub enum Format {
     Code(Language),
 }
 
+impl Format {
+    /// The format's name as messages give it: a language's name for code.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Markdown => "Markdown",
+            Self::Html => "HTML",
+            Self::Json => "JSON",
+            Self::Pdf => "PDF",
+            Self::Code(language) => language.name(),
+        }
+    }
+}
+
 /// A programming language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Language {

@@ -17,6 +17,7 @@ mod lines;
 mod markdown;
 pub mod minilm;
 mod parse_only;
+mod parsing;
 mod pdf;
 mod pipeline;
 mod role;
@@ -40,6 +41,7 @@ pub use html::{HTML_WIDTH, MAX_HTML_DEPTH, html_to_text};
 pub use markdown::{MarkdownChunk, MarkdownDoc, chunk_markdown};
 pub use minilm::{LazyMiniLmInt, MiniLmInt};
 pub use parse_only::parse_only;
+pub use parsing::{ParsingMark, parsing_now};
 pub use pdf::{
     DEFAULT_PDF_MEMORY_BYTES, DEFAULT_PDF_TIMEOUT_MS, PdfConfig, extract_pdf_pages, minimal_pdf,
     pdf_child_main,

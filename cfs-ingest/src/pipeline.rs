@@ -17,6 +17,7 @@ use crate::error::IngestError;
 use crate::html::html_to_text;
 use crate::lines::LineIndex;
 use crate::markdown::chunk_markdown;
+use crate::parsing::ParsingMark;
 use crate::pdf::{PdfConfig, extract_pdf_pages};
 use crate::text::{ChunkParams, chunk_text};
 
@@ -142,6 +143,7 @@ pub fn parse_file_hashed(
         path: path.into(),
         reason,
     })?;
+    let _parsing = ParsingMark::new(path, detected.format.name());
     let (text, encoding, extra_metadata) = extract_text(path, bytes, detected.format, config)?;
     let text = &text;
     let mut pieces = chunk_by_format(text, detected.format, &config.chunk)?;
