@@ -32,6 +32,7 @@ static PREVIOUS: OnceLock<[libc::sigaction; SIGNALS.len()]> = OnceLock::new();
 
 /// Installs the handler for every signal of [`SIGNALS`] (once; later calls do nothing).
 pub fn install() {
+    // SAFETY: a zeroed sigaction is a valid value of the C struct.
     let mut previous = [unsafe { std::mem::zeroed::<libc::sigaction>() }; SIGNALS.len()];
     for (old, &(signal, _)) in previous.iter_mut().zip(&SIGNALS) {
         // SAFETY: reads the current action into a valid struct.

@@ -78,6 +78,7 @@ mod tests {
     /// and no other thread sees it.
     #[test]
     fn a_mark_names_its_file_while_it_lives() {
+        // SAFETY: each call copies the path out while the mark that set it lives.
         let now = || unsafe { parsing_now() }.map(|(p, f)| (p.to_vec(), f));
         assert_eq!(now(), None);
         let outer = String::from("src/a.rs");
@@ -87,6 +88,7 @@ mod tests {
             let inner = String::from("b.sh");
             let _inner = ParsingMark::new(&inner, "shell");
             assert_eq!(now(), Some((b"b.sh".to_vec(), "shell")));
+            // SAFETY: only whether there is a mark is read, on a thread that set none.
             let elsewhere = std::thread::spawn(|| unsafe { parsing_now() }.is_none());
             assert!(elsewhere.join().unwrap());
         }
