@@ -4,11 +4,10 @@
 //! against yet (`cfs-ingest/src/code/scanners.rs`) can end the process with a fatal
 //! signal, which no Rust code can turn into an error. Before the process ends, a
 //! handler of those signals says which file the crashing thread was parsing
-//! ([`cfs_ingest::parsing_now`]) and what to do, then hands the signal on unchanged:
-//! to the handler that was there before (the standard library's, which tells a stack
-//! overflow) or to the default action, so the exit status and any core dump are what
-//! they would have been. It writes with `write(2)` only: nothing that allocates or
-//! locks.
+//! ([`cfs_ingest::parsing_now`]) and what to do, then restores the action that was
+//! there before (the standard library's, which tells a stack overflow, or the default)
+//! and lets the signal meet it, so the exit status and any core dump are what they
+//! would have been. It writes with `write(2)` only: nothing that allocates or locks.
 
 #![expect(unsafe_code)]
 
@@ -58,7 +57,7 @@ pub fn install() {
 extern "C" fn on_fatal(
     signal: libc::c_int,
     info: *mut libc::siginfo_t,
-    context: *mut libc::c_void,
+    _context: *mut libc::c_void,
 ) {
     static SAID: AtomicBool = AtomicBool::new(false);
     let at = SIGNALS.iter().position(|&(s, _)| s == signal);
@@ -81,7 +80,7 @@ extern "C" fn on_fatal(
             write_all(part);
         }
     }
-    hand_on(signal, at, info, context);
+    hand_on(signal, at, info);
 }
 
 /// Writes `bytes` to standard error, as much as it takes.
@@ -96,31 +95,28 @@ fn write_all(mut bytes: &[u8]) {
     }
 }
 
-/// Calls the handler that was there before, or restores the default action; a signal
-/// that some process or thread sent (rather than a fault, which recurs when the handler
-/// returns) is raised again, so that it ends the process as it would have.
-fn hand_on(
-    signal: libc::c_int,
-    at: Option<usize>,
-    info: *mut libc::siginfo_t,
-    context: *mut libc::c_void,
-) {
-    let previous = at.and_then(|at| Some(PREVIOUS.get()?[at]));
-    let handler = previous.map_or(libc::SIG_DFL, |p| p.sa_sigaction);
-    // SAFETY: restores or calls the action the process had before `install`.
+/// Restores the action the signal had before [`install`] and lets it act. A fault
+/// recurs when the handler returns, and meets that action (the standard library's,
+/// which tells a stack overflow, or the default; an ignored fault would recur forever,
+/// so it gets the default). A signal some process or thread sent does not recur: the
+/// default action is restored and the signal raised again, to end the process when the
+/// handler returns.
+fn hand_on(signal: libc::c_int, at: Option<usize>, info: *const libc::siginfo_t) {
+    // SAFETY: `info` is the kernel's, valid for the handler's life, when not null.
+    let sent = info.is_null() || unsafe { (*info).si_code } <= 0;
+    // SAFETY: a zeroed sigaction is a valid value of the C struct; zero is SIG_DFL.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = libc::SIG_DFL;
+    if let Some(previous) = at.and_then(|at| Some(PREVIOUS.get()?[at]))
+        && !sent
+        && previous.sa_sigaction != libc::SIG_IGN
+    {
+        action = previous;
+    }
+    // SAFETY: restores an action the process had, and raises a signal it was sent.
     unsafe {
-        if handler == libc::SIG_DFL || handler == libc::SIG_IGN {
-            let mut default: libc::sigaction = std::mem::zeroed();
-            default.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(signal, &default, std::ptr::null_mut());
-        } else if previous.is_some_and(|p| p.sa_flags & libc::SA_SIGINFO != 0) {
-            let f: Handler = std::mem::transmute(handler);
-            f(signal, info, context);
-        } else {
-            let f: extern "C" fn(libc::c_int) = std::mem::transmute(handler);
-            f(signal);
-        }
-        if info.is_null() || (*info).si_code <= 0 {
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+        if sent {
             libc::raise(signal);
         }
     }
