@@ -1093,7 +1093,8 @@ def path_role(path):
             or (middle and middle[-1] == "min" and ext in ("js", "mjs", "cjs", "css"))
             or comps[0].endswith("_pb2") or comps[0].endswith("_pb2_grpc")):
         return "generated"
-    if (middle and middle[-1] == "d" and ext in ("ts", "mts", "cts")) or ext == "pyi":
+    if (middle and middle[-1] == "d" and ext in ("ts", "mts", "cts")) or ext in (
+        "pyi", "mli", "rei", "fsi", "hs-boot", "hsig"):
         return "declaration"
 
     def test_dir(d):

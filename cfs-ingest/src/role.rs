@@ -13,7 +13,7 @@ use crate::embed::identifier_parts;
 pub enum Role {
     /// Code of the project itself (the default for code).
     Source,
-    /// A type declaration file (`.d.ts`, `.pyi`).
+    /// A file that only declares (`.d.ts`, `.pyi`, `.mli`).
     Declaration,
     /// Build files and configuration (`Cargo.toml`, `package.json`, YAML, CI).
     Config,
@@ -204,6 +204,10 @@ pub const MINIFIED_MIN_BYTES: usize = 1000;
 /// ... whose lines there average at least this many bytes is minified.
 pub const MINIFIED_LINE_BYTES: usize = 300;
 
+/// Extensions of files that only declare what other files implement: Python stubs,
+/// OCaml and Reason interfaces, F# signatures, Haskell boot files and signatures.
+const DECLARATION_EXTS: [&str; 6] = ["pyi", "mli", "rei", "fsi", "hs-boot", "hsig"];
+
 /// The role of a file by its path alone (`/`-separated, relative to the indexed root).
 pub fn path_role(path: &str) -> Role {
     let (dirs, name) = match path.rsplit_once('/') {
@@ -231,7 +235,9 @@ pub fn path_role(path: &str) -> Role {
     if in_dirs(&GENERATED_DIRS) || is_generated_name(&lower, middle, ext) {
         return Role::Generated;
     }
-    if middle.last() == Some(&"d") && matches!(ext, "ts" | "mts" | "cts") || ext == "pyi" {
+    if middle.last() == Some(&"d") && matches!(ext, "ts" | "mts" | "cts")
+        || DECLARATION_EXTS.contains(&ext)
+    {
         return Role::Declaration;
     }
     if in_dirs(&TEST_DIRS) || dirs.split('/').any(is_test_word_dir) || is_test_name(name, ext) {
@@ -421,6 +427,10 @@ mod tests {
         check("dist/app.min.js", Role::Generated);
         check("types/index.d.ts", Role::Declaration);
         check("stubs/os.pyi", Role::Declaration);
+        check("lsp/src/text_document.mli", Role::Declaration);
+        check("src/Lib.fsi", Role::Declaration);
+        check("src/Data/Aeson/Types.hs-boot", Role::Declaration);
+        check("lsp/src/text_document.ml", Role::Source);
         check("examples/hello/main.rs", Role::Example);
         check("docs_src/tutorial/app.py", Role::Example);
         check("docs/guide/snippet.py", Role::Example);

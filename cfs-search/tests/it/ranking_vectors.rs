@@ -387,6 +387,8 @@ fn cases() -> Vec<Value> {
         "generated/x.rs",
         "types/index.d.ts",
         "stubs/os.pyi",
+        "lsp/src/text_document.mli",
+        "src/Data/Aeson/Types.hs-boot",
         "examples/hello/main.rs",
         "docs_src/tutorial/app.py",
         "docs/guide/snippet.py",
