@@ -1145,7 +1145,28 @@ def document_role(paths, bits):
     best = min((path_role(p) for p in paths), key=ROLES.index, default="source")
     if bits & 3 and best != "vendored":
         return "generated"
+    if bits & 4 and best == "source":
+        return "declaration"
     return best
+
+
+HEADER_EXTS = ("h", "hh", "hpp", "hxx")
+IMPLEMENTATION_EXTS = ("c", "cc", "cpp", "cxx", "m", "mm")
+
+
+def implementations_of(path):
+    name = path.rsplit("/", 1)[-1]
+    if "." not in name or name.startswith(".") and name.count(".") == 1:
+        return []
+    stem, ext = path.rsplit(".", 1)
+    if ascii_lower(ext) not in HEADER_EXTS:
+        return []
+    return [stem + "." + x for x in IMPLEMENTATION_EXTS]
+
+
+def beside_implementation(paths, state):
+    source = [p for p in paths if path_role(p) == "source"]
+    return bool(source) and all(any(i in state for i in implementations_of(p)) for p in source)
 
 
 # 21.8: the symbol index.
@@ -1520,6 +1541,9 @@ def compute_ranking(case):
         return markers_of(inp["text"], inp["code"])
     if kind == "document_role":
         return {"role": document_role(inp["paths"], inp["markers"])}
+    if kind == "role_in_state":
+        beside = beside_implementation(inp["paths"], set(inp["state"]))
+        return {"beside": beside, "role": document_role(inp["paths"], 4 if beside else 0)}
     if kind == "name_key":
         return {"head": name_head(inp["name"], inp["symbol_kind"]),
                 "key": name_key(inp["name"], inp["symbol_kind"])}

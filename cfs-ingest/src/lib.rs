@@ -53,7 +53,7 @@ pub use pipeline::{
 };
 pub use role::{
     GENERATED_MARKERS, MARKER_BYTES, MINIFIED_LINE_BYTES, MINIFIED_MIN_BYTES, Markers, Role,
-    document_role, path_role,
+    beside_implementation, document_role, headers_of, implementations_of, path_role,
 };
 pub use text::{ChunkParams, MIN_MAX_BYTES, Span, chunk_text};
 pub use tree::{TreeIndex, index_tree, index_walk, ingest_entry, read_entry};

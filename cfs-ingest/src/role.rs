@@ -314,13 +314,17 @@ fn is_test_name(name: &str, ext: &str) -> bool {
             || scripted && matches!(last.as_str(), "spec" | "specs"))
 }
 
-/// Content markers of a document, from the start of its text.
+/// What marks a document besides its paths' names: markers in the start of its text,
+/// and whether its paths lie beside their implementation in the state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Markers {
     /// A generated-code marker is in its first [`MARKER_BYTES`].
     pub generated: bool,
     /// Code whose start has long lines only (minified).
     pub minified: bool,
+    /// Every path of source role is a header whose implementation file lies beside it
+    /// in the state ([`beside_implementation`]); never set from the text.
+    pub beside: bool,
 }
 
 impl Markers {
@@ -338,12 +342,13 @@ impl Markers {
             minified: is_code
                 && head.len() >= MINIFIED_MIN_BYTES
                 && head.len() / lines >= MINIFIED_LINE_BYTES,
+            beside: false,
         }
     }
 
-    /// As one byte: bit 0 generated, bit 1 minified.
+    /// As one byte: bit 0 generated, bit 1 minified, bit 2 beside.
     pub fn bits(self) -> u8 {
-        u8::from(self.generated) | u8::from(self.minified) << 1
+        u8::from(self.generated) | u8::from(self.minified) << 1 | u8::from(self.beside) << 2
     }
 
     /// From [`Markers::bits`].
@@ -351,13 +356,69 @@ impl Markers {
         Self {
             generated: bits & 1 != 0,
             minified: bits & 2 != 0,
+            beside: bits & 4 != 0,
         }
     }
 }
 
+/// Extensions of C, C++ and Objective-C headers.
+const HEADER_EXTS: [&str; 4] = ["h", "hh", "hpp", "hxx"];
+/// Extensions of the implementation files beside which a header only declares.
+const IMPLEMENTATION_EXTS: [&str; 6] = ["c", "cc", "cpp", "cxx", "m", "mm"];
+
+/// A path split at its last `.` in its file name: (`a/b`, `h`) for `a/b.h`.
+fn stem_and_ext(path: &str) -> Option<(&str, &str)> {
+    let (stem, ext) = path.rsplit_once('.')?;
+    let name_start = stem.rfind('/').map_or(0, |i| i + 1);
+    (name_start < stem.len() && !ext.contains('/')).then_some((stem, ext))
+}
+
+/// The paths of the implementation files whose presence makes `path` a header beside
+/// its implementation: for a header `a/b.h` (extension `h hh hpp hxx`, ASCII case
+/// ignored), `a/b.c`, `a/b.cc`, `a/b.cpp`, `a/b.cxx`, `a/b.m` and `a/b.mm`; none for any
+/// other path.
+pub fn implementations_of(path: &str) -> Vec<String> {
+    with_exts(path, &HEADER_EXTS, &IMPLEMENTATION_EXTS)
+}
+
+/// The headers an implementation file at `path` may make declarations
+/// ([`implementations_of`] the other way): `a/b.h`, `a/b.hh`, `a/b.hpp` and `a/b.hxx`
+/// for `a/b.cc`; none for any other path.
+pub fn headers_of(path: &str) -> Vec<String> {
+    with_exts(path, &IMPLEMENTATION_EXTS, &HEADER_EXTS)
+}
+
+/// `path` with each extension of `to`, when its own extension is one of `from`.
+fn with_exts(path: &str, from: &[&str], to: &[&str]) -> Vec<String> {
+    match stem_and_ext(path) {
+        Some((stem, ext)) if from.contains(&ext.to_ascii_lowercase().as_str()) => {
+            to.iter().map(|x| format!("{stem}.{x}")).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a document named by `paths` is *beside its implementation* in a state that
+/// holds the paths `holds` accepts: it has a path of source role ([`path_role`]), and
+/// each such path is a header with one of its [`implementations_of`] held.
+pub fn beside_implementation<'a>(
+    paths: impl IntoIterator<Item = &'a str>,
+    holds: &mut dyn FnMut(&str) -> bool,
+) -> bool {
+    let mut any = false;
+    for path in paths.into_iter().filter(|p| path_role(p) == Role::Source) {
+        if !implementations_of(path).iter().any(|i| holds(i)) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 /// The role of a document named by `paths` (at least one) with `markers`: a generated
-/// or minified text is generated wherever it lies (unless vendored), else the most
-/// preferred of its paths' roles in the order of [`Role::ALL`].
+/// or minified text is generated wherever it lies (unless vendored), a source file
+/// beside its implementation a declaration, else the most preferred of its paths' roles
+/// in the order of [`Role::ALL`].
 pub fn document_role<'a>(paths: impl IntoIterator<Item = &'a str>, markers: Markers) -> Role {
     let best = paths
         .into_iter()
@@ -366,6 +427,9 @@ pub fn document_role<'a>(paths: impl IntoIterator<Item = &'a str>, markers: Mark
         .unwrap_or(Role::Source);
     if (markers.generated || markers.minified) && best != Role::Vendored {
         return Role::Generated;
+    }
+    if best == Role::Source && markers.beside {
+        return Role::Declaration;
     }
     best
 }
@@ -465,8 +529,59 @@ mod tests {
         for role in Role::ALL {
             assert_eq!(Role::from_name(role.name()), Some(role));
         }
-        for bits in 0..4 {
+        for bits in 0..8 {
             assert_eq!(Markers::from_bits(bits).bits(), bits);
         }
+        let beside = Markers {
+            beside: true,
+            ..Markers::default()
+        };
+        assert_eq!(document_role(["db/memtable.h"], beside), Role::Declaration);
+        assert_eq!(
+            document_role(["db/memtable.h"], Markers::default()),
+            Role::Source
+        );
+        assert_eq!(document_role(["test/a.h"], beside), Role::Test);
+    }
+
+    #[test]
+    fn headers_beside_their_implementation() {
+        assert_eq!(implementations_of("db/memtable.h")[1], "db/memtable.cc");
+        assert_eq!(implementations_of("AFURLSessionManager.H").len(), 6);
+        assert_eq!(
+            headers_of("src/jv.c"),
+            ["src/jv.h", "src/jv.hh", "src/jv.hpp", "src/jv.hxx"]
+        );
+        for not in [
+            "db/memtable.cc",
+            "a.d/h",
+            ".h",
+            "src/.h",
+            "Makefile",
+            "x.rs",
+        ] {
+            assert!(implementations_of(not).is_empty(), "{not}");
+        }
+        assert!(headers_of("a.h").is_empty());
+        let state = [
+            "db/memtable.h",
+            "db/memtable.cc",
+            "include/leveldb/db.h",
+            "test/x.h",
+            "test/x.c",
+        ];
+        let mut holds = |p: &str| state.contains(&p);
+        assert!(beside_implementation(["db/memtable.h"], &mut holds));
+        assert!(!beside_implementation(["include/leveldb/db.h"], &mut holds));
+        // A path of another role neither counts nor stops it.
+        assert!(!beside_implementation(["test/x.h"], &mut holds));
+        assert!(beside_implementation(
+            ["db/memtable.h", "test/x.h"],
+            &mut holds
+        ));
+        assert!(!beside_implementation(
+            ["db/memtable.h", "include/leveldb/db.h"],
+            &mut holds
+        ));
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, SymbolKind};
-use cfs_ingest::Markers;
+use cfs_ingest::{Markers, Role};
 #[cfg(doc)]
 use cfs_search::FILE_VECTOR_CHUNKS;
 use cfs_search::{ChunkMeta, DocInfo, KINDS, PathInfo};
@@ -34,7 +34,7 @@ pub(crate) fn chunks(
             "SELECT s.repo, s.chunk, s.sequence, s.byte_offset, s.byte_length, s.start_line, \
              s.end_line, s.kind, s.language, s.symbol, s.heading, s.symbol_kind, \
              s.name_start, s.continued, d.document, d.mime_type, d.paths, d.chunks, \
-             d.generated, d.minified \
+             d.generated, d.minified, d.role \
              FROM unnest($1::int[], $2::uuid[]) AS k(repo, chunk) \
              JOIN cfs_search s ON s.repo = k.repo AND s.chunk = k.chunk \
              JOIN cfs_search_docs d ON d.repo = s.repo AND d.document = s.document",
@@ -98,7 +98,7 @@ fn chunk_meta(name: &str, row: &postgres::Row, doc: Arc<DocInfo>) -> Result<Chun
     })
 }
 
-/// A document's info from its search row (columns 14-19 of [`chunks`]).
+/// A document's info from its search row (columns 14-20 of [`chunks`]).
 fn doc_info(row: &postgres::Row) -> Arc<DocInfo> {
     let id: Uuid = row.get(14);
     let paths: Vec<String> = row.get(16);
@@ -110,9 +110,12 @@ fn doc_info(row: &postgres::Row) -> Arc<DocInfo> {
             collections: Vec::new(),
         })
         .collect();
+    // A header beside its implementation was published as a declaration; no other
+    // document's role reads `beside` (spec 21.7).
     let markers = Markers {
         generated: row.get(18),
         minified: row.get(19),
+        beside: row.get::<_, String>(20) == Role::Declaration.name(),
     };
     Arc::new(DocInfo::new(
         DocumentId(*id.as_bytes()),

@@ -28,6 +28,8 @@ pub(crate) struct Touched {
     added_chunks: BTreeSet<ChunkId>,
     /// Chunks whose document is to be found (dropped ones, embedded ones).
     chunks: BTreeSet<ChunkId>,
+    /// Paths added (a header beside one of them may change its role).
+    new_paths: Vec<String>,
     /// Leaves of dropped path members and of dropped embedding members.
     old_paths: Vec<Vec<u8>>,
     old_embeddings: Vec<Vec<u8>>,
@@ -54,8 +56,9 @@ impl Touched {
             Table::Paths => {
                 self.old_paths.extend(removed.iter().map(|r| r.1.to_vec()));
                 for row in added {
-                    self.docs
-                        .insert(decode(table, row, PathEntry::decode)?.document_id);
+                    let entry = decode(table, row, PathEntry::decode)?;
+                    self.docs.insert(entry.document_id);
+                    self.new_paths.push(entry.path.as_str().to_owned());
                 }
             }
             Table::Chunks => {
@@ -166,9 +169,23 @@ fn touched_documents(
         let rows = tx.query(sql, &[&leaves]).map_err(sql_error(t.name, what))?;
         Ok::<_, crate::DbError>(rows.iter().map(|r| r.get::<_, Uuid>(0)).collect::<Vec<_>>())
     };
-    let sql = "SELECT DISTINCT document_id FROM cfs_paths WHERE leaf = ANY($1)";
-    let found = old(sql, "read dropped paths", &touched.old_paths, t.tx)?;
-    docs.extend(found.iter().map(|u| DocumentId(*u.as_bytes())));
+    let rows =
+        t.tx.query(
+            "SELECT document_id, path FROM cfs_paths WHERE leaf = ANY($1)",
+            &[&touched.old_paths],
+        )
+        .map_err(sql_error(t.name, "read dropped paths"))?;
+    let mut paths = touched.new_paths;
+    for row in &rows {
+        docs.insert(DocumentId(*row.get::<_, Uuid>(0).as_bytes()));
+        paths.push(row.get(1));
+    }
+    // A header whose implementation came or went changes its role (spec 21.7).
+    for header in paths.iter().flat_map(|p| cfs_ingest::headers_of(p)) {
+        if let Some(entry) = txn.path(&header)? {
+            docs.insert(entry.document_id);
+        }
+    }
     let sql = "SELECT DISTINCT chunk_id FROM cfs_embeddings WHERE leaf = ANY($1)";
     chunks.extend(old(
         sql,

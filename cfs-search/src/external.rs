@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, ModelHash, PathEntry};
-use cfs_ingest::Embedder;
+use cfs_ingest::{Embedder, Markers};
 use cfs_store::{ReadTxn, Result};
 
 use super::evidence::FILE_VECTOR_CHUNKS;
@@ -60,9 +60,12 @@ pub fn document_rows(
         if entries.is_empty() {
             continue;
         }
-        let markers = first_chunk_markers(txn, &found)?;
         let mut paths: Vec<PathInfo> = entries.iter().map(path_info).collect();
         paths.sort_by(|a, b| a.path.cmp(&b.path));
+        let markers = Markers {
+            beside: beside_in(txn, &paths)?,
+            ..first_chunk_markers(txn, &found)?
+        };
         let mime = found.document.profile.mime_type.as_str().into();
         let chunks = txn.chunks_by_id(&found.chunks)?;
         let doc = Arc::new(DocInfo::new(*id, mime, paths, found.chunks, markers));
@@ -89,6 +92,24 @@ pub fn document_rows(
         });
     }
     Ok(out)
+}
+
+/// Whether a document of `paths` lies beside its implementation in `txn`'s state
+/// ([`cfs_ingest::beside_implementation`]).
+fn beside_in(txn: &ReadTxn, paths: &[PathInfo]) -> Result<bool> {
+    let mut held = std::collections::HashSet::new();
+    for path in paths {
+        for other in cfs_ingest::implementations_of(&path.path) {
+            if txn.holds_path(&other)? {
+                held.insert(other);
+            }
+        }
+    }
+    let mut holds = |p: &str| held.contains(p);
+    Ok(cfs_ingest::beside_implementation(
+        paths.iter().map(|p| &*p.path),
+        &mut holds,
+    ))
 }
 
 /// The sum of the non-empty `vectors` (`None` when all are empty).

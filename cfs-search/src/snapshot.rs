@@ -419,22 +419,25 @@ impl Snapshot {
     ) -> Result<(BucketMap<PathEntry>, BTreeSet<DocumentId>)> {
         let mut paths = self.paths.clone();
         let mut touched_docs: BTreeSet<DocumentId> = BTreeSet::new();
+        // Headers beside an implementation file that came or went (their role moves).
+        let mut headers: Vec<String> = Vec::new();
         for b in changed_buckets(path_roots, &self.path_roots) {
             let rows = txn.path_bucket(b as u16)?;
             let old: BTreeMap<&[u8; 16], &PathEntry> =
                 paths.bucket(b).iter().map(|(k, v)| (k, v)).collect();
             let new: BTreeMap<&[u8; 16], &PathEntry> = rows.iter().map(|(k, v)| (k, v)).collect();
-            for (k, e) in &old {
-                if new.get(k) != Some(e) {
-                    touched_docs.insert(e.document_id);
-                }
-            }
-            for (k, e) in &new {
-                if old.get(k) != Some(e) {
-                    touched_docs.insert(e.document_id);
-                }
+            let moved = (old.iter().filter(|(k, e)| new.get(*k) != Some(*e)))
+                .chain(new.iter().filter(|(k, e)| old.get(*k) != Some(*e)));
+            for (_, e) in moved {
+                touched_docs.insert(e.document_id);
+                headers.extend(cfs_ingest::headers_of(e.path.as_str()));
             }
             paths.set_bucket(b, rows);
+        }
+        for header in &headers {
+            if let Some(entry) = paths.get(&PathId::derive(header).0) {
+                touched_docs.insert(entry.document_id);
+            }
         }
         Ok((paths, touched_docs))
     }
@@ -647,6 +650,11 @@ fn doc_info(
         doc_paths.push(super::external::path_info(entry));
     }
     doc_paths.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut holds = |p: &str| paths.get(&PathId::derive(p).0).is_some();
+    let markers = Markers {
+        beside: cfs_ingest::beside_implementation(doc_paths.iter().map(|p| &*p.path), &mut holds),
+        ..markers
+    };
     Ok(DocInfo::new(
         *id,
         found.document.profile.mime_type.as_str().into(),

@@ -46,6 +46,7 @@ fn queries() -> Vec<Query> {
         Query::new("hnsw seed").mode(Mode::Text),
         Query::new("how are ties between equal scores ordered").mode(Mode::Vector),
         Query::new("definition terms of a code chunk").k(25),
+        Query::new("memtable probe header").mode(Mode::Text),
         filtered(
             "segment postings",
             Filter {
@@ -101,7 +102,11 @@ fn check_equal(t: &TestDb, repos: &[(&str, &Fixture)]) -> Database {
 fn search_from_the_database_equals_local_search_before_and_after_edits() {
     let Some(t) = test_db() else { return };
     let x = Fixture::of(|tree| copy_sources(tree, &["cfs-search/src"]));
-    let y = Fixture::of(|tree| copy_sources(tree, &["cfs-search/src", "cfs-postgres/src"]));
+    let y = Fixture::of(|tree| {
+        copy_sources(tree, &["cfs-search/src", "cfs-postgres/src"]);
+        let header = "/* memtable probe header */\nint memtable_probe(int key);\n";
+        write(tree, "native/table.h", header);
+    });
     let mut primary = t.connect();
     for (name, f) in [("x", &x), ("y", &y)] {
         let report = publish(&f.store, &mut primary, &options(name)).unwrap();
@@ -109,8 +114,14 @@ fn search_from_the_database_equals_local_search_before_and_after_edits() {
     }
     check_equal(&t, &[("x", &x), ("y", &y)]);
     // A changed file, a removed one and a renamed one: only their documents' search
-    // rows are written again, and the totals move with them.
+    // rows are written again, and the totals move with them. An implementation file
+    // beside a header makes the header a declaration (its rows are written again).
     let tree = y.tree();
+    write(
+        &tree,
+        "native/table.c",
+        "int memtable_probe(int key) { return key; }\n",
+    );
     write(
         &tree,
         "cfs-search/src/bm25.rs",

@@ -371,3 +371,70 @@ fn the_index_file_and_any_thread_count_give_the_same_ranking() {
         }
     }
 }
+
+/// The role of each file a text query for `words` finds, by path.
+fn roles_found(index: &SearchIndex, e: &HashEmbedder, words: &str) -> Vec<(String, Role)> {
+    let q = Query::new(words).mode(Mode::Text).k(20);
+    let mut found: Vec<(String, Role)> = files(index, e, q)
+        .into_iter()
+        .map(|f| (f.path, f.role))
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn a_header_beside_its_implementation_is_a_declaration_in_every_index() {
+    let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let root = tree.path();
+    let header = "/* The table in memory. */\nstruct memtable;\nint memtable_add(struct memtable *t, int key);\n";
+    write(root, "db/memtable.h", header);
+    write(
+        root,
+        "include/db.h",
+        &format!("/* The public API. */\n{header}"),
+    );
+    let (store, e) = setup(root, db.path());
+    let cache = db.path().join("index.cache");
+    let (index, _) =
+        SearchIndex::open_or_build_file(&store, &e, IndexOptions::exact(), &cache).unwrap();
+    let words = "memtable add key";
+    let source = |p: &str| (p.to_owned(), Role::Source);
+    let declaration = |p: &str| (p.to_owned(), Role::Declaration);
+    assert_eq!(
+        roles_found(&index, &e, words),
+        [source("db/memtable.h"), source("include/db.h")]
+    );
+    // The implementation arrives: the header beside it (only) becomes a declaration, in
+    // the refreshed index, in one built afresh, and in the index file and its delta.
+    let implementation = "#include \"memtable.h\"\nint memtable_add(struct memtable *t, int key) {\n    return key;\n}\n";
+    write(root, "db/memtable.cc", implementation);
+    store
+        .sync(root, &SyncOptions::default(), &e, &|_| {})
+        .unwrap();
+    index.refresh(&store).unwrap();
+    let want = [
+        source("db/memtable.cc"),
+        declaration("db/memtable.h"),
+        source("include/db.h"),
+    ];
+    assert_eq!(roles_found(&index, &e, words), want);
+    let fresh = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
+    assert_eq!(roles_found(&fresh, &e, words), want);
+    index.save_index_file(&cache).unwrap();
+    let (reopened, _) =
+        SearchIndex::open_or_build_file(&store, &e, IndexOptions::exact(), &cache).unwrap();
+    assert_eq!(roles_found(&reopened, &e, words), want);
+    // It goes again: the header is source again.
+    std::fs::remove_file(root.join("db/memtable.cc")).unwrap();
+    store
+        .sync(root, &SyncOptions::default(), &e, &|_| {})
+        .unwrap();
+    reopened.refresh(&store).unwrap();
+    let back = [source("db/memtable.h"), source("include/db.h")];
+    assert_eq!(roles_found(&reopened, &e, words), back);
+    reopened.save_index_file(&cache).unwrap();
+    let (again, _) =
+        SearchIndex::open_or_build_file(&store, &e, IndexOptions::exact(), &cache).unwrap();
+    assert_eq!(roles_found(&again, &e, words), back);
+}

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, SymbolKind};
-use cfs_ingest::{Markers, Role, document_role, path_role};
+use cfs_ingest::{Markers, Role, beside_implementation, document_role, path_role};
 use cfs_search::{
     Analysis, ChunkMeta, DocInfo, Evidence, Intent, Mentions, Parts, PathInfo, RankedChunk,
     Ranking, analyze, chunk_list, coverage_points, declared, definition_terms,
@@ -130,6 +130,17 @@ fn compute(case: &Value) -> Value {
             let paths = strings(&input["paths"]);
             let m = Markers::from_bits(input["markers"].as_u64().unwrap_or(0) as u8);
             json!({"role": document_role(paths.iter().map(String::as_str), m).name()})
+        }
+        "role_in_state" => {
+            let paths = strings(&input["paths"]);
+            let state = strings(&input["state"]);
+            let mut holds = |p: &str| state.iter().any(|s| s == p);
+            let markers = Markers {
+                beside: beside_implementation(paths.iter().map(String::as_str), &mut holds),
+                ..Markers::default()
+            };
+            let role = document_role(paths.iter().map(String::as_str), markers);
+            json!({"beside": markers.beside, "role": role.name()})
         }
         "name_key" => {
             let kind = input["symbol_kind"].as_str().and_then(kind_of);
@@ -432,11 +443,51 @@ fn cases() -> Vec<Value> {
         (vec!["tests/copy.rs", "src/copy.rs"], 1),
         (vec!["vendor/a.js"], 2),
         (vec!["docs/a.md", "examples/a.md"], 0),
+        (vec!["db/memtable.h"], 4),
+        (vec!["types/index.d.ts"], 4),
+        (vec!["tests/a.h"], 4),
     ] {
         out.push(case(
             "document_role",
             &paths.join(" "),
             json!({"paths": paths, "markers": markers}),
+        ));
+    }
+    let state = [
+        "db/memtable.h",
+        "db/memtable.cc",
+        "include/leveldb/db.h",
+        "db/db_impl.cc",
+        "src/jv.h",
+        "src/jv.c",
+        "Source/AFURLSessionManager.h",
+        "Source/AFURLSessionManager.m",
+        "src/Lib.HPP",
+        "src/Lib.cpp",
+        "src/lib.hpp",
+        "src/util.h",
+        "src/util.c.in",
+        "test/x.h",
+        "test/x.c",
+        "copy/memtable.h",
+    ];
+    for paths in [
+        vec!["db/memtable.h"],
+        vec!["include/leveldb/db.h"],
+        vec!["src/jv.h"],
+        vec!["Source/AFURLSessionManager.h"],
+        vec!["src/Lib.HPP"],
+        vec!["src/lib.hpp"],
+        vec!["src/util.h"],
+        vec!["test/x.h"],
+        vec!["db/memtable.h", "copy/memtable.h"],
+        vec!["db/memtable.h", "test/x.h"],
+        vec!["db/memtable.cc"],
+    ] {
+        out.push(case(
+            "role_in_state",
+            &paths.join(" "),
+            json!({"paths": paths, "state": state}),
         ));
     }
     for (name, kind) in [
@@ -835,7 +886,7 @@ fn rank_cases() -> Vec<Value> {
 
 fn render() -> String {
     render_vectors(
-        "Ranking for code (docs/spec.md sections 21.2, 21.4 to 21.10). query: intent, identifiers, file words and named roles of a query. variants: the other forms of a query word. role: a path's role. markers: a first chunk's generated and minified markers. document_role: the role of a document's paths with markers (bit 0 generated, bit 1 minified). name_key: a symbol name's head and key. declared: the name a line declares (name null: none). definition_terms: a code chunk's definition terms (U+0001 own, U+0002 declared) with their values, for its symbol [kind, name, parent] and window index. match_level: the level of a definition found for the query's first identifier (own: under the own term; qualified: under the qualified declared term). path_points: a path's stem and folder words and its points for the query's file words. coverage: coverage points of word weights and a mask. file_vector: the score of the sum of vectors for a query vector (null: none). rank: files and chunks ranked from given list ranks (text [bm25, rank], vector [dot, rank], definition [rank, level]), documents (paths, markers, evidence) and intent, with the default weights; scores as decimal strings; the chunk order of the chunk answer.",
+        "Ranking for code (docs/spec.md sections 21.2, 21.4 to 21.10). query: intent, identifiers, file words and named roles of a query. variants: the other forms of a query word. role: a path's role. markers: a first chunk's generated and minified markers. document_role: the role of a document's paths with markers (bit 0 generated, bit 1 minified, bit 2 beside its implementation). role_in_state: whether a document of these paths lies beside its implementation in a state holding the paths of state, and its role. name_key: a symbol name's head and key. declared: the name a line declares (name null: none). definition_terms: a code chunk's definition terms (U+0001 own, U+0002 declared) with their values, for its symbol [kind, name, parent] and window index. match_level: the level of a definition found for the query's first identifier (own: under the own term; qualified: under the qualified declared term). path_points: a path's stem and folder words and its points for the query's file words. coverage: coverage points of word weights and a mask. file_vector: the score of the sum of vectors for a query vector (null: none). rank: files and chunks ranked from given list ranks (text [bm25, rank], vector [dot, rank], definition [rank, level]), documents (paths, markers, evidence) and intent, with the default weights; scores as decimal strings; the chunk order of the chunk answer.",
         cases(),
         compute,
     )
