@@ -7,7 +7,7 @@ use crate::db::{Database, sql_error};
 use crate::error::{DbError, Result};
 
 /// The version of the tables below; a database of another version is refused.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// The class of cfs's advisory locks (`pg_advisory_xact_lock(LOCK_CLASS, n)`), `n` as
 /// [`Lock`] says.
@@ -195,7 +195,8 @@ CREATE TABLE cfs_postings (
 CREATE TABLE cfs_search_stats (
     repo int PRIMARY KEY REFERENCES cfs_repos (id),
     chunks bigint NOT NULL,
-    tokens bigint NOT NULL
+    tokens bigint NOT NULL,
+    rows_version int NOT NULL
 );
 ";
 
@@ -218,14 +219,31 @@ pub(crate) fn ensure(db: &mut Database) -> Result<()> {
         .transaction()
         .map_err(sql_error(&name, "begin"))?;
     lock(&mut tx, &name, Lock::Schema)?;
-    if version(&mut tx, &name)?.is_none() {
-        tx.batch_execute(TABLES)
-            .map_err(sql_error(&name, "make cfs's tables"))?;
-        tx.execute("INSERT INTO cfs_schema VALUES ($1)", &[&SCHEMA_VERSION])
-            .map_err(sql_error(&name, "record the schema version"))?;
+    match found_version(&mut tx, &name)?.as_deref() {
+        None => {
+            tx.batch_execute(TABLES)
+                .map_err(sql_error(&name, "make cfs's tables"))?;
+            tx.execute("INSERT INTO cfs_schema VALUES ($1)", &[&SCHEMA_VERSION])
+                .map_err(sql_error(&name, "record the schema version"))?;
+        }
+        Some([3]) => tx
+            .batch_execute(FROM_3)
+            .map_err(sql_error(&name, "bring cfs's tables from version 3"))?,
+        Some(_) => {
+            version(&mut tx, &name)?;
+        }
     }
     tx.commit().map_err(sql_error(&name, "commit the schema"))
 }
+
+/// Version 3 to 4: each repository's search rows carry the version of the rules that
+/// derived them; rows of version 3 count as version 0, so the next publish of each
+/// repository writes them again.
+const FROM_3: &str = "
+ALTER TABLE cfs_search_stats ADD COLUMN rows_version int NOT NULL DEFAULT 0;
+ALTER TABLE cfs_search_stats ALTER COLUMN rows_version DROP DEFAULT;
+UPDATE cfs_schema SET version = 4;
+";
 
 /// Checks, in `tx`, that the database holds cfs's tables of this version.
 fn check(tx: &mut Transaction<'_>, name: &str) -> Result<()> {
@@ -238,9 +256,9 @@ fn check(tx: &mut Transaction<'_>, name: &str) -> Result<()> {
     }
 }
 
-/// `Some` when the database holds cfs's tables of this version, `None` when it holds
-/// none; another version is an error.
-fn version(tx: &mut Transaction<'_>, name: &str) -> Result<Option<()>> {
+/// The versions `cfs_schema` holds (one, unless damaged), `None` when the database holds
+/// no cfs tables.
+fn found_version(tx: &mut Transaction<'_>, name: &str) -> Result<Option<Vec<i32>>> {
     let exists: bool = tx
         .query_one("SELECT to_regclass('cfs_schema') IS NOT NULL", &[])
         .map_err(sql_error(name, "look for cfs's tables"))?
@@ -248,18 +266,32 @@ fn version(tx: &mut Transaction<'_>, name: &str) -> Result<Option<()>> {
     if !exists {
         return Ok(None);
     }
-    let found: Vec<i32> = tx
+    let found = tx
         .query("SELECT version FROM cfs_schema", &[])
         .map_err(sql_error(name, "read the schema version"))?
         .iter()
         .map(|r| r.get(0))
         .collect();
+    Ok(Some(found))
+}
+
+/// `Some` when the database holds cfs's tables of this version, `None` when it holds
+/// none; another version is an error.
+fn version(tx: &mut Transaction<'_>, name: &str) -> Result<Option<()>> {
+    let Some(found) = found_version(tx, name)? else {
+        return Ok(None);
+    };
     if found != [SCHEMA_VERSION] {
         return Err(DbError::Version {
             database: name.to_owned(),
             what: format!(
                 "its cfs tables are of schema version {found:?}; this build reads version \
-                 {SCHEMA_VERSION}"
+                 {SCHEMA_VERSION}{}",
+                if found == [3] {
+                    " (a publish into it brings them to it)"
+                } else {
+                    ""
+                }
             ),
         });
     }

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use cfs_core::{ChunkId, DocumentId, StateRoot};
 use cfs_ingest::Embedder;
 use cfs_search::{
-    Analysis, ChunkMeta, ExternalLists, Found, Hit, Mode, Query, analyze, chunk_list,
-    definition_found, lookup_terms, tokens,
+    Analysis, ChunkMeta, ExternalLists, Found, Hit, Mode, Query, SEARCH_ROWS_VERSION, analyze,
+    chunk_list, definition_found, lookup_terms, tokens,
 };
 use cfs_store::StoreError;
 use postgres::Transaction;
@@ -81,6 +81,8 @@ struct Repo {
     sequence: u64,
     chunks: u64,
     tokens: u64,
+    /// The version of the rules its search rows were derived by.
+    rows_version: i32,
 }
 
 /// Searches the repositories `options.repos` of `db` for `query`: each repository
@@ -201,7 +203,7 @@ fn repos(tx: &mut Transaction<'_>, name: &str, names: &[String]) -> Result<Vec<R
     let rows = tx
         .query(
             "SELECT r.id, r.name, r.model_id, h.state_root, h.sequence, \
-             coalesce(s.chunks, 0), coalesce(s.tokens, 0) \
+             coalesce(s.chunks, 0), coalesce(s.tokens, 0), coalesce(s.rows_version, 0) \
              FROM cfs_repos r JOIN cfs_heads h ON h.repo = r.id \
              LEFT JOIN cfs_search_stats s ON s.repo = r.id ORDER BY r.name",
             &[],
@@ -218,6 +220,7 @@ fn repos(tx: &mut Transaction<'_>, name: &str, names: &[String]) -> Result<Vec<R
             sequence: row.get::<_, i64>(4) as u64,
             chunks: row.get::<_, i64>(5) as u64,
             tokens: row.get::<_, i64>(6) as u64,
+            rows_version: row.get(7),
         });
     }
     if let Some(unknown) = names.iter().find(|n| !all.iter().any(|r| &r.name == *n)) {
@@ -234,6 +237,17 @@ fn repos(tx: &mut Transaction<'_>, name: &str, names: &[String]) -> Result<Vec<R
         });
     }
     all.retain(|r| names.is_empty() || names.contains(&r.name));
+    if let Some(old) = all.iter().find(|r| r.rows_version != SEARCH_ROWS_VERSION) {
+        return Err(DbError::Version {
+            database: name.to_owned(),
+            what: format!(
+                "the search rows of repository {:?} were derived by other rules (rows \
+                 version {}; this build ranks with version {SEARCH_ROWS_VERSION}): publish \
+                 it again to write them anew",
+                old.name, old.rows_version
+            ),
+        });
+    }
     Ok(all)
 }
 

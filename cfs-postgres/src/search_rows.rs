@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use cfs_core::{Canonical, Chunk, ChunkId, DocumentId, ModelHash, PathEntry, SymbolKind, Table};
-use cfs_search::DocumentRows;
+use cfs_search::{DocumentRows, SEARCH_ROWS_VERSION};
 use cfs_store::{ReadTxn, RowPayload};
 use postgres::Transaction;
 use uuid::Uuid;
@@ -107,7 +107,10 @@ pub(crate) fn refresh(
     model: &ModelHash,
     touched: Touched,
 ) -> Result<usize> {
-    let docs = touched_documents(t, txn, touched)?;
+    let mut docs = touched_documents(t, txn, touched)?;
+    if rows_outdated(t)? {
+        docs = every_document(t, txn, docs)?;
+    }
     let ids: Vec<Uuid> = docs.iter().map(|d| Uuid::from_bytes(d.0)).collect();
     let mut postings = old_postings(t, &ids)?;
     for table in ["cfs_search", "cfs_search_docs"] {
@@ -125,13 +128,48 @@ pub(crate) fn refresh(
     }
     postings.write(t.tx, t.name, t.repo)?;
     t.tx.execute(
-        "INSERT INTO cfs_search_stats (repo, chunks, tokens) \
-         SELECT $1, count(*), coalesce(sum(length), 0) FROM cfs_search WHERE repo = $1 \
-         ON CONFLICT (repo) DO UPDATE SET chunks = EXCLUDED.chunks, tokens = EXCLUDED.tokens",
-        &[&t.repo],
+        "INSERT INTO cfs_search_stats (repo, chunks, tokens, rows_version) \
+         SELECT $1, count(*), coalesce(sum(length), 0), $2 FROM cfs_search WHERE repo = $1 \
+         ON CONFLICT (repo) DO UPDATE SET chunks = EXCLUDED.chunks, tokens = EXCLUDED.tokens, \
+         rows_version = EXCLUDED.rows_version",
+        &[&t.repo, &SEARCH_ROWS_VERSION],
     )
     .map_err(sql_error(t.name, "count the repository's search rows"))?;
     Ok(written)
+}
+
+/// Whether the repository's search rows were derived by other rules than this build's
+/// ([`SEARCH_ROWS_VERSION`]; a first publish has none).
+fn rows_outdated(t: &mut Target<'_, '_>) -> Result<bool> {
+    let row =
+        t.tx.query_opt(
+            "SELECT rows_version FROM cfs_search_stats WHERE repo = $1",
+            &[&t.repo],
+        )
+        .map_err(sql_error(t.name, "read the version of the search rows"))?;
+    Ok(row.is_some_and(|r| r.get::<_, i32>(0) != SEARCH_ROWS_VERSION))
+}
+
+/// `docs` and every other document of the state `txn` and of the repository's search
+/// rows: all of them written again.
+fn every_document(
+    t: &mut Target<'_, '_>,
+    txn: &ReadTxn,
+    docs: Vec<DocumentId>,
+) -> Result<Vec<DocumentId>> {
+    let mut all: BTreeSet<DocumentId> = docs.into_iter().collect();
+    all.extend(txn.all_paths()?.into_iter().map(|p| p.document_id));
+    let rows =
+        t.tx.query(
+            "SELECT document FROM cfs_search_docs WHERE repo = $1",
+            &[&t.repo],
+        )
+        .map_err(sql_error(t.name, "read the documents of the search rows"))?;
+    all.extend(
+        rows.iter()
+            .map(|r| DocumentId(*r.get::<_, Uuid>(0).as_bytes())),
+    );
+    Ok(all.into_iter().collect())
 }
 
 /// The update of the posting lists that drops the chunks of the documents `ids` as

@@ -70,6 +70,14 @@ pub use external::{
     text_terms, vector_weight, vectors_needed,
 };
 pub use format::{INDEX_FILE_FORMAT, KINDS};
+
+/// The version of what [`document_rows`] derives for a document and its chunks (its
+/// role and markers, its chunks' terms and metadata, its file vector). It moves with any
+/// change to those rules, so that rows a database keeps from an older cfs are written
+/// again instead of ranked by rules they were not derived with. 2: OCaml, Reason and F#
+/// interfaces, Haskell boot files and headers beside their implementation are
+/// declarations.
+pub const SEARCH_ROWS_VERSION: i32 = 2;
 pub use index_file::{DELTA_MIN_CHANGED, IndexFileStatus, SavedAs};
 pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
 pub use meta::{ChunkMeta, DocInfo, PathInfo};

@@ -208,3 +208,63 @@ fn search_refusals_name_the_reason() {
     let err = search(&mut db, &collection, &embedder, &only("x")).unwrap_err();
     assert!(err.to_string().contains("collection"), "{err}");
 }
+
+#[test]
+fn rows_derived_by_other_rules_are_refused_then_written_again() {
+    let Some(t) = test_db() else { return };
+    let x = Fixture::of(|tree| {
+        copy_sources(tree, &["cfs-postgres/src"]);
+        write(tree, "native/table.h", "int memtable_probe(int key);\n");
+        write(
+            tree,
+            "native/table.c",
+            "int memtable_probe(int key) { return key; }\n",
+        );
+    });
+    let mut db = t.connect();
+    publish(&x.store, &mut db, &options("x")).unwrap();
+    let embedder = HashEmbedder::default();
+    let q = Query::new("memtable probe").mode(Mode::Text);
+    let local = SearchIndex::open(&x.store, &embedder, IndexOptions::exact()).unwrap();
+    let want = local.search(&q.clone().exact(true), &embedder).unwrap();
+    let chunks = x.store.begin_read().unwrap().counts().unwrap().chunks;
+    assert!(want.iter().any(|h| h.role == Role::Declaration), "{want:?}");
+    // Rows as an older cfs derived them (its headers were source): refused, by name.
+    let mut client = t.client();
+    client
+        .batch_execute("UPDATE cfs_search_stats SET rows_version = 1")
+        .unwrap();
+    let err = search(&mut db, &q, &embedder, &only("x"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("\"x\"") && err.contains("publish it again"),
+        "{err}"
+    );
+    // The next publish, with nothing else to do, writes every search row again.
+    let report = publish(&x.store, &mut db, &options("x")).unwrap();
+    assert_eq!(report.search_rows as u64, chunks, "{report:?}");
+    let found = search(&mut db, &q, &embedder, &only("x")).unwrap();
+    let found: Vec<Hit> = found.hits.into_iter().map(|h| h.hit).collect();
+    assert_eq!(found, want);
+    // A database of schema 3 (no rows version) is refused by readers until a publish
+    // brings it to this schema.
+    client
+        .batch_execute(
+            "ALTER TABLE cfs_search_stats DROP COLUMN rows_version; \
+             UPDATE cfs_schema SET version = 3",
+        )
+        .unwrap();
+    let err = search(&mut db, &q, &embedder, &only("x"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("[3]") && err.contains("a publish into it"),
+        "{err}"
+    );
+    let report = publish(&x.store, &mut db, &options("x")).unwrap();
+    assert_eq!(report.search_rows as u64, chunks, "{report:?}");
+    let found = search(&mut db, &q, &embedder, &only("x")).unwrap();
+    let found: Vec<Hit> = found.hits.into_iter().map(|h| h.hit).collect();
+    assert_eq!(found, want);
+}
