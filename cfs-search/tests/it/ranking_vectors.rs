@@ -912,3 +912,34 @@ fn ranking_vectors_name_every_role() {
         );
     }
 }
+
+/// A database keeps the rows these cases' rules derive (roles, markers, names, terms)
+/// under `SEARCH_ROWS_VERSION`: when what they give changes, the version must move, so
+/// that databases published before write their rows again.
+#[test]
+fn the_search_rows_version_moves_with_the_rules_it_names() {
+    const DERIVING: [&str; 7] = [
+        "role",
+        "markers",
+        "document_role",
+        "role_in_state",
+        "name_key",
+        "declared",
+        "definition_terms",
+    ];
+    let mut hash = blake3::Hasher::new();
+    for c in cases()
+        .iter()
+        .filter(|c| DERIVING.iter().any(|k| c["kind"] == *k))
+    {
+        hash.update(c.to_string().as_bytes());
+        hash.update(compute(c).to_string().as_bytes());
+    }
+    let fingerprint = hash.finalize().to_hex()[..16].to_owned();
+    assert_eq!(
+        (cfs_search::SEARCH_ROWS_VERSION, fingerprint.as_str()),
+        (2, "ba29745a967ccd46"),
+        "what the search rows are derived by changed: move cfs_search::SEARCH_ROWS_VERSION \
+         and write the new version and fingerprint here"
+    );
+}
