@@ -11,7 +11,7 @@ use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::N_BUCKETS;
 
 /// Format version of the index file.
-pub const INDEX_FILE_FORMAT: u32 = 6;
+pub const INDEX_FILE_FORMAT: u32 = 7;
 /// Sections start at multiples of this.
 pub(crate) const ALIGN: usize = 64;
 
