@@ -1099,7 +1099,8 @@ def path_role(path):
 
     def test_dir(d):
         parts = identifier_parts(d.rsplit(".", 1)[-1])
-        return len(parts) > 1 and parts[-1] in ("test", "tests")
+        least = 1 if "." in d else 2
+        return len(parts) >= least and parts[-1] in ("test", "tests")
 
     def test_name():
         first = name.split(".")[0]

@@ -284,12 +284,17 @@ fn is_generated_name(lower: &str, middle: &[&str], ext: &str) -> bool {
         || stem.ends_with("_pb2_grpc")
 }
 
-/// A folder named as tests in CamelCase or with dots: `Serilog.Tests`, `jvmTest`,
-/// `androidInstrumentedTest`.
+/// A folder named as tests in CamelCase or with dots: `Serilog.Tests`,
+/// `Foo.UnitTests`, `jvmTest`, `androidInstrumentedTest` (a name without a dot needs
+/// a word before its `test`: `latest` is one word).
 fn is_test_word_dir(dir: &str) -> bool {
-    let last = dir.rsplit('.').next().unwrap_or(dir);
+    let (dotted, last) = match dir.rsplit_once('.') {
+        Some((_, last)) => (true, last),
+        None => (false, dir),
+    };
     let words = identifier_parts(last);
-    words.len() > 1 && matches!(words.last().map(String::as_str), Some("test" | "tests"))
+    let least = if dotted { 1 } else { 2 };
+    words.len() >= least && matches!(words.last().map(String::as_str), Some("test" | "tests"))
 }
 
 /// `foo_test.go`, `test_foo.py`, `FooTest.java`, `FooTests.cs`, `foo.test.ts`,
@@ -506,6 +511,16 @@ mod tests {
             Role::Test,
         );
         check("spdlog/bench/bench.cpp", Role::Test);
+        check(
+            "Src/Newtonsoft.Json.Tests/TestObjects/Person.cs",
+            Role::Test,
+        );
+        check("src/Foo.UnitTests/Helpers.cs", Role::Test);
+        check(
+            "src/Polly.Testing/ResilienceStrategyExtensions.cs",
+            Role::Source,
+        );
+        check("src/latest/mod.rs", Role::Source);
         check("examples/hello/main.rs", Role::Example);
         check("docs_src/tutorial/app.py", Role::Example);
         check("docs/guide/snippet.py", Role::Example);

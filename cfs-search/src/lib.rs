@@ -77,8 +77,9 @@ pub use format::{INDEX_FILE_FORMAT, KINDS};
 /// again instead of ranked by rules they were not derived with. 2: OCaml, Reason and F#
 /// interfaces, Haskell boot files and headers beside their implementation are
 /// declarations; 3: the banners of Bison, flex, re2c and gperf mark generated code; 4:
-/// `bench` and `benchmark` folders hold tests.
-pub const SEARCH_ROWS_VERSION: i32 = 4;
+/// `bench` and `benchmark` folders hold tests; 5: so do dotted folders whose last piece
+/// ends in `Test` or `Tests` (`Newtonsoft.Json.Tests`).
+pub const SEARCH_ROWS_VERSION: i32 = 5;
 pub use index_file::{DELTA_MIN_CHANGED, IndexFileStatus, SavedAs};
 pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
 pub use meta::{ChunkMeta, DocInfo, PathInfo};
