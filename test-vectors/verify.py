@@ -1097,10 +1097,16 @@ def path_role(path):
         "pyi", "mli", "rei", "fsi", "hs-boot", "hsig"):
         return "declaration"
 
+    def edge_word(d, words):
+        pieces = d.replace("-", ".").replace(" ", ".").split(".")
+        all_ = [p for piece in pieces for p in identifier_parts(piece)]
+        return len(all_) >= 2 and (all_[0] in words or all_[-1] in words)
+
     def test_dir(d):
         parts = identifier_parts(d.rsplit(".", 1)[-1])
         least = 1 if "." in d else 2
-        return len(parts) >= least and parts[-1] in ("test", "tests")
+        return (len(parts) >= least and parts[-1] in ("test", "tests")) or edge_word(
+            d, ("test", "tests"))
 
     def test_name():
         first = name.split(".")[0]
@@ -1118,7 +1124,9 @@ def path_role(path):
     named = by_name(path)
     is_code = (named is not None and named[1].startswith("code:")
                and named[1] not in ("code:yaml", "code:toml"))
-    if in_dirs(R_EXAMPLE) or (in_dirs(R_DOCS) and is_code):
+    example_words = ("example", "examples", "sample", "samples", "demo", "demos")
+    if (in_dirs(R_EXAMPLE) or any(edge_word(d, example_words) for d in dirs.split("/"))
+            or (in_dirs(R_DOCS) and is_code)):
         return "example"
     if in_dirs(R_DOCS):
         return "docs"

@@ -253,7 +253,11 @@ pub fn path_role(path: &str) -> Role {
     // YAML and TOML are data, whose roles stay what they were as text.
     let is_code =
         matches!(format, Some(Format::Code(l)) if !matches!(l, Language::Yaml | Language::Toml));
-    if in_dirs(&EXAMPLE_DIRS) || in_dirs(&DOCS_DIRS) && is_code {
+    let example_words = ["example", "examples", "sample", "samples", "demo", "demos"];
+    if in_dirs(&EXAMPLE_DIRS)
+        || dirs.split('/').any(|d| edge_word(d, &example_words))
+        || in_dirs(&DOCS_DIRS) && is_code
+    {
         return Role::Example;
     }
     if in_dirs(&DOCS_DIRS) {
@@ -286,7 +290,8 @@ fn is_generated_name(lower: &str, middle: &[&str], ext: &str) -> bool {
 
 /// A folder named as tests in CamelCase or with dots: `Serilog.Tests`,
 /// `Foo.UnitTests`, `jvmTest`, `androidInstrumentedTest` (a name without a dot needs
-/// a word before its `test`: `latest` is one word).
+/// a word before its `test`: `latest` is one word); or, of two or more words, beginning
+/// or ending with one (`test_helpers`, `runtime-tests`).
 fn is_test_word_dir(dir: &str) -> bool {
     let (dotted, last) = match dir.rsplit_once('.') {
         Some((_, last)) => (true, last),
@@ -294,7 +299,19 @@ fn is_test_word_dir(dir: &str) -> bool {
     };
     let words = identifier_parts(last);
     let least = if dotted { 1 } else { 2 };
-    words.len() >= least && matches!(words.last().map(String::as_str), Some("test" | "tests"))
+    let test = |w: Option<&String>| matches!(w.map(String::as_str), Some("test" | "tests"));
+    words.len() >= least && test(words.last()) || edge_word(dir, &["test", "tests"])
+}
+
+/// Whether a folder's name has two or more words (identifier parts of its pieces
+/// between `.`, `-` and spaces) and its first or last is one of `words`.
+fn edge_word(dir: &str, words: &[&str]) -> bool {
+    let all: Vec<String> = dir
+        .split(['.', '-', ' '])
+        .flat_map(identifier_parts)
+        .collect();
+    let is = |w: Option<&String>| w.is_some_and(|w| words.contains(&w.as_str()));
+    all.len() >= 2 && (is(all.first()) || is(all.last()))
 }
 
 /// `foo_test.go`, `test_foo.py`, `FooTest.java`, `FooTests.cs`, `foo.test.ts`,
@@ -521,6 +538,11 @@ mod tests {
             Role::Source,
         );
         check("src/latest/mod.rs", Role::Source);
+        check("axum/src/test_helpers/mod.rs", Role::Test);
+        check("hono/runtime-tests/deno/index.ts", Role::Test);
+        check("dio/example_flutter_app/lib/main.dart", Role::Example);
+        check("watchOS Example/ExtensionDelegate.swift", Role::Example);
+        check("src/contest/mod.rs", Role::Source);
         check("examples/hello/main.rs", Role::Example);
         check("docs_src/tutorial/app.py", Role::Example);
         check("docs/guide/snippet.py", Role::Example);
