@@ -12,9 +12,10 @@
 //! (a class, an impl, a trait, a module) is split into its header and its members. A
 //! symbol still larger than a window is split by a sliding window (seed 003, erratum
 //! E12), the windows linked by `next_window` edges. The text between symbols (imports,
-//! top-level statements) is chunked too, so every byte is covered. A file whose parse
-//! has errors is chunked as text instead (C and C++ keep the declarations their macros
-//! left intact): unparseable code never fails a file.
+//! top-level statements) is chunked too, so every byte is covered. A tree with errors
+//! keeps the declarations the errors left intact (the rest is text between symbols);
+//! a parse that fails or is cut off sends the file to the text chunker: unparseable
+//! code never fails a file.
 //! `docs/spec.md` ("Code chunking") is the normative description.
 
 use cfs_core::{Symbol, SymbolKind, Window};
@@ -66,49 +67,49 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Rust,
         name: "rust",
         version: "0.24.2",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_rust::LANGUAGE.into(),
     },
     Grammar {
         language: Language::Go,
         name: "go",
         version: "0.25.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_go::LANGUAGE.into(),
     },
     Grammar {
         language: Language::Python,
         name: "python",
         version: "0.25.0",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_python::LANGUAGE.into(),
     },
     Grammar {
         language: Language::TypeScript,
         name: "typescript",
         version: "0.23.2",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
     },
     Grammar {
         language: Language::Tsx,
         name: "typescript",
         version: "0.23.2",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_typescript::LANGUAGE_TSX.into(),
     },
     Grammar {
         language: Language::JavaScript,
         name: "javascript",
         version: "0.25.0",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_javascript::LANGUAGE.into(),
     },
     Grammar {
         language: Language::Jsx,
         name: "javascript",
         version: "0.25.0",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_javascript::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-java")]
@@ -116,7 +117,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Java,
         name: "java",
         version: "0.23.5",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_java::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-csharp")]
@@ -124,7 +125,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::CSharp,
         name: "c-sharp",
         version: "0.23.5",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_c_sharp::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-kotlin")]
@@ -132,7 +133,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Kotlin,
         name: "kotlin-ng",
         version: "1.1.0",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_kotlin_ng::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-c")]
@@ -156,7 +157,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Ruby,
         name: "ruby",
         version: "0.23.1",
-        rules: 3,
+        rules: 4,
         load: || tree_sitter_ruby::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-php")]
@@ -164,7 +165,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Php,
         name: "php",
         version: "0.25.1",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_php::LANGUAGE_PHP.into(),
     },
     #[cfg(feature = "lang-swift")]
@@ -172,7 +173,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Swift,
         name: "swift",
         version: "0.7.4",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_swift::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-shell")]
@@ -180,7 +181,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Shell,
         name: "bash",
         version: "0.25.1",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_bash::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-lua")]
@@ -188,7 +189,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Lua,
         name: "lua",
         version: "0.5.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_lua::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-zig")]
@@ -196,7 +197,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Zig,
         name: "zig",
         version: "1.1.2",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_zig::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-scala")]
@@ -204,7 +205,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Scala,
         name: "scala",
         version: "0.26.9",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_scala::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-haskell")]
@@ -212,7 +213,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Haskell,
         name: "haskell",
         version: "0.24.1",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_haskell::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-elixir")]
@@ -220,7 +221,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Elixir,
         name: "elixir",
         version: "0.3.5",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_elixir::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-ocaml")]
@@ -228,7 +229,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::OCaml,
         name: "ocaml",
         version: "0.26.0",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_ocaml::LANGUAGE_OCAML.into(),
     },
     #[cfg(feature = "lang-ocaml")]
@@ -236,7 +237,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::OCamlInterface,
         name: "ocaml-interface",
         version: "0.26.0",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_ocaml::LANGUAGE_OCAML_INTERFACE.into(),
     },
     #[cfg(feature = "lang-erlang")]
@@ -244,7 +245,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Erlang,
         name: "erlang",
         version: "0.21.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_erlang::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-r")]
@@ -252,7 +253,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::R,
         name: "r",
         version: "1.3.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_r::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-julia")]
@@ -284,7 +285,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Yaml,
         name: "yaml",
         version: "0.7.2",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_yaml::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-toml")]
@@ -292,7 +293,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Toml,
         name: "toml-ng",
         version: "0.7.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_toml_ng::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-hcl")]
@@ -300,7 +301,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Hcl,
         name: "hcl",
         version: "1.1.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_hcl::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-css")]
@@ -316,7 +317,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Dart,
         name: "dart",
         version: "0.3.0",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_dart::LANGUAGE.into(),
     },
 ];
@@ -650,9 +651,9 @@ fn elixir_attribute<'s>(node: Node<'_>, src: &'s str) -> Option<&'s str> {
 /// recovery wrapped, Haskell's import and declaration lists, a shell script's braces.
 fn is_transparent(language: Language, node: Node<'_>) -> bool {
     // What error recovery wrapped (an `extern "C" {` whose `}` is in another `#if`
-    // branch) in a language chunked by symbol despite errors: the declarations it holds
-    // parsed whole.
-    if node.is_error() && tolerates_errors(language) {
+    // branch, a TypeScript interface's call signatures the grammar cannot separate):
+    // the declarations it holds parsed whole.
+    if node.is_error() {
         // Not an SQL word the grammar could not read (a name in letters outside
         // ASCII): the `CREATE` run it ends is named by it (`sql::recovered`).
         return language != Language::Sql || node.named_child_count() > 0;
@@ -2280,10 +2281,10 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
 /// True when the part of a declaration that names it holds an error (its `declarator`
 /// or `name` field; the whole node when it has neither): its name cannot be trusted.
 /// Errors elsewhere (a macro the grammar took for a type, a statement in a body, a
-/// member of a container, which is judged on its own) leave it a symbol. Only C, C++,
-/// Objective-C (whose containers are judged by their name) and CSS trees with errors
-/// are chunked by symbol; Zig's grammar puts a `MISSING` field in
-/// every empty container (`struct {}`), so a Zig declaration is judged by its name.
+/// member of a container, which is judged on its own) leave it a symbol, so that one
+/// error does not cost a file its other definitions. Objective-C's containers are
+/// judged by their name; Zig's grammar puts a `MISSING` field in every empty container
+/// (`struct {}`), so a Zig declaration is judged by its name.
 fn declares_in_error(node: Node<'_>) -> bool {
     if !node.has_error() {
         return false;
@@ -2297,46 +2298,10 @@ fn declares_in_error(node: Node<'_>) -> bool {
     naming.is_none_or(|n| n.is_error() || n.has_error() || n.is_missing())
 }
 
-/// Languages whose files are chunked by symbol even when their tree holds `ERROR`
-/// nodes: C and C++, whose macros (`GUARDED_BY(mu)`, `TEST_BEGIN(name)`) the grammar
-/// cannot expand, so that real files rarely parse clean; CSS, whose files carry old
-/// browser hacks (`*zoom: 1`) and preprocessor syntax (`$x`, `@apply`); Julia, whose
-/// grammar lags the language (`public` in a macro call); SQL, whose one grammar meets
-/// every database's dialect (`CREATE DOMAIN`, `CREATE PROCEDURE`, `SET search_path = a,
-/// b`). The errors stay text between symbols.
-fn tolerates_errors(language: Language) -> bool {
-    matches!(
-        language,
-        Language::C
-            | Language::Cpp
-            | Language::ObjC
-            | Language::Css
-            | Language::Julia
-            | Language::Sql
-    )
-}
-
-/// True when the tree under `node` holds an `ERROR` node. A `MISSING` node (a token
-/// of no width the parser assumed, such as the newline Kotlin's grammar wants after a
-/// member of a one-line class body) leaves every extent as written and does not count.
-/// It walks only the subtrees that hold an error of either kind, with a stack of its own
-/// (a deeply nested file cannot exhaust the thread's).
-fn has_error_node(node: Node<'_>) -> bool {
-    let mut stack = vec![node];
-    while let Some(node) = stack.pop() {
-        if node.is_error() {
-            return true;
-        }
-        if node.has_error() {
-            let mut cursor = node.walk();
-            stack.extend(node.children(&mut cursor));
-        }
-    }
-    false
-}
-
-/// Chunks a code file by symbols. `Ok(None)` when the language has no grammar here or
-/// the parse has errors: the caller chunks the file as text instead.
+/// Chunks a code file by symbols, whatever errors its tree holds (an `ERROR` is never a
+/// symbol; what it wraps counts as its parent's). `Ok(None)` when the language has no
+/// grammar here or the parse fails or is cut off: the caller chunks the file as text
+/// instead.
 pub fn chunk_code(
     text: &str,
     language: Language,
@@ -2347,9 +2312,6 @@ pub fn chunk_code(
         return Ok(None);
     };
     let root = tree.root_node();
-    if !tolerates_errors(language) && has_error_node(root) {
-        return Ok(None);
-    }
     let top = items(language, root, text, None);
     let mut emitter = Emitter {
         src: text,
@@ -2499,12 +2461,45 @@ mod tests {
     }
 
     #[test]
-    fn broken_code_falls_back() {
-        assert!(
-            chunk_code("fn (((", Language::Rust, &ChunkParams::default())
-                .unwrap()
-                .is_none()
-        );
+    fn a_tree_with_errors_keeps_its_sound_declarations() {
+        // Each text has a construct the grammar cannot read between or inside sound
+        // declarations: those keep their symbols, the broken part is text between them.
+        let cases: [(&str, Language, &[&str]); 4] = [
+            (
+                "fn a() {\n    let = 1;\n}\n\nfn b() -> u8 { 1 }\n",
+                Language::Rust,
+                &["a", "b"],
+            ),
+            (
+                "def a():\n    return 1\n\nprint >>\n\ndef b():\n    return 2\n",
+                Language::Python,
+                &["a", "b"],
+            ),
+            // Call signatures with type parameters on successive lines, as in a real
+            // interface the TypeScript grammar leaves an `ERROR` in.
+            (
+                "interface Get {\n  <K extends A>(key: K): A[K]\n  <K extends B>(key: K): B[K]\n}\n\nexport function run(): void {}\n",
+                Language::TypeScript,
+                &["Get", "run"],
+            ),
+            // `#if` inside a base list.
+            (
+                "class A : B\n#if X\n  , C\n#endif\n{\n  void M() {}\n}\n",
+                Language::CSharp,
+                &["A"],
+            ),
+        ];
+        for (text, language, expected) in cases {
+            let doc = chunk(text, language);
+            covers(&doc, text);
+            let got: Vec<String> = names(&doc).into_iter().map(|(n, _, _)| n).collect();
+            assert_eq!(got, expected, "{language:?}: {text}");
+        }
+        // A file whose only declaration is broken has no symbol, but is chunked.
+        let doc = chunk("fn (((", Language::Rust);
+        covers(&doc, "fn (((");
+        assert!(names(&doc).is_empty());
+        // A language without a grammar goes to the text chunker.
         assert!(
             chunk_code("x", Language::Other("lua"), &ChunkParams::default())
                 .unwrap()
@@ -2644,16 +2639,10 @@ mod tests {
             names(&chunk(one_line, Language::Kotlin)),
             vec![("A".into(), None, "class")]
         );
-        // A real syntax error still sends the file to the text chunker.
-        assert!(
-            chunk_code(
-                "class A {\n  fun (\n}\n",
-                Language::Kotlin,
-                &ChunkParams::default()
-            )
-            .unwrap()
-            .is_none()
-        );
+        // A syntax error that swallows the class's name leaves no symbol, and the
+        // file is still chunked.
+        let broken = "class A {\n  fun (\n}\n";
+        covers(&chunk(broken, Language::Kotlin), broken);
     }
 
     #[test]
@@ -3528,7 +3517,7 @@ mod tests {
         );
         assert_eq!(
             code_parser(Language::Rust).as_deref(),
-            Some("code/3 tree-sitter=0.27 rust=0.24.2")
+            Some("code/3 tree-sitter=0.27 rust=0.24.2 rules=2")
         );
     }
 
