@@ -6,7 +6,8 @@
 //! PATHS holds one path a line, relative to ROOT (the path is what the file is typed
 //! by). Each file gives `{"path", "language", "chunks": [{"start", "end", "bytes",
 //! "symbol", "kind", "window"}]}` (`language` of its first code chunk, null when it
-//! was chunked as text; `symbol` the symbol's own name, null between symbols), or
+//! was chunked as text; `micros` the time `parse_file` took; `symbol` the symbol's own
+//! name, null between symbols), or
 //! `{"path", "error"}`. Reads the files only; the default ingest settings.
 
 use std::io::{BufRead, Write};
@@ -36,7 +37,10 @@ fn main() {
 }
 
 fn file_row(path: &str, bytes: &[u8], config: &IngestConfig) -> Value {
-    let parsed = match parse_file(path, bytes, config) {
+    let started = std::time::Instant::now();
+    let parsed = parse_file(path, bytes, config);
+    let micros = started.elapsed().as_micros() as u64;
+    let parsed = match parsed {
         Ok(p) => p,
         Err(e) => return json!({"path": path, "error": e.to_string()}),
     };
@@ -63,5 +67,5 @@ fn file_row(path: &str, bytes: &[u8], config: &IngestConfig) -> Value {
             })
         })
         .collect();
-    json!({"path": path, "language": language, "chunks": chunks})
+    json!({"path": path, "language": language, "micros": micros, "chunks": chunks})
 }
