@@ -8,9 +8,10 @@ CHUNK_LINES is `bench/target/release/chunk_lines`. The definitions come from a s
 independent of cfs's chunker: Universal Ctags (installed with apt-get when missing; run
 with `--fields=+neKZl`) for the languages it reads, and a line rule for the four it
 does not (Scala, Dart, Swift, Zig: a definition keyword at the start of a line, outside
-any block). A definition is *top-level* when ctags gives it no scope or a namespace-like
-one (package, namespace, module; Go's methods and Ruby's and Elixir's module members
-count as top-level, as the languages write them). It *comes out as its own chunk* when a
+any block). A definition is *top-level* when ctags gives it no scope, or a namespace-like one
+where the language wraps whole files in it (a Go package, a C++, C# or PHP namespace,
+a Ruby or Elixir module; Go's methods count as top-level). Rust's inline `mod` and
+OCaml's nested modules are containers, as classes are: their members are not counted. It *comes out as its own chunk* when a
 chunk's symbol has its name (the last segment, an Erlang or Elixir arity dropped) and
 the chunk's lines hold the definition's first line, or when one chunk holds the whole
 definition (ctags's end line) and no other starts in it. Files cfs chunks as text count
@@ -50,7 +51,7 @@ CTAGS_RULES = {
     "php": {k: {"top", "namespace"} for k in ("class", "interface", "trait", "function")},
     "python": {k: {"top"} for k in ("function", "class")},
     "ruby": {k: {"top", "module"} for k in ("class", "module", "method", "singletonMethod")},
-    "rust": {k: {"top", "module"}
+    "rust": {k: {"top"}
              for k in ("function", "struct", "enum", "implementation", "interface", "typedef")},
     "elixir": {"function": {"module"}, "macro": {"module"}, "module": {"top", "module"},
                "protocol": {"top"}, "implementation": {"top", "module"}},
@@ -58,7 +59,7 @@ CTAGS_RULES = {
     "haskell": {k: {"top"} for k in ("function", "type")},
     "julia": {k: {"top", "module"} for k in ("function", "struct", "macro")},
     "lua": {"function": {"top"}},
-    "ocaml": {"function": {"top", "module"}, "type": {"top", "module"}, "class": {"top"}},
+    "ocaml": {"function": {"top"}, "type": {"top"}, "class": {"top"}, "module": {"top"}},
     "r": {"function": {"top"}},
     "shell": {"function": {"top"}},
 }
@@ -121,6 +122,10 @@ def ctags_tags(tree):
     return tags
 
 
+def file_stem(path):
+    return os.path.basename(path).split(".")[0].lower()
+
+
 def ctags_definitions(language, tags):
     rules = CTAGS_RULES.get(language, {})
     defs = []
@@ -129,7 +134,9 @@ def ctags_definitions(language, tags):
         if scopes is None:
             continue
         scope = t.get("scopeKind", "top") if "scope" in t else "top"
-        if scope in scopes and not MADE_UP.match(t["name"]):
+        # OCaml's ctags names each file's own module, the file, as a module at line 1.
+        own_module = t["kind"] == "module" and t["name"].lower() == file_stem(t["path"])
+        if scope in scopes and not MADE_UP.match(t["name"]) and not own_module:
             defs.append((last_segment(t["name"]), t["line"], t["kind"], t.get("end")))
     return defs
 
