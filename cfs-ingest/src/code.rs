@@ -141,7 +141,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::C,
         name: "c",
         version: "0.24.2",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_c::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-cpp")]
@@ -149,7 +149,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Cpp,
         name: "cpp",
         version: "0.23.4",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_cpp::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-ruby")]
@@ -277,7 +277,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::ObjC,
         name: "objc",
         version: "3.0.2",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_objc::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-yaml")]
@@ -2007,7 +2007,8 @@ fn items<'t>(
         };
         let found = inner
             .and_then(|inner| classify(language, inner, src, parent).map(|c| (inner, c)))
-            .filter(|(inner, _)| !declares_in_error(*inner));
+            .filter(|(inner, _)| !declares_in_error(*inner))
+            .filter(|(_, (kind, name, _))| !named_by_keyword(language, *kind, name));
         if let Some((inner, (kind, name, body))) = found {
             // Another clause or equation of the function just found (Haskell's
             // signature and equations, Elixir's clauses) extends it.
@@ -2278,6 +2279,90 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
+/// Words C has reserved since C89, which no C, C++ or Objective-C declaration can be
+/// named (C23's newer ones, `bool` or `true`, name types and constants in older code).
+const C_KEYWORDS: [&str; 33] = [
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "return",
+    "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned",
+    "void", "volatile", "while",
+];
+
+/// The words C++ reserves beyond those (C++23), which no C++ declaration can be named.
+const CPP_KEYWORDS: [&str; 58] = [
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "bitand",
+    "bitor",
+    "bool",
+    "catch",
+    "char8_t",
+    "char16_t",
+    "char32_t",
+    "class",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "compl",
+    "concept",
+    "const_cast",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "decltype",
+    "delete",
+    "dynamic_cast",
+    "explicit",
+    "export",
+    "false",
+    "friend",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "reinterpret_cast",
+    "requires",
+    "static_assert",
+    "static_cast",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typeid",
+    "typename",
+    "using",
+    "virtual",
+    "wchar_t",
+    "xor",
+];
+
+/// True for a C, C++ or Objective-C declaration named by a reserved word: error
+/// recovery around a macro the grammar cannot expand (`FMT_END_EXPORT` before `namespace
+/// detail {`) read the keyword as a name, so the declaration is not what it seems. A
+/// macro may define a keyword (`#define inline __inline`) and stays a symbol.
+fn named_by_keyword(language: Language, kind: SymbolKind, name: &str) -> bool {
+    if !matches!(language, Language::C | Language::Cpp | Language::ObjC)
+        || kind == SymbolKind::Macro
+    {
+        return false;
+    }
+    C_KEYWORDS.contains(&name) || language == Language::Cpp && CPP_KEYWORDS.contains(&name)
+}
+
 /// True when the part of a declaration that names it holds an error (its `declarator`
 /// or `name` field; the whole node when it has neither): its name cannot be trusted.
 /// Errors elsewhere (a macro the grammar took for a type, a statement in a body, a
@@ -2495,6 +2580,22 @@ mod tests {
             let got: Vec<String> = names(&doc).into_iter().map(|(n, _, _)| n).collect();
             assert_eq!(got, expected, "{language:?}: {text}");
         }
+        // A keyword is never a C, C++ or Objective-C name: recovery around a macro
+        // made `namespace detail { ... }` a function named `namespace`.
+        let text = "FMT_END_EXPORT\n\nnamespace detail {\nint f(int x) { return x; }\n}\n\nstruct S { int a; };\n";
+        let doc = chunk(text, Language::Cpp);
+        covers(&doc, text);
+        let got: Vec<String> = names(&doc).into_iter().map(|(n, _, _)| n).collect();
+        assert!(!got.iter().any(|n| n == "namespace"), "{got:?}");
+        assert!(got.iter().any(|n| n == "S"), "{got:?}");
+        let text = "#define inline __inline\nstatic inline int g(void) { return 1; }\n";
+        assert_eq!(
+            names(&chunk(text, Language::C)),
+            vec![
+                ("inline".into(), None, "macro"),
+                ("g".into(), None, "function")
+            ]
+        );
         // A file whose only declaration is broken has no symbol, but is chunked.
         let doc = chunk("fn (((", Language::Rust);
         covers(&doc, "fn (((");
