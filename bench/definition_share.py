@@ -116,7 +116,6 @@ def ctags_tags(tree):
             t = json.loads(line)
         except json.JSONDecodeError:
             continue  # a tag whose pattern ctags did not escape
-
         if t.get("_type") == "tag":
             tags[os.path.normpath(t["path"])].append(t)
     return tags
@@ -170,7 +169,7 @@ def own_chunk(name, line, end, chunks, starts):
             continue
         if c["symbol"] is not None and symbol_name(c["symbol"]) == name:
             return True
-        if end is not None and end <= c["end"] and c["start"] <= line:
+        if end is not None and end <= c["end"]:
             others = [s for s in starts if c["start"] <= s <= c["end"] and s != line]
             if not others:
                 return True
@@ -183,40 +182,55 @@ def percentile(sorted_values, p):
     return sorted_values[min(len(sorted_values) - 1, int(p * len(sorted_values)))]
 
 
+def new_tally():
+    return {"files": 0, "parsed": 0, "defs": 0, "own": 0, "as_text": 0, "defs_as_text": 0,
+            "symbol_bytes": [], "all_bytes": [], "misses": []}
+
+
+def definitions_of(language, tree, path, tags):
+    if language in LINE_RULES:
+        return line_definitions(language, os.path.join(tree, path))
+    return ctags_definitions(language, tags.get(os.path.normpath(path), []))
+
+
+def add_file(s, where, row, defs):
+    """Counts one file's chunks and definitions into its language's tally `s`."""
+    chunks = row["chunks"]
+    as_text = not any(c["symbol"] for c in chunks)
+    s["files"] += 1
+    s["parsed"] += row.get("language") is not None
+    s["as_text"] += as_text
+    s["defs_as_text"] += len(defs) * as_text
+    s["all_bytes"] += [c["bytes"] for c in chunks]
+    s["symbol_bytes"] += [c["bytes"] for c in chunks if c["symbol"]]
+    starts = [d[1] for d in defs]
+    for name, line, kind, end in defs:
+        s["defs"] += 1
+        if own_chunk(name, line, end, chunks, starts):
+            s["own"] += 1
+        else:
+            s["misses"].append(f"{where}:{line} {kind} {name}")
+
+
+def chunked_files(chunk_lines, tree):
+    """cfs's chunks of every file under tree (`chunk_lines` rows)."""
+    paths = [os.path.relpath(os.path.join(d, f), tree)
+             for d, _, fs in os.walk(tree) if "/.git" not in d + "/" for f in fs]
+    run = subprocess.run([chunk_lines, tree], input="\n".join(paths) + "\n",
+                         capture_output=True, encoding="utf-8", check=True)
+    return [json.loads(line) for line in filter(None, run.stdout.split("\n"))]
+
+
 def measure(chunk_lines, trees):
-    langs = collections.defaultdict(lambda: {"files": 0, "parsed": 0, "defs": 0, "own": 0,
-                                             "as_text": 0, "defs_as_text": 0,
-                                             "symbol_bytes": [], "all_bytes": [], "misses": []})
+    langs = collections.defaultdict(new_tally)
     for tree in trees:
         tags = ctags_tags(tree)
-        paths = [os.path.relpath(os.path.join(d, f), tree)
-                 for d, _, fs in os.walk(tree) if "/.git" not in d + "/" for f in fs]
-        run = subprocess.run([chunk_lines, tree], input="\n".join(paths) + "\n",
-                             capture_output=True, encoding="utf-8", check=True)
-        for line in filter(None, run.stdout.split("\n")):
-            row = json.loads(line)
+        for row in chunked_files(chunk_lines, tree):
             language = row.get("language") or language_of_unparsed(row["path"])
             if language is None or "error" in row or generated(os.path.join(tree, row["path"])):
                 continue
-            if language in LINE_RULES:
-                defs = line_definitions(language, os.path.join(tree, row["path"]))
-            else:
-                defs = ctags_definitions(language, tags.get(os.path.normpath(row["path"]), []))
-            s = langs[language]
-            s["files"] += 1
-            s["parsed"] += row.get("language") is not None
-            as_text = not any(c["symbol"] for c in row["chunks"])
-            s["as_text"] += as_text
-            s["defs_as_text"] += len(defs) * as_text
-            s["all_bytes"] += [c["bytes"] for c in row["chunks"]]
-            s["symbol_bytes"] += [c["bytes"] for c in row["chunks"] if c["symbol"]]
-            starts = [d[1] for d in defs]
-            for name, n, kind, end in defs:
-                s["defs"] += 1
-                if own_chunk(name, n, end, row["chunks"], starts):
-                    s["own"] += 1
-                else:
-                    s["misses"].append(f"{os.path.basename(tree)}/{row['path']}:{n} {kind} {name}")
+            defs = definitions_of(language, tree, row["path"], tags)
+            add_file(langs[language], f"{os.path.basename(tree)}/{row['path']}", row, defs)
     return langs
 
 
@@ -234,15 +248,8 @@ def language_of_unparsed(path):
     return EXTENSIONS.get(os.path.splitext(path)[1])
 
 
-def main():
-    args = sys.argv[1:]
-    misses = int(args[args.index("--misses") + 1]) if "--misses" in args else 0
-    out = args[args.index("--json") + 1] if "--json" in args else None
-    positional = [a for i, a in enumerate(args)
-                  if not a.startswith("--") and (i == 0 or args[i - 1] not in ("--misses", "--json"))]
-    chunk_lines, trees = positional[0], positional[1:]
-    ensure_ctags()
-    langs = measure(chunk_lines, trees)
+def print_table(langs, misses):
+    """Prints the table and a sample of `misses` misses a language; returns the report."""
     print("| language | files (without a symbol) | top-level definitions (in files without a symbol) | as their own chunk | symbol chunks, bytes p10 / median / p90 | every chunk, median |")
     print("|---|---|---|---:|---|---:|")
     report = {}
@@ -258,6 +265,19 @@ def main():
         every = langs[lang]["misses"]
         for m in every[:: max(1, len(every) // misses)] if misses else []:
             print(f"miss {lang}: {m}")
+    return report
+
+
+def main():
+    args = sys.argv[1:]
+    misses = int(args[args.index("--misses") + 1]) if "--misses" in args else 0
+    out = args[args.index("--json") + 1] if "--json" in args else None
+    positional = [a for i, a in enumerate(args)
+                  if not a.startswith("--") and (i == 0 or args[i - 1] not in ("--misses", "--json"))]
+    chunk_lines, trees = positional[0], positional[1:]
+    ensure_ctags()
+    langs = measure(chunk_lines, trees)
+    report = print_table(langs, misses)
     if out:
         with open(out, "w") as f:
             json.dump(report, f, indent=1)
