@@ -3,6 +3,7 @@
 size of its chunks, per language, on real trees (issue 33's chunking bar).
 
     python3 bench/definition_share.py CHUNK_LINES TREE [TREE ...] [--misses N] [--json F]
+        [--names DIR [--per-tree N]]
 
 CHUNK_LINES is `bench/target/release/chunk_lines`. The definitions come from a source
 independent of cfs's chunker: Universal Ctags (installed with apt-get when missing; run
@@ -23,9 +24,15 @@ The oracle is approximate: ctags reports some members (Kotlin's, Rust's associat
 types) and nested functions (Lua's in tables, OCaml's local lets) without a scope, which
 count here as top-level definitions cfs "misses"; `--misses N` lists a sample of misses
 to check by hand.
+
+`--names DIR` also writes, for each TREE, `DIR/<tree's folder name>.tsv`: `name<TAB>path`
+lines of top-level definitions whose name (5 characters or more) the oracle lists once
+in the tree, at most N a tree (`--per-tree`, default 200) chosen by a hash of the name,
+for `name_lookup` (where each definition's file ranks when its bare name is searched).
 """
 
 import collections
+import hashlib
 import json
 import os
 import re
@@ -221,17 +228,32 @@ def chunked_files(chunk_lines, tree):
     return [json.loads(line) for line in filter(None, run.stdout.split("\n"))]
 
 
-def measure(chunk_lines, trees):
+def measure(chunk_lines, trees, names_dir=None, per_tree=200):
     langs = collections.defaultdict(new_tally)
     for tree in trees:
         tags = ctags_tags(tree)
+        defined = collections.defaultdict(set)
         for row in chunked_files(chunk_lines, tree):
             language = row.get("language") or language_of_unparsed(row["path"])
             if language is None or "error" in row or generated(os.path.join(tree, row["path"])):
                 continue
             defs = definitions_of(language, tree, row["path"], tags)
             add_file(langs[language], f"{os.path.basename(tree)}/{row['path']}", row, defs)
+            for name, *_ in defs:
+                defined[name].add(row["path"])
+        if names_dir:
+            write_names(os.path.join(names_dir, os.path.basename(tree) + ".tsv"), defined, per_tree)
     return langs
+
+
+def write_names(out, defined, most):
+    """The names defined in one file only, 5 characters or more, `most` of them by hash."""
+    once = [(name, next(iter(paths))) for name, paths in defined.items()
+            if len(paths) == 1 and len(name) >= 5]
+    once.sort(key=lambda np: hashlib.blake2b(np[0].encode()).hexdigest())
+    with open(out, "w") as f:
+        for name, path in sorted(once[:most]):
+            f.write(f"{name}\t{path}\n")
 
 
 EXTENSIONS = {".c": "c", ".cc": "cpp", ".cpp": "cpp", ".cs": "csharp", ".go": "go",
@@ -273,10 +295,13 @@ def main():
     misses = int(args[args.index("--misses") + 1]) if "--misses" in args else 0
     out = args[args.index("--json") + 1] if "--json" in args else None
     positional = [a for i, a in enumerate(args)
-                  if not a.startswith("--") and (i == 0 or args[i - 1] not in ("--misses", "--json"))]
+                  if not a.startswith("--")
+                  and (i == 0 or args[i - 1] not in ("--misses", "--json", "--names", "--per-tree"))]
     chunk_lines, trees = positional[0], positional[1:]
+    names_dir = args[args.index("--names") + 1] if "--names" in args else None
+    per_tree = int(args[args.index("--per-tree") + 1]) if "--per-tree" in args else 200
     ensure_ctags()
-    langs = measure(chunk_lines, trees)
+    langs = measure(chunk_lines, trees, names_dir, per_tree)
     report = print_table(langs, misses)
     if out:
         with open(out, "w") as f:
