@@ -5,7 +5,7 @@
 //! For each tree, N runs (default 3) of, in turn:
 //! 1. parse only: every file read and parsed the way ingestion parses it before
 //!    chunking (`cfs_ingest::parse_only`: tree-sitter for code, pulldown-cmark for
-//!    Markdown), in parallel (largest file first, one file a task, as a sync parses a
+//!    Markdown, serde_json, html5ever's document tree, the PDF extractor), in parallel (largest file first, one file a task, as a sync parses a
 //!    group), nothing else: the physical limit;
 //! 2. ingestion in memory: `cfs_ingest::index_tree` (parse, chunk, hash, embed), no store;
 //! 3. cold index: `Store::sync` of the tree into a new store, as `cfs index` does.
@@ -24,13 +24,15 @@
 //! TREE --store NEW --no-wait --json` (the default embedder, minilm-int, whose model
 //! `scripts/fetch-model` fetches; its text commit is the measure). Wall time from spawn to
 //! exit; the first run of a process pays for its heap's growth, which runs in one process
-//! after the first do not.
+//! after the first do not. With `--cfs`, every measure extracts PDFs with that binary's
+//! extractor (`cfs __cfs-extract-pdf`, the child `cfs index` runs); without it, no
+//! measure can and all skip them.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use cfs_bench::flag;
-use cfs_ingest::{Format, HashEmbedder, parse_only, walk};
+use cfs_ingest::{Format, HashEmbedder, PdfConfig, parse_only, walk};
 use cfs_store::{Settings, Store, SyncOptions};
 use rayon::prelude::*;
 use serde_json::json;
@@ -90,6 +92,7 @@ fn timed_process(command: &mut std::process::Command) -> (f64, f64) {
 }
 
 /// Alternating processes: parse only, then `cfs index` into a new store; `runs` of each.
+/// The parse-only processes extract PDFs with `cfs`'s extractor, as `cfs index` does.
 fn bench_processes(name: &str, tree: &Path, runs: usize, cfs: &Path) -> serde_json::Value {
     let me = std::env::current_exe().expect("this program's path");
     let (mut parse, mut index) = (Vec::new(), Vec::new());
@@ -97,7 +100,8 @@ fn bench_processes(name: &str, tree: &Path, runs: usize, cfs: &Path) -> serde_js
         parse.push(timed_process(
             std::process::Command::new(&me)
                 .arg(format!("{name}={}", tree.display()))
-                .args(["--only", "parse", "--runs", "1"])
+                .args(["--only", "parse", "--runs", "1", "--cfs"])
+                .arg(cfs)
                 .envs(cfs_malloc_env()),
         ));
         let dir = tempfile::tempdir().expect("temp dir");
@@ -150,7 +154,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 }
 
 /// Reads and parses every file; returns (files parsed, of them code, bytes).
-fn parse_tree(tree: &Path) -> (usize, usize, u64) {
+fn parse_tree(tree: &Path, pdf: &PdfConfig) -> (usize, usize, u64) {
     let mut files = walk(tree).expect("walk TREE").files;
     // Largest first, as a sync parses a group: no large file begun last on one core.
     files.sort_by_key(|f| std::cmp::Reverse(f.size_bytes));
@@ -161,7 +165,7 @@ fn parse_tree(tree: &Path) -> (usize, usize, u64) {
             let Ok(bytes) = std::fs::read(&f.abs_path) else {
                 return (0, 0, 0);
             };
-            match parse_only(&f.rel_path, &bytes) {
+            match parse_only(&f.rel_path, &bytes, pdf) {
                 Some(Format::Code(_)) => (1, 1, bytes.len() as u64),
                 Some(_) => (1, 0, bytes.len() as u64),
                 None => (0, 0, 0),
@@ -182,7 +186,7 @@ struct Phases {
 
 /// A cold index of `tree` into a new store; returns the chunks committed and when its
 /// phases ended.
-fn cold_index(tree: &Path, inline: bool) -> (u64, Phases) {
+fn cold_index(tree: &Path, inline: bool, pdf: &PdfConfig) -> (u64, Phases) {
     let start = Instant::now();
     let phases = std::sync::Mutex::new(Phases::default());
     let note = |event: cfs_store::SyncProgress<'_>| {
@@ -197,10 +201,11 @@ fn cold_index(tree: &Path, inline: bool) -> (u64, Phases) {
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let embedder = HashEmbedder::default();
-    let options = SyncOptions {
+    let mut options = SyncOptions {
         defer_embeddings: !inline,
         ..SyncOptions::default()
     };
+    options.config.pdf = pdf.clone();
     let settings = Settings {
         chunk: options.config.chunk,
         model_id: cfs_ingest::Embedder::model_id(&embedder).into(),
@@ -242,14 +247,23 @@ fn resync(tree: &Path, file: &Path) -> usize {
         .updated
 }
 
-fn bench_tree(
-    name: &str,
-    tree: &Path,
+/// What one tree's measures are run with.
+struct TreeRun<'a> {
     runs: usize,
     inline: bool,
-    only: Option<&Only>,
-) -> serde_json::Value {
-    let options = SyncOptions::default();
+    only: Option<&'a Only>,
+    pdf: PdfConfig,
+}
+
+fn bench_tree(name: &str, tree: &Path, run: &TreeRun<'_>) -> serde_json::Value {
+    let TreeRun {
+        runs,
+        inline,
+        only,
+        ref pdf,
+    } = *run;
+    let mut options = SyncOptions::default();
+    options.config.pdf = pdf.clone();
     let embedder = HashEmbedder::default();
     let (mut parse, mut memory, mut cold) = (Vec::new(), Vec::new(), Vec::new());
     let mut phases: Vec<Phases> = Vec::new();
@@ -261,12 +275,12 @@ fn bench_tree(
         };
         match only {
             Some(Only::Cold) => {
-                let (wall, cpu, (n, p)) = timed(|| cold_index(tree, inline));
+                let (wall, cpu, (n, p)) = timed(|| cold_index(tree, inline, pdf));
                 eprintln!("{name}: cold index {wall:.2} s, {cpu:.2} CPU s, {n} chunks, {p:?}");
                 continue;
             }
             Some(Only::Parse) => {
-                let (wall, cpu, _) = timed(|| parse_tree(tree));
+                let (wall, cpu, _) = timed(|| parse_tree(tree, pdf));
                 eprintln!("{name}: parse only {wall:.2} s, {cpu:.2} CPU s");
                 continue;
             }
@@ -282,12 +296,12 @@ fn bench_tree(
             }
             None => {}
         }
-        let (wall, cpu, (n, code, b)) = timed(|| parse_tree(tree));
+        let (wall, cpu, (n, code, b)) = timed(|| parse_tree(tree, pdf));
         (files, code_files, bytes) = (n, code, b);
         parse.push((wall, cpu));
         let (wall, cpu, _) = timed(in_memory);
         memory.push((wall, cpu));
-        let (wall, cpu, (n, p)) = timed(|| cold_index(tree, inline));
+        let (wall, cpu, (n, p)) = timed(|| cold_index(tree, inline, pdf));
         chunks = n;
         cold.push((wall, cpu));
         phases.push(p);
@@ -358,10 +372,26 @@ fn main() {
         "usage: index_bench NAME=TREE [NAME=TREE ...] [--runs N]"
     );
     let cfs = get("--cfs").map(PathBuf::from);
+    // PDFs go to `cfs`'s extractor when it is given, in every measure; without it no
+    // measure can extract them and all skip them.
+    let pdf = match &cfs {
+        Some(cfs) => PdfConfig {
+            program: Some(cfs.clone()),
+            args: vec!["__cfs-extract-pdf".into()],
+            ..PdfConfig::default()
+        },
+        None => PdfConfig::default(),
+    };
+    let run = TreeRun {
+        runs,
+        inline,
+        only: only.as_ref(),
+        pdf,
+    };
     let results: Vec<_> = trees
         .iter()
         .map(|(name, tree)| {
-            let mut result = bench_tree(name, tree, runs, inline, only.as_ref());
+            let mut result = bench_tree(name, tree, &run);
             if let (Some(cfs), None) = (&cfs, &only) {
                 result["processes"] = bench_processes(name, tree, runs, cfs);
             }
