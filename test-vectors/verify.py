@@ -1455,8 +1455,10 @@ def file_vector_score(vectors, q):
     return str(quotient if num >= 0 else -quotient)
 
 
-WEIGHTS = {"name": (100, 25, 300, 100, 0, 0), "mixed": (100, 100, 150, 50, 100, 100),
-           "description": (100, 100, 0, 50, 100, 100), "question": (100, 25, 0, 50, 100, 100)}
+# 21.4: text, vectors, definitions, path, coverage, file vector, file text.
+WEIGHTS = {"name": (100, 25, 300, 100, 0, 0, 0), "mixed": (100, 100, 150, 50, 100, 100, 0),
+           "description": (100, 100, 0, 50, 100, 100, 100),
+           "question": (100, 25, 0, 50, 100, 100, 0)}
 QUESTION_WORDS = ("how", "what", "where", "which", "why", "when")
 PRIORS = (100, 60, 20, 20, 25, 25, 15, 15)
 FILE_BONUS_CAP = 15  # 21.4: a file's bonus for further chunks, in percent of its best
@@ -1464,6 +1466,21 @@ FILE_BONUS_CAP = 15  # 21.4: a file's bonus for further chunks, in percent of it
 
 def rrf(rank):
     return (1 << 32) // (10 + rank)
+
+
+def tf_part(tf, dl, n, total):
+    # 21.2: floor((22 tf T) * 2^16 / (10 tf T + 3 T + 9 dl N)); 0 for an empty collection.
+    if total == 0 or n == 0:
+        return 0
+    return (22 * tf * total << 16) // (10 * tf * total + 3 * total + 9 * dl * n)
+
+
+def file_text_score(inp):
+    """21.10: BM25 of the whole file, its counts and length summed over its chunks."""
+    n, total, dl = inp["documents"], inp["tokens"], inp["length"]
+    score = sum(((t["idf"] * tf_part(c, dl, n, total)) >> t["shift"]) + 1
+                for t, c in zip(inp["terms"], inp["counts"]) if c > 0)
+    return str(score) if score > 0 else None
 
 
 def meaning_below_words(chunks):
@@ -1483,7 +1500,7 @@ def meaning_below_words(chunks):
 
 def rank_case(inp):
     intent = inp["intent"]
-    text_w, vec_w, def_w, path_w, cov_w, fv_w = WEIGHTS[intent]
+    text_w, vec_w, def_w, path_w, cov_w, fv_w, ft_w = WEIGHTS[intent]
     if inp.get("vector_weight") is not None:
         vec_w = inp["vector_weight"]
     mentions = inp.get("mentions", {})
@@ -1496,7 +1513,8 @@ def rank_case(inp):
         e = d["evidence"]
         bonus = ((rrf(1) * path_w // 100) * e.get("path", 0) // 1024
                  + (rrf(1) * cov_w // 100) * e.get("coverage", 0) // 1024
-                 + (rrf(e["vector_rank"]) * fv_w // 100 if e.get("vector_rank") is not None else 0))
+                 + (rrf(e["vector_rank"]) * fv_w // 100 if e.get("vector_rank") is not None else 0)
+                 + (rrf(e["text_rank"]) * ft_w // 100 if e.get("text_rank") is not None else 0))
         docs.append({"role": role, "prior": prior, "bonus": bonus})
     inf = float("inf")
     chunks = []
@@ -1573,6 +1591,8 @@ def compute_ranking(case):
         return {"points": coverage_points(inp["weights"], inp["mask"])}
     if kind == "file_vector":
         return {"score": file_vector_score(inp["vectors"], inp["query"])}
+    if kind == "file_text":
+        return {"score": file_text_score(inp)}
     if kind == "rank":
         return rank_case(inp)
     return None

@@ -357,6 +357,7 @@ pub fn variant(name: &str) -> Ranking {
             full,
             "mixed.file_vector=0;description.file_vector=0;question.file_vector=0",
         ),
+        "-file-text" => with_settings(full, "description.file_text=0"),
         other => match other.strip_prefix("set:") {
             Some(settings) => with_settings(full, settings),
             None => panic!("unknown variant {other}"),
@@ -398,6 +399,7 @@ fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
                     "path" => w.path = num(),
                     "coverage" => w.coverage = num(),
                     "file_vector" => w.file_vector = num(),
+                    "file_text" => w.file_text = num(),
                     _ => panic!("unknown weight {field}"),
                 }
             }

@@ -294,6 +294,9 @@ fn parts_text(hit: &HitJson, explain: bool) -> String {
     if let Some(rank) = p.file_vector_rank {
         s += &format!(" file vector #{rank}");
     }
+    if let Some(rank) = p.file_text_rank {
+        s += &format!(" file text #{rank}");
+    }
     if p.evidence_bonus > 0.0 {
         s += &format!(" file evidence +{:.4}", p.evidence_bonus);
     }
@@ -490,6 +493,7 @@ struct PartsJson {
     path_points: u64,
     coverage_points: u64,
     file_vector_rank: Option<usize>,
+    file_text_rank: Option<usize>,
     evidence_bonus: f64,
     role_weight: u32,
     chunk: f64,
@@ -545,6 +549,7 @@ impl HitJson {
                 path_points: p.evidence.path,
                 coverage_points: p.evidence.coverage,
                 file_vector_rank: p.evidence.vector_rank,
+                file_text_rank: p.evidence.text_rank,
                 evidence_bonus: unit(p.evidence_bonus),
                 role_weight: p.role.map_or(100, |r| r.1),
                 chunk: unit(p.chunk),

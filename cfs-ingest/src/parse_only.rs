@@ -64,7 +64,10 @@ mod tests {
             parse_only("notes.txt", b"plain words\n", &pdf),
             Some(Format::Text)
         );
-        assert_eq!(parse_only("blob.bin", &[0, 159, 146, 150, 0, 1], &pdf), None);
+        assert_eq!(
+            parse_only("blob.bin", &[0, 159, 146, 150, 0, 1], &pdf),
+            None
+        );
         assert_eq!(parse_only("bad.rs", &[0xff, 0xfe, b'f', b'n'], &pdf), None);
     }
 }

@@ -153,6 +153,54 @@ pub(crate) fn texts(
         .collect())
 }
 
+/// The length of each of `docs` (repository, document) that has chunks: its chunks'
+/// token counts summed.
+pub(crate) fn file_lengths(
+    tx: &mut Transaction<'_>,
+    name: &str,
+    mut docs: Vec<(i32, DocumentId)>,
+) -> Result<HashMap<(i32, DocumentId), u64>> {
+    docs.sort_unstable();
+    docs.dedup();
+    let repos: Vec<i32> = docs.iter().map(|d| d.0).collect();
+    let ids: Vec<Uuid> = docs.iter().map(|d| Uuid::from_bytes(d.1.0)).collect();
+    let rows = tx
+        .query(
+            "SELECT s.repo, s.document, sum(s.length)::bigint \
+             FROM unnest($1::int[], $2::uuid[]) AS k(repo, document) \
+             JOIN cfs_search s ON s.repo = k.repo AND s.document = k.document \
+             GROUP BY s.repo, s.document",
+            &[&repos, &ids],
+        )
+        .map_err(sql_error(name, "read the found files' lengths"))?;
+    let length = |row: &postgres::Row| u64::try_from(row.get::<_, i64>(2)).unwrap_or(0);
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let doc = DocumentId(*row.get::<_, Uuid>(1).as_bytes());
+            ((row.get(0), doc), length(row))
+        })
+        .collect())
+}
+
+/// The number of documents of each of `repos` (BM25's `N` for whole files).
+pub(crate) fn document_counts(
+    tx: &mut Transaction<'_>,
+    name: &str,
+    repos: Vec<i32>,
+) -> Result<HashMap<i32, u64>> {
+    let rows = tx
+        .query(
+            "SELECT repo, count(*) FROM cfs_search_docs WHERE repo = ANY($1) GROUP BY repo",
+            &[&repos],
+        )
+        .map_err(sql_error(name, "count the repositories' documents"))?;
+    Ok(rows
+        .iter()
+        .map(|row| (row.get(0), u64::try_from(row.get::<_, i64>(1)).unwrap_or(0)))
+        .collect())
+}
+
 /// The file vectors of `docs` (repository, document) that have one: the sum of the
 /// vectors of each one's first [`FILE_VECTOR_CHUNKS`] chunks, as publish stored it.
 pub(crate) fn file_vectors(

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use cfs_core::{ChunkId, DocumentId, StateRoot};
 use cfs_ingest::Embedder;
 use cfs_search::{
-    Analysis, ChunkMeta, ExternalLists, Found, Hit, Mode, Query, SEARCH_ROWS_VERSION, analyze,
-    chunk_list, definition_found, lookup_terms, tokens,
+    Analysis, ChunkMeta, ExternalLists, FileText, Found, Hit, Mode, Query, QueryTerm,
+    SEARCH_ROWS_VERSION, analyze, chunk_list, definition_found, file_text_score_of, lookup_terms,
+    tokens,
 };
 use cfs_store::StoreError;
 use postgres::Transaction;
@@ -274,6 +275,16 @@ struct Pending {
     vector: Vec<(ChunkId, i64)>,
     /// Masks, word weights and the query vector, filled as the lists were found.
     lists: ExternalLists,
+    /// What its files' text scores are computed from, when the intent weighs them.
+    file_text: Option<FileTextInput>,
+}
+
+/// A repository's query terms as its text list scored them, their posting lists and
+/// its tokens: enough to score its candidate files' whole texts ([`file_texts`]).
+struct FileTextInput {
+    terms: Vec<QueryTerm>,
+    postings: HashMap<String, Vec<Posting>>,
+    tokens: u64,
 }
 
 impl Pending {
@@ -350,23 +361,24 @@ fn rank_all(
     pending: Vec<Pending>,
     metas: &HashMap<(i32, ChunkId), Arc<ChunkMeta>>,
 ) -> Result<Vec<Vec<cfs_search::RankedChunk>>> {
-    let mut ready = Vec::with_capacity(pending.len());
+    let mut ready: Vec<Ready> = Vec::with_capacity(pending.len());
     for p in pending {
         let mut lists = p.lists;
         let of = |id: &ChunkId| metas.get(&(p.repo, *id)).cloned();
         lists.text = found(p.text, &of);
         lists.vector = found(p.vector, &of);
         lists.definitions = definitions(&p.analysis, p.definitions, &of, p.depth);
-        ready.push((p.repo, p.analysis, p.weight, lists));
+        ready.push((p.repo, p.analysis, p.weight, lists, p.file_text));
     }
+    file_texts(tx, name, &mut ready)?;
     let docs = ready
         .iter()
         .filter(|r| !r.3.query_vector.is_empty())
-        .flat_map(|(repo, _, _, lists)| candidate_docs(lists).map(move |d| (*repo, d)));
+        .flat_map(|(repo, _, _, lists, _)| candidate_docs(lists).map(move |d| (*repo, d)));
     let mut sums = resolve::file_vectors(tx, name, docs.collect())?;
     Ok(ready
         .into_iter()
-        .map(|(repo, analysis, weight, mut lists)| {
+        .map(|(repo, analysis, weight, mut lists, _)| {
             if !lists.query_vector.is_empty() {
                 let docs: Vec<DocumentId> = candidate_docs(&lists).collect();
                 lists.file_vectors = docs
@@ -380,8 +392,64 @@ fn rank_all(
         .collect())
 }
 
-/// The documents of the chunks of `lists`.
-fn candidate_docs(lists: &ExternalLists) -> impl Iterator<Item = DocumentId> + '_ {
+/// The file text scores of the candidate files of each repository of `ready` that has
+/// file text input ([`cfs_search::file_text_score_of`]): each term's counts summed over
+/// a file's chunks from its posting list, the files' lengths and the repositories'
+/// numbers of documents read in one statement each.
+fn file_texts(tx: &mut Transaction<'_>, name: &str, ready: &mut [Ready]) -> Result<()> {
+    let wanted: Vec<(i32, DocumentId)> = ready
+        .iter()
+        .filter(|r| r.4.is_some())
+        .flat_map(|(repo, _, _, lists, _)| candidate_docs(lists).map(move |d| (*repo, d)))
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let repos: Vec<i32> = ready
+        .iter()
+        .filter(|r| r.4.is_some())
+        .map(|r| r.0)
+        .collect();
+    let documents = resolve::document_counts(tx, name, repos)?;
+    let lengths = resolve::file_lengths(tx, name, wanted)?;
+    for (repo, _, _, lists, input) in ready.iter_mut() {
+        let Some(input) = input else { continue };
+        let mut docs: Vec<Arc<cfs_search::DocInfo>> = candidate_files(lists).collect();
+        docs.sort_unstable_by_key(|d| d.id);
+        docs.dedup_by_key(|d| d.id);
+        let place: HashMap<[u8; 16], usize> = docs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, d)| d.chunks.iter().map(move |c| (c.0, i)))
+            .collect();
+        let mut counts = vec![vec![0u64; input.terms.len()]; docs.len()];
+        for (t, term) in input.terms.iter().enumerate() {
+            for p in input.postings.get(&term.term).into_iter().flatten() {
+                if let Some(&i) = place.get(&p.chunk) {
+                    counts[i][t] += u64::from(p.count);
+                }
+            }
+        }
+        for (doc, counts) in docs.iter().zip(&counts) {
+            let file = FileText {
+                documents: documents.get(repo).copied().unwrap_or(0),
+                tokens: input.tokens,
+                length: lengths.get(&(*repo, doc.id)).copied().unwrap_or(0),
+            };
+            if let Some(score) = file_text_score_of(&file, &input.terms, counts) {
+                lists.file_texts.insert(doc.id, score);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A repository's lists, resolved, ready to rank: the repository, the query read, the
+/// vector weight, the lists and what its file text scores come from.
+type Ready = (i32, Analysis, u32, ExternalLists, Option<FileTextInput>);
+
+/// The documents of the chunks of `lists`, as their infos (each once per chunk).
+fn candidate_files(lists: &ExternalLists) -> impl Iterator<Item = Arc<cfs_search::DocInfo>> + '_ {
     let listed = lists
         .text
         .iter()
@@ -389,7 +457,12 @@ fn candidate_docs(lists: &ExternalLists) -> impl Iterator<Item = DocumentId> + '
         .map(|f| &f.chunk);
     listed
         .chain(lists.vector.iter().map(|f| &f.chunk))
-        .map(|c| c.doc.id)
+        .map(|c| Arc::clone(&c.doc))
+}
+
+/// The documents of the chunks of `lists`.
+fn candidate_docs(lists: &ExternalLists) -> impl Iterator<Item = DocumentId> + '_ {
+    candidate_files(lists).map(|d| d.id)
 }
 
 impl RepoSearch<'_, '_> {
@@ -401,11 +474,18 @@ impl RepoSearch<'_, '_> {
         let depth = cfs_search::list_depth(query, false);
         let weight = cfs_search::vector_weight(query, &analysis, embedder);
         let mut lists = ExternalLists::default();
+        let mut terms = Vec::new();
         let words_run = query.mode != Mode::Vector;
         let text = match words_run {
-            true => self.text_list(query, depth, &mut lists)?,
+            true => self.text_list(query, depth, &mut lists, &mut terms)?,
             false => Vec::new(),
         };
+        let weighs_files = query.ranking.weights(analysis.intent).file_text > 0;
+        let file_text = (weighs_files && !terms.is_empty()).then(|| FileTextInput {
+            terms,
+            postings: std::mem::take(&mut self.postings),
+            tokens: self.repo.tokens,
+        });
         let look_up = words_run && query.ranking.definitions && !analysis.identifiers.is_empty();
         let definitions = match look_up {
             true => self.definition_candidates(&analysis)?,
@@ -421,17 +501,20 @@ impl RepoSearch<'_, '_> {
             definitions,
             vector: Vec::new(),
             lists,
+            file_text,
         })
     }
 
     /// BM25 over the repository's chunks from its posting lists: the top `depth`
-    /// passing the filter, with their word masks and the words' weights in `lists`, as
-    /// `cfs_search` scores a snapshot's postings.
+    /// passing the filter, with their word masks and the words' weights in `lists` and
+    /// the terms held, as scored, in `scored`, as `cfs_search` scores a snapshot's
+    /// postings.
     fn text_list(
         &mut self,
         query: &Query,
         depth: usize,
         lists: &mut ExternalLists,
+        scored: &mut Vec<QueryTerm>,
     ) -> Result<Vec<(ChunkId, u64)>> {
         let (words, terms) = cfs_search::text_terms(query);
         lists.word_weights = vec![0; words.len()];
@@ -445,6 +528,11 @@ impl RepoSearch<'_, '_> {
                 continue;
             };
             let idf = cfs_search::idf(n, list.len() as u64);
+            scored.push(QueryTerm {
+                term: term.clone(),
+                shift: *shift,
+                idf,
+            });
             if !cfs_search::STOP_WORDS.contains(&words[*word].as_str()) {
                 lists.word_weights[*word] = lists.word_weights[*word].max(idf);
             }

@@ -1,7 +1,8 @@
 //! What a candidate file as a whole says about a query, beyond its chunks' ranks: how
 //! much of its name the query names (paths as evidence), how many of the query's words
-//! its text-matched chunks hold between them (coverage), and where the sum of its
-//! chunks' vectors ranks among the candidates' (the file vector). Each adds to every
+//! its text-matched chunks hold between them (coverage), where the sum of its chunks'
+//! vectors ranks among the candidates' (the file vector), and where the whole file ranks
+//! by BM25 as one document (the file text). Each adds to every
 //! chunk of the file in proportion to the intent's weight (`docs/spec.md`, "Ranking for
 //! code").
 
@@ -11,10 +12,12 @@ use std::sync::Arc;
 
 use cfs_core::DocumentId;
 
+use super::bm25;
 use super::intent::Analysis;
 use super::meta::DocInfo;
+use super::meta::Posting;
 use super::path_words::{PATH_ONE, file_words, path_points};
-use super::query::{TextFound, rrf};
+use super::query::{QueryTerm, TextFound, rrf};
 use super::rank::{Lists, RankedChunk, Ranking, Weights};
 use super::snapshot::Snapshot;
 
@@ -31,12 +34,15 @@ pub struct Evidence {
     pub coverage: u64,
     /// Its file vector's rank among the candidates' (from 1).
     pub vector_rank: Option<usize>,
+    /// Its file text score's rank among the candidates' (from 1).
+    pub text_rank: Option<usize>,
 }
 
 impl Evidence {
     /// What the evidence adds to each chunk of the file: `rrf(1)` times the path and
-    /// coverage weights in proportion to their points, and the file vector rank's
-    /// reciprocal times its weight (percentages; divisions round down, in this order).
+    /// coverage weights in proportion to their points, and the file vector and file text
+    /// ranks' reciprocals times their weights (percentages; divisions round down, in this
+    /// order).
     pub fn bonus(&self, w: &Weights) -> u64 {
         let share = |weight: u32, points: u64| rrf(1) * u64::from(weight) / 100 * points / PATH_ONE;
         share(w.path, self.path)
@@ -44,12 +50,15 @@ impl Evidence {
             + self
                 .vector_rank
                 .map_or(0, |r| rrf(r) * u64::from(w.file_vector) / 100)
+            + self
+                .text_rank
+                .map_or(0, |r| rrf(r) * u64::from(w.file_text) / 100)
     }
 }
 
 /// The evidence of every file holding a candidate chunk.
 pub(crate) fn file_evidence<K: Eq + std::hash::Hash>(
-    file_vector: &dyn Fn(&DocInfo, &[i16]) -> Option<i128>,
+    source: &super::rank::Source<'_, K>,
     chunks: &[(K, RankedChunk)],
     lists: &Lists<K>,
     analysis: &Analysis,
@@ -66,7 +75,11 @@ pub(crate) fn file_evidence<K: Eq + std::hash::Hash>(
     }
     let weights = ranking.weights(analysis.intent);
     let vector_ranks = match weights.file_vector > 0 && !lists.query_vector.is_empty() {
-        true => file_vector_ranks(file_vector, &docs, &lists.query_vector),
+        true => ranks_by(&docs, |d| (source.file_vector)(d, &lists.query_vector)),
+        false => HashMap::new(),
+    };
+    let text_ranks = match weights.file_text > 0 {
+        true => ranks_by(&docs, source.file_text),
         false => HashMap::new(),
     };
     docs.iter()
@@ -82,6 +95,7 @@ pub(crate) fn file_evidence<K: Eq + std::hash::Hash>(
                 path: if ranking.paths { path } else { 0 },
                 coverage: if ranking.coverage { coverage } else { 0 },
                 vector_rank: vector_ranks.get(&d.id).copied(),
+                text_rank: text_ranks.get(&d.id).copied(),
             };
             (d.id, e)
         })
@@ -106,16 +120,15 @@ pub fn coverage_points(word_weights: &[u64], mask: u64) -> u64 {
     (got * PATH_ONE).checked_div(all).unwrap_or(0)
 }
 
-/// The rank (from 1) of each of `docs` by the score of its file vector
-/// ([`file_vector_score`]); ties by document id; a document without vectors has none.
-fn file_vector_ranks(
-    file_vector: &dyn Fn(&DocInfo, &[i16]) -> Option<i128>,
+/// The rank (from 1) of each of `docs` by `score` descending, ties by document id; a
+/// document without a score has no rank (the file vector's and file text's lists).
+fn ranks_by<S: Ord + Copy>(
     docs: &[&Arc<DocInfo>],
-    q: &[i16],
+    score: impl Fn(&DocInfo) -> Option<S>,
 ) -> HashMap<DocumentId, usize> {
-    let mut scored: Vec<(i128, DocumentId)> = docs
+    let mut scored: Vec<(S, DocumentId)> = docs
         .iter()
-        .filter_map(|d| Some((file_vector(d, q)?, d.id)))
+        .filter_map(|d| Some((score(d)?, d.id)))
         .collect();
     scored.sort_unstable_by_key(|&(s, id)| (Reverse(s), id));
     scored
@@ -123,6 +136,69 @@ fn file_vector_ranks(
         .enumerate()
         .map(|(r, (_, id))| (id, r + 1))
         .collect()
+}
+
+/// A document's file text score in a snapshot: each query term's counts and the token
+/// counts summed over its live chunks ([`file_text_score_of`]).
+pub(crate) fn file_text_score(snap: &Snapshot, doc: &DocInfo, terms: &[QueryTerm]) -> Option<u64> {
+    let postings: Vec<Vec<Option<&[Posting]>>> = snap
+        .segments
+        .iter()
+        .map(|l| terms.iter().map(|t| l.segment.postings(&t.term)).collect())
+        .collect();
+    let mut counts = vec![0u64; terms.len()];
+    let mut length = 0u64;
+    for id in &doc.chunks {
+        // The segment where the chunk is live: an older one may hold it dead.
+        let Some((s, i)) = snap.segments.iter().enumerate().find_map(|(s, l)| {
+            let i = l.segment.position(id)?;
+            (!l.is_dead(i)).then_some((s, i))
+        }) else {
+            continue;
+        };
+        length += u64::from(snap.segments[s].segment.token_len(i));
+        for (count, list) in counts.iter_mut().zip(&postings[s]) {
+            let Some(list) = list else { continue };
+            if let Ok(p) = list.binary_search_by_key(&(i as u32), |p| p[0]) {
+                *count += u64::from(list[p][1]);
+            }
+        }
+    }
+    let file = FileText {
+        documents: snap.n_documents() as u64,
+        tokens: snap.live_len(),
+        length,
+    };
+    file_text_score_of(&file, terms, &counts)
+}
+
+/// A whole file as one BM25 document: the number of documents, every chunk's tokens,
+/// and the file's own length (its chunks' token counts summed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileText {
+    /// Documents in the snapshot (BM25's `N` for files).
+    pub documents: u64,
+    /// Tokens of every live chunk (`T`: the average file holds `T / N` of them).
+    pub tokens: u64,
+    /// The file's tokens (`dl`).
+    pub length: u64,
+}
+
+/// A file's **file text score** for the query terms text search scored (`terms`, each
+/// with its chunk idf and shift), `counts[t]` term `t`'s count in the file: the sum over
+/// the terms it holds of `((idf * tf_part(count, length, N, T)) >> shift) + 1`, BM25 as
+/// for a chunk with the file for the chunk; `None` when it holds no term.
+pub fn file_text_score_of(file: &FileText, terms: &[QueryTerm], counts: &[u64]) -> Option<u64> {
+    let score: u64 = terms
+        .iter()
+        .zip(counts)
+        .filter(|(_, count)| **count > 0)
+        .map(|(t, &count)| {
+            let part = bm25::tf_part(count, file.length, file.documents, file.tokens);
+            ((t.idf * part) >> t.shift) + 1
+        })
+        .sum();
+    (score > 0).then_some(score)
 }
 
 /// The score of a document's file vector ([`file_vector_score_of`]) from the vectors

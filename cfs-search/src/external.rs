@@ -167,6 +167,9 @@ pub struct ExternalLists {
     /// For each document of a listed chunk that has vectors: the sum of the vectors of
     /// its first [`crate::FILE_VECTOR_CHUNKS`] chunks ([`DocumentRows::file_vector`]).
     pub file_vectors: HashMap<DocumentId, Vec<i64>>,
+    /// For each document of a listed chunk that holds a query term, when the intent
+    /// weighs file texts: its file text score ([`crate::file_text_score_of`]).
+    pub file_texts: HashMap<DocumentId, u64>,
 }
 
 /// Ranks `lists`, found for `query` read as `analysis`, with the vector weight `weight`
@@ -182,11 +185,13 @@ pub fn rank_external(
     let vector = keyed(lists.vector, &mut metas);
     let definitions = keyed(lists.definitions, &mut metas);
     let file_vectors = lists.file_vectors;
+    let file_texts = lists.file_texts;
     let lists = Lists {
         text: TextFound {
             list: text,
             masks: lists.masks,
             word_weights: lists.word_weights,
+            terms: Vec::new(),
         },
         vector,
         definitions,
@@ -197,6 +202,7 @@ pub fn rank_external(
         file_vector: &|doc: &DocInfo, q: &[i16]| {
             crate::evidence::file_vector_score_of_sum(file_vectors.get(&doc.id)?, q)
         },
+        file_text: &|doc: &DocInfo| file_texts.get(&doc.id).copied(),
     };
     rank::rank_from(&source, lists, analysis, &query.ranking, Some(weight))
 }

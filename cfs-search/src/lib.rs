@@ -63,7 +63,10 @@ pub use declared::{
 pub use definition_terms::{
     DECLARED_PREFIX, DEFINITION_PREFIX, definition_terms, name_head, name_key,
 };
-pub use evidence::{Evidence, FILE_VECTOR_CHUNKS, coverage_points, file_vector_score_of};
+pub use evidence::{
+    Evidence, FILE_VECTOR_CHUNKS, FileText, coverage_points, file_text_score_of,
+    file_vector_score_of,
+};
 pub use explain::{Explaining, Explanation, SegmentExplained, TermExplained, explain};
 pub use external::{
     ChunkRow, DocumentRows, ExternalLists, Found, document_rows, list_depth, rank_external,
@@ -87,7 +90,7 @@ pub use meta::{ChunkMeta, DocInfo, PathInfo};
 pub use path_words::{
     FOLDER_POINTS, FileWords, MODULE_STEMS, PATH_ONE, file_words, path_points, word_matches,
 };
-pub use query::{CODE_CANDIDATES, Filter, Mode, Query, RRF_K, rrf};
+pub use query::{CODE_CANDIDATES, Filter, Mode, Query, QueryTerm, RRF_K, rrf};
 pub use rank::{
     Parts, RankedChunk, RankedFile, Ranking, Weights, chunk_list, fuse_ranks, rank_chunks,
 };
@@ -584,6 +587,7 @@ fn ranked(
             list: Vec::new(),
             masks: Default::default(),
             word_weights: Vec::new(),
+            terms: Vec::new(),
         },
     };
     let definitions = match words_run && ranking.definitions && !analysis.identifiers.is_empty() {

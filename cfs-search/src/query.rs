@@ -394,6 +394,19 @@ pub(crate) struct TextFound<K = At> {
     pub list: Vec<Scored<u64, K>>,
     pub masks: std::collections::HashMap<K, u64>,
     pub word_weights: Vec<u64>,
+    /// The query terms some live chunk holds, as they were scored.
+    pub terms: Vec<QueryTerm>,
+}
+
+/// A query term as text search scored it (`docs/spec.md` 21.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryTerm {
+    /// The term.
+    pub term: String,
+    /// 0 for a query word, 1 for a variant (its score is halved).
+    pub shift: u32,
+    /// Its idf among the snapshot's chunks.
+    pub idf: u64,
 }
 
 /// BM25 over the snapshot's live chunks: the top `k` passing `filter`; with `expand`,
@@ -412,6 +425,7 @@ pub(crate) fn text_search(
         list: Vec::new(),
         masks: std::collections::HashMap::new(),
         word_weights: vec![0; words.len()],
+        terms: Vec::new(),
     };
     if terms.is_empty() || n == 0 || k == 0 {
         return found;
@@ -424,6 +438,11 @@ pub(crate) fn text_search(
             continue;
         }
         let idf = bm25::idf(n, df);
+        found.terms.push(QueryTerm {
+            term: term.clone(),
+            shift: *shift,
+            idf,
+        });
         if !super::intent::STOP_WORDS.contains(&words[*word].as_str()) {
             found.word_weights[*word] = found.word_weights[*word].max(idf);
         }

@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release --bin code_suite -- REPOS --stores DIR [--suite DIR] [--embedder E]
 //!  [--repos a,b] [--split dev|test] [--modes text,vector,hybrid] [--variants V,..]
-//!  [--show N] [--json FILE]`
+//!  [--show N] [--json FILE] [--as-is]`
 //!
 //! `bench/suite/repos.json` names each repository (its GitHub name, the commit measured,
 //! its main language, and whether it is in the `dev` split, on which ranking may be
@@ -13,7 +13,8 @@
 //! commit in a folder of the suite's name (the repositories' files are never committed).
 //!
 //! Each repository is synced into its own store under `--stores DIR` (kept, so a later
-//! run only syncs what changed and embeds nothing again), its index opened exactly
+//! run only syncs what changed and embeds nothing again; `--as-is` searches the kept
+//! stores without a sync, for stores another build made), its index opened exactly
 //! (no approximation), and every query run in each mode. The answer is a list of files:
 //! the engine's file answer (`files`: `SearchIndex::search_files`, 10 files), and the
 //! files of its chunk answer in their order, each once (`chunks`: the first 10 chunk
@@ -21,7 +22,7 @@
 //! (first file of grade 1 or more). Variants of the ranking stack (`--variants`, default
 //! `full`): `full` (the spec's), `plain` (text and vectors fused, nothing else), and
 //! `-definitions`, `-variants`, `-paths`, `-coverage`, `-file-vector`, `-roles`, `-files`,
-//! `-intent` (the full stack without one signal; `-intent` weighs every query as a
+//! `-intent`, `-file-text` (the full stack without one signal; `-intent` weighs every query as a
 //! description), and `set:KEY=V;KEY=V` (the full stack with other weights, see
 //! `cfs_bench::with_settings`: for measuring on the dev split). The variants are
 //! `cfs_bench::variant`'s. Prints the overall scores of
@@ -244,8 +245,9 @@ impl Embedder for Experiment {
     }
 }
 
-/// The repository's store under `stores`, synced with its tree and fully embedded.
-fn synced_store(tree: &Path, stores: &Path, embedder: &dyn Embedder) -> Store {
+/// The repository's store under `stores`, synced with its tree and fully embedded, or
+/// as it is (`as_is`: a store another build made, which this one would chunk again).
+fn synced_store(tree: &Path, stores: &Path, embedder: &dyn Embedder, as_is: bool) -> Store {
     let options = SyncOptions {
         defer_embeddings: true,
         ..SyncOptions::default()
@@ -262,12 +264,16 @@ fn synced_store(tree: &Path, stores: &Path, embedder: &dyn Embedder) -> Store {
     let store = if file.is_file() {
         Store::open(&file).expect("the kept store")
     } else {
+        assert!(!as_is, "--as-is: no store {}", file.display());
         let settings = Settings {
             chunk: options.config.chunk,
             model_id: embedder.model_id().into(),
         };
         Store::create(&file, settings).expect("store")
     };
+    if as_is {
+        return store;
+    }
     let t = Instant::now();
     let synced = store.sync(tree, &options, embedder, &|_| {}).expect("sync");
     let embedded = store
@@ -378,6 +384,7 @@ fn main() {
         .map(Into::into)
         .collect();
     let show: usize = get("--show").map_or(0, |n| n.parse().expect("--show N"));
+    let as_is = args.iter().any(|a| a == "--as-is");
 
     let repos: Vec<Repo> = load_repos(&suite)
         .into_iter()
@@ -390,7 +397,7 @@ fn main() {
     let mut worst: Vec<(f64, String)> = Vec::new();
     for repo in &repos {
         let tree = repos_dir.join(&repo.name);
-        let store = synced_store(&tree, &stores, &*embedder);
+        let store = synced_store(&tree, &stores, &*embedder, as_is);
         let index = SearchIndex::open(&store, &*embedder, IndexOptions::exact()).expect("index");
         for q in queries.iter().filter(|q| q.repo == repo.name) {
             for (vi, v) in variants.iter().enumerate() {

@@ -87,13 +87,22 @@ fn check_equal(t: &TestDb, repos: &[(&str, &Fixture)]) -> Database {
     let mut db = Database::connect(&t.standby_url().unwrap_or_else(|| t.url())).unwrap();
     for (name, f) in repos {
         let index = SearchIndex::open(&f.store, &embedder, IndexOptions::exact()).unwrap();
+        let mut file_texts = 0;
         for q in queries() {
             let local = index.search(&q.clone().exact(true), &embedder).unwrap();
             let found = search(&mut db, &q, &embedder, &only(name)).unwrap();
             let found: Vec<Hit> = found.hits.into_iter().map(|h| h.hit).collect();
             assert!(!local.is_empty(), "{name}: {:?} finds nothing", q.text);
             assert_eq!(found, local, "{name}: {:?}", q.text);
+            file_texts += local
+                .iter()
+                .filter(|h| h.parts.evidence.text_rank.is_some())
+                .count();
         }
+        assert!(
+            file_texts > 0,
+            "{name}: no description ranked files by their text"
+        );
     }
     db
 }

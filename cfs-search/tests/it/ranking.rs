@@ -438,3 +438,39 @@ fn a_header_beside_its_implementation_is_a_declaration_in_every_index() {
         SearchIndex::open_or_build_file(&store, &e, IndexOptions::exact(), &cache).unwrap();
     assert_eq!(roles_found(&again, &e, words), back);
 }
+
+#[test]
+fn a_description_ranks_files_by_their_whole_text() {
+    let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // The description's four words spread over four small functions of one file;
+    // another file says two of them, twice, in one function.
+    let spread: String = ["exponential", "backoff", "jitter", "attempts"]
+        .iter()
+        .map(|w| format!("pub fn step_{w}() {{\n    // {w}\n}}\n\n"))
+        .collect();
+    write(tree.path(), "src/retry.rs", &spread);
+    write(
+        tree.path(),
+        "src/misc.rs",
+        "pub fn misc() {\n    // exponential backoff, exponential backoff\n}\n",
+    );
+    write(tree.path(), "src/other.rs", "pub fn other() {}\n");
+    let (store, e) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
+    let text_rank = |found: &[FileHit], path: &str| {
+        let file = found.iter().find(|f| f.path == path).expect(path);
+        file.chunks[0].parts.evidence.text_rank
+    };
+    let q = Query::new("exponential backoff jitter attempts");
+    let found = files(&index, &e, q.clone());
+    assert_eq!(text_rank(&found, "src/retry.rs"), Some(1), "{found:?}");
+    assert_eq!(text_rank(&found, "src/misc.rs"), Some(2), "{found:?}");
+    assert_eq!(found[0].path, "src/retry.rs", "{:?}", paths(&found));
+    // A name, or a ranking that does not weigh file texts, has no such rank.
+    let name = files(&index, &e, Query::new("step_jitter"));
+    assert_eq!(text_rank(&name, "src/retry.rs"), None);
+    let mut ranking = Ranking::default();
+    ranking.description.file_text = 0;
+    let off = files(&index, &e, q.ranking(ranking));
+    assert_eq!(text_rank(&off, "src/retry.rs"), None);
+}

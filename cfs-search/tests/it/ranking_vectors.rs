@@ -1,7 +1,7 @@
 //! Test vectors of ranking for code: `test-vectors/ranking.json` (docs/spec.md sections
 //! 21.2 and 21.4 to 21.10): reading a query, word variants, file roles and markers, name
 //! keys, declared names, definition terms, match levels, file words and path points,
-//! coverage, file vectors, and whole rankings of given lists. `ranking_vectors_are_current`
+//! coverage, file vectors, file texts, and whole rankings of given lists. `ranking_vectors_are_current`
 //! fails when the file is not what this generator writes (`CFS_REGENERATE_VECTORS=1`
 //! rewrites it); `test-vectors/verify.py` recomputes every case from the spec.
 
@@ -11,10 +11,10 @@ use std::sync::Arc;
 use cfs_core::{ChunkId, DocumentId, SymbolKind};
 use cfs_ingest::{Markers, Role, beside_implementation, document_role, path_role};
 use cfs_search::{
-    Analysis, ChunkMeta, DocInfo, Evidence, Intent, Mentions, Parts, PathInfo, RankedChunk,
-    Ranking, analyze, chunk_list, coverage_points, declared, definition_terms,
-    file_vector_score_of, file_words, fuse_ranks, match_level, name_head, name_key, named_after,
-    path_points, rank_chunks, variants,
+    Analysis, ChunkMeta, DocInfo, Evidence, FileText, Intent, Mentions, Parts, PathInfo, QueryTerm,
+    RankedChunk, Ranking, analyze, chunk_list, coverage_points, declared, definition_terms,
+    file_text_score_of, file_vector_score_of, file_words, fuse_ranks, match_level, name_head,
+    name_key, named_after, path_points, rank_chunks, variants,
 };
 use serde_json::{Value, json};
 
@@ -174,9 +174,31 @@ fn compute(case: &Value) -> Value {
             let refs: Vec<&[i16]> = vectors.iter().map(Vec::as_slice).collect();
             json!({"score": file_vector_score_of(&refs, &q).map(|v| v.to_string())})
         }
+        "file_text" => file_text_case(input),
         "rank" => rank_case(input),
         other => panic!("unknown kind {other}"),
     }
+}
+
+fn file_text_case(input: &Value) -> Value {
+    let n = |k: &str| input[k].as_u64().expect("a number");
+    let file = FileText {
+        documents: n("documents"),
+        tokens: n("tokens"),
+        length: n("length"),
+    };
+    let terms: Vec<QueryTerm> = input["terms"]
+        .as_array()
+        .expect("terms")
+        .iter()
+        .map(|t| QueryTerm {
+            term: s(t, "term").to_owned(),
+            shift: t["shift"].as_u64().expect("shift") as u32,
+            idf: t["idf"].as_u64().expect("idf"),
+        })
+        .collect();
+    let counts: Vec<u64> = serde_json::from_value(input["counts"].clone()).expect("counts");
+    json!({"score": file_text_score_of(&file, &terms, &counts).map(|v| v.to_string())})
 }
 
 fn definition_terms_case(input: &Value) -> Value {
@@ -269,6 +291,7 @@ fn rank_case(input: &Value) -> Value {
                 path: e["path"].as_u64().unwrap_or(0),
                 coverage: e["coverage"].as_u64().unwrap_or(0),
                 vector_rank: e["vector_rank"].as_u64().map(|r| r as usize),
+                text_rank: e["text_rank"].as_u64().map(|r| r as usize),
             },
         );
     }
@@ -800,6 +823,51 @@ fn cases() -> Vec<Value> {
             json!({"vectors": vectors, "query": q}),
         ));
     }
+    let term = |term: &str, shift: u32, idf: u64| json!({"term": term, "shift": shift, "idf": idf});
+    for (name, file, terms, counts) in [
+        (
+            "an average file, a word and a variant",
+            [10u64, 1000, 100],
+            vec![term("retry", 0, 200_000), term("retries", 1, 150_000)],
+            vec![3u64, 2],
+        ),
+        (
+            "a long file",
+            [10, 1000, 5000],
+            vec![term("retry", 0, 200_000)],
+            vec![3],
+        ),
+        (
+            "a term it does not hold",
+            [10, 1000, 80],
+            vec![term("retry", 0, 200_000), term("backoff", 0, 300_000)],
+            vec![0, 1],
+        ),
+        (
+            "an idf of 0 still counts",
+            [4, 40, 10],
+            vec![term("the", 0, 0)],
+            vec![5],
+        ),
+        (
+            "no term held",
+            [10, 1000, 100],
+            vec![term("x", 0, 9)],
+            vec![0],
+        ),
+        (
+            "large counts",
+            [3, 4_000_000_000, 2_000_000_000],
+            vec![term("a", 0, 1 << 20)],
+            vec![1_000_000_000],
+        ),
+    ] {
+        out.push(case(
+            "file_text",
+            name,
+            json!({"documents": file[0], "tokens": file[1], "length": file[2], "terms": terms, "counts": counts}),
+        ));
+    }
     out.extend(rank_cases());
     out
 }
@@ -811,10 +879,10 @@ fn rank_cases() -> Vec<Value> {
     let id = |n: u8| ChunkId([n; 16]).to_string();
     let case = |name: &str, input: Value| json!({"kind": "rank", "name": name, "input": input});
     let docs = json!([
-        {"paths": ["src/router.rs"], "markers": 0, "evidence": {"path": 1024, "coverage": 700, "vector_rank": 1}},
-        {"paths": ["tests/router.rs"], "markers": 0, "evidence": {"path": 1024, "coverage": 900, "vector_rank": 2}},
-        {"paths": ["docs/routing.md"], "markers": 0, "evidence": {"path": 0, "coverage": 1024, "vector_rank": 3}},
-        {"paths": ["src/gen.rs"], "markers": 1, "evidence": {"path": 0, "coverage": 100, "vector_rank": null}},
+        {"paths": ["src/router.rs"], "markers": 0, "evidence": {"path": 1024, "coverage": 700, "vector_rank": 1, "text_rank": 2}},
+        {"paths": ["tests/router.rs"], "markers": 0, "evidence": {"path": 1024, "coverage": 900, "vector_rank": 2, "text_rank": 1}},
+        {"paths": ["docs/routing.md"], "markers": 0, "evidence": {"path": 0, "coverage": 1024, "vector_rank": 3, "text_rank": 3}},
+        {"paths": ["src/gen.rs"], "markers": 1, "evidence": {"path": 0, "coverage": 100, "vector_rank": null, "text_rank": null}},
     ]);
     let chunks = json!([
         {"id": id(1), "doc": 0, "text": [5_000_000_000u64, 3], "vector": [900_000_000, 1], "definition": null},
