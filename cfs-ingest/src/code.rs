@@ -31,6 +31,7 @@ mod objc;
 mod ruby;
 mod scanners;
 mod sql;
+mod typescript;
 
 /// Largest symbol chunk, and the size of each sliding window, in bytes.
 pub const WINDOW_BYTES: usize = 7000;
@@ -88,14 +89,14 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::TypeScript,
         name: "typescript",
         version: "0.23.2",
-        rules: 3,
+        rules: 4,
         load: || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
     },
     Grammar {
         language: Language::Tsx,
         name: "typescript",
         version: "0.23.2",
-        rules: 3,
+        rules: 4,
         load: || tree_sitter_typescript::LANGUAGE_TSX.into(),
     },
     Grammar {
@@ -437,11 +438,37 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
         _ => None,
     };
     let text = readable.as_deref().unwrap_or(text);
+    let (tree, work) = parse_once(&grammar, text);
+    // A TypeScript interface's generic call signatures on lines of their own: read again
+    // separated, that tree taken only when it has no error (`typescript.rs`).
+    let has_error = tree.as_ref().is_some_and(|t| t.root_node().has_error());
+    if language == Language::TypeScript
+        && has_error
+        && let Some(separated) = typescript::separated_signatures(text)
+    {
+        let (second, more) = parse_once(&grammar, &separated);
+        let work = ParseWork {
+            checks: work.checks + more.checks,
+            pieces: work.pieces + more.pieces,
+        };
+        if second.as_ref().is_some_and(|t| !t.root_node().has_error()) {
+            return (second, work);
+        }
+        return (tree, work);
+    }
+    (tree, work)
+}
+
+/// One parse of `text` by `grammar` within its budgets.
+fn parse_once(
+    grammar: &tree_sitter::Language,
+    text: &str,
+) -> (Option<tree_sitter::Tree>, ParseWork) {
     let (budget, pieces_budget) = (parse_budget(text.len()), piece_budget(text.len()));
     let pieces = std::cell::Cell::new(0usize);
     let mut checks = 0usize;
     let tree = PARSER.with_borrow_mut(|parser| {
-        parser.set_language(&grammar).ok()?;
+        parser.set_language(grammar).ok()?;
         let mut progress = |_: &tree_sitter::ParseState| {
             checks += 1;
             match checks > budget || pieces.get() > pieces_budget {
@@ -682,6 +709,7 @@ fn is_transparent(language: Language, node: Node<'_>) -> bool {
         Language::Haskell => matches!(kind, "imports" | "declarations"),
         // A script wrapped in `{ ... }` so that it runs only once wholly downloaded.
         Language::Shell => kind == "compound_statement",
+        Language::TypeScript | Language::Tsx => is_global_augmentation(node),
         // The documents of a stream and the mapping at their top.
         Language::Yaml => matches!(kind, "document" | "block_node" | "block_mapping"),
         // The body of a whole file.
@@ -852,7 +880,10 @@ fn script_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
         "interface_declaration" => Some((SymbolKind::Interface, name(), None)),
         "type_alias_declaration" => Some((SymbolKind::Type, name(), None)),
         "enum_declaration" => Some((SymbolKind::Enum, name(), None)),
-        "internal_module" | "module" => Some((SymbolKind::Module, name(), None)),
+        "internal_module" | "module" => {
+            let name = strip_pair(&name(), &[('\'', '\''), ('"', '"')]).to_owned();
+            Some((SymbolKind::Module, name, node.child_by_field_name("body")))
+        }
         "lexical_declaration" | "variable_declaration" => script_binding(node, src),
         "assignment_expression" => script_assignment(node, src),
         _ => None,
@@ -1916,6 +1947,25 @@ fn directly_above(src: &str, end: usize, start: usize) -> bool {
         .is_some_and(|between| between.matches('\n').count() <= 1 && between.trim().is_empty())
 }
 
+/// What a TypeScript `declare` wraps (its first named child), or `node` itself.
+fn undeclared(node: Node<'_>) -> Node<'_> {
+    match node.kind() {
+        "ambient_declaration" => node.named_child(0).unwrap_or(node),
+        _ => node,
+    }
+}
+
+/// Whether `node` is TypeScript's `declare global { ... }` or the block it holds: the
+/// declarations in it are of the level that holds it.
+fn is_global_augmentation(node: Node<'_>) -> bool {
+    let block_of = |n: Node<'_>| {
+        n.kind() == "ambient_declaration"
+            && n.named_child(0)
+                .is_some_and(|c| c.kind() == "statement_block")
+    };
+    block_of(node) || (node.kind() == "statement_block" && node.parent().is_some_and(block_of))
+}
+
 /// The named children of `node`, those of its transparent children in their place.
 fn level_nodes<'t>(language: Language, node: Node<'t>) -> Vec<Node<'t>> {
     let mut out = Vec::new();
@@ -1984,9 +2034,11 @@ fn items<'t>(
             clauses_open = false;
             continue;
         }
-        // Wrappers whose inner declaration is the symbol: `export ...`, `@decorator def`.
+        // Wrappers whose inner declaration is the symbol: `export ...`, `@decorator def`,
+        // TypeScript's `declare ...` (also inside `export`).
         let inner = match child.kind() {
-            "export_statement" => child.child_by_field_name("declaration"),
+            "export_statement" => child.child_by_field_name("declaration").map(undeclared),
+            "ambient_declaration" => Some(undeclared(child)),
             "decorated_definition" => child.child_by_field_name("definition"),
             "template_declaration" => template_inner(child),
             // A Dart class member: its annotations, then the declaration.
@@ -2145,9 +2197,9 @@ fn merges_clauses(language: Language) -> bool {
     )
 }
 
-/// True for a container split into its members whatever its size: a C++ or PHP
-/// namespace, a Ruby or Elixir module or a braced Scala package, which often holds a
-/// whole file: its members are what a search looks for, and a file under the window
+/// True for a container split into its members whatever its size: a C++, PHP or
+/// TypeScript namespace (a `declare module` too), a Ruby or Elixir module or a braced
+/// Scala package, which often holds a whole file: its members are what a search looks for, and a file under the window
 /// size would otherwise be one chunk named after it. C# namespaces and Rust `mod`s are
 /// split only when large: splitting them at any size lost file retrieval on the team's
 /// suite (docs/bench-log/04-code-ranking-languages.md).
@@ -2158,6 +2210,8 @@ fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
         Language::Ruby,
         Language::Elixir,
         Language::Scala,
+        Language::TypeScript,
+        Language::Tsx,
     ];
     splits.contains(&language) && item.symbol.kind == SymbolKind::Module && item.body.is_some()
 }
@@ -2510,6 +2564,63 @@ mod tests {
                 .iter()
                 .all(|c| c.end - c.start <= WINDOW_BYTES || c.symbol.is_none())
         );
+    }
+
+    #[test]
+    fn typescript_generic_overloads_on_lines_of_their_own_parse_whole() {
+        let text = include_str!("../test_data/golden/overloads.ts");
+        let grammar = grammar(Language::TypeScript).unwrap();
+        let (first, _) = parse_once(&grammar, text);
+        assert!(
+            first.unwrap().root_node().has_error(),
+            "the grammar's own reading"
+        );
+        let tree = parse_tree(text, Language::TypeScript).unwrap();
+        assert!(
+            !tree.root_node().has_error(),
+            "{}",
+            tree.root_node().to_sexp()
+        );
+        // A tree whose error the separation does not mend stays the first one.
+        let broken = include_str!("../test_data/golden/broken.ts");
+        assert!(
+            parse_tree(broken, Language::TypeScript)
+                .unwrap()
+                .root_node()
+                .has_error()
+        );
+    }
+
+    #[test]
+    fn typescript_declarations_and_namespace_members() {
+        let text = "declare function f(): void;\n\nexport declare namespace Api {\n  export interface Req { url: string }\n}\n\ndeclare module 'express' {\n  interface Request { user?: string }\n}\n\ndeclare global {\n  interface Window { app: unknown }\n}\n\nnamespace Util {\n  export function pad(s: string): string { return s }\n}\n";
+        for language in [Language::TypeScript, Language::Tsx] {
+            let doc = chunk(text, language);
+            covers(&doc, text);
+            let (api, express, util) = (
+                Some("Api".into()),
+                Some("express".into()),
+                Some("Util".into()),
+            );
+            assert_eq!(
+                names(&doc),
+                vec![
+                    // What `declare` wraps is the symbol, as what `export` wraps is.
+                    ("f".into(), None, "function"),
+                    // A namespace or module is split into its members at any size;
+                    // a module's name is its string's content.
+                    ("Api".into(), None, "module"),
+                    ("Req".into(), api, "interface"),
+                    ("express".into(), None, "module"),
+                    ("Request".into(), express, "interface"),
+                    // `declare global` augments the file's own level.
+                    ("Window".into(), None, "interface"),
+                    ("Util".into(), None, "module"),
+                    ("pad".into(), util, "function"),
+                ],
+                "{language:?}"
+            );
+        }
     }
 
     #[test]

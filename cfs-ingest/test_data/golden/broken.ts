@@ -1,10 +1,10 @@
 /**
- * What a request can read: overloads the grammar cannot separate (call signatures
- * with type parameters on successive lines leave an ERROR in the interface).
+ * A value read and written: variance annotations (`in out`, TypeScript 4.7) that the
+ * grammar cannot read leave an ERROR in the interface.
  */
-export interface Get<E> {
-  <K extends keyof E>(key: K): E[K]
-  <K extends string>(key: K): unknown
+export interface Cell<in out T> {
+  get(): T
+  set(value: T): void
 }
 
 /** Keys read so far. */
