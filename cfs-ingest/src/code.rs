@@ -25,6 +25,7 @@ use crate::detect::Language;
 use crate::error::IngestError;
 use crate::text::{ChunkParams, chunk_text};
 
+mod cmacros;
 mod config;
 mod julia;
 mod objc;
@@ -89,14 +90,14 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::TypeScript,
         name: "typescript",
         version: "0.23.2",
-        rules: 4,
+        rules: 5,
         load: || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
     },
     Grammar {
         language: Language::Tsx,
         name: "typescript",
         version: "0.23.2",
-        rules: 4,
+        rules: 5,
         load: || tree_sitter_typescript::LANGUAGE_TSX.into(),
     },
     Grammar {
@@ -142,7 +143,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::C,
         name: "c",
         version: "0.24.2",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_c::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-cpp")]
@@ -150,7 +151,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Cpp,
         name: "cpp",
         version: "0.23.4",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_cpp::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-ruby")]
@@ -439,24 +440,44 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
     };
     let text = readable.as_deref().unwrap_or(text);
     let (tree, work) = parse_once(&grammar, text);
-    // A TypeScript interface's generic call signatures on lines of their own: read again
-    // separated, that tree taken only when it has no error (`typescript.rs`).
-    let has_error = tree.as_ref().is_some_and(|t| t.root_node().has_error());
-    if language == Language::TypeScript
-        && has_error
-        && let Some(separated) = typescript::separated_signatures(text)
-    {
-        let (second, more) = parse_once(&grammar, &separated);
-        let work = ParseWork {
-            checks: work.checks + more.checks,
-            pieces: work.pieces + more.pieces,
-        };
-        if second.as_ref().is_some_and(|t| !t.root_node().has_error()) {
-            return (second, work);
-        }
+    let Some(first) = tree.as_ref().filter(|t| t.root_node().has_error()) else {
         return (tree, work);
+    };
+    // What the grammar misreads, rewritten byte for byte as long: read again, that tree
+    // taken when less of it lies under errors.
+    let rewritten = match language {
+        Language::TypeScript => typescript::separated_signatures(text),
+        Language::C | Language::Cpp => cmacros::macro_lines_blanked(text),
+        _ => None,
+    };
+    let Some(rewritten) = rewritten else {
+        return (tree, work);
+    };
+    let (second, more) = parse_once(&grammar, &rewritten);
+    let work = ParseWork {
+        checks: work.checks + more.checks,
+        pieces: work.pieces + more.pieces,
+    };
+    let in_error = error_bytes(first);
+    match second.filter(|s| error_bytes(s) < in_error) {
+        Some(second) => (Some(second), work),
+        None => (tree, work),
     }
-    (tree, work)
+}
+
+/// Bytes of `tree`'s text under its outermost `ERROR` nodes.
+fn error_bytes(tree: &tree_sitter::Tree) -> usize {
+    let mut bytes = 0;
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if node.is_error() {
+            bytes += node.end_byte() - node.start_byte();
+        } else if node.has_error() {
+            let mut cursor = node.walk();
+            stack.extend(node.children(&mut cursor));
+        }
+    }
+    bytes
 }
 
 /// One parse of `text` by `grammar` within its budgets.
@@ -2588,6 +2609,46 @@ mod tests {
                 .unwrap()
                 .root_node()
                 .has_error()
+        );
+    }
+
+    #[cfg(feature = "lang-c")]
+    fn grammar_of_c() -> tree_sitter::Language {
+        grammar(Language::C).unwrap()
+    }
+
+    #[test]
+    #[cfg(all(feature = "lang-c", feature = "lang-cpp"))]
+    fn macros_alone_on_a_line_do_not_swallow_what_follows() {
+        let text = "FMT_BEGIN_NAMESPACE\nnamespace detail {\n\n// Writes a buffer.\ntemplate <typename Char>\nvoid write_buffer(Char* buf) {\n  flush(buf);\n}\n\nstruct file_access_tag {};\n}  // namespace detail\nFMT_END_NAMESPACE\n";
+        let grammar = grammar(Language::Cpp).unwrap();
+        let (first, _) = parse_once(&grammar, text);
+        assert!(
+            first.unwrap().root_node().has_error(),
+            "the grammar's own reading"
+        );
+        let doc = chunk(text, Language::Cpp);
+        covers(&doc, text);
+        let detail = Some("detail".to_owned());
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("detail".into(), None, "module"),
+                ("write_buffer".into(), detail.clone(), "function"),
+                ("file_access_tag".into(), detail, "struct"),
+            ]
+        );
+        assert_eq!(
+            symbol(&doc, "write_buffer").doc_comment,
+            "// Writes a buffer."
+        );
+        // C's `__BEGIN_DECLS` likewise.
+        let c = "__BEGIN_DECLS\nstatic int f(void) { return 1; }\n__END_DECLS\n";
+        let (first, _) = parse_once(&grammar_of_c(), c);
+        assert!(first.unwrap().root_node().has_error());
+        assert_eq!(
+            names(&chunk(c, Language::C)),
+            vec![("f".into(), None, "function")]
         );
     }
 
