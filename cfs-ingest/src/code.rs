@@ -2220,8 +2220,8 @@ fn merges_clauses(language: Language) -> bool {
 
 /// True for a container split into its members whatever its size: a C++, PHP or
 /// TypeScript namespace (a `declare module` too), a Ruby or Elixir module or a braced
-/// Scala package, which often holds a whole file: its members are what a search looks for, and a file under the window
-/// size would otherwise be one chunk named after it. C# namespaces and Rust `mod`s are
+/// Scala package, which often holds a whole file: its members are what a search looks
+/// for, and a file under the window size would otherwise be one chunk named after it. C# namespaces and Rust `mod`s are
 /// split only when large: splitting them at any size lost file retrieval on the team's
 /// suite (docs/bench-log/04-code-ranking-languages.md).
 fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
@@ -2612,17 +2612,11 @@ mod tests {
         );
     }
 
-    #[cfg(feature = "lang-c")]
-    fn grammar_of_c() -> tree_sitter::Language {
-        grammar(Language::C).unwrap()
-    }
-
     #[test]
     #[cfg(all(feature = "lang-c", feature = "lang-cpp"))]
     fn macros_alone_on_a_line_do_not_swallow_what_follows() {
         let text = "FMT_BEGIN_NAMESPACE\nnamespace detail {\n\n// Writes a buffer.\ntemplate <typename Char>\nvoid write_buffer(Char* buf) {\n  flush(buf);\n}\n\nstruct file_access_tag {};\n}  // namespace detail\nFMT_END_NAMESPACE\n";
-        let grammar = grammar(Language::Cpp).unwrap();
-        let (first, _) = parse_once(&grammar, text);
+        let (first, _) = parse_once(&grammar(Language::Cpp).unwrap(), text);
         assert!(
             first.unwrap().root_node().has_error(),
             "the grammar's own reading"
@@ -2644,7 +2638,7 @@ mod tests {
         );
         // C's `__BEGIN_DECLS` likewise.
         let c = "__BEGIN_DECLS\nstatic int f(void) { return 1; }\n__END_DECLS\n";
-        let (first, _) = parse_once(&grammar_of_c(), c);
+        let (first, _) = parse_once(&grammar(Language::C).unwrap(), c);
         assert!(first.unwrap().root_node().has_error());
         assert_eq!(
             names(&chunk(c, Language::C)),

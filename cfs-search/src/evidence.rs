@@ -14,8 +14,7 @@ use cfs_core::DocumentId;
 
 use super::bm25;
 use super::intent::Analysis;
-use super::meta::DocInfo;
-use super::meta::Posting;
+use super::meta::{DocInfo, Posting};
 use super::path_words::{PATH_ONE, file_words, path_points};
 use super::query::{QueryTerm, TextFound, rrf};
 use super::rank::{Lists, RankedChunk, Ranking, Weights};
