@@ -263,7 +263,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Julia,
         name: "julia",
         version: "0.23.1",
-        rules: 1,
+        rules: 2,
         load: || tree_sitter_julia::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-sql")]
@@ -2219,8 +2219,8 @@ fn merges_clauses(language: Language) -> bool {
 }
 
 /// True for a container split into its members whatever its size: a C++, PHP or
-/// TypeScript namespace (a `declare module` too), a Ruby or Elixir module or a braced
-/// Scala package, which often holds a whole file: its members are what a search looks
+/// TypeScript namespace (a `declare module` too), a Ruby, Elixir or Julia module or a
+/// braced Scala package, which often holds a whole file: its members are what a search looks
 /// for, and a file under the window size would otherwise be one chunk named after it. C# namespaces and Rust `mod`s are
 /// split only when large: splitting them at any size lost file retrieval on the team's
 /// suite (docs/bench-log/04-code-ranking-languages.md).
@@ -2233,6 +2233,7 @@ fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
         Language::Scala,
         Language::TypeScript,
         Language::Tsx,
+        Language::Julia,
     ];
     splits.contains(&language) && item.symbol.kind == SymbolKind::Module && item.body.is_some()
 }
@@ -3809,14 +3810,17 @@ mod tests {
                 ("relu".into(), None, "function"),
                 ("show".into(), Some("Base".into()), "function"),
                 ("layer".into(), None, "macro"),
+                // A module is split into its members whatever its size (rules 2).
                 ("Losses".into(), None, "module"),
+                ("mse".into(), Some("Losses".into()), "function"),
+                ("crossentropy".into(), Some("Losses".into()), "function"),
                 ("gradient".into(), None, "function"),
             ]
         );
         let dense = &doc.chunks.iter().find_map(|c| c.symbol.as_ref()).unwrap();
         assert!(dense.doc_comment.contains("A fully connected layer."));
         assert_eq!(symbol(&doc, "relu").signature, "relu(x) = max(zero(x), x)");
-        // A module over 7,000 bytes splits into its definitions.
+        // A large module likewise.
         let body = "  f(x) = x + 1\n".repeat(600);
         let big =
             format!("module Big\n{body}  # Squares.\n  function square(x)\n    x^2\n  end\nend\n");
@@ -3837,7 +3841,11 @@ mod tests {
         covers(&doc, newer);
         assert_eq!(
             names(&doc),
-            vec![("M".into(), None, "module"), ("g".into(), None, "function")]
+            vec![
+                ("M".into(), None, "module"),
+                ("f".into(), Some("M".into()), "function"),
+                ("g".into(), None, "function")
+            ]
         );
     }
 
