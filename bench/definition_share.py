@@ -20,7 +20,10 @@ their definitions as not their own chunk. Generated files (a `DO NOT EDIT`, `@ge
 or `AUTO GENERATED` banner in their first 2 KB) are left out: their definitions are not
 what the goal is about, and the line rule misreads them.
 
-A Kotlin file declaring a function named in backticks (`fun `a test``) has no
+In Rust, Kotlin, Lua, JavaScript, OCaml,
+Haskell, R, shell, C and Go a definition whose line starts with white space is nested,
+not top-level, whatever scope ctags gives it (it gives none to many members, closures
+and local functions). A Kotlin file declaring a function named in backticks (`fun `a test``) has no
 definitions here: ctags's Kotlin parser names some of those with memory it never set,
 differently on every run, and then keeps or drops the scopes of what follows. The
 oracle is approximate: ctags reports some members (Kotlin's, Rust's associated
@@ -146,12 +149,24 @@ def file_stem(path):
     return os.path.basename(path).split(".")[0].lower()
 
 
+# Languages whose top-level definitions start at a line's first column, by their usual
+# style or their own rules (gofmt, Haskell's layout): an indented one is nested, whatever
+# scope ctags gives it (it gives none to many members and local functions).
+COLUMN_ZERO = {"rust", "kotlin", "lua", "javascript", "ocaml", "haskell", "r", "shell", "c", "go"}
+
+
+def indented(tag):
+    """True when ctags's pattern for the tag shows its line starting with white space."""
+    pattern = tag.get("pattern", "")
+    return pattern.startswith("/^") and pattern[2:3] in (" ", "\t")
+
+
 def ctags_definitions(language, tags):
     rules = CTAGS_RULES.get(language, {})
     defs = []
     for t in tags:
         scopes = rules.get(t.get("kind"))
-        if scopes is None:
+        if scopes is None or (language in COLUMN_ZERO and indented(t)):
             continue
         scope = t.get("scopeKind", "top") if "scope" in t else "top"
         # OCaml's ctags names each file's own module, the file, as a module at line 1.
