@@ -223,7 +223,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Elixir,
         name: "elixir",
         version: "0.3.5",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_elixir::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-ocaml")]
@@ -676,7 +676,10 @@ fn attachment(language: Language, node: Node<'_>, src: &str) -> Option<bool> {
         }
         Language::Elixir => match kind {
             "comment" => Some(true),
-            "unary_operator" => elixir_attribute(node, src).map(|name| name == "doc"),
+            // A type or a callback is defined, not attached to what follows.
+            "unary_operator" => elixir_attribute(node, src)
+                .filter(|name| elixir_typespec_kind(name).is_none())
+                .map(|name| name == "doc"),
             _ => None,
         },
         _ => (kind == "comment").then_some(true),
@@ -691,6 +694,34 @@ fn elixir_attribute<'s>(node: Node<'_>, src: &'s str) -> Option<&'s str> {
     let name = text_of(target, src);
     let is_attribute = text_of(node, src).starts_with('@') && operand.kind() == "call";
     (is_attribute && name != "moduledoc").then_some(name)
+}
+
+/// What an Elixir attribute that defines something defines: `@type`, `@typep` and
+/// `@opaque` a type, `@callback` a function and `@macrocallback` a macro of a behaviour.
+fn elixir_typespec_kind(attribute: &str) -> Option<SymbolKind> {
+    match attribute {
+        "type" | "typep" | "opaque" => Some(SymbolKind::Type),
+        "callback" => Some(SymbolKind::Function),
+        "macrocallback" => Some(SymbolKind::Macro),
+        _ => None,
+    }
+}
+
+/// An Elixir `@type`, `@callback` and the like: named by the name its spec declares
+/// (`@callback insert(t, keyword) :: t when t: term` is `insert`).
+fn elixir_typespec<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
+    let kind = elixir_typespec_kind(elixir_attribute(node, src)?)?;
+    let operand = node.child_by_field_name("operand")?;
+    let mut head = child_of_kind(operand, &["arguments"])?.named_child(0)?;
+    while head.kind() == "binary_operator" {
+        head = head.child_by_field_name("left")?;
+    }
+    let name = match head.kind() {
+        "call" => head.child_by_field_name("target")?,
+        "identifier" => head,
+        _ => return None,
+    };
+    Some((kind, text_of(name, src).to_owned(), None))
 }
 
 /// Nodes whose named children are symbols of the level that holds them: Java's
@@ -1780,6 +1811,9 @@ fn elixir_symbol<'t>(
     src: &str,
     parent: Option<(&str, SymbolKind)>,
 ) -> Option<Classified<'t>> {
+    if node.kind() == "unary_operator" {
+        return elixir_typespec(node, src);
+    }
     if node.kind() != "call" {
         return None;
     }
@@ -3246,7 +3280,7 @@ mod tests {
     fn elixir_modules_clauses_and_attributes() {
         let pad = "    x = 1\n".repeat(800);
         let text = format!(
-            "defmodule Geo.Shapes do\n  @moduledoc \"Shapes.\"\n  defstruct name: nil\n\n  @doc \"Counts down.\"\n  @spec countdown(integer) :: :done\n  def countdown(0), do: :done\n  # the rest\n  def countdown(n) when n > 0 do\n{pad}  end\n\n  defp double(x), do: x * 2\n  def hello, do: :hi\n  defmacro twice(x), do: x\n\n  defmodule Inner do\n  end\nend\n\ndefprotocol Geo.Describe do\n  def describe(v)\nend\n\ndefimpl Geo.Describe, for: Geo.Shapes do\n  def describe(s), do: s.name\nend\n"
+            "defmodule Geo.Shapes do\n  @moduledoc \"Shapes.\"\n  defstruct name: nil\n  @type point :: {{number, number}}\n  @doc \"Reads one.\"\n  @callback read(t, keyword) :: {{:ok, t}} when t: term\n  @macrocallback m(term) :: Macro.t\n\n  @doc \"Counts down.\"\n  @spec countdown(integer) :: :done\n  def countdown(0), do: :done\n  # the rest\n  def countdown(n) when n > 0 do\n{pad}  end\n\n  defp double(x), do: x * 2\n  def hello, do: :hi\n  defmacro twice(x), do: x\n\n  defmodule Inner do\n  end\nend\n\ndefprotocol Geo.Describe do\n  def describe(v)\nend\n\ndefimpl Geo.Describe, for: Geo.Shapes do\n  def describe(s), do: s.name\nend\n"
         );
         let doc = chunk(&text, Language::Elixir);
         covers(&doc, &text);
@@ -3256,6 +3290,10 @@ mod tests {
             vec![
                 ("Geo.Shapes".into(), None, "module"),
                 ("Geo.Shapes".into(), shapes.clone(), "struct"),
+                // Types and a behaviour's callbacks are defined by attributes.
+                ("point".into(), shapes.clone(), "type"),
+                ("read".into(), shapes.clone(), "function"),
+                ("m".into(), shapes.clone(), "macro"),
                 ("countdown".into(), shapes.clone(), "function"),
                 ("double".into(), shapes.clone(), "function"),
                 ("hello".into(), shapes.clone(), "function"),
@@ -3277,6 +3315,7 @@ mod tests {
         let countdown = symbol(&doc, "countdown");
         assert_eq!(countdown.doc_comment, "@doc \"Counts down.\"");
         assert_eq!(countdown.signature, "def countdown(0), do: :done");
+        assert_eq!(symbol(&doc, "read").doc_comment, "@doc \"Reads one.\"");
     }
 
     #[test]
