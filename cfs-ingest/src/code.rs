@@ -2254,10 +2254,11 @@ fn merges_clauses(language: Language) -> bool {
 
 /// True for a container split into its members whatever its size: a C++, PHP or
 /// TypeScript namespace (a `declare module` too), a Ruby, Elixir or Julia module or a
-/// braced Scala package, which often holds a whole file: its members are what a search looks
-/// for, and a file under the window size would otherwise be one chunk named after it. C# namespaces and Rust `mod`s are
-/// split only when large: splitting them at any size lost file retrieval on the team's
-/// suite (docs/bench-log/04-code-ranking-languages.md).
+/// braced Scala package, which often holds a whole file: its members are what a search
+/// looks for, and a file under the window size would otherwise be one chunk named after
+/// it. C# namespaces and Rust `mod`s are split only when large: splitting them at any
+/// size lost file retrieval on the team's suite
+/// (docs/bench-log/04-code-ranking-languages.md).
 fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
     let splits = [
         Language::Cpp,

@@ -18,17 +18,29 @@ use crate::error::{DbError, Result};
 use crate::publish::tag_of;
 use crate::search_rows::decode_sum;
 
+/// `keys` (repository, 16-byte id) sorted, each once, as the two columns an
+/// `unnest($1::int[], $2::uuid[])` reads.
+fn key_columns(mut keys: Vec<(i32, [u8; 16])>) -> (Vec<i32>, Vec<Uuid>) {
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .map(|(r, id)| (r, Uuid::from_bytes(id)))
+        .unzip()
+}
+
+/// [`key_columns`] of documents.
+fn document_columns(docs: Vec<(i32, DocumentId)>) -> (Vec<i32>, Vec<Uuid>) {
+    key_columns(docs.into_iter().map(|(r, d)| (r, d.0)).collect())
+}
+
 /// The metadata of the chunks `ids` (repository, chunk), from their repositories'
 /// search rows, with their documents'.
 pub(crate) fn chunks(
     tx: &mut Transaction<'_>,
     name: &str,
-    mut ids: Vec<(i32, ChunkId)>,
+    ids: Vec<(i32, ChunkId)>,
 ) -> Result<HashMap<(i32, ChunkId), Arc<ChunkMeta>>> {
-    ids.sort_unstable();
-    ids.dedup();
-    let repos: Vec<i32> = ids.iter().map(|i| i.0).collect();
-    let chunks: Vec<Uuid> = ids.iter().map(|i| Uuid::from_bytes(i.1.0)).collect();
+    let (repos, chunks) = key_columns(ids.into_iter().map(|(r, c)| (r, c.0)).collect());
     let rows = tx
         .query(
             "SELECT s.repo, s.chunk, s.sequence, s.byte_offset, s.byte_length, s.start_line, \
@@ -158,12 +170,9 @@ pub(crate) fn texts(
 pub(crate) fn file_lengths(
     tx: &mut Transaction<'_>,
     name: &str,
-    mut docs: Vec<(i32, DocumentId)>,
+    docs: Vec<(i32, DocumentId)>,
 ) -> Result<HashMap<(i32, DocumentId), u64>> {
-    docs.sort_unstable();
-    docs.dedup();
-    let repos: Vec<i32> = docs.iter().map(|d| d.0).collect();
-    let ids: Vec<Uuid> = docs.iter().map(|d| Uuid::from_bytes(d.1.0)).collect();
+    let (repos, ids) = document_columns(docs);
     let rows = tx
         .query(
             "SELECT s.repo, s.document, sum(s.length)::bigint \
@@ -206,15 +215,12 @@ pub(crate) fn document_counts(
 pub(crate) fn file_vectors(
     tx: &mut Transaction<'_>,
     name: &str,
-    mut docs: Vec<(i32, DocumentId)>,
+    docs: Vec<(i32, DocumentId)>,
 ) -> Result<HashMap<(i32, DocumentId), Vec<i64>>> {
-    docs.sort_unstable();
-    docs.dedup();
-    if docs.is_empty() {
+    let (repos, ids) = document_columns(docs);
+    if repos.is_empty() {
         return Ok(HashMap::new());
     }
-    let repos: Vec<i32> = docs.iter().map(|d| d.0).collect();
-    let ids: Vec<Uuid> = docs.iter().map(|d| Uuid::from_bytes(d.1.0)).collect();
     let rows = tx
         .query(
             "SELECT d.repo, d.document, d.file_vector \

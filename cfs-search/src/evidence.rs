@@ -137,14 +137,32 @@ fn ranks_by<S: Ord + Copy>(
         .collect()
 }
 
+/// The query terms text search scored, with each segment's posting list of each (by
+/// segment, then term): looked up once a query, read for every candidate file.
+pub(crate) struct TermPostings<'s> {
+    terms: Vec<QueryTerm>,
+    lists: Vec<Vec<Option<&'s [Posting]>>>,
+}
+
+impl<'s> TermPostings<'s> {
+    pub(crate) fn new(snap: &'s Snapshot, terms: Vec<QueryTerm>) -> Self {
+        let lists = snap
+            .segments
+            .iter()
+            .map(|l| terms.iter().map(|t| l.segment.postings(&t.term)).collect())
+            .collect();
+        Self { terms, lists }
+    }
+}
+
 /// A document's file text score in a snapshot: each query term's counts and the token
 /// counts summed over its live chunks ([`file_text_score_of`]).
-pub(crate) fn file_text_score(snap: &Snapshot, doc: &DocInfo, terms: &[QueryTerm]) -> Option<u64> {
-    let postings: Vec<Vec<Option<&[Posting]>>> = snap
-        .segments
-        .iter()
-        .map(|l| terms.iter().map(|t| l.segment.postings(&t.term)).collect())
-        .collect();
+pub(crate) fn file_text_score(
+    snap: &Snapshot,
+    doc: &DocInfo,
+    postings: &TermPostings<'_>,
+) -> Option<u64> {
+    let terms = &postings.terms;
     let mut counts = vec![0u64; terms.len()];
     let mut length = 0u64;
     for id in &doc.chunks {
@@ -156,7 +174,7 @@ pub(crate) fn file_text_score(snap: &Snapshot, doc: &DocInfo, terms: &[QueryTerm
             continue;
         };
         length += u64::from(snap.segments[s].segment.token_len(i));
-        for (count, list) in counts.iter_mut().zip(&postings[s]) {
+        for (count, list) in counts.iter_mut().zip(&postings.lists[s]) {
             let Some(list) = list else { continue };
             if let Ok(p) = list.binary_search_by_key(&(i as u32), |p| p[0]) {
                 *count += u64::from(list[p][1]);

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use cfs_core::{ChunkId, DocumentId};
 use cfs_ingest::Role;
 
-use super::evidence::{Evidence, file_evidence, file_text_score, file_vector_score};
+use super::evidence::{Evidence, TermPostings, file_evidence, file_text_score, file_vector_score};
 use super::intent::{Analysis, Intent, Mentions};
 use super::meta::{ChunkMeta, DocInfo};
 use super::query::{At, Scored, TextFound, rrf};
@@ -251,11 +251,11 @@ pub(crate) fn rank(
     ranking: &Ranking,
     vector_weight: Option<u32>,
 ) -> Vec<RankedFile> {
-    let terms = std::mem::take(&mut lists.text.terms);
+    let postings = TermPostings::new(snap, std::mem::take(&mut lists.text.terms));
     let source = Source {
         meta: &|at: At| at.meta(snap),
         file_vector: &|doc: &DocInfo, q: &[i16]| file_vector_score(snap, doc, q),
-        file_text: &|doc: &DocInfo| file_text_score(snap, doc, &terms),
+        file_text: &|doc: &DocInfo| file_text_score(snap, doc, &postings),
     };
     rank_from(&source, lists, analysis, ranking, vector_weight)
 }

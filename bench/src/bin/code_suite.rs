@@ -22,8 +22,8 @@
 //! (first file of grade 1 or more). Variants of the ranking stack (`--variants`, default
 //! `full`): `full` (the spec's), `plain` (text and vectors fused, nothing else), and
 //! `-definitions`, `-variants`, `-paths`, `-coverage`, `-file-vector`, `-roles`, `-files`,
-//! `-intent`, `-file-text` (the full stack without one signal; `-intent` weighs every query as a
-//! description), and `set:KEY=V;KEY=V` (the full stack with other weights, see
+//! `-intent`, `-file-text` (the full stack without one signal; `-intent` weighs every
+//! query as a description), and `set:KEY=V;KEY=V` (the full stack with other weights, see
 //! `cfs_bench::with_settings`: for measuring on the dev split). The variants are
 //! `cfs_bench::variant`'s. Prints the overall scores of
 //! each variant and mode per split, then a table per language, kind and repository of
@@ -261,19 +261,19 @@ fn synced_store(tree: &Path, stores: &Path, embedder: &dyn Embedder, as_is: bool
     std::fs::create_dir_all(&dir).expect("stores folder");
     let name = tree.file_name().expect("repository folder name");
     let file = dir.join(name).with_extension("redb");
+    if as_is {
+        // Read only: the store is another build's, searched as it is.
+        return Store::open_read_only(&file).expect("--as-is: the kept store");
+    }
     let store = if file.is_file() {
         Store::open(&file).expect("the kept store")
     } else {
-        assert!(!as_is, "--as-is: no store {}", file.display());
         let settings = Settings {
             chunk: options.config.chunk,
             model_id: embedder.model_id().into(),
         };
         Store::create(&file, settings).expect("store")
     };
-    if as_is {
-        return store;
-    }
     let t = Instant::now();
     let synced = store.sync(tree, &options, embedder, &|_| {}).expect("sync");
     let embedded = store
