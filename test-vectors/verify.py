@@ -540,7 +540,8 @@ def utf16_without_bom(data):
     return None
 
 
-CPP_LINE_STARTS = (b"namespace ", b"template<", b"template <", b"class ", b"public:",
+CPP_LINE_STARTS = (b"namespace ", b"template<", b"template <", b"class ", b"enum class ",
+                   b"enum struct ", b"public:",
                    b"private:", b"protected:", b"using namespace ")
 
 

@@ -27,12 +27,14 @@ use crate::text::{ChunkParams, chunk_text};
 
 mod cmacros;
 mod config;
+mod haskell;
 mod julia;
 mod objc;
 mod ruby;
 mod scanners;
 mod sql;
 mod typescript;
+mod zsh;
 
 /// Largest symbol chunk, and the size of each sliding window, in bytes.
 pub const WINDOW_BYTES: usize = 7000;
@@ -143,7 +145,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::C,
         name: "c",
         version: "0.24.2",
-        rules: 3,
+        rules: 4,
         load: || tree_sitter_c::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-cpp")]
@@ -151,7 +153,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Cpp,
         name: "cpp",
         version: "0.23.4",
-        rules: 3,
+        rules: 4,
         load: || tree_sitter_cpp::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-ruby")]
@@ -159,7 +161,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Ruby,
         name: "ruby",
         version: "0.23.1",
-        rules: 4,
+        rules: 5,
         load: || tree_sitter_ruby::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-php")]
@@ -183,7 +185,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Shell,
         name: "bash",
         version: "0.25.1",
-        rules: 3,
+        rules: 4,
         load: || tree_sitter_bash::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-lua")]
@@ -215,7 +217,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Haskell,
         name: "haskell",
         version: "0.24.1",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_haskell::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-elixir")]
@@ -223,7 +225,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Elixir,
         name: "elixir",
         version: "0.3.5",
-        rules: 3,
+        rules: 4,
         load: || tree_sitter_elixir::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-ocaml")]
@@ -231,7 +233,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::OCaml,
         name: "ocaml",
         version: "0.26.0",
-        rules: 3,
+        rules: 4,
         load: || tree_sitter_ocaml::LANGUAGE_OCAML.into(),
     },
     #[cfg(feature = "lang-ocaml")]
@@ -263,7 +265,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Julia,
         name: "julia",
         version: "0.23.1",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_julia::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-sql")]
@@ -440,15 +442,19 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
     };
     let text = readable.as_deref().unwrap_or(text);
     let (tree, work) = parse_once(&grammar, text);
-    let Some(first) = tree.as_ref().filter(|t| t.root_node().has_error()) else {
+    let Some(first) = tree.as_ref() else {
         return (tree, work);
     };
-    // What the grammar misreads, rewritten byte for byte as long: read again, that tree
-    // taken when less of it lies under errors.
-    let rewritten = match language {
-        Language::TypeScript => typescript::separated_signatures(text),
-        Language::C | Language::Cpp => cmacros::macro_lines_blanked(text),
-        _ => None,
+    // What the grammar misreads, rewritten byte for byte as long: read again, and the
+    // tree that serves the chunker better taken.
+    let (rewritten, prefer) = match language {
+        Language::Haskell => (haskell::cpp_branches_opened(text), Prefer::NoMoreErrors),
+        _ if !first.root_node().has_error() => return (tree, work),
+        Language::TypeScript => (typescript::separated_signatures(text), Prefer::FewerErrors),
+        Language::C | Language::Cpp => (cmacros::macro_lines_blanked(text), Prefer::MoreNamed),
+        Language::Julia => (julia::struct_consts_blanked(text), Prefer::FewerErrors),
+        Language::Shell => (zsh::parameter_flags_blanked(text), Prefer::FewerErrors),
+        _ => (None, Prefer::FewerErrors),
     };
     let Some(rewritten) = rewritten else {
         return (tree, work);
@@ -458,11 +464,70 @@ fn parse_counted(text: &str, language: Language) -> (Option<tree_sitter::Tree>, 
         checks: work.checks + more.checks,
         pieces: work.pieces + more.pieces,
     };
-    let in_error = error_bytes(first);
-    match second.filter(|s| error_bytes(s) < in_error) {
+    let better = |s: &tree_sitter::Tree| match prefer {
+        Prefer::FewerErrors => error_bytes(s) < error_bytes(first),
+        Prefer::NoMoreErrors => error_bytes(s) <= error_bytes(first),
+        Prefer::MoreNamed => {
+            named_bytes(language, s, &rewritten) > named_bytes(language, first, text)
+        }
+    };
+    match second.filter(better) {
         Some(second) => (Some(second), work),
         None => (tree, work),
     }
+}
+
+/// Which of a text's two trees (its own and its rewrite's, section 18) chunks it.
+#[derive(Clone, Copy)]
+enum Prefer {
+    /// The rewrite's when fewer of its bytes lie under outermost `ERROR` nodes.
+    FewerErrors,
+    /// The rewrite's when no more of its bytes do (Haskell's, whose two trees usually
+    /// have none: the first reads only one branch of an `#if`).
+    NoMoreErrors,
+    /// The rewrite's when its symbols hold more bytes ([`named_bytes`]): C's and C++'s,
+    /// where one `ERROR` often spans the whole file in both (an include guard's `#ifndef`
+    /// that error recovery wraps) and the macros blanked decide what inside it is a
+    /// symbol.
+    MoreNamed,
+}
+
+/// Bytes that the symbols of `tree` hold, a container's counted by its members (whole
+/// when it has none): what the tree lets the chunker name.
+fn named_bytes(language: Language, tree: &tree_sitter::Tree, src: &str) -> usize {
+    fn level(language: Language, node: Node<'_>, src: &str, depth: usize) -> usize {
+        let found = items(language, node, src, None);
+        let held = |item: &Item<'_>| {
+            let members = item
+                .body
+                .filter(|_| depth < MAX_CONTAINER_DEPTH)
+                .map_or(0, |body| level(language, body, src, depth + 1));
+            match members {
+                0 => item.end - item.start,
+                members => members,
+            }
+        };
+        found.iter().map(held).sum()
+    }
+    level(language, tree.root_node(), src, 0)
+}
+
+/// `src` with, in each line (LF included), the bytes `[at, at + len)` that `find` gives
+/// written over by spaces: byte for byte as long, every other byte where it was. `None`
+/// when `find` gives nothing. The rewrites of section 18 are made this way.
+fn lines_blanked(src: &str, find: impl Fn(&str) -> Option<(usize, usize)>) -> Option<String> {
+    let mut out = src.as_bytes().to_vec();
+    let mut changed = false;
+    let mut start = 0;
+    for line in src.split_inclusive('\n') {
+        if let Some((at, len)) = find(line) {
+            out[start + at..start + at + len].fill(b' ');
+            changed = true;
+        }
+        start += line.len();
+    }
+    // Spaces written over whole characters (the finders give ASCII runs): still UTF-8.
+    changed.then(|| String::from_utf8(out).unwrap_or_else(|_| src.to_owned()))
 }
 
 /// Bytes of `tree`'s text under its outermost `ERROR` nodes.
@@ -728,7 +793,7 @@ fn elixir_typespec<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
 /// declarations after an enum's constants, C#'s conditional compilation blocks, C's and
 /// C++'s preprocessor branches, `extern "C"` blocks, anonymous namespaces and what error
 /// recovery wrapped, Haskell's import and declaration lists, a shell script's braces.
-fn is_transparent(language: Language, node: Node<'_>) -> bool {
+fn is_transparent(language: Language, node: Node<'_>, src: &str) -> bool {
     // What error recovery wrapped (an `extern "C" {` whose `}` is in another `#if`
     // branch, a TypeScript interface's call signatures the grammar cannot separate):
     // the declarations it holds parsed whole.
@@ -756,9 +821,14 @@ fn is_transparent(language: Language, node: Node<'_>) -> bool {
             ) || (kind == "namespace_definition" && node.child_by_field_name("name").is_none())
         }
         Language::Java => kind == "enum_body_declarations",
-        Language::Ruby => matches!(kind, "body_statement" | "singleton_class"),
+        Language::Ruby => match kind {
+            "body_statement" | "singleton_class" | "then" | "else" | "elsif" => true,
+            "if" | "unless" | "begin" => ruby::holds_definitions(node),
+            _ => false,
+        },
         Language::CSharp => matches!(kind, "preproc_if" | "preproc_elif" | "preproc_else"),
         Language::Haskell => matches!(kind, "imports" | "declarations"),
+        Language::Elixir => elixir_read_through(node, src),
         // A script wrapped in `{ ... }` so that it runs only once wholly downloaded.
         Language::Shell => kind == "compound_statement",
         Language::TypeScript | Language::Tsx => is_global_augmentation(node),
@@ -768,6 +838,27 @@ fn is_transparent(language: Language, node: Node<'_>) -> bool {
         Language::Hcl => kind == "body",
         // Statements between `BEGIN` and `COMMIT`, or in a `BEGIN ... END` block.
         Language::Sql => matches!(kind, "transaction" | "block"),
+        _ => false,
+    }
+}
+
+/// Elixir's blocks whose definitions are their level's: ExUnit's `describe` (its body
+/// runs as the module's), and a module's `if`, `unless`, `for`, `case` and `cond` (`if
+/// Code.ensure_loaded?(X) do def ... end`, `for {code, phrase} <- statuses do def ...
+/// end`), with their `do` and `else` blocks and a `case`'s clauses. Only these: a `quote`,
+/// `test` or `fn` body defines nothing of the module.
+fn elixir_read_through(node: Node<'_>, src: &str) -> bool {
+    match node.kind() {
+        "call" => node
+            .child_by_field_name("target")
+            .filter(|t| t.kind() == "identifier")
+            .is_some_and(|t| {
+                matches!(
+                    text_of(t, src),
+                    "describe" | "if" | "unless" | "for" | "case" | "cond"
+                )
+            }),
+        "do_block" | "else_block" | "stab_clause" | "body" => true,
         _ => false,
     }
 }
@@ -1550,11 +1641,18 @@ fn ocaml_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option<C
             let name = match pattern.kind() {
                 "value_name" => text_of(pattern, src),
                 "parenthesized_operator" => text_of(pattern, src).trim_matches(['(', ')', ' ']),
+                // A test of a ppx (`let%expect_test "name" = ...`), named as Zig's tests.
+                "string" if first("attribute_id").is_some() => {
+                    let test = text_of(pattern, src);
+                    let test = test.strip_prefix('"').unwrap_or(test);
+                    test.strip_suffix('"').unwrap_or(test)
+                }
                 _ => return None,
             };
             let body = binding.child_by_field_name("body").map(|b| b.kind());
             let takes = child_of_kind(binding, &["parameter"]).is_some()
-                || matches!(body, Some("fun_expression" | "function_expression"));
+                || matches!(body, Some("fun_expression" | "function_expression"))
+                || pattern.kind() == "string";
             let kind = if takes { function } else { SymbolKind::Const };
             Some((kind, name.to_owned(), None))
         }
@@ -1797,6 +1895,18 @@ fn haskell_symbol<'t>(node: Node<'t>, src: &str, function: SymbolKind) -> Option
             let text = text_of(named, src).trim_matches(|c| matches!(c, '(' | ')' | '`'));
             Some((function, text.to_owned(), None))
         }
+        // `pattern T_If id = ...` (its signature apart, merged as a function's).
+        "pattern_synonym" => {
+            let mut synonym = node.named_child(0)?.child_by_field_name("synonym")?;
+            while synonym.kind() == "apply" {
+                synonym = synonym.child_by_field_name("function")?;
+            }
+            if synonym.kind() == "infix" {
+                synonym = synonym.child_by_field_name("operator")?;
+            }
+            let text = text_of(synonym, src).trim_matches(|c| matches!(c, '(' | ')' | '`'));
+            Some((function, text.to_owned(), None))
+        }
         _ => None,
     }
 }
@@ -1836,12 +1946,17 @@ fn elixir_symbol<'t>(
         keyword @ ("def" | "defp" | "defdelegate" | "defguard" | "defguardp" | "defmacro"
         | "defmacrop") => {
             let mut head = first()?;
-            if head.kind() == "binary_operator" {
+            let operator = |n: Node<'t>| n.child_by_field_name("operator");
+            if head.kind() == "binary_operator"
+                && operator(head).is_some_and(|o| text_of(o, src) == "when")
+            {
                 head = head.child_by_field_name("left").unwrap_or(head);
             }
+            // An operator defined (`def left and right`, `def not value`): named by it.
             let name = match head.kind() {
                 "call" => head.child_by_field_name("target")?,
                 "identifier" => head,
+                "binary_operator" | "unary_operator" => operator(head)?,
                 _ => return None,
             };
             let kind = match keyword.starts_with("defmacro") {
@@ -2022,12 +2137,12 @@ fn is_global_augmentation(node: Node<'_>) -> bool {
 }
 
 /// The named children of `node`, those of its transparent children in their place.
-fn level_nodes<'t>(language: Language, node: Node<'t>) -> Vec<Node<'t>> {
+fn level_nodes<'t>(language: Language, node: Node<'t>, src: &str) -> Vec<Node<'t>> {
     let mut out = Vec::new();
     let mut cursor = node.walk();
     for child in node.named_children(&mut cursor) {
-        match is_transparent(language, child) {
-            true => out.extend(level_nodes(language, child)),
+        match is_transparent(language, child, src) {
+            true => out.extend(level_nodes(language, child, src)),
             false => out.push(child),
         }
     }
@@ -2049,7 +2164,7 @@ fn items<'t>(
     // Whether the last symbol found may take further clauses (nothing but comments and
     // attributes since).
     let mut clauses_open = false;
-    let level = level_nodes(language, node);
+    let level = level_nodes(language, node, src);
     // Over a slice, so that a look ahead (`sql::run_len`) copies no nodes.
     let mut nodes = level.iter().copied().peekable();
     while let Some(child) = nodes.next() {
@@ -2100,6 +2215,11 @@ fn items<'t>(
             "member_declaration" => child_of_kind(child, &["method_declaration", "declaration"]),
             // A Julia definition under a macro (`@inline function f(x) ... end`).
             "macrocall_expression" => julia::macro_wrapped(child),
+            // A shell function defined behind a guard (zsh's completion functions:
+            // `(( $+functions[_f] )) ||` then `_f() { ... }`).
+            "list" if language == Language::Shell => {
+                last_named_child(child).filter(|n| n.kind() == "function_definition")
+            }
             // What an SQL statement does (`CREATE TABLE ...`).
             "statement" if language == Language::Sql => sql::statement_inner(child),
             // A TypeScript `namespace` statement; a script's assignment
@@ -2114,12 +2234,16 @@ fn items<'t>(
         };
         let found = inner
             .and_then(|inner| classify(language, inner, src, parent).map(|c| (inner, c)))
-            .filter(|(inner, _)| !declares_in_error(*inner))
+            .filter(|(inner, _)| !declares_in_error(language, *inner))
             .filter(|(_, (kind, name, _))| !named_by_keyword(language, *kind, name));
         if let Some((inner, (kind, name, body))) = found {
             // Another clause or equation of the function just found (Haskell's
             // signature and equations, Elixir's clauses) extends it.
             if merges_clauses(language)
+                && matches!(
+                    kind,
+                    SymbolKind::Function | SymbolKind::Method | SymbolKind::Macro
+                )
                 && let Some(last) = out
                     .last_mut()
                     .filter(|l| clauses_open && l.symbol.name == name && l.symbol.kind == kind)
@@ -2243,8 +2367,10 @@ fn scope_opened(
 /// True for the languages that write one function as several sibling nodes: Haskell
 /// (a type signature, then one equation per pattern), Elixir (one `def` per clause) and
 /// Erlang (one `fun_decl` per clause).
-/// Consecutive symbols of one name there are one symbol, with comments and attributes
-/// between them; anything else between them ends it.
+/// Consecutive functions, methods or macros of one name there are one symbol, with
+/// comments and attributes between them; anything else between them ends it. Other
+/// kinds never merge: consecutive Elixir `defimpl Inspect, for: A` and `defimpl Inspect,
+/// for: B` are two impls.
 fn merges_clauses(language: Language) -> bool {
     matches!(
         language,
@@ -2480,18 +2606,41 @@ fn named_by_keyword(language: Language, kind: SymbolKind, name: &str) -> bool {
 /// member of a container, which is judged on its own) leave it a symbol, so that one
 /// error does not cost a file its other definitions. Objective-C's containers are
 /// judged by their name; Zig's grammar puts a `MISSING` field in every empty container
-/// (`struct {}`), so a Zig declaration is judged by its name.
-fn declares_in_error(node: Node<'_>) -> bool {
+/// (`struct {}`), so a Zig declaration is judged by its name; Julia's grammar names no
+/// fields, so a Julia definition is judged by its signature, type head or left side.
+fn declares_in_error(language: Language, node: Node<'_>) -> bool {
     if !node.has_error() {
         return false;
     }
-    let naming = node
-        .child_by_field_name("declarator")
+    let julia = || julia::naming(node).filter(|_| language == Language::Julia);
+    let naming = julia()
+        .or_else(|| node.child_by_field_name("declarator"))
         .or_else(|| node.child_by_field_name("name"))
         .or_else(|| zig_declared_name(node).filter(|_| node.kind() == "variable_declaration"))
         .or_else(|| objc::container_name(node))
         .or_else(|| sql::naming(node));
-    naming.is_none_or(|n| n.is_error() || n.has_error() || n.is_missing())
+    naming.is_none_or(|n| n.is_error() || n.is_missing() || holds_error(language, n))
+}
+
+/// True when a node under `node` is an `ERROR` or `MISSING` one, but for the type
+/// tree-sitter-c and -cpp leave `MISSING` in an empty braced default argument (`const
+/// X &a = {}` reads as a compound literal whose type is missing: nothing is wrong).
+fn holds_error(language: Language, node: Node<'_>) -> bool {
+    if !node.has_error() {
+        return false;
+    }
+    if !matches!(language, Language::C | Language::Cpp | Language::ObjC) {
+        return true;
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    children.into_iter().any(|child| {
+        let typeless_literal = child.is_missing()
+            && node.kind() == "compound_literal_expression"
+            && node.child_by_field_name("type") == Some(child);
+        !typeless_literal
+            && (child.is_error() || child.is_missing() || holds_error(language, child))
+    })
 }
 
 /// Chunks a code file by symbols, whatever errors its tree holds (an `ERROR` is never a
@@ -2645,6 +2794,44 @@ mod tests {
                 .unwrap()
                 .root_node()
                 .has_error()
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "lang-cpp")]
+    fn macros_before_declarations_do_not_run_a_class_on() {
+        let text = "#ifndef FMT_FORMAT_H_\n#define FMT_FORMAT_H_\n\n#include \"base.h\"\n\nFMT_BEGIN_NAMESPACE\nnamespace detail {\n\n// Size and padding computation.\nstruct size_padding {\n  unsigned size;\n  unsigned padding;\n\n  FMT_CONSTEXPR size_padding(int num_digits, unsigned prefix, const format_specs& specs)\n      : size((prefix >> 24) + to_unsigned(num_digits)), padding(0) {\n    if (specs.align == align::numeric) {\n      padding = specs.width - size;\n    }\n  }\n};\n\ntemplate <typename Char> FMT_CONSTEXPR auto write_padded(int n) -> int {\n  return n;\n}\n\nFMT_CONSTEXPR20 void grow(int n) { use(n); }\n\n}  // namespace detail\nFMT_END_NAMESPACE\n\n#endif  // FMT_FORMAT_H_\n";
+        let doc = chunk(text, Language::Cpp);
+        covers(&doc, text);
+        let detail = Some("detail".to_owned());
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("FMT_FORMAT_H_".into(), None, "macro"),
+                ("detail".into(), None, "module"),
+                ("size_padding".into(), detail.clone(), "struct"),
+                ("write_padded".into(), detail.clone(), "function"),
+                ("grow".into(), detail, "function"),
+            ]
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "lang-cpp")]
+    fn an_empty_braced_default_argument_is_no_error() {
+        let text =
+            "void sink(const options &opts = {}) {\n  use(opts);\n}\nint g() { return 1; }\n";
+        let (first, _) = parse_once(&grammar(Language::Cpp).unwrap(), text);
+        assert!(
+            first.unwrap().root_node().has_error(),
+            "the grammar's MISSING"
+        );
+        assert_eq!(
+            names(&chunk(text, Language::Cpp)),
+            vec![
+                ("sink".into(), None, "function"),
+                ("g".into(), None, "function"),
+            ]
         );
     }
 
@@ -3068,6 +3255,53 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-ruby")]
+    fn ruby_definitions_under_conditionals_and_begin_are_their_levels() {
+        let text = "module Utils
+  if defined?(Process::CLOCK_MONOTONIC)
+    def clock_time
+      1
+    end
+  else
+    def clock_time
+      2
+    end
+  end
+
+  unless method_defined?(:options)
+    def options; end
+  end
+end
+
+begin
+  require 'haml'
+  class HamlTest < Base
+    def test_it; end
+  end
+rescue LoadError
+  warn 'skipping'
+end
+
+if ready
+  run
+end
+";
+        let doc = chunk(text, Language::Ruby);
+        covers(&doc, text);
+        let utils = Some("Utils".to_owned());
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("Utils".into(), None, "module"),
+                ("clock_time".into(), utils.clone(), "method"),
+                ("clock_time".into(), utils.clone(), "method"),
+                ("options".into(), utils, "method"),
+                ("HamlTest".into(), None, "class"),
+            ]
+        );
+    }
+
+    #[test]
     #[cfg(feature = "lang-php")]
     fn php_namespaces_parent_what_follows_and_classes_split() {
         let pad = "        $x = 1;\n".repeat(500);
@@ -3158,6 +3392,39 @@ mod tests {
         assert_eq!(
             names(&chunk(text, Language::Shell)),
             vec![("log".into(), None, "function")]
+        );
+        // Functions behind a guard, as zsh completion scripts define them: the guard
+        // is the function's chunk too.
+        let text = "(( $+functions[_my-app_commands] )) ||\n_my-app_commands() {\n  _describe -t commands c \"$@\"\n}\ntrue && function g { :; }\n";
+        let doc = chunk(text, Language::Shell);
+        covers(&doc, text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("_my-app_commands".into(), None, "function"),
+                ("g".into(), None, "function"),
+            ]
+        );
+        assert_eq!(
+            (doc.chunks[0].start, doc.chunks[0].symbol.is_some()),
+            (0, true)
+        );
+        // zsh's parameter flags and nested expansions, which bash's grammar cannot read.
+        let text = "#compdef tool\n\n_tool_lines() {\n    local -a lines\n    lines=(\"${(@f)\"$(tool --list)\"}\")\n    _describe 'lines' lines\n}\n\n_tool_word() {\n    printf %s \"${#${(z)LBUFFER}[-1]}\"\n}\n\n_tool() {\n    _arguments '1: :_tool_lines'\n}\n";
+        let (first, _) = parse_once(&grammar(Language::Shell).unwrap(), text);
+        assert!(
+            first.unwrap().root_node().has_error(),
+            "the grammar's own reading"
+        );
+        let doc = chunk(text, Language::Shell);
+        covers(&doc, text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("_tool_lines".into(), None, "function"),
+                ("_tool_word".into(), None, "function"),
+                ("_tool".into(), None, "function"),
+            ]
         );
     }
 
@@ -3277,6 +3544,33 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lang-haskell")]
+    fn haskell_pattern_synonyms_and_every_cpp_branch() {
+        let text = "{-# LANGUAGE CPP, PatternSynonyms #-}\nmodule AST where\n\npattern T_If :: Id -> Token\npattern T_If id = OuterToken id Inner_T_If\npattern a :> b <- (a, b)\n\n#ifdef USE_ORDEREDMAP\nempty :: KeyMap v\nempty = KeyMap M.empty\n#else\nempty :: KeyMap v\nempty = KeyMap H.empty\n\nsingleton :: Key -> v -> KeyMap v\nsingleton k v = KeyMap (H.singleton k v)\n#endif\n\ntoList :: KeyMap v -> [(Key, v)]\ntoList = undefined\n";
+        let doc = chunk(text, Language::Haskell);
+        covers(&doc, text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("AST".into(), None, "module"),
+                ("T_If".into(), None, "function"),
+                (":>".into(), None, "function"),
+                // Both branches' equations, one after the other: one function.
+                ("empty".into(), None, "function"),
+                ("singleton".into(), None, "function"),
+                ("toList".into(), None, "function"),
+            ]
+        );
+        // The signature and the equation are one chunk.
+        let t_if = doc
+            .chunks
+            .iter()
+            .find(|c| c.symbol.as_ref().is_some_and(|s| s.name == "T_If"))
+            .unwrap();
+        assert!(text[t_if.start..t_if.end].contains("Inner_T_If"));
+    }
+
+    #[test]
     #[cfg(feature = "lang-elixir")]
     fn elixir_modules_clauses_and_attributes() {
         let pad = "    x = 1\n".repeat(800);
@@ -3317,6 +3611,73 @@ mod tests {
         assert_eq!(countdown.doc_comment, "@doc \"Counts down.\"");
         assert_eq!(countdown.signature, "def countdown(0), do: :done");
         assert_eq!(symbol(&doc, "read").doc_comment, "@doc \"Reads one.\"");
+    }
+
+    #[test]
+    #[cfg(feature = "lang-elixir")]
+    fn elixir_definitions_in_describe_and_conditionals_impls_apart_and_operators() {
+        let text = "defmodule T do
+  describe \"custom ids\" do
+    defmodule Prefixed do
+    end
+
+    test \"casts\" do
+      def not_a_member, do: 1
+    end
+  end
+
+  if Code.ensure_loaded?(Duration) do
+    defp cast(d), do: d
+  else
+    defp fallback(d), do: d
+  end
+
+  for {code, phrase} <- [{200, :ok}] do
+    def code(unquote(phrase)), do: unquote(code)
+  end
+
+  case System.otp_release() do
+    \"26\" -> def otp, do: 26
+    _ -> def otp, do: 0
+  end
+
+  quote do
+    def injected, do: 1
+  end
+
+  def left and right, do: left && right
+  def not value, do: !value
+  def size(x) when is_list(x), do: length(x)
+end
+
+defimpl Inspect, for: A do
+  def inspect(a, _), do: a
+end
+
+defimpl Inspect, for: B do
+  def inspect(b, _), do: b
+end
+";
+        let doc = chunk(text, Language::Elixir);
+        covers(&doc, text);
+        let t = Some("T".to_owned());
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("T".into(), None, "module"),
+                ("Prefixed".into(), t.clone(), "module"),
+                ("cast".into(), t.clone(), "function"),
+                ("fallback".into(), t.clone(), "function"),
+                ("code".into(), t.clone(), "function"),
+                ("otp".into(), t.clone(), "function"),
+                ("otp".into(), t.clone(), "function"),
+                ("and".into(), t.clone(), "function"),
+                ("not".into(), t.clone(), "function"),
+                ("size".into(), t, "function"),
+                ("Inspect".into(), None, "impl"),
+                ("Inspect".into(), None, "impl"),
+            ]
+        );
     }
 
     #[test]
@@ -3385,6 +3746,21 @@ mod tests {
         assert_eq!(
             symbol(&doc, "Not_stocked").doc_comment,
             "(** Raised on a miss. *)"
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "lang-ocaml")]
+    fn ocaml_ppx_tests_are_named_by_their_string() {
+        let text = "let%expect_test \"round trip\" =\n  print_endline \"a\";\n  [%expect {| a |}]\n;;\n\nlet%test_unit \"zero\" = assert (0 = 0)\n\nlet () = run ()\n";
+        let doc = chunk(text, Language::OCaml);
+        covers(&doc, text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("round trip".into(), None, "function"),
+                ("zero".into(), None, "function"),
+            ]
         );
     }
 
@@ -3885,6 +4261,24 @@ mod tests {
                 ("M".into(), None, "module"),
                 ("f".into(), Some("M".into()), "function"),
                 ("g".into(), None, "function")
+            ]
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "lang-julia")]
+    fn julia_constant_fields_method_less_functions_and_errors_in_bodies() {
+        let text = "mutable struct Entry\n    const path::String\n    info::Int\nend\n\nfunction allowmissing! end\n\nBase.Matrix{T}(df::Frame) where {T} = convert(T, df)\n\nfunction g(ex)\n    return (ex.head === :for)\nend\n\nh(x) = x\n";
+        let doc = chunk(text, Language::Julia);
+        covers(&doc, text);
+        assert_eq!(
+            names(&doc),
+            vec![
+                ("Entry".into(), None, "struct"),
+                ("allowmissing!".into(), None, "function"),
+                ("Matrix".into(), Some("Base".into()), "function"),
+                ("g".into(), None, "function"),
+                ("h".into(), None, "function"),
             ]
         );
     }

@@ -386,14 +386,17 @@ fn starts_a_line(head: &[u8], starts: &[&[u8]]) -> bool {
 }
 
 /// A `.h` header is C++ rather than C when a line of its first bytes, after leading
-/// white space, starts with `namespace `, `template<`, `template <`, `class ` or one of
-/// `public:`, `private:`, `protected:`, or when they hold `std::`.
+/// white space, starts with `namespace `, `template<`, `template <`, `class `, `enum
+/// class `, `enum struct ` or one of `public:`, `private:`, `protected:`, `using
+/// namespace `, or when they hold `std::`.
 fn looks_cpp(head: &[u8]) -> bool {
-    const STARTS: [&[u8]; 8] = [
+    const STARTS: [&[u8]; 10] = [
         b"namespace ",
         b"template<",
         b"template <",
         b"class ",
+        b"enum class ",
+        b"enum struct ",
         b"public:",
         b"private:",
         b"protected:",
@@ -481,6 +484,13 @@ mod tests {
         );
         assert_eq!(
             lang("a.h", "#pragma once\nnamespace db {\n}\n"),
+            Language::Cpp
+        );
+        assert_eq!(
+            lang(
+                "color.h",
+                "#include \"format.h\"\nenum class color : uint32_t {\n};\n"
+            ),
             Language::Cpp
         );
         assert_eq!(

@@ -11,10 +11,8 @@ use super::{Classified, child_of_kind, last_named_child, text_of};
 /// `(a::Dense)(x)`); a short form `f(x) = ...` is a function too.
 pub(super) fn julia_symbol<'t>(node: Node<'t>, src: &str) -> Option<Classified<'t>> {
     match node.kind() {
-        "function_definition" => {
-            Some((SymbolKind::Function, callee(signature(node)?, src)?.1, None))
-        }
-        "macro_definition" => Some((SymbolKind::Macro, callee(signature(node)?, src)?.1, None)),
+        "function_definition" => Some((SymbolKind::Function, defined(node, src)?.1, None)),
+        "macro_definition" => Some((SymbolKind::Macro, defined(node, src)?.1, None)),
         "assignment" => {
             let call = node.named_child(0).and_then(unwrap_call)?;
             Some((SymbolKind::Function, callee(call, src)?.1, None))
@@ -61,18 +59,36 @@ pub(super) fn macro_wrapped(node: Node<'_>) -> Option<Node<'_>> {
 /// The parent of a function defined on another module's name (`Base` for
 /// `Base.show(io, x) = ...`).
 pub(super) fn julia_scope(node: Node<'_>, src: &str) -> Option<String> {
-    let call = match node.kind() {
-        "function_definition" | "macro_definition" => signature(node)?,
-        "assignment" => node.named_child(0).and_then(unwrap_call)?,
-        _ => return None,
-    };
-    callee(call, src)?.0
+    match node.kind() {
+        "function_definition" | "macro_definition" => defined(node, src)?.0,
+        "assignment" => callee(node.named_child(0).and_then(unwrap_call)?, src)?.0,
+        _ => None,
+    }
 }
 
-/// The call a long-form signature makes, through `where` clauses and return types.
-fn signature(node: Node<'_>) -> Option<Node<'_>> {
-    let signature = child_of_kind(node, &["signature"])?;
-    unwrap_call(signature.named_child(0)?)
+/// The part of a definition that names it, judged for errors (spec section 18): a
+/// function's or macro's `signature`, a type's `type_head`, an assignment's left side.
+/// The grammar names no fields, so without this an error anywhere in a body (a
+/// keyword symbol in parentheses, an interpolation in a string) cost the definition.
+pub(super) fn naming(node: Node<'_>) -> Option<Node<'_>> {
+    match node.kind() {
+        "function_definition" | "macro_definition" => child_of_kind(node, &["signature"]),
+        "struct_definition" | "abstract_definition" | "primitive_definition" => {
+            child_of_kind(node, &["type_head"])
+        }
+        "assignment" => node.named_child(0),
+        _ => None,
+    }
+}
+
+/// The name a long-form function or macro defines and its qualifier: what its
+/// signature calls, or the bare name of a function without methods (`function f end`).
+fn defined(node: Node<'_>, src: &str) -> Option<(Option<String>, String)> {
+    let first = child_of_kind(node, &["signature"])?.named_child(0)?;
+    match unwrap_call(first) {
+        Some(call) => callee(call, src),
+        None => name_of_target(first, src),
+    }
 }
 
 /// `node` itself when it is a call, else the call under a `where` clause or a return
@@ -90,8 +106,14 @@ fn unwrap_call(mut node: Node<'_>) -> Option<Node<'_>> {
 /// The name a call defines and its qualifier: `f`, `Base.show` (qualifier `Base`), or,
 /// for a callable object `(a::Dense)(x)`, the type `Dense`.
 fn callee(call: Node<'_>, src: &str) -> Option<(Option<String>, String)> {
-    let target = call.named_child(0)?;
+    name_of_target(call.named_child(0)?, src)
+}
+
+/// What a call's target (or a method-less function's signature) names; a parametrized
+/// target (`Base.Matrix{T}(df)`) by what it parametrizes.
+fn name_of_target(target: Node<'_>, src: &str) -> Option<(Option<String>, String)> {
     match target.kind() {
+        "parametrized_type_expression" => name_of_target(target.named_child(0)?, src),
         "identifier" | "operator" => Some((None, text_of(target, src).to_owned())),
         "field_expression" => {
             let name = last_named_child(target)?;
@@ -126,5 +148,51 @@ fn head_identifier(mut node: Node<'_>, src: &str) -> Option<String> {
             }
             _ => return None,
         }
+    }
+}
+
+/// `src` with the `const` of each struct field declared `const` blanked to spaces
+/// (`    const path::String`: a line of blanks, `const`, a name, an optional `::` type
+/// and an optional comment, no `=`), byte for byte as long. Julia 1.8's constant
+/// fields are unknown to the grammar: a small struct holding one is an error, and in a
+/// large one the `const` reads on to the next `=`, past the struct's `end`. `None` when
+/// there is none.
+pub(super) fn struct_consts_blanked(src: &str) -> Option<String> {
+    super::lines_blanked(src, |line| Some((const_field(line)?, "const".len())))
+}
+
+/// Where a constant field's `const` starts in its line.
+fn const_field(line: &str) -> Option<usize> {
+    let code = line.split('#').next().unwrap_or(line);
+    let trimmed = code.trim_start_matches([' ', '\t']);
+    let at = code.len() - trimmed.len();
+    let rest = trimmed.strip_prefix("const")?;
+    let declared = rest.trim();
+    let name_end = declared
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '!'))
+        .unwrap_or(declared.len());
+    let (name, typed) = declared.split_at(name_end);
+    let field = rest.starts_with([' ', '\t'])
+        && !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && (typed.is_empty() || typed.starts_with("::"))
+        && !code.contains('=');
+    field.then_some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_fields_lose_their_const_and_nothing_else() {
+        let src = "mutable struct E\n    const path::String # where\n    const n\n    info::Int\nend\nconst X = 1\nconst Y::Int = 2\n";
+        let out = struct_consts_blanked(src).unwrap();
+        assert_eq!(out.len(), src.len());
+        assert_eq!(
+            out,
+            "mutable struct E\n          path::String # where\n          n\n    info::Int\nend\nconst X = 1\nconst Y::Int = 2\n"
+        );
+        assert_eq!(struct_consts_blanked("const X = 1\n"), None);
     }
 }

@@ -7,6 +7,7 @@
 //! #<<"`), where the scanner never starts a heredoc: such a file still parses.
 
 use crate::detect::Language;
+use tree_sitter::Node;
 
 /// Characters of a heredoc's word from which the scanner cannot save it.
 pub(super) const HEREDOC_WORD_MAX: usize = 256;
@@ -129,4 +130,18 @@ fn in_literal(leaf: tree_sitter::Node<'_>, text: &str) -> bool {
             Some(n)
         })
         .all(|n| !angle(n))
+}
+
+/// Whether a conditional or a `begin` holds a class, module or method definition in a
+/// branch (`if defined?(X)` then `def f ... end`, or a test class in `begin ... rescue
+/// LoadError`): such a node is read through at its level, so that what it defines is a
+/// symbol of the level.
+pub(super) fn holds_definitions(node: Node<'_>) -> bool {
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+    children.into_iter().any(|child| match child.kind() {
+        "class" | "module" | "method" | "singleton_method" => true,
+        "then" | "else" | "elsif" => holds_definitions(child),
+        _ => false,
+    })
 }

@@ -129,6 +129,10 @@ fn detect_file() -> FileSpec {
         ("db.h", b"#pragma once\n  namespace db {\n}\n"),
         ("str.h", b"void f(std::string s);\n"),
         ("tpl.h", b"template <typename T>\nT g();\n"),
+        (
+            "color.h",
+            b"#include <stdint.h>\nenum class color : uint32_t {\n};\n",
+        ),
         ("x.hpp", b"int f(void);\n"),
         ("tasks.rake", b"task :default\n"),
         ("index.php", b"<?php\n"),
