@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """`cfs search` of two builds on the same store, alternating, RUNS times each per case;
-prints the median milliseconds of each (the second build alone for --files, which the
-first may not have).
+prints the median milliseconds of each.
 
     bench/search_ab.py OLD_CFS OLD_STORE NEW_CFS NEW_STORE RUNS
 
@@ -38,11 +37,10 @@ def main():
     for query, extra in CASES:
         o, n = [], []
         for _ in range(int(runs)):
-            if "--files" not in extra:
-                o.append(timed([old, "search", query, "--store", old_store, *extra]))
+            o.append(timed([old, "search", query, "--store", old_store, *extra]))
             n.append(timed([new, "search", query, "--store", new_store, *extra]))
-        om = f"{statistics.median(o):6.1f}" if o else "     -"
-        print(f"{query[:40]:40} {' '.join(extra):12} old {om} ms  new {statistics.median(n):6.1f} ms")
+        print(f"{query[:40]:40} {' '.join(extra):12} old {statistics.median(o):6.1f} ms"
+              f"  new {statistics.median(n):6.1f} ms")
 
 
 if __name__ == "__main__":

@@ -142,6 +142,9 @@ fn ranks_by<S: Ord + Copy>(
 pub(crate) struct TermPostings<'s> {
     terms: Vec<QueryTerm>,
     lists: Vec<Vec<Option<&'s [Posting]>>>,
+    /// The snapshot's documents and live tokens (`N` and `T` for files), counted once.
+    documents: u64,
+    tokens: u64,
 }
 
 impl<'s> TermPostings<'s> {
@@ -151,7 +154,12 @@ impl<'s> TermPostings<'s> {
             .iter()
             .map(|l| terms.iter().map(|t| l.segment.postings(&t.term)).collect())
             .collect();
-        Self { terms, lists }
+        Self {
+            terms,
+            lists,
+            documents: snap.n_documents() as u64,
+            tokens: snap.live_len(),
+        }
     }
 }
 
@@ -182,8 +190,8 @@ pub(crate) fn file_text_score(
         }
     }
     let file = FileText {
-        documents: snap.n_documents() as u64,
-        tokens: snap.live_len(),
+        documents: postings.documents,
+        tokens: postings.tokens,
         length,
     };
     file_text_score_of(&file, terms, &counts)
