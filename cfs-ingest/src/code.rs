@@ -530,6 +530,14 @@ fn lines_blanked(src: &str, find: impl Fn(&str) -> Option<(usize, usize)>) -> Op
     changed.then(|| String::from_utf8(out).unwrap_or_else(|_| src.to_owned()))
 }
 
+/// The leading identifier of `text` (ASCII letters, digits, `_`), empty if none.
+fn first_word(text: &str) -> &str {
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
 /// Bytes of `tree`'s text under its outermost `ERROR` nodes.
 fn error_bytes(tree: &tree_sitter::Tree) -> usize {
     let mut bytes = 0;
@@ -2633,8 +2641,7 @@ fn holds_error(language: Language, node: Node<'_>) -> bool {
         return true;
     }
     let mut cursor = node.walk();
-    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-    children.into_iter().any(|child| {
+    node.children(&mut cursor).any(|child| {
         let typeless_literal = child.is_missing()
             && node.kind() == "compound_literal_expression"
             && node.child_by_field_name("type") == Some(child);

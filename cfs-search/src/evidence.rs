@@ -174,11 +174,7 @@ pub(crate) fn file_text_score(
     let mut counts = vec![0u64; terms.len()];
     let mut length = 0u64;
     for id in &doc.chunks {
-        // The segment where the chunk is live: an older one may hold it dead.
-        let Some((s, i)) = snap.segments.iter().enumerate().find_map(|(s, l)| {
-            let i = l.segment.position(id)?;
-            (!l.is_dead(i)).then_some((s, i))
-        }) else {
+        let Some((s, i)) = snap.live_place(id) else {
             continue;
         };
         length += u64::from(snap.segments[s].segment.token_len(i));
@@ -234,12 +230,9 @@ pub(crate) fn file_vector_score(snap: &Snapshot, doc: &DocInfo, q: &[i16]) -> Op
         .iter()
         .take(FILE_VECTOR_CHUNKS)
         .filter_map(|id| {
-            // The segment where the chunk is live: an older one may hold it dead.
-            let (live, i) = snap.segments.iter().find_map(|l| {
-                let i = l.segment.position(id)?;
-                (!l.is_dead(i)).then_some((l, i))
-            })?;
-            live.segment.has_vector(i).then(|| live.segment.vector(i))
+            let (s, i) = snap.live_place(id)?;
+            let segment = &snap.segments[s].segment;
+            segment.has_vector(i).then(|| segment.vector(i))
         })
         .collect();
     file_vector_score_of(&vectors, q)

@@ -210,13 +210,16 @@ impl Snapshot {
 
     /// A chunk's metadata.
     pub fn chunk(&self, id: &ChunkId) -> Option<Arc<ChunkMeta>> {
-        self.segments.iter().find_map(|l| {
+        let (s, i) = self.live_place(id)?;
+        self.segments[s].segment.meta(i)
+    }
+
+    /// The segment where a chunk is live and its local index there (an older segment
+    /// may hold it dead).
+    pub(crate) fn live_place(&self, id: &ChunkId) -> Option<(usize, usize)> {
+        self.segments.iter().enumerate().find_map(|(s, l)| {
             let i = l.segment.position(id)?;
-            if l.is_dead(i) {
-                None
-            } else {
-                l.segment.meta(i)
-            }
+            (!l.is_dead(i)).then_some((s, i))
         })
     }
 

@@ -4,6 +4,8 @@
 //! function named `namespace`), so that everything in the namespace is lost to its
 //! symbols (spec section 18).
 
+use super::first_word;
+
 /// `src` with each line that holds only a macro-like name (`[A-Z_][A-Z0-9_]*`, three or
 /// more characters, a letter among them; then at most blanks and a `//` comment) blanked
 /// to spaces, and so each run of macro-like names that begins a declaration
@@ -117,14 +119,6 @@ fn leading_macros(line: &str) -> Option<(usize, usize)> {
     }
     let run = code[start..end].trim_end();
     (!run.is_empty() && declaration_follows(code[end..].trim_start())).then_some((start, run.len()))
-}
-
-/// The leading identifier of `text` (letters, digits, `_`), empty if none.
-fn first_word(text: &str) -> &str {
-    let end = text
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(text.len());
-    &text[..end]
 }
 
 /// Whether `rest` starts what follows a declaration's macros (see [`leading_macros`]).

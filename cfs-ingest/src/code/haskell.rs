@@ -3,6 +3,8 @@
 //! `cpp` node, so the definitions of the other branches are no symbols (aeson's
 //! `KeyMap.hs` defines its whole API twice, for two map types; spec section 18).
 
+use super::first_word;
+
 /// `src` with each line that starts with `#`, optional blanks, then `else` or `elif`
 /// blanked to spaces (its LF kept): byte for byte as long, so that every branch reads as
 /// code. `None` when there is none.
@@ -16,12 +18,10 @@ fn opens_branch(line: &str) -> bool {
     let Some(rest) = line.strip_prefix('#') else {
         return false;
     };
-    let word: String = rest
-        .trim_start_matches([' ', '\t'])
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
-    matches!(word.as_str(), "else" | "elif")
+    matches!(
+        first_word(rest.trim_start_matches([' ', '\t'])),
+        "else" | "elif"
+    )
 }
 
 #[cfg(test)]

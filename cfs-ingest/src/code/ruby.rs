@@ -138,10 +138,10 @@ fn in_literal(leaf: tree_sitter::Node<'_>, text: &str) -> bool {
 /// symbol of the level.
 pub(super) fn holds_definitions(node: Node<'_>) -> bool {
     let mut cursor = node.walk();
-    let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
-    children.into_iter().any(|child| match child.kind() {
-        "class" | "module" | "method" | "singleton_method" => true,
-        "then" | "else" | "elsif" => holds_definitions(child),
-        _ => false,
-    })
+    node.named_children(&mut cursor)
+        .any(|child| match child.kind() {
+            "class" | "module" | "method" | "singleton_method" => true,
+            "then" | "else" | "elsif" => holds_definitions(child),
+            _ => false,
+        })
 }
