@@ -221,12 +221,7 @@ pub fn path_role(path: &str) -> Role {
         None => ("", path),
     };
     let lower = name.to_ascii_lowercase();
-    let folders: Vec<String> = dirs
-        .split('/')
-        .filter(|d| !d.is_empty())
-        .map(str::to_ascii_lowercase)
-        .collect();
-    let in_dirs = |list: &[&str]| folders.iter().any(|f| list.contains(&f.as_str()));
+    let folders = Folders::of(dirs);
     // The name's dot-separated components: `foo.test.ts` -> foo, test, ts.
     let parts: Vec<&str> = lower.split('.').collect();
     let ext = if parts.len() > 1 {
@@ -235,10 +230,10 @@ pub fn path_role(path: &str) -> Role {
         ""
     };
     let middle = parts.get(1..parts.len().saturating_sub(1)).unwrap_or(&[]);
-    if in_dirs(&VENDORED_DIRS) {
+    if folders.vendored {
         return Role::Vendored;
     }
-    if in_dirs(&GENERATED_DIRS) || is_generated_name(&lower, middle, ext) {
+    if folders.generated || is_generated_name(&lower, middle, ext) {
         return Role::Generated;
     }
     if middle.last() == Some(&"d") && matches!(ext, "ts" | "mts" | "cts")
@@ -246,25 +241,21 @@ pub fn path_role(path: &str) -> Role {
     {
         return Role::Declaration;
     }
-    if in_dirs(&TEST_DIRS) || dirs.split('/').any(is_test_word_dir) || is_test_name(name, ext) {
+    if folders.test || is_test_name(name, ext) {
         return Role::Test;
     }
     let format = by_name(path).map(|d| d.format);
     // YAML and TOML are data, whose roles stay what they were as text.
     let is_code =
         matches!(format, Some(Format::Code(l)) if !matches!(l, Language::Yaml | Language::Toml));
-    let example_words = ["example", "examples", "sample", "samples", "demo", "demos"];
-    if in_dirs(&EXAMPLE_DIRS)
-        || dirs.split('/').any(|d| edge_word(d, &example_words))
-        || in_dirs(&DOCS_DIRS) && is_code
-    {
+    if folders.example || folders.docs && is_code {
         return Role::Example;
     }
-    if in_dirs(&DOCS_DIRS) {
+    if folders.docs {
         return Role::Docs;
     }
     if CONFIG_NAMES.contains(&lower.as_str())
-        || folders.iter().any(|f| CONFIG_DIRS.contains(&f.as_str()))
+        || folders.config
         || CONFIG_EXTS.contains(&ext)
         || lower.starts_with("tsconfig") && ext == "json"
     {
@@ -275,6 +266,49 @@ pub fn path_role(path: &str) -> Role {
         return Role::Docs;
     }
     Role::Source
+}
+
+/// The folder rules a path's folders meet (the lists are lower-case; a folder is in
+/// one when it is, ASCII case ignored).
+#[derive(Default)]
+struct Folders {
+    vendored: bool,
+    generated: bool,
+    /// In [`TEST_DIRS`], or named as tests ([`is_test_word_dir`]).
+    test: bool,
+    /// In [`EXAMPLE_DIRS`], or beginning or ending with an example word ([`edge_word`]).
+    example: bool,
+    docs: bool,
+    config: bool,
+}
+
+impl Folders {
+    /// The rules met by the folders of `dirs` (`/`-separated), read once.
+    fn of(dirs: &str) -> Self {
+        let example_words = ["example", "examples", "sample", "samples", "demo", "demos"];
+        let mut out = Self::default();
+        for d in dirs.split('/').filter(|d| !d.is_empty()) {
+            let is = |list: &[&str]| list.iter().any(|l| l.eq_ignore_ascii_case(d));
+            out.vendored |= is(&VENDORED_DIRS);
+            out.generated |= is(&GENERATED_DIRS);
+            out.test |= is(&TEST_DIRS) || is_test_word_dir(d);
+            out.example |= is(&EXAMPLE_DIRS) || edge_word(d, &example_words);
+            out.docs |= is(&DOCS_DIRS);
+            out.config |= is(&CONFIG_DIRS);
+        }
+        out
+    }
+}
+
+/// Whether `text` holds `word` (ASCII lower-case), ASCII case ignored: what a name
+/// must hold for one of its identifier parts or dot-separated components, which are
+/// ASCII-lower-cased pieces of it, to be `word`. The rules above ask it first, so that
+/// a path without such a word is not split into words at all (roles are derived for
+/// every document an index file loads).
+fn holds(text: &str, word: &str) -> bool {
+    text.as_bytes()
+        .windows(word.len())
+        .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
 }
 
 /// `*.pb.go`, `*_pb2.py`, `*.min.js`, `*.generated.cs`, `*.g.dart`, `*.designer.cs`.
@@ -293,6 +327,11 @@ fn is_generated_name(lower: &str, middle: &[&str], ext: &str) -> bool {
 /// a word before its `test`: `latest` is one word); or, of two or more words, beginning
 /// or ending with one (`test_helpers`, `runtime-tests`).
 fn is_test_word_dir(dir: &str) -> bool {
+    holds(dir, "test") && is_test_word_dir_by_words(dir)
+}
+
+/// [`is_test_word_dir`] without its quick check.
+fn is_test_word_dir_by_words(dir: &str) -> bool {
     let (dotted, last) = match dir.rsplit_once('.') {
         Some((_, last)) => (true, last),
         None => (false, dir),
@@ -306,6 +345,11 @@ fn is_test_word_dir(dir: &str) -> bool {
 /// Whether a folder's name has two or more words (identifier parts of its pieces
 /// between `.`, `-` and spaces) and its first or last is one of `words`.
 fn edge_word(dir: &str, words: &[&str]) -> bool {
+    words.iter().any(|w| holds(dir, w)) && edge_word_by_words(dir, words)
+}
+
+/// [`edge_word`] without its quick check.
+fn edge_word_by_words(dir: &str, words: &[&str]) -> bool {
     let all: Vec<String> = dir
         .split(['.', '-', ' '])
         .flat_map(identifier_parts)
@@ -317,6 +361,11 @@ fn edge_word(dir: &str, words: &[&str]) -> bool {
 /// `foo_test.go`, `test_foo.py`, `FooTest.java`, `FooTests.cs`, `foo.test.ts`,
 /// `foo.spec.js`, `foo_spec.rb`, `conftest.py`.
 fn is_test_name(name: &str, ext: &str) -> bool {
+    (holds(name, "test") || holds(name, "spec")) && is_test_name_by_words(name, ext)
+}
+
+/// [`is_test_name`] without its quick check.
+fn is_test_name_by_words(name: &str, ext: &str) -> bool {
     let mut dots = name.split('.');
     let stem = dots.next().unwrap_or("");
     let components: Vec<String> = dots.map(str::to_ascii_lowercase).collect();
@@ -465,6 +514,72 @@ pub fn document_role<'a>(paths: impl IntoIterator<Item = &'a str>, markers: Mark
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quick_checks_never_change_an_answer() {
+        let names = [
+            "test",
+            "tests",
+            "Tests",
+            "TEST_helpers",
+            "runtime-tests",
+            "jvmTest",
+            "Serilog.Tests",
+            "Foo.UnitTests",
+            "latest",
+            "attestation",
+            "contest",
+            "conftest",
+            "CONFTEST",
+            "foo_test",
+            "test_foo",
+            "FooTest",
+            "FooSpec",
+            "foo.spec",
+            "foo.SPEC",
+            "foo_specs",
+            "Spec",
+            "examples",
+            "Example-app",
+            "my-demo",
+            "demos",
+            "SAMPLES",
+            "sample_data",
+            "demo.v2",
+            "İtest",
+            "\u{130}Test",
+            "\u{212a}test",
+            "ＴＥＳＴ",
+            "tëst",
+            "te st",
+            "te.st",
+            "x",
+            "",
+            ".",
+            "..",
+        ];
+        let words = ["example", "examples", "sample", "samples", "demo", "demos"];
+        for name in names {
+            let quick = |w: &str| holds(name, w);
+            assert!(!is_test_word_dir_by_words(name) || quick("test"), "{name}");
+            assert!(
+                !edge_word_by_words(name, &["test", "tests"]) || quick("test"),
+                "{name}"
+            );
+            assert!(
+                !edge_word_by_words(name, &words) || words.iter().any(|w| quick(w)),
+                "{name}"
+            );
+            for ext in ["rb", "js", "py", "ts"] {
+                let named = is_test_name_by_words(name, ext);
+                assert!(!named || quick("test") || quick("spec"), "{name}.{ext}");
+            }
+        }
+        // Not vacuous: the full checks do say yes to some.
+        assert!(is_test_word_dir_by_words("jvmTest") && edge_word_by_words("my-demo", &words));
+        assert!(is_test_name_by_words("foo_spec", "rb") && is_test_name_by_words("FooTest", "py"));
+        assert!(holds("FooTEST", "test") && holds("test", "test") && !holds("tes", "test"));
+    }
 
     #[track_caller]
     fn check(path: &str, role: Role) {
