@@ -761,7 +761,7 @@ fn definitions(
         for ident in &analysis.identifiers {
             for (t, own, qualified) in lookup_terms(ident) {
                 if t == term {
-                    let score = definition_found(&meta, ident, (own, qualified), value);
+                    let score = definition_found(&meta.view(), ident, (own, qualified), value);
                     let e = best.entry(id).or_insert((score, Arc::clone(&meta)));
                     e.0 = e.0.max(score);
                 }

@@ -18,7 +18,7 @@ use memmap2::Mmap;
 use super::format::{KINDS, NO_STRING, RECORD_BYTES};
 use super::in_place::{Plain, cast, span};
 use super::mapped_docs::MappedDocs;
-use super::meta::{ChunkMeta, Posting};
+use super::meta::{ChunkMeta, DocInfo, MetaView, Posting};
 
 /// A record's last field: the symbol's kind plus one (0: none) in bits 0-7, where its
 /// name starts in the symbol string in bits 8-23, bit 24 set for a later window.
@@ -204,6 +204,36 @@ impl Mapped {
         }
         let s = self.string(&self.cols.string_ends, &self.cols.string_bytes, r as usize)?;
         Some(s.into())
+    }
+
+    /// The fields of chunk `i` that filters and the definition list read, borrowed from
+    /// its record, its document's decoded info (`doc`, which the caller holds) and the
+    /// string column.
+    pub fn view<'a>(&'a self, i: usize, doc: &'a DocInfo) -> Option<MetaView<'a>> {
+        let rec = self.record(i)?;
+        let at = |o| Self::u32_at(rec, o);
+        let string = |r: u32| match r {
+            NO_STRING => None,
+            r => self.string(&self.cols.string_ends, &self.cols.string_bytes, r as usize),
+        };
+        Some(MetaView {
+            doc,
+            kind: KINDS.get(at(28) as usize).copied().unwrap_or("text"),
+            language: string(at(32)),
+            symbol: string(at(36)),
+            symbol_kind: symbol_kind_of(at(44)),
+            name_start: (at(44) >> 8) as u16,
+        })
+    }
+
+    /// The document of chunk `i`, from its record.
+    pub fn doc_of(&self, i: usize) -> Option<Arc<DocInfo>> {
+        self.docs.doc(Self::u32_at(self.record(i)?, 0) as usize)
+    }
+
+    fn record(&self, i: usize) -> Option<&[u8]> {
+        let records = self.bytes(&self.cols.records);
+        records.get(i * RECORD_BYTES..(i + 1) * RECORD_BYTES)
     }
 
     /// The metadata of chunk `i`, from its record.

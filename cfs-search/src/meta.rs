@@ -90,13 +90,56 @@ pub struct ChunkMeta {
 impl ChunkMeta {
     /// The symbol's own name (without its parent).
     pub fn name(&self) -> Option<&str> {
-        self.symbol.as_deref()?.get(usize::from(self.name_start)..)
+        self.view().name()
     }
 
     /// The symbol's parent, if it has one.
     pub fn parent(&self) -> Option<&str> {
+        self.view().parent()
+    }
+
+    /// Its fields that filters and the definition list read, borrowed.
+    pub fn view(&self) -> MetaView<'_> {
+        MetaView {
+            doc: &self.doc,
+            kind: self.kind,
+            language: self.language.as_deref(),
+            symbol: self.symbol.as_deref(),
+            symbol_kind: self.symbol_kind,
+            name_start: self.name_start,
+        }
+    }
+}
+
+/// The fields of a chunk's metadata that filters and the definition list read,
+/// borrowed from a [`ChunkMeta`] or straight from an index file's records, so that a
+/// name that thousands of chunks define is scored without building their metadata.
+#[derive(Clone, Copy, Debug)]
+pub struct MetaView<'a> {
+    /// Its document.
+    pub doc: &'a DocInfo,
+    /// `text`, `section`, `code` or `page`.
+    pub kind: &'static str,
+    /// Language of a code chunk.
+    pub language: Option<&'a str>,
+    /// Symbol of a code chunk, `parent::name` when it has a parent.
+    pub symbol: Option<&'a str>,
+    /// Kind of the symbol of a code chunk.
+    pub symbol_kind: Option<SymbolKind>,
+    /// Where the symbol's own name starts in `symbol` (after `parent::`).
+    pub name_start: u16,
+}
+
+impl<'a> MetaView<'a> {
+    /// The symbol's own name (without its parent).
+    pub fn name(&self) -> Option<&'a str> {
+        self.symbol?.get(usize::from(self.name_start)..)
+    }
+
+    /// The symbol's parent, if it has one.
+    pub fn parent(&self) -> Option<&'a str> {
         let start = usize::from(self.name_start).checked_sub(2)?;
-        self.symbol.as_deref()?.get(..start)
+        self.symbol?.get(..start)
     }
 }
 

@@ -13,7 +13,7 @@ use super::bm25;
 use super::codes::{nearest, sign_code};
 use super::format::KINDS;
 use super::mapped::Mapped;
-use super::meta::ChunkMeta;
+use super::meta::{ChunkMeta, MetaView};
 use super::rank::Ranking;
 use super::segment::Live;
 use super::snapshot::Snapshot;
@@ -65,6 +65,11 @@ pub struct Filter {
 impl Filter {
     /// Whether `meta` passes.
     pub fn matches(&self, meta: &ChunkMeta) -> bool {
+        self.matches_view(&meta.view())
+    }
+
+    /// [`Filter::matches`] for a chunk's [`MetaView`].
+    pub fn matches_view(&self, meta: &MetaView<'_>) -> bool {
         if let Some(prefix) = &self.path_prefix {
             let prefix = prefix.strip_prefix("./").unwrap_or(prefix);
             if !meta.doc.paths.iter().any(|p| p.path.starts_with(prefix)) {
@@ -81,7 +86,7 @@ impl Filter {
             return false;
         }
         if let Some(l) = &self.language
-            && meta.language.as_deref() != Some(l.as_str())
+            && meta.language != Some(l.as_str())
         {
             return false;
         }

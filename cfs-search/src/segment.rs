@@ -13,7 +13,7 @@ use cfs_core::ChunkId;
 
 use super::definition_terms::definition_terms;
 use super::mapped::Mapped;
-use super::meta::{ChunkMeta, Posting};
+use super::meta::{ChunkMeta, MetaView, Posting};
 use super::tokenize::for_each_token;
 
 /// Steps of [`Segment::position`] that interpolate before it halves.
@@ -299,6 +299,18 @@ impl Segment {
         match &self.data {
             Data::Owned(o) => Some(Arc::clone(&o.metas[i])),
             Data::Mapped(m) => m.meta(i).map(Arc::new),
+        }
+    }
+
+    /// `f` of chunk `i`'s [`MetaView`], read from the index file's record in place for
+    /// a mapped segment (its metadata is not built).
+    pub fn with_view<R>(&self, i: usize, f: impl FnOnce(&MetaView<'_>) -> R) -> Option<R> {
+        match &self.data {
+            Data::Owned(o) => Some(f(&o.metas.get(i)?.view())),
+            Data::Mapped(m) => {
+                let doc = m.doc_of(i)?;
+                Some(f(&m.view(i, &doc)?))
+            }
         }
     }
 

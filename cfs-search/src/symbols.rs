@@ -9,7 +9,7 @@ use cfs_ingest::Role;
 
 use super::definition_terms::{DECLARED_PREFIX, DEFINITION_PREFIX, name_head, name_key};
 use super::intent::Identifier;
-use super::meta::ChunkMeta;
+use super::meta::MetaView;
 use super::path_words::{stem_and_folder, word_matches};
 use super::query::{At, Filter, Scored, top};
 use super::snapshot::Snapshot;
@@ -36,7 +36,7 @@ pub fn kind_rank(kind: Option<SymbolKind>) -> u64 {
 /// name case and all, 4 when only the keys agree. A name its lines declare (a
 /// [`DECLARED_PREFIX`] term): 5 when the qualified term matched or the qualifier is its
 /// file's stem, 2 when the identifier has another qualifier, else 3.
-pub fn match_level(meta: &ChunkMeta, ident: &Identifier, own: bool, qualified: bool) -> u64 {
+pub fn match_level(meta: &MetaView<'_>, ident: &Identifier, own: bool, qualified: bool) -> u64 {
     let stem_key = || {
         let path = meta.doc.paths.first().map_or("", |p| &*p.path);
         let name = path.rsplit('/').next().unwrap_or(path);
@@ -135,7 +135,7 @@ pub fn lookup_terms(ident: &Identifier) -> Vec<(String, bool, bool)> {
 /// `qualified` as it says) with the posting value `value` (a declared kind's place in
 /// [`SymbolKind::ALL`] plus one, for a declared name).
 pub fn definition_found(
-    meta: &ChunkMeta,
+    meta: &MetaView<'_>,
     ident: &Identifier,
     (own, qualified): (bool, bool),
     value: u32,
@@ -173,13 +173,14 @@ pub(crate) fn definitions(
                     if i >= live.segment.len() || live.is_dead(i) {
                         continue;
                     }
-                    let Some(meta) = live.segment.meta(i) else {
+                    let found = live.segment.with_view(i, |meta| {
+                        filter
+                            .matches_view(meta)
+                            .then(|| definition_found(meta, ident, (own, qualified), value))
+                    });
+                    let Some(score) = found.flatten() else {
                         continue;
                     };
-                    if !filter.matches(&meta) {
-                        continue;
-                    }
-                    let score = definition_found(&meta, ident, (own, qualified), value);
                     let e = best.entry(At::new(s, i)).or_insert(score);
                     *e = (*e).max(score);
                 }

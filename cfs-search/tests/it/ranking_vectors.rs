@@ -242,7 +242,7 @@ fn match_level_case(input: &Value) -> Value {
     let own = input["own"].as_bool().unwrap_or(true);
     let qualified = input["qualified"].as_bool().unwrap_or(false);
     json!({
-        "level": match_level(&m, ident, own, qualified),
+        "level": match_level(&m.view(), ident, own, qualified),
         "named": named_after(s(input, "path"), &ident.name),
     })
 }
