@@ -238,8 +238,7 @@ impl Mapped {
 
     /// The metadata of chunk `i`, from its record.
     pub fn meta(&self, i: usize) -> Option<ChunkMeta> {
-        let records = self.bytes(&self.cols.records);
-        let rec = records.get(i * RECORD_BYTES..(i + 1) * RECORD_BYTES)?;
+        let rec = self.record(i)?;
         let at = |o| Self::u32_at(rec, o);
         let doc = self.docs.doc(at(0) as usize)?;
         Some(ChunkMeta {
