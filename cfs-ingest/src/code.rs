@@ -2738,11 +2738,7 @@ mod tests {
                 ("S".into(), None, "impl")
             ]
         );
-        let add = doc
-            .chunks
-            .iter()
-            .find(|c| c.symbol.as_ref().is_some_and(|s| s.name == "add"))
-            .unwrap();
+        let add = named(&doc, "add");
         assert!(text[add.start..add.end].starts_with("/// Adds."));
         let symbol = add.symbol.as_ref().unwrap();
         assert_eq!(symbol.doc_comment, "/// Adds.\n");
@@ -3017,12 +3013,19 @@ mod tests {
         out
     }
 
+    /// The first chunk whose symbol is named `name`.
+    fn named<'d>(doc: &'d CodeDoc, name: &str) -> &'d CodeChunk {
+        let mut chunks = doc.chunks.iter();
+        chunks
+            .find(|c| c.symbol.as_ref().is_some_and(|s| s.name == name))
+            .unwrap()
+    }
+
     /// The first symbol named `name`.
     // Used by the tests of the optional grammars.
     #[cfg_attr(not(feature = "all-languages"), allow(dead_code))]
     fn symbol<'d>(doc: &'d CodeDoc, name: &str) -> &'d Symbol {
-        let mut symbols = doc.chunks.iter().filter_map(|c| c.symbol.as_ref());
-        symbols.find(|s| s.name == name).unwrap()
+        named(doc, name).symbol.as_ref().unwrap()
     }
 
     #[test]
@@ -3535,11 +3538,7 @@ end
                 ("total".into(), None, "function"),
             ]
         );
-        let describe = doc
-            .chunks
-            .iter()
-            .find(|c| c.symbol.as_ref().is_some_and(|s| s.name == "describe"))
-            .unwrap();
+        let describe = named(&doc, "describe");
         assert!(
             text[describe.start..describe.end]
                 .trim_end()
@@ -3569,11 +3568,7 @@ end
             ]
         );
         // The signature and the equation are one chunk.
-        let t_if = doc
-            .chunks
-            .iter()
-            .find(|c| c.symbol.as_ref().is_some_and(|s| s.name == "T_If"))
-            .unwrap();
+        let t_if = named(&doc, "T_If");
         assert!(text[t_if.start..t_if.end].contains("Inner_T_If"));
     }
 
@@ -3910,11 +3905,8 @@ end
             "# Parsers.\n# Pinned."
         );
         let text_of = |name: &str| {
-            let c = doc
-                .chunks
-                .iter()
-                .find(|c| c.symbol.as_ref().is_some_and(|s| s.name == name));
-            c.map(|c| &text[c.start..c.end]).unwrap()
+            let c = named(&doc, name);
+            &text[c.start..c.end]
         };
         assert_eq!(
             text_of("package"),
