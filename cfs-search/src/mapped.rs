@@ -198,12 +198,12 @@ impl Mapped {
             .map_or(0, u32::from_le_bytes)
     }
 
-    fn owned_string(&self, r: u32) -> Option<Box<str>> {
-        if r == NO_STRING {
-            return None;
+    /// String `r` of the string column (`None` for [`NO_STRING`]).
+    fn string_at(&self, r: u32) -> Option<&str> {
+        match r {
+            NO_STRING => None,
+            r => self.string(&self.cols.string_ends, &self.cols.string_bytes, r as usize),
         }
-        let s = self.string(&self.cols.string_ends, &self.cols.string_bytes, r as usize)?;
-        Some(s.into())
     }
 
     /// The fields of chunk `i` that filters and the definition list read, borrowed from
@@ -212,15 +212,11 @@ impl Mapped {
     pub fn view<'a>(&'a self, i: usize, doc: &'a DocInfo) -> Option<MetaView<'a>> {
         let rec = self.record(i)?;
         let at = |o| Self::u32_at(rec, o);
-        let string = |r: u32| match r {
-            NO_STRING => None,
-            r => self.string(&self.cols.string_ends, &self.cols.string_bytes, r as usize),
-        };
         Some(MetaView {
             doc,
             kind: KINDS.get(at(28) as usize).copied().unwrap_or("text"),
-            language: string(at(32)),
-            symbol: string(at(36)),
+            language: self.string_at(at(32)),
+            symbol: self.string_at(at(36)),
             symbol_kind: symbol_kind_of(at(44)),
             name_start: (at(44) >> 8) as u16,
         })
@@ -236,11 +232,15 @@ impl Mapped {
         records.get(i * RECORD_BYTES..(i + 1) * RECORD_BYTES)
     }
 
-    /// The metadata of chunk `i`, from its record.
+    /// The metadata of chunk `i`, from its record: its [`Mapped::view`] owned, and the
+    /// rest of the record.
     pub fn meta(&self, i: usize) -> Option<ChunkMeta> {
         let rec = self.record(i)?;
         let at = |o| Self::u32_at(rec, o);
-        let doc = self.docs.doc(at(0) as usize)?;
+        let doc = self.doc_of(i)?;
+        let view = self.view(i, &doc)?;
+        let (kind, symbol_kind, name_start) = (view.kind, view.symbol_kind, view.name_start);
+        let (language, symbol) = (view.language.map(Box::from), view.symbol.map(Box::from));
         Some(ChunkMeta {
             id: self.id(i),
             doc,
@@ -249,12 +249,12 @@ impl Mapped {
             byte_length: at(16),
             start_line: at(20),
             end_line: at(24),
-            kind: KINDS.get(at(28) as usize).copied().unwrap_or("text"),
-            language: self.owned_string(at(32)),
-            symbol: self.owned_string(at(36)),
-            heading: self.owned_string(at(40)),
-            symbol_kind: symbol_kind_of(at(44)),
-            name_start: (at(44) >> 8) as u16,
+            kind,
+            language,
+            symbol,
+            heading: self.string_at(at(40)).map(Box::from),
+            symbol_kind,
+            name_start,
             continued: at(44) >> 24 & 1 != 0,
         })
     }
