@@ -62,6 +62,12 @@ impl Role {
     pub fn from_name(name: &str) -> Option<Role> {
         Role::ALL.into_iter().find(|r| r.name() == name)
     }
+
+    /// The role's place in [`Role::ALL`]: its rank of preference, and its number in
+    /// an index file's document records.
+    pub fn place(self) -> usize {
+        Role::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
 }
 
 impl std::fmt::Display for Role {

@@ -11,7 +11,11 @@ use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::N_BUCKETS;
 
 /// Format version of the index file.
-pub const INDEX_FILE_FORMAT: u32 = 7;
+pub const INDEX_FILE_FORMAT: u32 = 8;
+/// The version of the rules that derived the roles in an index file's document
+/// records, in bytes 12-15 of its header: [`crate::SEARCH_ROWS_VERSION`]. A file of
+/// other rules is refused and rebuilt, as one of another format is.
+pub(crate) const RULES_VERSION: u32 = crate::SEARCH_ROWS_VERSION as u32;
 /// Sections start at multiples of this.
 pub(crate) const ALIGN: usize = 64;
 

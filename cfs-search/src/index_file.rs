@@ -33,7 +33,7 @@ use super::buckets::BucketMap;
 use super::codes;
 use super::delta::{self, Overlay};
 use super::format::{
-    ALIGN, BucketBits, Counts, INDEX_FILE_FORMAT, RECORD_BYTES, Section, delta_path,
+    ALIGN, BucketBits, Counts, INDEX_FILE_FORMAT, RECORD_BYTES, RULES_VERSION, Section, delta_path,
 };
 use super::in_place;
 use super::mapped::{Columns, Mapped};
@@ -404,7 +404,7 @@ fn encode_header(
     let mut out = Vec::with_capacity(PREFIX + body.len() + 32);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&INDEX_FILE_FORMAT.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&RULES_VERSION.to_le_bytes());
     out.extend_from_slice(&file_len.to_le_bytes());
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
     out.extend_from_slice(&body);
@@ -612,6 +612,12 @@ fn read_header(map: &[u8]) -> std::result::Result<(Header, [u8; 32]), String> {
     if format != INDEX_FILE_FORMAT {
         return Err(format!(
             "format {format}, this build reads {INDEX_FILE_FORMAT}"
+        ));
+    }
+    let rules = u32::from_le_bytes([map[12], map[13], map[14], map[15]]);
+    if rules != RULES_VERSION {
+        return Err(format!(
+            "roles derived by rules {rules}, this build derives by {RULES_VERSION}"
         ));
     }
     if word(16) != map.len() as u64 {

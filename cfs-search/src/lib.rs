@@ -77,7 +77,8 @@ pub use format::{INDEX_FILE_FORMAT, KINDS};
 /// The version of what [`document_rows`] derives for a document and its chunks (its
 /// role and markers, its chunks' terms and metadata, its file vector). It moves with any
 /// change to those rules, so that rows a database keeps from an older cfs are written
-/// again instead of ranked by rules they were not derived with. 2: OCaml, Reason and F#
+/// again instead of ranked by rules they were not derived with, and an index file
+/// whose document records hold roles of older rules is rebuilt. 2: OCaml, Reason and F#
 /// interfaces, Haskell boot files and headers beside their implementation are
 /// declarations; 3: the banners of Bison, flex, re2c and gperf mark generated code; 4:
 /// `bench` and `benchmark` folders hold tests; 5: so do dotted folders whose last piece

@@ -11,19 +11,21 @@ use std::sync::{Arc, OnceLock};
 
 use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::{Bucket, ChunkId, DocumentId, PathEntry};
-use cfs_ingest::Markers;
+use cfs_ingest::{Markers, Role};
 use memmap2::Mmap;
 
 use super::buckets::{Rows, Source};
 use super::in_place::{cast, span};
 use super::meta::{DocInfo, PathInfo};
 
-/// A document's MIME type, its markers ([`Markers::bits`]) and its paths with their
-/// collections (its id and chunk ids are in columns of their own).
+/// A document's MIME type, its markers ([`Markers::bits`]), its role (its place in
+/// [`Role::ALL`], derived when the file was written by the rules its header names) and
+/// its paths with their collections (its id and chunk ids are in columns of their own).
 #[derive(BorshSerialize, BorshDeserialize)]
 pub(crate) struct CachedDoc {
     pub mime_type: String,
     pub markers: u8,
+    pub role: u8,
     pub paths: Vec<(String, Vec<String>)>,
 }
 
@@ -132,13 +134,14 @@ impl MappedDocs {
                 collections: c.into_iter().map(Into::into).collect(),
             })
             .collect();
-        Some(DocInfo::new(
-            DocumentId(list.id(i)?),
-            meta.mime_type.into(),
+        Some(DocInfo {
+            id: DocumentId(list.id(i)?),
+            mime_type: meta.mime_type.into(),
             paths,
-            chunks.iter().map(|c| ChunkId(*c)).collect(),
-            Markers::from_bits(meta.markers),
-        ))
+            chunks: chunks.iter().map(|c| ChunkId(*c)).collect(),
+            markers: Markers::from_bits(meta.markers),
+            role: *Role::ALL.get(usize::from(meta.role))?,
+        })
     }
 }
 

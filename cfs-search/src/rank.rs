@@ -164,7 +164,7 @@ impl Ranking {
             Role::Docs => mentions.docs,
             _ => false,
         };
-        let place = Role::ALL.iter().position(|r| *r == role).unwrap_or(0);
+        let place = role.place();
         if named || !self.roles {
             100
         } else {

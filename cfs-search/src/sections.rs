@@ -342,6 +342,7 @@ pub(crate) fn cached_doc(d: &DocInfo) -> CachedDoc {
     CachedDoc {
         mime_type: d.mime_type.to_string(),
         markers: d.markers.bits(),
+        role: d.role.place() as u8,
         paths: d
             .paths
             .iter()

@@ -79,7 +79,7 @@ pub fn definition_level(score: u64) -> u64 {
 /// [`Role::ALL`] (source first), then [`kind_rank`], then whether its file is named
 /// after the identifier ([`named_after`]); larger is better.
 fn definition_score(level: u64, role: Role, kind: Option<SymbolKind>, named: bool) -> u64 {
-    let role_place = Role::ALL.iter().position(|r| *r == role).unwrap_or(7) as u64;
+    let role_place = role.place() as u64;
     level << 16 | (7 - role_place) << 8 | (4 - kind_rank(kind)) << 1 | u64::from(named)
 }
 
