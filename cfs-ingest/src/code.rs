@@ -44,6 +44,11 @@ pub const WINDOW_OVERLAP_BYTES: usize = 500;
 pub const SMALL_GAP_BYTES: usize = 64;
 /// Deepest container nesting split into members; deeper containers are chunked whole.
 const MAX_CONTAINER_DEPTH: usize = 8;
+/// A Scala container (class, trait, object) past this size is split into its members.
+/// Scala keeps its functions in them, so they are its modules, and the model reads
+/// only a chunk's first 128 word pieces: a 3 KB trait whole was one vector of its
+/// first method (docs/bench-log/04-code-ranking-languages.md, "Scala's containers").
+pub const SCALA_SPLIT_BYTES: usize = 2048;
 /// Longest signature kept, in bytes.
 const MAX_SIGNATURE_BYTES: usize = 1024;
 
@@ -209,7 +214,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Scala,
         name: "scala",
         version: "0.26.9",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_scala::LANGUAGE.into(),
     },
     #[cfg(feature = "lang-haskell")]
@@ -2407,6 +2412,16 @@ fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
     splits.contains(&language) && item.symbol.kind == SymbolKind::Module && item.body.is_some()
 }
 
+/// The size past which a container of `language` is split into its members (when it
+/// has any): [`SCALA_SPLIT_BYTES`] for Scala, [`WINDOW_BYTES`] for the others.
+fn split_past(language: Language) -> usize {
+    if language == Language::Scala {
+        SCALA_SPLIT_BYTES
+    } else {
+        WINDOW_BYTES
+    }
+}
+
 /// Builds the chunks of one level: symbols in `[lo, hi)` and the gaps between them.
 struct Emitter<'a> {
     src: &'a str,
@@ -2457,13 +2472,10 @@ impl Emitter<'_> {
     }
 
     fn item(&mut self, item: Item<'_>, depth: usize) -> Result<(), IngestError> {
-        if item.end - item.start <= WINDOW_BYTES && !splits_at_any_size(self.language, &item) {
-            self.doc.chunks.push(CodeChunk {
-                start: item.start,
-                end: item.end,
-                symbol: Some(item.symbol),
-            });
-            return Ok(());
+        let size = item.end - item.start;
+        let whole = size <= WINDOW_BYTES && !splits_at_any_size(self.language, &item);
+        if whole && size <= split_past(self.language) {
+            return Ok(self.whole(item));
         }
         if depth < MAX_CONTAINER_DEPTH
             && let Some(body) = item.body
@@ -2476,8 +2488,20 @@ impl Emitter<'_> {
                 return self.level(members, header_end, item.end, depth + 1);
             }
         }
+        if whole {
+            return Ok(self.whole(item));
+        }
         self.windows(item.start, item.end, &item.symbol);
         Ok(())
+    }
+
+    /// `item` as one chunk.
+    fn whole(&mut self, item: Item<'_>) {
+        self.doc.chunks.push(CodeChunk {
+            start: item.start,
+            end: item.end,
+            symbol: Some(item.symbol),
+        });
     }
 
     /// Windows of at most `WINDOW_BYTES` over `[start, end)`, starts `WINDOW_BYTES -
@@ -3512,6 +3536,44 @@ end
             ]
         );
         assert_eq!(symbol(&doc, "add").doc_comment, "/** Adds. */");
+    }
+
+    /// A Scala container is split into its members past `SCALA_SPLIT_BYTES`, where
+    /// other languages keep one whole up to `WINDOW_BYTES`; a smaller one, and a large
+    /// definition without members, stay one chunk.
+    #[test]
+    #[cfg(feature = "lang-scala")]
+    fn scala_containers_split_past_their_own_size() {
+        let defs = |n: usize| {
+            (0..n)
+                .map(|i| format!("  def step{i}(x: Int): Int = x + {i} * 31 + 7\n"))
+                .collect::<String>()
+        };
+        let big = format!("trait Big {{\n{}}}\n", defs(60));
+        let small = format!("object Small {{\n{}}}\n", defs(20));
+        let body = "    val y = 1\n".repeat(200);
+        let long = format!("def long(x: Int): Int = {{\n{body}    x\n}}\n");
+        assert!(big.len() > SCALA_SPLIT_BYTES && big.len() < WINDOW_BYTES);
+        assert!(small.len() < SCALA_SPLIT_BYTES);
+        assert!(long.len() > SCALA_SPLIT_BYTES && long.len() < WINDOW_BYTES);
+        let text = format!("{big}\n{small}\n{long}");
+        let doc = chunk(&text, Language::Scala);
+        covers(&doc, &text);
+        let of = |parent: &str| {
+            let parent = Some(parent.to_owned());
+            doc.chunks
+                .iter()
+                .filter(|c| c.symbol.as_ref().is_some_and(|s| s.parent == parent))
+                .count()
+        };
+        assert_eq!(of("Big"), 60);
+        assert_eq!(of("Small"), 0);
+        let text_of = |name: &str| {
+            let c = named(&doc, name);
+            text[c.start..c.end].trim_end()
+        };
+        assert_eq!(text_of("Small"), small.trim_end());
+        assert_eq!(text_of("long"), long.trim_end());
     }
 
     #[test]
