@@ -44,11 +44,12 @@ pub const WINDOW_OVERLAP_BYTES: usize = 500;
 pub const SMALL_GAP_BYTES: usize = 64;
 /// Deepest container nesting split into members; deeper containers are chunked whole.
 const MAX_CONTAINER_DEPTH: usize = 8;
-/// A Scala container (class, trait, object) past this size is split into its members.
-/// Scala keeps its functions in them, so they are its modules, and the model reads
-/// only a chunk's first 128 word pieces: a 3 KB trait whole was one vector of its
-/// first method (docs/bench-log/04-code-ranking-languages.md, "Scala's containers").
-pub const SCALA_SPLIT_BYTES: usize = 2048;
+/// A Scala or Dart container (class, trait, object, mixin, extension) past this size is
+/// split into its members. Both keep most of their code in classes, several to a file,
+/// and the model reads only a chunk's first 128 word pieces: a 3 KB trait whole was one
+/// vector of its first method (docs/bench-log/04-code-ranking-languages.md, "Scala's
+/// containers" and "Dart's classes").
+pub const CLASS_SPLIT_BYTES: usize = 2048;
 /// Longest signature kept, in bytes.
 const MAX_SIGNATURE_BYTES: usize = 1024;
 
@@ -326,7 +327,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Dart,
         name: "dart",
         version: "0.3.0",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_dart::LANGUAGE.into(),
     },
 ];
@@ -2413,10 +2414,10 @@ fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
 }
 
 /// The size past which a container of `language` is split into its members (when it
-/// has any): [`SCALA_SPLIT_BYTES`] for Scala, [`WINDOW_BYTES`] for the others.
+/// has any): [`CLASS_SPLIT_BYTES`] for Scala and Dart, [`WINDOW_BYTES`] for the others.
 fn split_past(language: Language) -> usize {
-    if language == Language::Scala {
-        SCALA_SPLIT_BYTES
+    if matches!(language, Language::Scala | Language::Dart) {
+        CLASS_SPLIT_BYTES
     } else {
         WINDOW_BYTES
     }
@@ -3538,26 +3539,31 @@ end
         assert_eq!(symbol(&doc, "add").doc_comment, "/** Adds. */");
     }
 
-    /// A Scala container is split into its members past `SCALA_SPLIT_BYTES`, where
-    /// other languages keep one whole up to `WINDOW_BYTES`; a smaller one, and a large
-    /// definition without members, stay one chunk.
-    #[test]
-    #[cfg(feature = "lang-scala")]
-    fn scala_containers_split_past_their_own_size() {
+    /// A Scala or Dart container is split into its members past `CLASS_SPLIT_BYTES`,
+    /// where other languages keep one whole up to `WINDOW_BYTES`; a smaller one, and a
+    /// large definition without members, stay one chunk.
+    #[cfg(any(feature = "lang-scala", feature = "lang-dart"))]
+    fn classes_split_past_their_own_size(
+        language: Language,
+        def: &str,
+        class: &str,
+        function: &str,
+    ) {
         let defs = |n: usize| {
             (0..n)
-                .map(|i| format!("  def step{i}(x: Int): Int = x + {i} * 31 + 7\n"))
+                .map(|i| def.replace("{i}", &i.to_string()))
                 .collect::<String>()
         };
-        let big = format!("trait Big {{\n{}}}\n", defs(60));
-        let small = format!("object Small {{\n{}}}\n", defs(20));
-        let body = "    val y = 1\n".repeat(200);
-        let long = format!("def long(x: Int): Int = {{\n{body}    x\n}}\n");
-        assert!(big.len() > SCALA_SPLIT_BYTES && big.len() < WINDOW_BYTES);
-        assert!(small.len() < SCALA_SPLIT_BYTES);
-        assert!(long.len() > SCALA_SPLIT_BYTES && long.len() < WINDOW_BYTES);
+        let big = class.replace("{name}", "Big").replace("{body}", &defs(60));
+        let small = class
+            .replace("{name}", "Small")
+            .replace("{body}", &defs(20));
+        let long = function.replace("{body}", &"    y = y + 1;\n".repeat(150));
+        assert!(big.len() > CLASS_SPLIT_BYTES && big.len() < WINDOW_BYTES);
+        assert!(small.len() < CLASS_SPLIT_BYTES);
+        assert!(long.len() > CLASS_SPLIT_BYTES && long.len() < WINDOW_BYTES);
         let text = format!("{big}\n{small}\n{long}");
-        let doc = chunk(&text, Language::Scala);
+        let doc = chunk(&text, language);
         covers(&doc, &text);
         let of = |parent: &str| {
             let parent = Some(parent.to_owned());
@@ -3566,14 +3572,36 @@ end
                 .filter(|c| c.symbol.as_ref().is_some_and(|s| s.parent == parent))
                 .count()
         };
-        assert_eq!(of("Big"), 60);
-        assert_eq!(of("Small"), 0);
+        assert_eq!(of("Big"), 60, "{language:?}");
+        assert_eq!(of("Small"), 0, "{language:?}");
         let text_of = |name: &str| {
             let c = named(&doc, name);
             text[c.start..c.end].trim_end()
         };
         assert_eq!(text_of("Small"), small.trim_end());
         assert_eq!(text_of("long"), long.trim_end());
+    }
+
+    #[test]
+    #[cfg(feature = "lang-scala")]
+    fn scala_containers_split_past_their_own_size() {
+        classes_split_past_their_own_size(
+            Language::Scala,
+            "  def step{i}(x: Int): Int = x + {i} * 31 + 7\n",
+            "trait {name} {\n{body}}\n",
+            "def long(x: Int): Int = {\n  var y = x\n{body}  y\n}\n",
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "lang-dart")]
+    fn dart_classes_split_past_their_own_size() {
+        classes_split_past_their_own_size(
+            Language::Dart,
+            "  int step{i}(int x) => x + {i} * 31 + 7;\n",
+            "class {name} {\n{body}}\n",
+            "int long(int x) {\n  var y = x;\n{body}  return y;\n}\n",
+        );
     }
 
     #[test]
