@@ -44,11 +44,12 @@ pub const WINDOW_OVERLAP_BYTES: usize = 500;
 pub const SMALL_GAP_BYTES: usize = 64;
 /// Deepest container nesting split into members; deeper containers are chunked whole.
 const MAX_CONTAINER_DEPTH: usize = 8;
-/// A Scala or Dart container (class, trait, object, mixin, extension) past this size is
-/// split into its members. Both keep most of their code in classes, several to a file,
-/// and the model reads only a chunk's first 128 word pieces: a 3 KB trait whole was one
-/// vector of its first method (docs/bench-log/04-code-ranking-languages.md, "Scala's
-/// containers" and "Dart's classes").
+/// A Scala, Dart or Rust container (class, trait, object, mixin, extension, `impl`)
+/// past this size is split into its members. The three keep most of their code in such
+/// blocks, several to a file, and the model reads only a chunk's first 128 word pieces:
+/// a 3 KB trait whole was one vector of its first method
+/// (docs/bench-log/04-code-ranking-languages.md, "Scala's containers", "Dart's classes"
+/// and "Rust's impl blocks").
 pub const CLASS_SPLIT_BYTES: usize = 2048;
 /// Longest signature kept, in bytes.
 const MAX_SIGNATURE_BYTES: usize = 1024;
@@ -77,7 +78,7 @@ const GRAMMARS: &[Grammar] = &[
         language: Language::Rust,
         name: "rust",
         version: "0.24.2",
-        rules: 2,
+        rules: 3,
         load: || tree_sitter_rust::LANGUAGE.into(),
     },
     Grammar {
@@ -2414,9 +2415,10 @@ fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
 }
 
 /// The size past which a container of `language` is split into its members (when it
-/// has any): [`CLASS_SPLIT_BYTES`] for Scala and Dart, [`WINDOW_BYTES`] for the others.
+/// has any): [`CLASS_SPLIT_BYTES`] for Scala, Dart and Rust, [`WINDOW_BYTES`] for the
+/// others.
 fn split_past(language: Language) -> usize {
-    if matches!(language, Language::Scala | Language::Dart) {
+    if matches!(language, Language::Scala | Language::Dart | Language::Rust) {
         CLASS_SPLIT_BYTES
     } else {
         WINDOW_BYTES
@@ -3539,10 +3541,9 @@ end
         assert_eq!(symbol(&doc, "add").doc_comment, "/** Adds. */");
     }
 
-    /// A Scala or Dart container is split into its members past `CLASS_SPLIT_BYTES`,
+    /// A Scala, Dart or Rust container is split into its members past `CLASS_SPLIT_BYTES`,
     /// where other languages keep one whole up to `WINDOW_BYTES`; a smaller one, and a
     /// large definition without members, stay one chunk.
-    #[cfg(any(feature = "lang-scala", feature = "lang-dart"))]
     fn classes_split_past_their_own_size(
         language: Language,
         def: &str,
@@ -3590,6 +3591,16 @@ end
             "  def step{i}(x: Int): Int = x + {i} * 31 + 7\n",
             "trait {name} {\n{body}}\n",
             "def long(x: Int): Int = {\n  var y = x\n{body}  y\n}\n",
+        );
+    }
+
+    #[test]
+    fn rust_impl_blocks_split_past_their_own_size() {
+        classes_split_past_their_own_size(
+            Language::Rust,
+            "    fn step{i}(x: i32) -> i32 { x + {i} * 31 + 7 }\n",
+            "impl {name} {\n{body}}\n",
+            "fn long(x: i32) -> i32 {\n    let mut y = x;\n{body}    y\n}\n",
         );
     }
 
@@ -4294,7 +4305,7 @@ end
         );
         assert_eq!(
             code_parser(Language::Rust).as_deref(),
-            Some("code/3 tree-sitter=0.27 rust=0.24.2 rules=2")
+            Some("code/3 tree-sitter=0.27 rust=0.24.2 rules=3")
         );
     }
 
