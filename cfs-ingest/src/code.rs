@@ -2397,8 +2397,8 @@ fn merges_clauses(language: Language) -> bool {
 /// TypeScript namespace (a `declare module` too), a Ruby, Elixir or Julia module or a
 /// braced Scala package, which often holds a whole file: its members are what a search
 /// looks for, and a file under the window size would otherwise be one chunk named after
-/// it. C# namespaces and Rust `mod`s are split only when large: splitting them at any
-/// size lost file retrieval on the team's suite
+/// it. C# namespaces and Rust `mod`s are split only past their language's size
+/// ([`split_past`]): splitting them at any size lost file retrieval on the team's suite
 /// (docs/bench-log/04-code-ranking-languages.md).
 fn splits_at_any_size(language: Language, item: &Item<'_>) -> bool {
     let splits = [
@@ -2478,7 +2478,8 @@ impl Emitter<'_> {
         let size = item.end - item.start;
         let whole = size <= WINDOW_BYTES && !splits_at_any_size(self.language, &item);
         if whole && size <= split_past(self.language) {
-            return Ok(self.whole(item));
+            self.whole(item);
+            return Ok(());
         }
         if depth < MAX_CONTAINER_DEPTH
             && let Some(body) = item.body
@@ -2492,7 +2493,8 @@ impl Emitter<'_> {
             }
         }
         if whole {
-            return Ok(self.whole(item));
+            self.whole(item);
+            return Ok(());
         }
         self.windows(item.start, item.end, &item.symbol);
         Ok(())
