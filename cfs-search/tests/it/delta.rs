@@ -371,6 +371,36 @@ fn a_missing_or_damaged_index_file_is_written_from_the_store() {
     same_as_fresh(store, embedder, &index);
 }
 
+/// An index file whose header names other rules for its documents' roles (bytes 12-15,
+/// `SEARCH_ROWS_VERSION`) is refused and written again, as one of another format is:
+/// its records hold roles that this build would derive otherwise.
+#[test]
+fn an_index_file_of_other_role_rules_is_written_again() {
+    let f = fixture();
+    let (store, embedder, cache) = (&f.store, &f.embedder, &f.cache);
+    let build = |cache: &Path| {
+        SearchIndex::open_or_build_file(store, embedder, IndexOptions::exact(), cache).unwrap()
+    };
+    build(cache);
+    let good = std::fs::read(cache).unwrap();
+    let rules = u32::from_le_bytes(good[12..16].try_into().unwrap());
+    assert_eq!(i64::from(rules), i64::from(cfs_search::SEARCH_ROWS_VERSION));
+    let mut older = good.clone();
+    older[12..16].copy_from_slice(&(rules - 1).to_le_bytes());
+    std::fs::write(cache, &older).unwrap();
+    let (index, status) = build(cache);
+    let said = format!(
+        "roles derived by rules {}, this build derives by {rules}",
+        rules - 1
+    );
+    assert!(
+        matches!(&status, IndexFileStatus::Written { reason: Some(r) } if r.contains(&said)),
+        "{status:?}"
+    );
+    same_as_fresh(store, embedder, &index);
+    assert_eq!(std::fs::read(cache).unwrap(), good);
+}
+
 /// Past a quarter of the index file changed, a save writes a whole file, its segments
 /// (the mapped base with its tombstones and the change beside it, never merged in
 /// memory) merged as it is written: the bytes of one written from a fresh index.
