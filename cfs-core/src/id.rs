@@ -37,6 +37,7 @@ macro_rules! id_newtype {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, BorshSerialize, BorshDeserialize)]
+        #[repr(transparent)]
         pub struct $name(pub [u8; 16]);
 
         impl $name {

@@ -36,6 +36,8 @@ unsafe impl Plain for i16 {}
 unsafe impl Plain for [u32; 2] {}
 // SAFETY: as above.
 unsafe impl Plain for [u8; 16] {}
+// SAFETY: a chunk id is `#[repr(transparent)]` over `[u8; 16]`.
+unsafe impl Plain for cfs_core::ChunkId {}
 
 /// `bytes` as a slice of `T`; `None` when misaligned or not a whole number of `T`.
 pub(crate) fn cast<T: Plain>(bytes: &[u8]) -> Option<&[T]> {

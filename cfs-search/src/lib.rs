@@ -87,7 +87,7 @@ pub use format::{INDEX_FILE_FORMAT, KINDS};
 pub const SEARCH_ROWS_VERSION: i32 = 6;
 pub use index_file::{DELTA_MIN_CHANGED, IndexFileStatus, SavedAs};
 pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
-pub use meta::{ChunkMeta, DocInfo, PathInfo};
+pub use meta::{ChunkList, ChunkMeta, DocInfo, PathInfo};
 pub use path_words::{
     FOLDER_POINTS, FileWords, MODULE_STEMS, PATH_ONE, file_words, path_points, word_matches,
 };

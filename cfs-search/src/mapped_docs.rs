@@ -16,7 +16,7 @@ use memmap2::Mmap;
 
 use super::buckets::{Rows, Source};
 use super::in_place::{cast, span};
-use super::meta::{DocInfo, PathInfo};
+use super::meta::{ChunkList, DocInfo, PathInfo};
 
 /// A document's MIME type, its markers ([`Markers::bits`]), its role (its place in
 /// [`Role::ALL`], derived when the file was written by the rules its header names) and
@@ -124,8 +124,11 @@ impl MappedDocs {
             .map
             .get(self.chunk_ends.clone())
             .and_then(cast::<u64>)?;
-        let ids: &[[u8; 16]] = list.map.get(self.chunks.clone()).and_then(cast)?;
-        let chunks = ids.get(span(ends, i)?)?;
+        let ids = span(ends, i)?;
+        let range = self.chunks.start.checked_add(ids.start.checked_mul(16)?)?
+            ..self.chunks.start.checked_add(ids.end.checked_mul(16)?)?;
+        (range.end <= self.chunks.end && range.start <= range.end).then_some(())?;
+        list.map.get(range.clone()).and_then(cast::<ChunkId>)?;
         let paths = meta
             .paths
             .into_iter()
@@ -138,7 +141,10 @@ impl MappedDocs {
             id: DocumentId(list.id(i)?),
             mime_type: meta.mime_type.into(),
             paths,
-            chunks: chunks.iter().map(|c| ChunkId(*c)).collect(),
+            chunks: ChunkList::Mapped {
+                map: list.map.clone(),
+                range,
+            },
             markers: Markers::from_bits(meta.markers),
             role: *Role::ALL.get(usize::from(meta.role))?,
         })

@@ -2,10 +2,14 @@
 //! stay in the store), and a posting: the records segments are made of, whether built
 //! in memory or read from a mapped index file.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, SymbolKind};
 use cfs_ingest::{Markers, Role};
+use memmap2::Mmap;
+
+use super::in_place::cast;
 
 /// What a snapshot knows about one document.
 #[derive(Debug, PartialEq, Eq)]
@@ -17,7 +21,7 @@ pub struct DocInfo {
     /// Its paths, sorted, with their collections.
     pub paths: Vec<PathInfo>,
     /// Its chunks in sequence order.
-    pub chunks: Vec<ChunkId>,
+    pub chunks: ChunkList,
     /// Markers found in the start of its text (generated, minified).
     pub markers: Markers,
     /// Its role, from its paths and markers (`cfs_ingest::document_role`).
@@ -38,10 +42,63 @@ impl DocInfo {
             id,
             mime_type,
             paths,
-            chunks,
+            chunks: ChunkList::Owned(chunks),
             markers,
             role,
         }
+    }
+}
+
+/// A document's chunk ids in sequence order: owned, or read in place from a mapped
+/// index file (so that a document decoded for its path or role does not read them).
+#[derive(Clone)]
+pub enum ChunkList {
+    /// Built in memory.
+    Owned(Vec<ChunkId>),
+    /// The byte range of an index file's document chunks section holding them, checked
+    /// for alignment and length when the document was decoded.
+    Mapped {
+        /// The mapped file.
+        map: Arc<Mmap>,
+        /// Where the ids lie.
+        range: Range<usize>,
+    },
+}
+
+impl std::ops::Deref for ChunkList {
+    type Target = [ChunkId];
+
+    fn deref(&self) -> &[ChunkId] {
+        match self {
+            ChunkList::Owned(ids) => ids,
+            ChunkList::Mapped { map, range } => map
+                .get(range.clone())
+                .and_then(cast::<ChunkId>)
+                .unwrap_or_default(),
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a ChunkList {
+    type Item = &'a ChunkId;
+    type IntoIter = std::slice::Iter<'a, ChunkId>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl PartialEq for ChunkList {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for ChunkList {}
+
+impl std::fmt::Debug for ChunkList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
