@@ -206,25 +206,31 @@ impl Mapped {
         }
     }
 
-    /// The fields of chunk `i` that filters and the definition list read, borrowed from
-    /// its record, its document's decoded info (`doc`, which the caller holds) and the
-    /// string column.
-    pub fn view<'a>(&'a self, i: usize, doc: &'a DocInfo) -> Option<MetaView<'a>> {
+    /// `f` of chunk `i`'s [`MetaView`]: the fields that filters and the definition list
+    /// read, borrowed from its record, its document's decoded info and the string
+    /// column (its metadata is not built).
+    pub fn with_view<R>(&self, i: usize, f: impl FnOnce(&MetaView<'_>) -> R) -> Option<R> {
         let rec = self.record(i)?;
+        let doc = self.doc_at(rec)?;
+        Some(f(&self.view_of(rec, &doc)))
+    }
+
+    /// The view of the chunk whose record is `rec`, of the document `doc` it names.
+    fn view_of<'a>(&'a self, rec: &[u8], doc: &'a DocInfo) -> MetaView<'a> {
         let at = |o| Self::u32_at(rec, o);
-        Some(MetaView {
+        MetaView {
             doc,
             kind: KINDS.get(at(28) as usize).copied().unwrap_or("text"),
             language: self.string_at(at(32)),
             symbol: self.string_at(at(36)),
             symbol_kind: symbol_kind_of(at(44)),
             name_start: (at(44) >> 8) as u16,
-        })
+        }
     }
 
-    /// The document of chunk `i`, from its record.
-    pub fn doc_of(&self, i: usize) -> Option<Arc<DocInfo>> {
-        self.docs.doc(Self::u32_at(self.record(i)?, 0) as usize)
+    /// The document that the record `rec` names.
+    fn doc_at(&self, rec: &[u8]) -> Option<Arc<DocInfo>> {
+        self.docs.doc(Self::u32_at(rec, 0) as usize)
     }
 
     fn record(&self, i: usize) -> Option<&[u8]> {
@@ -232,13 +238,13 @@ impl Mapped {
         records.get(i * RECORD_BYTES..(i + 1) * RECORD_BYTES)
     }
 
-    /// The metadata of chunk `i`, from its record: its [`Mapped::view`] owned, and the
-    /// rest of the record.
+    /// The metadata of chunk `i`, from its record: its view ([`Mapped::with_view`])
+    /// owned, and the rest of the record.
     pub fn meta(&self, i: usize) -> Option<ChunkMeta> {
         let rec = self.record(i)?;
         let at = |o| Self::u32_at(rec, o);
-        let doc = self.doc_of(i)?;
-        let view = self.view(i, &doc)?;
+        let doc = self.doc_at(rec)?;
+        let view = self.view_of(rec, &doc);
         let (kind, symbol_kind, name_start) = (view.kind, view.symbol_kind, view.name_start);
         let (language, symbol) = (view.language.map(Box::from), view.symbol.map(Box::from));
         Some(ChunkMeta {

@@ -124,11 +124,12 @@ impl MappedDocs {
             .map
             .get(self.chunk_ends.clone())
             .and_then(cast::<u64>)?;
-        let ids = span(ends, i)?;
-        let range = self.chunks.start.checked_add(ids.start.checked_mul(16)?)?
-            ..self.chunks.start.checked_add(ids.end.checked_mul(16)?)?;
-        (range.end <= self.chunks.end && range.start <= range.end).then_some(())?;
-        list.map.get(range.clone()).and_then(cast::<ChunkId>)?;
+        let ids: &[ChunkId] = list.map.get(self.chunks.clone()).and_then(cast)?;
+        let span = span(ends, i)?;
+        // Its ids lie in the section, so their byte range lies in the map.
+        ids.get(span.clone())?;
+        let size = std::mem::size_of::<ChunkId>();
+        let range = self.chunks.start + span.start * size..self.chunks.start + span.end * size;
         let paths = meta
             .paths
             .into_iter()

@@ -307,10 +307,7 @@ impl Segment {
     pub fn with_view<R>(&self, i: usize, f: impl FnOnce(&MetaView<'_>) -> R) -> Option<R> {
         match &self.data {
             Data::Owned(o) => Some(f(&o.metas.get(i)?.view())),
-            Data::Mapped(m) => {
-                let doc = m.doc_of(i)?;
-                Some(f(&m.view(i, &doc)?))
-            }
+            Data::Mapped(m) => m.with_view(i, f),
         }
     }
 

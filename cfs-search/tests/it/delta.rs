@@ -58,6 +58,15 @@ fn open(store: &Store, embedder: &HashEmbedder, cache: &Path) -> (SearchIndex, I
     SearchIndex::open_from_file(store, embedder, IndexOptions::exact(), cache).unwrap()
 }
 
+/// A store's first search: its index file opened, or written from the store.
+fn open_or_build(
+    store: &Store,
+    embedder: &HashEmbedder,
+    cache: &Path,
+) -> (SearchIndex, IndexFileStatus) {
+    SearchIndex::open_or_build_file(store, embedder, IndexOptions::exact(), cache).unwrap()
+}
+
 /// A file added, one changed, one removed, one renamed (its chunks re-pathed).
 fn change(tree: &Path, store: &Store, embedder: &HashEmbedder, options: &SyncOptions) {
     write(tree, "notes.txt", "Remember the walrus.\n\nAnd the milk.\n");
@@ -344,9 +353,7 @@ fn a_state_equal_to_the_index_file_removes_the_delta() {
 fn a_missing_or_damaged_index_file_is_written_from_the_store() {
     let f = fixture();
     let (store, embedder, cache) = (&f.store, &f.embedder, &f.cache);
-    let build = |cache: &Path| {
-        SearchIndex::open_or_build_file(store, embedder, IndexOptions::exact(), cache).unwrap()
-    };
+    let build = |cache: &Path| open_or_build(store, embedder, cache);
     let (index, status) = build(cache);
     assert_eq!(status, IndexFileStatus::Written { reason: None });
     assert!(!status.worth_saving());
@@ -378,9 +385,7 @@ fn a_missing_or_damaged_index_file_is_written_from_the_store() {
 fn an_index_file_of_other_role_rules_is_written_again() {
     let f = fixture();
     let (store, embedder, cache) = (&f.store, &f.embedder, &f.cache);
-    let build = |cache: &Path| {
-        SearchIndex::open_or_build_file(store, embedder, IndexOptions::exact(), cache).unwrap()
-    };
+    let build = |cache: &Path| open_or_build(store, embedder, cache);
     build(cache);
     let good = std::fs::read(cache).unwrap();
     let rules = u32::from_le_bytes(good[12..16].try_into().unwrap());
