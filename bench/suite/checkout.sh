@@ -5,8 +5,8 @@
 #   bench/suite/checkout.sh MIRRORS OUT
 #
 # MIRRORS holds one git directory per repository, `<owner>+<name>/repo` (the layout
-# of the session's `fetch` snapshots; plain `git clone --bare` clones named that way
-# work too); OUT gets one folder per suite name (`OUT/axum`, ...), the layout
+# of the session's `fetch` snapshots, bare or with a work tree; plain `git clone --bare`
+# clones named that way work too); OUT gets one folder per suite name (`OUT/axum`, ...), the layout
 # `code_suite OUT` reads. A folder that exists is left as it is. Files whose blobs the
 # mirror lacks (snapshots leave out some large binaries) are skipped and named on
 # stderr; nothing is fetched from a network. The checkouts are for measurement only and
@@ -22,6 +22,9 @@ for r in json.load(open(sys.argv[1]))["repos"]:
     print(r["github"], r["commit"], r["name"])
 PY
   git_dir="$mirrors/${github/\//+}/repo"
+  if [[ -d $git_dir/.git ]]; then
+    git_dir=$git_dir/.git # a snapshot with a work tree
+  fi
   dest="$out/$name"
   if [[ -e "$dest" ]]; then
     continue
