@@ -771,6 +771,7 @@ mod x86 {
 #[cfg(target_arch = "x86_64")]
 mod amx {
     use std::arch::asm;
+    use std::arch::x86_64::*;
     use std::cell::RefCell;
 
     use super::{Line, Panels, Rows, TILE_K, TILE_N};
@@ -878,7 +879,8 @@ mod amx {
             let w = &ws[0];
             let k_padded = w.k.next_multiple_of(TILE_K);
             let row_bytes = ws.len() * k_padded;
-            let narrow = split_rows(x, (w.k, ws.len()), rows, split);
+            // SAFETY: AVX-512F, BW and VL (this function's contract).
+            let narrow = unsafe { split_rows(x, (w.k, ws.len()), rows, split) };
             // SAFETY: the tile state is granted (the caller's contract); CONFIG is a
             // valid palette-1 configuration that lives for the whole program. It stays
             // loaded in this thread's tile state (which the compiler never touches and
@@ -941,8 +943,16 @@ mod amx {
     /// Splits the rows of `x` (`blocks` runs of `k` inputs, side by side) into high
     /// (signed) and low (unsigned) bytes, each run padded to a multiple of 64 and the
     /// rows to whole tiles; returns whether every value fits in `i8`.
-    #[inline(always)]
-    fn split_rows(x: &[i16], (k, blocks): (usize, usize), rows: Rows, split: &mut Split) -> bool {
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F, BW and VL.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn split_rows(
+        x: &[i16],
+        (k, blocks): (usize, usize),
+        rows: Rows,
+        split: &mut Split,
+    ) -> bool {
         let per_run = k.div_ceil(TILE_K);
         let per_row = blocks * per_run;
         let len = rows.count.next_multiple_of(TILE_M) * per_row;
@@ -962,17 +972,38 @@ mod amx {
                 let hi = &mut split.hi[at..][..per_run];
                 let lo = &mut split.lo[at..][..per_run];
                 for ((src, hi), lo) in src.chunks(TILE_K).zip(hi).zip(lo) {
-                    let mut fits = true;
-                    for ((&v, h), l) in src.iter().zip(&mut hi.0).zip(&mut lo.0) {
-                        *h = (v >> 8) as i8;
-                        *l = v as i8;
-                        fits &= v == i16::from(v as i8);
-                    }
-                    narrow &= fits;
+                    // SAFETY: AVX-512F, BW and VL (this function's contract).
+                    narrow &= unsafe { split_line(src, &mut hi.0, &mut lo.0) };
                 }
             }
         }
         narrow
+    }
+
+    /// The high and low bytes of up to 64 values, 32 at a time; the bytes past
+    /// `src.len()` are left as they are. Returns whether every value fits in `i8`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F, BW and VL.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn split_line(src: &[i16], hi: &mut [i8; TILE_K], lo: &mut [i8; TILE_K]) -> bool {
+        assert!(src.len() <= TILE_K);
+        let mut outside = 0;
+        for j in (0..src.len()).step_by(32) {
+            let n = src.len() - j;
+            let m = if n >= 32 { u32::MAX } else { (1 << n) - 1 };
+            // SAFETY: the masked lanes lie within `src`, `hi` and `lo` (asserted above).
+            unsafe {
+                let v = _mm512_maskz_loadu_epi16(m, src[j..].as_ptr());
+                let high = _mm512_cvtepi16_epi8(_mm512_srai_epi16::<8>(v));
+                _mm256_mask_storeu_epi8(hi[j..].as_mut_ptr(), m, high);
+                _mm256_mask_storeu_epi8(lo[j..].as_mut_ptr(), m, _mm512_cvtepi16_epi8(v));
+                let as_i8 = _mm512_srai_epi16::<8>(_mm512_slli_epi16::<8>(v));
+                outside |= _mm512_mask_cmpneq_epi16_mask(m, v, as_i8);
+            }
+        }
+        outside == 0
     }
 
     /// One 16 x 32 block of sums: where its bytes are and where the sums go.
@@ -1236,19 +1267,23 @@ mod tests {
     #[test]
     fn simd_equals_scalar_bit_for_bit() {
         // Row counts around the micro-kernel's 4, column counts around the panel's 8
-        // and the pair of panels, strides wider than the rows.
-        for (seed, t, n, k, x_pad, out_pad) in [
-            (1, 7, 13, 384, 0, 3),
-            (2, 1, 1, 16, 0, 0),
-            (3, 64, 384, 384, 0, 0),
-            (4, 5, 6, 32, 352, 2),
-            (5, 108, 1536, 384, 0, 0),
-            (6, 3, 24, 512, 16, 0),
-            (7, 9, 17, 2, 0, 0),
-            (8, 14, 40, 102, 0, 0),
-            (9, 2, 33, 64, 6, 5),
-        ] {
-            let x: Vec<i16> = values(seed, t * (k + x_pad), -32767, 32767)
+        // and the pair of panels, strides wider than the rows; activations of 16 bits,
+        // and of 8 (the AMX path's one signed product).
+        for (top, (seed, t, n, k, x_pad, out_pad)) in [32767, 127].into_iter().flat_map(|top| {
+            [
+                (1, 7, 13, 384, 0, 3),
+                (2, 1, 1, 16, 0, 0),
+                (3, 64, 384, 384, 0, 0),
+                (4, 5, 6, 32, 352, 2),
+                (5, 108, 1536, 384, 0, 0),
+                (6, 3, 24, 512, 16, 0),
+                (7, 9, 17, 2, 0, 0),
+                (8, 14, 40, 102, 0, 0),
+                (9, 2, 33, 64, 6, 5),
+            ]
+            .map(|case| (top, case))
+        }) {
+            let x: Vec<i16> = values(seed, t * (k + x_pad), -top - 1, top)
                 .into_iter()
                 .map(|v| v as i16)
                 .collect();
@@ -1263,7 +1298,7 @@ mod tests {
                 out_stride: w.n_padded() + out_pad,
             };
             let (a, b) = both(&x, &w, rows);
-            assert_eq!(a, b, "seed {seed}");
+            assert_eq!(a, b, "seed {seed}, activations within {top}");
             for tt in 0..t {
                 let row = &b[tt * rows.out_stride..][..w.n_padded()];
                 assert!(row[n..].iter().all(|&v| v == 0), "padding sums to zero");
