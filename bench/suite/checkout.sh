@@ -5,12 +5,12 @@
 #   bench/suite/checkout.sh MIRRORS OUT
 #
 # MIRRORS holds one git directory per repository, `<owner>+<name>/repo` (the layout
-# of the session's `fetch` snapshots, bare or with a work tree; plain `git clone --bare`
-# clones named that way work too); OUT gets one folder per suite name (`OUT/axum`, ...), the layout
-# `code_suite OUT` reads. A folder that exists is left as it is. Files whose blobs the
-# mirror lacks (snapshots leave out some large binaries) are skipped and named on
-# stderr; nothing is fetched from a network. The checkouts are for measurement only and
-# are never committed.
+# of the session's `fetch` snapshots, bare or with a work tree; plain `git clone
+# --bare` clones named that way work too); OUT gets one folder per suite name
+# (`OUT/axum`, ...), the layout `code_suite OUT` reads. A folder that exists is left as
+# it is. Files whose blobs the mirror lacks (snapshots leave out some large binaries)
+# are skipped and named on stderr; nothing is fetched from a network. The checkouts are
+# for measurement only and are never committed.
 set -euo pipefail
 mirrors=${1:?usage: checkout.sh MIRRORS OUT}
 out=${2:?usage: checkout.sh MIRRORS OUT}
