@@ -1017,9 +1017,7 @@ def analyze(query):
                  "qualifier": lower(segs[-2]) if len(segs) > 1 else None}
         if ident not in idents:
             idents.append(ident)
-    first = trim_piece(pieces[0]).lower() if pieces else ""
-    intent = ("name" if single and shaped == 1 else "mixed" if idents
-              else "question" if first.isascii() and first in QUESTION_WORDS else "description")
+    intent = "name" if single and shaped == 1 else "mixed" if idents else "description"
     words = []
     for w in text_words(query):
         if w not in words:
@@ -1458,9 +1456,7 @@ def file_vector_score(vectors, q):
 
 # 21.4: text, vectors, definitions, path, coverage, file vector, file text.
 WEIGHTS = {"name": (100, 25, 300, 100, 0, 0, 0), "mixed": (100, 100, 150, 50, 100, 100, 0),
-           "description": (100, 100, 0, 50, 100, 100, 100),
-           "question": (100, 25, 0, 50, 100, 100, 0)}
-QUESTION_WORDS = ("how", "what", "where", "which", "why", "when")
+           "description": (100, 100, 0, 50, 100, 100, 100)}
 PRIORS = (100, 60, 20, 20, 25, 25, 15, 15)
 FILE_BONUS_CAP = 15  # 21.4: a file's bonus for further chunks, in percent of its best
 

@@ -350,13 +350,9 @@ pub fn variant(name: &str) -> Ranking {
         "-intent" => Ranking {
             name: full.description,
             mixed: full.description,
-            question: full.description,
             ..full
         },
-        "-file-vector" => with_settings(
-            full,
-            "mixed.file_vector=0;description.file_vector=0;question.file_vector=0",
-        ),
+        "-file-vector" => with_settings(full, "mixed.file_vector=0;description.file_vector=0"),
         "-file-text" => with_settings(full, "description.file_text=0"),
         other => match other.strip_prefix("set:") {
             Some(settings) => with_settings(full, settings),
@@ -366,9 +362,8 @@ pub fn variant(name: &str) -> Ranking {
 }
 
 /// `ranking` with `key=value` settings separated by `;`: `name.text`, `name.vector`,
-/// `name.definitions`, `name.path` (and the same under `mixed.`, `description.` and
-/// `question.`),
-/// `priors` (eight percentages joined by `/`), `file_bonus_cap`.
+/// `name.definitions`, `name.path`, `name.coverage`, `name.file_vector`,
+/// `name.file_text` (and the same under `mixed.` and `description.`), `priors` (eight percentages joined by `/`), `file_bonus_cap`.
 fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
     for setting in settings.split(';').filter(|s| !s.is_empty()) {
         let (key, value) = setting.split_once('=').expect("key=value");
@@ -389,7 +384,6 @@ fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
                     "name" => &mut r.name,
                     "mixed" => &mut r.mixed,
                     "description" => &mut r.description,
-                    "question" => &mut r.question,
                     _ => panic!("unknown intent {intent}"),
                 };
                 match field {

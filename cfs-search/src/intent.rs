@@ -14,11 +14,8 @@ pub enum Intent {
     Name,
     /// Words with at least one identifier among them.
     Mixed,
-    /// Words only.
+    /// Words only, a description or a question alike.
     Description,
-    /// Words only, asking a question: the first is `how`, `what`, `where`, `which`,
-    /// `why` or `when`.
-    Question,
 }
 
 impl Intent {
@@ -28,7 +25,6 @@ impl Intent {
             Intent::Name => "name",
             Intent::Mixed => "mixed",
             Intent::Description => "description",
-            Intent::Question => "question",
         }
     }
 }
@@ -80,9 +76,6 @@ pub const STOP_WORDS: [&str; 40] = [
     "why",
 ];
 
-/// The first words that make a query of words only a question.
-pub const QUESTION_WORDS: [&str; 6] = ["how", "what", "where", "which", "why", "when"];
-
 /// Separators between the segments of a qualified name.
 const SEPARATORS: [&str; 5] = ["::", "->", ".", "\\", "#"];
 
@@ -112,8 +105,6 @@ pub fn analyze(query: &str) -> Analysis {
         Intent::Name
     } else if !identifiers.is_empty() {
         Intent::Mixed
-    } else if asks(&pieces) {
-        Intent::Question
     } else {
         Intent::Description
     };
@@ -146,12 +137,6 @@ pub fn analyze(query: &str) -> Analysis {
         words,
         mentions,
     }
-}
-
-/// Whether the first piece, trimmed and lower-cased, is one of [`QUESTION_WORDS`].
-fn asks(pieces: &[&str]) -> bool {
-    let first = pieces.first().map(|p| trim_piece(p).to_ascii_lowercase());
-    first.is_some_and(|w| QUESTION_WORDS.contains(&w.as_str()))
 }
 
 /// A piece without the punctuation around it (quotes, brackets, a call's `()`, a
@@ -280,21 +265,13 @@ mod tests {
     }
 
     #[test]
-    fn questions_are_words_that_ask() {
+    fn a_question_in_words_is_a_description() {
         for q in [
             "how does the router pick a route",
             "Why does the build fail?",
-            "(which) cache",
+            "when the list is empty, return none",
         ] {
-            assert_eq!(analyze(q).intent, Intent::Question, "{q}");
-        }
-        for q in [
-            "Howdy, what is new",
-            "what's new",
-            "the router: how it works",
-            "how",
-        ] {
-            assert_ne!(analyze(q).intent, Intent::Question, "{q}");
+            assert_eq!(analyze(q).intent, Intent::Description, "{q}");
         }
         let a = analyze("when Router::route runs");
         assert_eq!(a.intent, Intent::Mixed, "an identifier makes it mixed");

@@ -62,8 +62,6 @@ pub struct Ranking {
     pub mixed: Weights,
     /// Weights for words only.
     pub description: Weights,
-    /// Weights for words only that ask a question.
-    pub question: Weights,
     /// Each role's weight in percent, in the order of [`Role::ALL`].
     pub priors: [u32; 8],
     /// A file's bonus for further chunks is at most this percent of its best chunk's
@@ -107,16 +105,11 @@ impl Default for Ranking {
                 file_vector: 100,
                 file_text: 0,
             },
+            // A question in words ("how does the router pick a route") weighs as
+            // any description: on the code suite's dev split, chunk vectors and the
+            // file text list found more for questions than they cost
+            // (`docs/bench-log/04-code-ranking-languages.md`, "Questions as descriptions").
             description,
-            // A description that asks how a mechanism works: chunk vectors lead it
-            // astray more often than they help, the file's vector does not.
-            // Its file text list, as the name's and the mixed query's, was level or
-            // worse on the code suite's dev split.
-            question: Weights {
-                vector: 25,
-                file_text: 0,
-                ..description
-            },
             // source, declaration, config, docs, example, test, generated, vendored
             priors: [100, 60, 20, 20, 25, 25, 15, 15],
             file_bonus_cap: 15,
@@ -140,7 +133,6 @@ impl Ranking {
             files: false,
             name: description,
             mixed: description,
-            question: description,
             ..Self::default()
         }
     }
@@ -151,7 +143,6 @@ impl Ranking {
             Intent::Name => self.name,
             Intent::Mixed => self.mixed,
             Intent::Description => self.description,
-            Intent::Question => self.question,
         }
     }
 

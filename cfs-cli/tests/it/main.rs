@@ -438,7 +438,11 @@ fn search_answers_files_filters_roles_and_explains_its_ranking() {
         ],
     );
     let asked: Value = serde_json::from_str(&asked).unwrap();
-    assert_eq!(asked["explain"]["intent"], "question", "{asked}");
+    assert_eq!(asked["explain"]["intent"], "description", "{asked}");
+    assert_eq!(
+        asked["explain"]["weights"], v["explain"]["weights"],
+        "{asked}"
+    );
     let readme = v["hits"]
         .as_array()
         .unwrap()

@@ -35,7 +35,6 @@ fn intent_of(name: &str) -> Intent {
     match name {
         "name" => Intent::Name,
         "mixed" => Intent::Mixed,
-        "question" => Intent::Question,
         _ => Intent::Description,
     }
 }
@@ -902,8 +901,8 @@ fn rank_cases() -> Vec<Value> {
             json!({"intent": "description", "mentions": {"test": true}, "docs": docs, "chunks": chunks}),
         ),
         case(
-            "a question",
-            json!({"intent": "question", "mentions": {}, "docs": docs, "chunks": chunks}),
+            "a name's weights over roles",
+            json!({"intent": "name", "mentions": {}, "docs": docs, "chunks": chunks}),
         ),
         case(
             "a set vector weight",
