@@ -363,7 +363,8 @@ pub fn variant(name: &str) -> Ranking {
 
 /// `ranking` with `key=value` settings separated by `;`: `name.text`, `name.vector`,
 /// `name.definitions`, `name.path`, `name.coverage`, `name.file_vector`,
-/// `name.file_text` (and the same under `mixed.` and `description.`), `priors` (eight percentages joined by `/`), `file_bonus_cap`.
+/// `name.file_text` (and the same under `mixed.` and `description.`), `priors` (eight
+/// percentages joined by `/`), `file_bonus_cap`.
 fn with_settings(mut r: Ranking, settings: &str) -> Ranking {
     for setting in settings.split(';').filter(|s| !s.is_empty()) {
         let (key, value) = setting.split_once('=').expect("key=value");
