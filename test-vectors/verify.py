@@ -1192,7 +1192,7 @@ def name_head(name, kind):
     dot = max(name.rfind("."), name.rfind("\\"))
     if dot >= 0:
         starts.append(dot + 1)
-    name = name[max(starts):]
+    name = name[max(starts):].lstrip("$")
     end = 0
     while end < len(name) and is_word_char(name[end]):
         end += 1

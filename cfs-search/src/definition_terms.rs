@@ -15,7 +15,9 @@ pub const DEFINITION_PREFIX: char = '\u{1}';
 
 /// The head of a name, as a name is looked up: for an `impl` named `<trait> for
 /// <type>`, the type; then the name cut at its first `<`, `(`, `[` or whitespace; the
-/// segment after its last `::`, `.` or `\`; its leading word characters. Case kept.
+/// segment after its last `::`, `.` or `\`; past any leading `$` (part of a name in
+/// JavaScript, `$constructor`, and a query's pieces are trimmed of it), its leading word
+/// characters. Case kept.
 pub fn name_head(name: &str, kind: Option<SymbolKind>) -> &str {
     let name = match (kind, name.rfind(" for ")) {
         (Some(SymbolKind::Impl), Some(at)) => &name[at + 5..],
@@ -33,7 +35,7 @@ pub fn name_head(name: &str, kind: Option<SymbolKind>) -> &str {
         .chain(name.rfind(['.', '\\']).map(|i| i + 1))
         .max()
         .unwrap_or(0);
-    let name = &name[last..];
+    let name = name[last..].trim_start_matches('$');
     let end = name.find(|c: char| !is_word_char(c)).unwrap_or(name.len());
     &name[..end]
 }

@@ -83,8 +83,9 @@ pub use format::{INDEX_FILE_FORMAT, KINDS};
 /// declarations; 3: the banners of Bison, flex, re2c and gperf mark generated code; 4:
 /// `bench` and `benchmark` folders hold tests; 5: so do dotted folders whose last piece
 /// ends in `Test` or `Tests` (`Newtonsoft.Json.Tests`); 6: and folders of two or more
-/// words beginning or ending with `test` (`test_helpers`), with `example` examples.
-pub const SEARCH_ROWS_VERSION: i32 = 6;
+/// words beginning or ending with `test` (`test_helpers`), with `example` examples; 7: a
+/// name's head passes over a leading `$` (`$constructor` had no key).
+pub const SEARCH_ROWS_VERSION: i32 = 7;
 pub use index_file::{DELTA_MIN_CHANGED, IndexFileStatus, SavedAs};
 pub use intent::{Analysis, Identifier, Intent, Mentions, STOP_WORDS, analyze};
 pub use meta::{ChunkList, ChunkMeta, DocInfo, PathInfo};

@@ -118,6 +118,33 @@ fn a_name_finds_its_definition_before_its_uses() {
 }
 
 #[test]
+fn a_name_that_begins_with_a_dollar_is_defined_under_it() {
+    let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write(
+        tree.path(),
+        "src/core.ts",
+        "export function $constructor(name: string) {\n  return name;\n}\n",
+    );
+    write(
+        tree.path(),
+        "src/types.ts",
+        "export class ZodType {\n  constructor(def: string) {\n    // constructor constructor\n    this.def = def;\n  }\n}\n",
+    );
+    let (store, e) = setup(tree.path(), db.path());
+    let index = SearchIndex::open(&store, &e, IndexOptions::exact()).unwrap();
+    // The query's `$` is trimmed, so both define the name; a function before a method.
+    let found = files(&index, &e, Query::new("$constructor").mode(Mode::Text));
+    assert_eq!(found[0].path, "src/core.ts", "{:?}", paths(&found));
+    let first = &found[0].chunks[0];
+    assert_eq!(first.symbol.as_deref(), Some("$constructor"));
+    assert!(
+        matches!(first.parts.definition, Some((1, 5))),
+        "{:?}",
+        first.parts
+    );
+}
+
+#[test]
 fn among_equal_definitions_the_file_named_after_the_name_comes_first() {
     let (tree, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let names = [
