@@ -376,32 +376,36 @@ impl Segment {
     }
 
     /// Local index of `id`, if the segment holds it. Chunk ids are hashes, spread evenly
-    /// over their range, so the first steps guess where `id` lies between the ids at the
-    /// ends of the range left (interpolation search), which finds it in two or three
-    /// reads where halving takes about twenty; after [`INTERPOLATED_STEPS`] the range is
-    /// halved, so no order of ids costs more than that many steps beyond halving's. The
-    /// answer is the binary search's: ids are sorted and distinct.
+    /// over their range, so the first steps guess where `id` lies between the keys known
+    /// just outside the range left (interpolation search): those of the ids read before,
+    /// so that each step reads one id, and `id` is found in two or three reads where
+    /// halving takes about twenty. After [`INTERPOLATED_STEPS`] the range is halved, so
+    /// no order of ids costs more than that many steps beyond halving's. The answer is
+    /// the binary search's: ids are sorted and distinct.
     pub fn position(&self, id: &ChunkId) -> Option<usize> {
         let key = |c: &ChunkId| {
             let b = c.as_bytes();
             u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
         };
         let target = key(id);
+        // The ids in `lo..hi` have keys in `below..=above`: the keys of the ids read
+        // just outside the range, or the ends of the key space.
         let (mut lo, mut hi) = (0, self.len());
+        let (mut below, mut above) = (0u64, u64::MAX);
         let mut steps = 0;
         while lo < hi {
             steps += 1;
-            let (low, high) = (key(&self.id(lo)), key(&self.id(hi - 1)));
-            let mid = match (steps <= INTERPOLATED_STEPS, target.checked_sub(low)) {
-                (true, Some(above)) if target <= high && high > low => {
-                    let span = (hi - 1 - lo) as u128;
-                    lo + (u128::from(above) * span / u128::from(high - low)) as usize
-                }
-                _ => lo + (hi - lo) / 2,
+            let mid = if steps <= INTERPOLATED_STEPS && (below..=above).contains(&target) {
+                let span = (hi - lo) as u128;
+                let guess = u128::from(target - below) * span / (u128::from(above - below) + 1);
+                lo + guess as usize
+            } else {
+                lo + (hi - lo) / 2
             };
-            match self.id(mid).cmp(id) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
+            let read = self.id(mid);
+            match read.cmp(id) {
+                std::cmp::Ordering::Less => (lo, below) = (mid + 1, key(&read)),
+                std::cmp::Ordering::Greater => (hi, above) = (mid, key(&read)),
                 std::cmp::Ordering::Equal => return Some(mid),
             }
         }
