@@ -36,7 +36,7 @@ pub(crate) fn build_file(txn: &ReadTxn, model: ModelHash, dim: usize, path: &Pat
         source,
     };
     write_sections(&snap, path, |out| {
-        let ordinal = doc_sections(&docs, &paths, out)?;
+        let ordinal = doc_sections(&docs, &paths, &ids, out)?;
         std::io::Write::flush(out.f).map_err(io)?;
         let places = Places::after(out.at, ids.len(), dim);
         let file = (

@@ -173,10 +173,7 @@ pub(crate) fn file_text_score(
     let terms = &postings.terms;
     let mut counts = vec![0u64; terms.len()];
     let mut length = 0u64;
-    for id in &doc.chunks {
-        let Some((s, i)) = snap.live_place(id) else {
-            continue;
-        };
+    for (s, i) in snap.live_places(doc).flatten() {
         length += u64::from(snap.segments[s].segment.token_len(i));
         for (count, list) in counts.iter_mut().zip(&postings.lists[s]) {
             let Some(list) = list else { continue };
@@ -225,12 +222,11 @@ pub fn file_text_score_of(file: &FileText, terms: &[QueryTerm], counts: &[u64]) 
 /// The score of a document's file vector ([`file_vector_score_of`]) from the vectors
 /// of its first [`FILE_VECTOR_CHUNKS`] chunks that have one; `None` when none has.
 pub(crate) fn file_vector_score(snap: &Snapshot, doc: &DocInfo, q: &[i16]) -> Option<i128> {
-    let vectors: Vec<&[i16]> = doc
-        .chunks
-        .iter()
+    let vectors: Vec<&[i16]> = snap
+        .live_places(doc)
         .take(FILE_VECTOR_CHUNKS)
-        .filter_map(|id| {
-            let (s, i) = snap.live_place(id)?;
+        .filter_map(|place| {
+            let (s, i) = place?;
             let segment = &snap.segments[s].segment;
             segment.has_vector(i).then(|| segment.vector(i))
         })

@@ -11,7 +11,7 @@ use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::N_BUCKETS;
 
 /// Format version of the index file.
-pub const INDEX_FILE_FORMAT: u32 = 8;
+pub const INDEX_FILE_FORMAT: u32 = 9;
 /// The version of the rules that derived the roles in an index file's document
 /// records, in bytes 12-15 of its header: [`crate::SEARCH_ROWS_VERSION`]. A file of
 /// other rules is refused and rebuilt, as one of another format is.
@@ -41,6 +41,10 @@ pub(crate) const RECORD_BYTES: usize = 48;
 
 /// A record's string reference meaning "none".
 pub(crate) const NO_STRING: u32 = u32::MAX;
+
+/// A document chunk's place meaning "not among this file's chunks" (a delta's document
+/// whose chunk stayed in the index file).
+pub(crate) const NO_PLACE: u32 = u32::MAX;
 
 /// The chunk kinds a filter can name.
 pub const KINDS: [&str; 4] = ["text", "section", "code", "page"];

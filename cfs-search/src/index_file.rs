@@ -26,14 +26,15 @@ use std::sync::Arc;
 
 use borsh::{BorshDeserialize, BorshSerialize};
 use cfs_core::{
-    MerkleRoot, ModelHash, N_BUCKETS, PathEntry, StateRoot, Table, TableRoots, TopTree,
+    ChunkId, MerkleRoot, ModelHash, N_BUCKETS, PathEntry, StateRoot, Table, TableRoots, TopTree,
 };
 
 use super::buckets::BucketMap;
 use super::codes;
 use super::delta::{self, Overlay};
 use super::format::{
-    ALIGN, BucketBits, Counts, INDEX_FILE_FORMAT, RECORD_BYTES, RULES_VERSION, Section, delta_path,
+    ALIGN, BucketBits, Counts, INDEX_FILE_FORMAT, NO_PLACE, RECORD_BYTES, RULES_VERSION, Section,
+    delta_path,
 };
 use super::in_place;
 use super::mapped::{Columns, Mapped};
@@ -61,6 +62,7 @@ enum Part {
     DocIds,
     DocChunkEnds,
     DocChunks,
+    DocPlaces,
     Paths,
     PathEnds,
     PathIds,
@@ -82,12 +84,13 @@ enum Part {
     PathBuckets,
 }
 
-const PARTS: [Part; 24] = [
+const PARTS: [Part; 25] = [
     Part::Docs,
     Part::DocEnds,
     Part::DocIds,
     Part::DocChunkEnds,
     Part::DocChunks,
+    Part::DocPlaces,
     Part::Paths,
     Part::PathEnds,
     Part::PathIds,
@@ -338,7 +341,8 @@ fn encode_sections(content: &Content<'_>, out: &mut dyn SectionSink) -> Result<(
         .seg
         .owned()
         .ok_or_else(|| StoreError::Internal("a merged segment is in memory".into()))?;
-    let ordinal = doc_sections(&content.docs, &content.paths, out)?;
+    let ids: Vec<ChunkId> = owned.metas.iter().map(|m| m.id).collect();
+    let ordinal = doc_sections(&content.docs, &content.paths, &ids, out)?;
     let vectors = &owned.vectors;
     let mut columns = ChunkColumns::with_capacity(owned.metas.len());
     for (i, m) in owned.metas.iter().enumerate() {
@@ -505,6 +509,7 @@ fn open_checked(
         list(Part::Docs, Part::DocEnds, Part::DocIds),
         range(Part::DocChunkEnds),
         range(Part::DocChunks),
+        range(Part::DocPlaces),
     ));
     let paths = Arc::new(MappedPaths(list(
         Part::Paths,
@@ -675,6 +680,7 @@ fn columns(
     let count = |p: Part, unit: usize| len(p) / unit;
     let (terms, strings) = (count(Part::TermEnds, 8), count(Part::StringEnds, 8));
     let expected = [
+        (Part::DocPlaces, count(Part::DocChunks, 16) * 4),
         (Part::Ids, n * 16),
         (Part::Records, n * RECORD_BYTES),
         (Part::Lens, n * 4),
@@ -745,7 +751,33 @@ fn verify_one(path: &Path) -> std::result::Result<(usize, [u8; 32]), String> {
             return Err(format!("the {part:?} section does not match its hash"));
         }
     }
+    let section = |p: Part| &map[placed[p as usize].0.clone()];
+    let unaligned = || "a document section is unaligned".to_string();
+    check_places(
+        in_place::cast(section(Part::DocChunks)).ok_or_else(unaligned)?,
+        in_place::cast(section(Part::DocPlaces)).ok_or_else(unaligned)?,
+        in_place::cast(section(Part::Ids)).ok_or_else(unaligned)?,
+    )?;
     Ok((map.len(), hash))
+}
+
+/// Each document chunk's recorded place (`places[k]` for `chunks[k]`) is where `ids`
+/// (the file's chunks, ascending) holds it, [`NO_PLACE`] when they do not: what a
+/// search reads instead of looking the id up, so a writer's mistake there is found.
+fn check_places(
+    chunks: &[ChunkId],
+    places: &[u32],
+    ids: &[ChunkId],
+) -> std::result::Result<(), String> {
+    for (k, (id, &place)) in chunks.iter().zip(places).enumerate() {
+        let held = ids.binary_search(id).map_or(NO_PLACE, |i| i as u32);
+        if place != held {
+            return Err(format!(
+                "document chunk {k} ({id}) is recorded at {place}, not {held}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The stamp must describe a state this store committed: its bucket roots compose to
@@ -774,4 +806,26 @@ fn check_stamp(header: &Header, txn: &ReadTxn) -> std::result::Result<(), String
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A place that names another chunk, one left out for a chunk the file holds, and
+    /// one given to a chunk it does not hold are each found.
+    #[test]
+    fn check_places_finds_a_wrong_place() {
+        let ids = [ChunkId([1; 16]), ChunkId([3; 16]), ChunkId([5; 16])];
+        let chunks = [ChunkId([5; 16]), ChunkId([4; 16]), ChunkId([1; 16])];
+        assert_eq!(check_places(&chunks, &[2, NO_PLACE, 0], &ids), Ok(()));
+        for wrong in [
+            [1, NO_PLACE, 0],
+            [NO_PLACE, NO_PLACE, 0],
+            [2, 1, 0],
+            [2, NO_PLACE, 3],
+        ] {
+            assert!(check_places(&chunks, &wrong, &ids).is_err(), "{wrong:?}");
+        }
+    }
 }

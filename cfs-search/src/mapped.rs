@@ -63,6 +63,11 @@ pub(crate) struct Mapped {
 }
 
 impl Mapped {
+    /// Whether the segment reads `map` (the file a document's chunk places point into).
+    pub fn reads(&self, map: &Arc<Mmap>) -> bool {
+        Arc::ptr_eq(&self.map, map)
+    }
+
     /// A segment over `map` whose columns `cols` the caller has checked: each inside
     /// the map, aligned, and of the length `n` chunks of `dim` need.
     pub fn new(

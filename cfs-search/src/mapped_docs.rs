@@ -88,23 +88,32 @@ impl Source<PathEntry> for MappedPaths {
     }
 }
 
-/// The documents: a [`CachedDoc`] blob per document id, and each one's chunk ids.
+/// The documents: a [`CachedDoc`] blob per document id, each one's chunk ids and
+/// their places among the file's chunks.
 #[derive(Debug)]
 pub(crate) struct MappedDocs {
     pub list: BlobList,
     pub chunk_ends: Range<usize>,
     pub chunks: Range<usize>,
+    /// One u32 per entry of `chunks` (the section's length checked when opened).
+    pub places: Range<usize>,
     /// Each document once decoded, by ordinal (its place in id order).
     decoded: Vec<OnceLock<Option<Arc<DocInfo>>>>,
 }
 
 impl MappedDocs {
-    pub fn new(list: BlobList, chunk_ends: Range<usize>, chunks: Range<usize>) -> Self {
+    pub fn new(
+        list: BlobList,
+        chunk_ends: Range<usize>,
+        chunks: Range<usize>,
+        places: Range<usize>,
+    ) -> Self {
         let decoded = (0..list.len()).map(|_| OnceLock::new()).collect();
         Self {
             list,
             chunk_ends,
             chunks,
+            places,
             decoded,
         }
     }
@@ -130,6 +139,7 @@ impl MappedDocs {
         ids.get(span.clone())?;
         let size = std::mem::size_of::<ChunkId>();
         let range = self.chunks.start + span.start * size..self.chunks.start + span.end * size;
+        let places = self.places.start + span.start * 4..self.places.start + span.end * 4;
         let paths = meta
             .paths
             .into_iter()
@@ -145,6 +155,7 @@ impl MappedDocs {
             chunks: ChunkList::Mapped {
                 map: list.map.clone(),
                 range,
+                places,
             },
             markers: Markers::from_bits(meta.markers),
             role: *Role::ALL.get(usize::from(meta.role))?,

@@ -25,8 +25,9 @@ pub(crate) fn merged_sections(
     paths: &[(&[u8; 16], &PathEntry)],
     out: &mut dyn SectionSink,
 ) -> Result<Counts> {
-    let ordinal = doc_sections(docs, paths, out)?;
     let order = live_order(parts);
+    let ids: Vec<ChunkId> = order.iter().map(|e| e.0).collect();
+    let ordinal = doc_sections(docs, paths, &ids, out)?;
     let mut remap = unmapped(parts);
     for (new, &(_, p, i)) in order.iter().enumerate() {
         remap[p as usize][i as usize] = new as u32;

@@ -62,7 +62,24 @@ pub enum ChunkList {
         map: Arc<Mmap>,
         /// Where the ids lie.
         range: Range<usize>,
+        /// Where their places among the file's chunks lie (u32 each, `u32::MAX` for
+        /// one the file does not hold): inside the map, as long as the section
+        /// was checked to be, so that they can be read without searching the ids.
+        places: Range<usize>,
     },
+}
+
+impl ChunkList {
+    /// The file the chunks were read from and each one's place among its chunks
+    /// (`u32::MAX`: not among them), when they were read from a file.
+    pub(crate) fn places(&self) -> Option<(&Arc<Mmap>, &[u32])> {
+        match self {
+            ChunkList::Owned(_) => None,
+            ChunkList::Mapped { map, places, .. } => {
+                Some((map, map.get(places.clone()).and_then(cast::<u32>)?))
+            }
+        }
+    }
 }
 
 impl std::ops::Deref for ChunkList {
@@ -71,7 +88,7 @@ impl std::ops::Deref for ChunkList {
     fn deref(&self) -> &[ChunkId] {
         match self {
             ChunkList::Owned(ids) => ids,
-            ChunkList::Mapped { map, range } => map
+            ChunkList::Mapped { map, range, .. } => map
                 .get(range.clone())
                 .and_then(cast::<ChunkId>)
                 .unwrap_or_default(),

@@ -8,10 +8,10 @@ use std::io::{Seek, SeekFrom, Write};
 use std::sync::Arc;
 
 use borsh::BorshSerialize;
-use cfs_core::{DocumentId, PathEntry};
+use cfs_core::{ChunkId, DocumentId, PathEntry};
 
 use super::codes;
-use super::format::{ALIGN, BucketBits, KINDS, NO_STRING, RECORD_BYTES, Section};
+use super::format::{ALIGN, BucketBits, KINDS, NO_PLACE, NO_STRING, RECORD_BYTES, Section};
 use super::mapped::symbol_field;
 use super::mapped_docs::CachedDoc;
 use super::meta::{ChunkMeta, DocInfo, Posting};
@@ -253,11 +253,14 @@ impl ChunkColumns {
     }
 }
 
-/// The document and path sections: documents in id order with their chunk lists, paths
-/// in id order; the ordinal of every document.
+/// The document and path sections: documents in id order with their chunk lists and
+/// each listed chunk's place among `chunk_ids` (the file's chunks, ascending;
+/// [`NO_PLACE`] for one the file does not hold), paths in id order; the ordinal of
+/// every document.
 pub(crate) fn doc_sections(
     docs: &[&Arc<DocInfo>],
     paths: &[(&[u8; 16], &PathEntry)],
+    chunk_ids: &[ChunkId],
     out: &mut dyn SectionSink,
 ) -> Result<HashMap<DocumentId, u32>> {
     let (doc_blobs, doc_ends) = blobs(docs.iter().map(|d| cached_doc(d)))?;
@@ -266,12 +269,16 @@ pub(crate) fn doc_sections(
     out.whole(&docs.iter().flat_map(|d| d.id.0).collect::<Vec<u8>>())?;
     let mut doc_chunk_ends = Vec::with_capacity(docs.len() * 8);
     let mut doc_chunks = Vec::new();
+    let mut doc_places = Vec::new();
     for d in docs {
         doc_chunks.extend(d.chunks.iter().flat_map(|c| c.0));
         doc_chunk_ends.extend_from_slice(&(doc_chunks.len() as u64 / 16).to_le_bytes());
+        let place = |c: &ChunkId| chunk_ids.binary_search(c).map_or(NO_PLACE, |i| i as u32);
+        doc_places.extend(d.chunks.iter().flat_map(|c| place(c).to_le_bytes()));
     }
     out.whole(&doc_chunk_ends)?;
     out.whole(&doc_chunks)?;
+    out.whole(&doc_places)?;
     let (path_blobs, path_ends) = blobs(paths.iter().map(|(_, p)| *p))?;
     out.whole(&path_blobs)?;
     out.whole(&path_ends)?;

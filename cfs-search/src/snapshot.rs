@@ -214,6 +214,30 @@ impl Snapshot {
         self.segments[s].segment.meta(i)
     }
 
+    /// The place of each of `doc`'s chunks in sequence order where it is live
+    /// ([`Self::live_place`]): as its file recorded it when the snapshot reads that file
+    /// and the chunk there is live, else found by its id (a delta's document whose chunk
+    /// stayed in the index file, a chunk indexed again since, a document built in memory).
+    pub(crate) fn live_places<'a>(
+        &'a self,
+        doc: &'a DocInfo,
+    ) -> impl Iterator<Item = Option<(usize, usize)>> + 'a {
+        let recorded = doc.chunks.places().and_then(|(map, places)| {
+            let reads = |l: &Live| l.segment.as_mapped().is_some_and(|m| m.reads(map));
+            Some((self.segments.iter().position(reads)?, places))
+        });
+        let in_file = move |k: usize| {
+            let (s, places) = recorded?;
+            let (l, i) = (&self.segments[s], *places.get(k)? as usize);
+            (i < l.segment.len() && !l.is_dead(i)).then_some((s, i))
+        };
+        doc.chunks.iter().enumerate().map(move |(k, id)| {
+            let place = in_file(k);
+            debug_assert!(place.is_none_or(|(s, i)| self.segments[s].segment.id(i) == *id));
+            place.or_else(|| self.live_place(id))
+        })
+    }
+
     /// The segment where a chunk is live and its local index there (an older segment
     /// may hold it dead).
     pub(crate) fn live_place(&self, id: &ChunkId) -> Option<(usize, usize)> {
