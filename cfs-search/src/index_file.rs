@@ -635,7 +635,7 @@ fn read_header(map: &[u8]) -> std::result::Result<(Header, [u8; 32]), String> {
     let end = usize::try_from(word(24))
         .ok()
         .and_then(|l| l.checked_add(PREFIX))
-        .filter(|&e| e + 32 <= map.len())
+        .filter(|&e| e.checked_add(32).is_some_and(|end| end <= map.len()))
         .ok_or("torn or altered: the header's length")?;
     let hash: [u8; 32] = map[end..end + 32].try_into().unwrap_or([0; 32]);
     if blake3::hash(&map[..end]).as_bytes() != &hash {
@@ -679,15 +679,18 @@ fn columns(
     let len = |p: Part| range(p).len();
     let count = |p: Part, unit: usize| len(p) / unit;
     let (terms, strings) = (count(Part::TermEnds, 8), count(Part::StringEnds, 8));
+    // A count or dimension too large for its sections' sizes (a hostile header, whose
+    // hash anyone can make) is refused, never multiplied past usize.
+    let times = |a: usize, b: usize| a.checked_mul(b).ok_or("a section's size overflows");
     let expected = [
         (Part::DocPlaces, count(Part::DocChunks, 16) * 4),
-        (Part::Ids, n * 16),
-        (Part::Records, n * RECORD_BYTES),
-        (Part::Lens, n * 4),
-        (Part::Norms, n * 8),
+        (Part::Ids, times(n, 16)?),
+        (Part::Records, times(n, RECORD_BYTES)?),
+        (Part::Lens, times(n, 4)?),
+        (Part::Norms, times(n, 8)?),
         (Part::Missing, n.div_ceil(64) * 8),
-        (Part::Vectors, n * dim * 2),
-        (Part::Codes, n * codes::code_words(dim) * 8),
+        (Part::Vectors, times(n, times(dim, 2)?)?),
+        (Part::Codes, times(n, times(codes::code_words(dim), 8)?)?),
         (Part::TermEnds, terms * 8),
         (Part::PostingEnds, terms * 8),
         (Part::Postings, count(Part::Postings, 8) * 8),
@@ -811,6 +814,31 @@ fn check_stamp(header: &Header, txn: &ReadTxn) -> std::result::Result<(), String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A chunk count or dimension whose sections' sizes overflow (a hostile header,
+    /// whose hash anyone can make) is refused, not multiplied past `usize`.
+    #[test]
+    fn a_count_too_large_for_its_sections_is_refused() {
+        let zeros = [0u8; 512];
+        let mut header = Header::deserialize(&mut &zeros[..]).unwrap();
+        let blank = Section {
+            offset: 0,
+            len: 0,
+            hash: [0; 32],
+        };
+        header.sections = vec![blank; PARTS.len()];
+        for (n, dim) in [
+            (usize::MAX / 8, 384),
+            (1 << 40, usize::MAX / 4),
+            (3, usize::MAX),
+        ] {
+            let refused = columns(&header, 1 << 20, n, dim).err();
+            assert!(
+                refused.is_some_and(|e| e.contains("overflows")),
+                "{n} x {dim}"
+            );
+        }
+    }
 
     /// A place that names another chunk, one left out for a chunk the file holds, and
     /// one given to a chunk it does not hold are each found.

@@ -550,7 +550,9 @@ impl Live {
         }
         Arc::make_mut(&mut self.dead)[i / 64] |= 1 << (i % 64);
         self.n_dead += 1;
-        self.dead_len += u64::from(self.segment.token_len(i));
+        self.dead_len = self
+            .dead_len
+            .saturating_add(u64::from(self.segment.token_len(i)));
         true
     }
 
@@ -558,8 +560,10 @@ impl Live {
         self.segment.len() - self.n_dead
     }
 
+    /// The live chunks' tokens; saturating, since a damaged file's token counts need
+    /// not add up to its header's total.
     pub fn live_len(&self) -> u64 {
-        self.segment.total_len - self.dead_len
+        self.segment.total_len.saturating_sub(self.dead_len)
     }
 }
 
@@ -646,6 +650,25 @@ mod tests {
             ]
         );
         assert_eq!(seg.token_len(0), 3);
+    }
+
+    /// A segment whose total says fewer tokens than its dead chunks hold (a damaged
+    /// index file's header or token counts) counts no live tokens, never below zero.
+    #[test]
+    fn live_tokens_never_go_below_zero() {
+        let mut b = SegmentBuilder::new(1, 1);
+        let m = meta(None, "a");
+        let terms = chunk_terms("parse parse parse", &m);
+        b.push(NewChunk {
+            meta: Arc::new(m),
+            terms,
+            vector: vec![1],
+        });
+        let mut seg = b.finish();
+        seg.total_len = 1;
+        let mut live = Live::new(Arc::new(seg));
+        assert!(live.kill(0));
+        assert_eq!(live.live_len(), 0);
     }
 
     /// Interpolation finds what halving finds, for ids spread evenly (hashes), bunched

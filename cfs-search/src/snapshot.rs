@@ -205,7 +205,8 @@ impl Snapshot {
 
     /// Total tokens of the live chunks.
     pub(crate) fn live_len(&self) -> u64 {
-        self.segments.iter().map(Live::live_len).sum()
+        let live = self.segments.iter().map(Live::live_len);
+        live.fold(0, u64::saturating_add)
     }
 
     /// A chunk's metadata.

@@ -374,6 +374,10 @@ fn cache_files_are_used_caught_up_or_rebuilt_never_trusted() {
     let mut flipped = good.clone();
     flipped[100] ^= 1;
     assert!(rebuilt(&flipped).contains("header"));
+    // A header length that overflows when the hash's 32 bytes are added to it.
+    let mut long = good.clone();
+    long[24..32].copy_from_slice(&0xFFFF_FFFF_FFFF_FFC0u64.to_le_bytes());
+    assert!(rebuilt(&long).contains("header's length"));
     assert!(rebuilt(b"").contains("not an index file"));
     assert!(
         rebuilt(b"garbage that is long enough to have a checksum field at the end")
