@@ -64,6 +64,10 @@ pub fn tree_of(store_file: &Path) -> Option<PathBuf> {
 pub fn tree_relative(root: &Path, base: &Path, paths: &[PathBuf]) -> anyhow::Result<Vec<String>> {
     let mut rel = Vec::new();
     for path in paths {
+        // An empty path would name the whole tree by accident; "." names it on purpose.
+        if path.as_os_str().is_empty() {
+            bail!("an empty path names no file or folder (\".\" names the whole tree)");
+        }
         let abs = absolute(&base.join(path));
         let r = abs.strip_prefix(root).with_context(|| {
             format!(

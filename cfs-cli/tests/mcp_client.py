@@ -129,6 +129,9 @@ async def basics(session, root):
         (dict(tool="get_file", path="nowhere.md"), "no file"),
         (dict(tool="refresh", paths=[]), "names no file"),
         (dict(tool="refresh", paths=["/etc/passwd"]), "outside the indexed tree"),
+        (dict(tool="refresh", paths=[""]), "empty path"),
+        (dict(tool="search", query="x", language="go"), "unknown field `language`"),
+        (dict(tool="get_file", path="guide.md", lines="1-2"), "unknown field `lines`"),
     ]:
         tool = args.pop("tool")
         _, err, text = await call(session, tool, **args)

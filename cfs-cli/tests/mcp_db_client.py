@@ -113,6 +113,9 @@ async def checks(session, url, api, web):
           and all(r["repo"] == "web" and r["proved"] for r in one["results"]), text)
     _, err, text = await call(session, "search", query=query, repos=["nope"])
     check("an unknown repository is an error naming it", err and "nope" in text, text)
+    _, err, text = await call(session, "search", query=query, repos=[])
+    check("an empty repository list is an error, not every repository",
+          err and "names no repository" in text, text)
     _, err, text = await call(session, "search", query=query, k=0)
     check("a bad k is an error", err and "k must be" in text, text)
 

@@ -127,6 +127,7 @@ pub fn status(served: &Served) -> StatusAnswer {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RefreshParams {
     /// Files or folders to sync, relative to the tree (or absolute inside it); deleted
     /// ones are removed from the store. At least one.

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 pub const MAX_K: u32 = 100;
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SearchParams {
     /// What to look for: words, an identifier, a question in plain language.
     pub query: String,
@@ -217,6 +218,7 @@ fn found(snap: &Snapshot, h: Hit) -> Result<Found, String> {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ChunkParams {
     /// A chunk id from a search result (32 hex digits or the UUID form).
     pub id: String,
@@ -277,6 +279,7 @@ fn paths_of(doc: &DocInfo) -> Vec<String> {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FileParams {
     /// The file's path relative to the tree, as search results give it.
     pub path: String,

@@ -28,6 +28,7 @@ pub struct DbServed {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DbSearchParams {
     /// What to look for: words, an identifier, a question in plain language.
     pub query: String,
@@ -125,6 +126,14 @@ fn query_of(params: &DbSearchParams) -> Result<Query, String> {
 /// Runs `params` on the database.
 fn search_answer(served: &DbServed, params: DbSearchParams) -> Result<DbSearchAnswer, String> {
     let query = query_of(&params)?;
+    if params.repos.as_ref().is_some_and(Vec::is_empty) {
+        // An empty list must not read as "every repository" (the database's default).
+        return Err(
+            "repos names no repository: name one, or leave repos out for every \
+                    one served here"
+                .into(),
+        );
+    }
     let repos = params.repos.unwrap_or_else(|| served.repos.clone());
     if let Some(r) = repos
         .iter()
