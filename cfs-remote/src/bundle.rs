@@ -19,6 +19,9 @@ use crate::remote::{MemoryRemote, Remote, names_under, short};
 const MAGIC: [u8; 16] = *b"cfs bundle\0\0\0\0\0\0";
 /// Bytes before the first object: the magic and the format.
 const HEADER_LEN: u64 = 20;
+/// Most bytes of a bundle's index: a few entries of a name and two numbers each (a
+/// bundle holds the objects of one push).
+const MAX_INDEX: u64 = 1 << 20;
 
 /// An object's place in a bundle.
 #[derive(BorshSerialize, BorshDeserialize, Clone, Debug, PartialEq, Eq)]
@@ -73,6 +76,13 @@ impl BundleRemote {
         let at = u64::from_le_bytes(tail);
         if !(HEADER_LEN..=len - 8).contains(&at) {
             return Err(damaged("its index lies outside it"));
+        }
+        if len - 8 - at > MAX_INDEX {
+            // Read before anything in it is checked: its size is bounded first.
+            return Err(damaged(&format!(
+                "its index is {} bytes, more than a bundle's index can be",
+                len - 8 - at
+            )));
         }
         let mut bytes = vec![0u8; (len - 8 - at) as usize];
         file.seek(SeekFrom::Start(at)).map_err(io)?;

@@ -72,6 +72,7 @@ pub(crate) fn spans(
     fetched.tell(0, total);
     for (pack, mut members) in by_pack {
         members.sort_by_key(|&i| entries[i].offset);
+        refuse_overlaps(remote, &pack, entries, &members)?;
         for run in runs(entries, &members) {
             let (first, last) = (&entries[run[0]], &entries[*run.last().expect("a run")]);
             let start = first.offset;
@@ -99,6 +100,32 @@ pub(crate) fn spans(
     Ok(out)
 }
 
+/// Refuses spans of one pack (`members`, sorted by offset) that share bytes: the
+/// remote's tables name each row's bytes once, and a table naming the same bytes again
+/// and again would make a pull hold copies of them without bound before any row is
+/// checked.
+fn refuse_overlaps(
+    remote: &dyn Remote,
+    pack: &ObjectName,
+    entries: &[Span],
+    members: &[usize],
+) -> Result<()> {
+    for pair in members.windows(2) {
+        let (prev, next) = (&entries[pair[0]], &entries[pair[1]]);
+        if next.offset < prev.offset.saturating_add(prev.length) {
+            return Err(crate::RemoteError::Damaged {
+                remote: remote.describe(),
+                name: object_path(pack),
+                reason: format!(
+                    "two rows its tables name share bytes (from {} and from {})",
+                    prev.offset, next.offset
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// `members` (sorted by offset) cut into runs that one read each covers.
 fn runs<'m>(entries: &[Span], members: &'m [usize]) -> Vec<&'m [usize]> {
     let mut out = Vec::new();
@@ -118,4 +145,41 @@ fn runs<'m>(entries: &[Span], members: &'m [usize]) -> Vec<&'m [usize]> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::folder::FolderRemote;
+
+    /// Spans of one pack that share a byte are refused before anything is read; spans
+    /// that only touch, or share bytes in two different packs, are not.
+    #[test]
+    fn spans_that_share_bytes_are_refused() {
+        let remote = FolderRemote::new("/nonexistent/remote");
+        let span = |pack: u8, offset, length| Span {
+            pack: [pack; 32],
+            offset,
+            length,
+        };
+        let check = |entries: &[Span]| {
+            let mut members: Vec<usize> = (0..entries.len()).collect();
+            members.sort_by_key(|&i| entries[i].offset);
+            refuse_overlaps(&remote, &entries[0].pack, entries, &members)
+        };
+        assert!(check(&[span(1, 0, 10), span(1, 10, 5), span(1, 20, 1)]).is_ok());
+        for overlapping in [
+            [span(1, 0, 10), span(1, 9, 5)],
+            [span(1, 4, 4), span(1, 4, 4)],
+            [span(1, 100, 1), span(1, 0, u64::MAX)],
+        ] {
+            let refused = check(&overlapping).unwrap_err().to_string();
+            assert!(refused.contains("share bytes"), "{refused}");
+        }
+        // Entries of another pack never meet: `spans` checks each pack's own.
+        let mut fetched = Fetched::default();
+        let both = [span(1, 0, 10), span(2, 0, 10), span(1, 5, 1)];
+        let refused = spans(&remote, &both, &mut fetched).unwrap_err().to_string();
+        assert!(refused.contains("share bytes"), "{refused}");
+    }
 }

@@ -6,7 +6,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::error::{RemoteError, Result};
-use crate::remote::{Remote, short};
+use crate::remote::{MAX_GET, Remote, short};
 
 /// A remote in the folder at a path.
 #[derive(Clone, Debug)]
@@ -68,11 +68,26 @@ impl Remote for FolderRemote {
     }
 
     fn get(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        match std::fs::read(self.path(name)) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.io(name)(e)),
+        let file = match std::fs::File::open(self.path(name)) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.io(name)(e)),
+        };
+        // Read whole (a manifest, a ref, a hint, the mark), so bounded as an HTTP or S3
+        // answer is, before any byte of it is checked.
+        let size = file.metadata().map_err(self.io(name))?.len();
+        if size > MAX_GET {
+            return Err(RemoteError::Damaged {
+                remote: self.describe(),
+                name: name.to_owned(),
+                reason: format!("{size} bytes, more than an object read whole can be"),
+            });
         }
+        let mut bytes = Vec::with_capacity(size as usize);
+        file.take(MAX_GET)
+            .read_to_end(&mut bytes)
+            .map_err(self.io(name))?;
+        Ok(Some(bytes))
     }
 
     fn get_range(&self, name: &str, offset: u64, len: u64) -> Result<Vec<u8>> {

@@ -237,6 +237,16 @@ impl Manifest {
         if self.model_hash != cfs_core::ModelHash::of(&self.model_id).0 {
             return Err("its model hash is not its model id's".into());
         }
+        // A store made with them could never sync: refused here, not at the next index.
+        let [target_bytes, max_bytes, overlap_bytes] = self.chunk;
+        let chunk = cfs_ingest::ChunkParams {
+            target_bytes,
+            max_bytes,
+            overlap_bytes,
+        };
+        chunk
+            .validate()
+            .map_err(|e| format!("its chunk sizes {:?}: {e}", self.chunk))?;
         let in_order = self.groups.windows(2).all(|w| w[0].slot() < w[1].slot());
         let known = |e: &BucketEntry| e.tag <= VECTOR_TAG && usize::from(e.bucket) < GROUPS;
         if !in_order || !self.groups.iter().all(known) {

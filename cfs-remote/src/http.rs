@@ -12,7 +12,7 @@ use crate::remote::{Remote, short};
 /// The longest any one request may take.
 const TIMEOUT: Duration = Duration::from_secs(300);
 /// The most an answer may hold (a manifest, or a range read of `fetch.rs`, is far less).
-const MAX_BODY: u64 = 1 << 30;
+const MAX_BODY: u64 = crate::remote::MAX_GET;
 
 /// A remote at an `http://` or `https://` URL.
 #[derive(Debug)]

@@ -218,7 +218,18 @@ impl Attempt<'_> {
             published_ms: now_ms(),
             groups,
         });
-        self.publish_manifest(&manifest, newest + 1, report)
+        let next = newest
+            .checked_add(1)
+            .filter(|&n| n < u64::MAX)
+            .ok_or_else(|| {
+                RemoteError::Invalid(format!(
+                    "{}: branch {}: its newest ref is number {newest}, after which none can \
+                 be published",
+                    self.remote.describe(),
+                    self.options.branch
+                ))
+            })?;
+        self.publish_manifest(&manifest, next, report)
     }
 
     /// Writes one pack: the rows of the changed buckets that the remote lacks, then

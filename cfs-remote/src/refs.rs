@@ -98,13 +98,20 @@ fn listed_newest(remote: &dyn Remote, branch: &str) -> Result<u64> {
     let Some(name) = remote.list(&prefix)?.into_iter().next() else {
         return Ok(0);
     };
-    let digits = &name[prefix.len()..];
-    (digits.len() == 20)
-        .then(|| digits.parse::<u64>().ok())
-        .flatten()
+    // A listing is the remote's word: a name outside the prefix, or the one number
+    // (0, as `u64::MAX`) after which no push could publish, is damage, not a ref.
+    name.strip_prefix(&prefix)
+        .filter(|digits| digits.len() == 20)
+        .and_then(|digits| digits.parse::<u64>().ok())
         .map(|v| u64::MAX - v)
+        .filter(|&n| n < u64::MAX)
         .ok_or_else(|| damaged(remote, &name, "not a ref name".into()))
 }
+
+/// Most refs read past a branch's hint: a push moves the hint after its ref, so a hint
+/// lags by the pushes that raced it, never by thousands (a server that answers every
+/// name would otherwise be read without end).
+const MAX_PAST_HINT: u64 = 4096;
 
 /// The newest ref's number from the hint and the refs after it (0: none).
 fn probed_newest(remote: &dyn Remote, branch: &str) -> Result<u64> {
@@ -123,10 +130,22 @@ fn probed_newest(remote: &dyn Remote, branch: &str) -> Result<u64> {
                 )
             })?,
     };
-    while remote.get(&ref_name(branch, n + 1))?.is_some() {
-        n += 1;
+    let hint = n;
+    while let Some(next) = n.checked_add(1).filter(|&next| next < u64::MAX) {
+        if remote.get(&ref_name(branch, next))?.is_none() {
+            return Ok(n);
+        }
+        if next - hint > MAX_PAST_HINT {
+            let reason = format!("more than {MAX_PAST_HINT} refs published past it");
+            return Err(damaged(remote, &name, reason));
+        }
+        n = next;
     }
-    Ok(n)
+    Err(damaged(
+        remote,
+        &name,
+        "a ref number no push can follow".into(),
+    ))
 }
 
 /// The name of the hint that names a branch's newest ref.

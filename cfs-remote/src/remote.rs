@@ -170,6 +170,10 @@ impl Remote for MemoryRemote {
     }
 }
 
+/// Most bytes of an object read whole or of one answer: a remote's word on a size is
+/// checked against it before anything is allocated.
+pub(crate) const MAX_GET: u64 = 1 << 30;
+
 /// The names in `objects` right under folder `prefix`: what `list` answers for the
 /// remotes that hold their names in a map.
 pub(crate) fn names_under<V>(objects: &BTreeMap<String, V>, prefix: &str) -> Vec<String> {

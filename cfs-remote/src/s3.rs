@@ -193,8 +193,17 @@ impl S3Remote {
             let text = String::from_utf8_lossy(&body);
             let page = rusty_s3::actions::ListObjectsV2::parse_response(&text)
                 .map_err(|e| self.io(prefix, format!("a listing that does not parse: {e}")))?;
-            out.extend(page.contents.into_iter().map(|c| (c.key, c.last_modified)));
+            // Only keys under the prefix asked for: a listing is the server's word, and
+            // what is done with the names (gc deletes some) must stay inside it.
+            let under = page
+                .contents
+                .into_iter()
+                .filter(|c| c.key.starts_with(&key_prefix));
+            out.extend(under.map(|c| (c.key, c.last_modified)));
             match page.next_continuation_token {
+                Some(t) if token.as_ref() == Some(&t) => {
+                    return Err(self.io(prefix, "a listing that gives the same page again"));
+                }
                 Some(t) => token = Some(t),
                 None => break,
             }

@@ -452,3 +452,95 @@ fn check_reads_everything_and_names_what_is_damaged() {
         "{report:?}"
     );
 }
+
+/// A remote that answers every name under `refs/` (as a web server that serves any
+/// path would), and does not list: the probe past its hint must end.
+struct AnswersEveryRef<'r> {
+    inner: &'r MemoryRemote,
+    answer: Vec<u8>,
+}
+
+impl Remote for AnswersEveryRef<'_> {
+    fn describe(&self) -> String {
+        "a remote that answers every ref".into()
+    }
+    fn get(&self, name: &str) -> cfs_remote::Result<Option<Vec<u8>>> {
+        match name.starts_with("refs/") {
+            true => Ok(Some(self.answer.clone())),
+            false => self.inner.get(name),
+        }
+    }
+    fn get_range(&self, name: &str, offset: u64, len: u64) -> cfs_remote::Result<Vec<u8>> {
+        self.inner.get_range(name, offset, len)
+    }
+    fn create(&self, name: &str, bytes: &[u8]) -> cfs_remote::Result<bool> {
+        self.inner.create(name, bytes)
+    }
+    fn overwrite_hint(&self, name: &str, bytes: &[u8]) -> cfs_remote::Result<()> {
+        self.inner.overwrite_hint(name, bytes)
+    }
+    fn lists(&self) -> bool {
+        false
+    }
+    fn list(&self, prefix: &str) -> cfs_remote::Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+}
+
+/// What a hostile or damaged remote says is checked before it is used: a ref number
+/// after which no push could publish, refs that never end past the hint, a bundle index
+/// too large to be one, a manifest whose chunk sizes no store can sync with.
+#[test]
+fn a_remote_s_word_on_numbers_and_sizes_is_checked() {
+    let f = Fixture::new();
+    let remote = MemoryRemote::new();
+    push(&f.store, &remote, &PushOptions::default()).unwrap();
+    let newest = remote
+        .list("refs/main/")
+        .unwrap()
+        .into_iter()
+        .next()
+        .unwrap();
+    let ref_bytes = remote.get(&newest).unwrap().unwrap();
+
+    // Ref number u64::MAX ("0" written from the top): refused, not wrapped around.
+    remote.put("refs/main/00000000000000000000", ref_bytes.clone());
+    let err = fetch_manifest(&remote, &PullTarget::default()).unwrap_err();
+    assert!(err.to_string().contains("not a ref name"), "{err}");
+    write(&f.tree(), "src/m7.rs", "pub fn seven() {}\n");
+    f.sync();
+    let err = push(&f.store, &remote, &PushOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("not a ref name"), "{err}");
+    remote.remove("refs/main/00000000000000000000");
+
+    // Every ref answers: the probe stops and says so.
+    let endless = AnswersEveryRef {
+        inner: &remote,
+        answer: ref_bytes,
+    };
+    let err = fetch_manifest(&endless, &PullTarget::default()).unwrap_err();
+    assert!(err.to_string().contains("refs published past it"), "{err}");
+
+    // A bundle whose index would be 64 MiB (a sparse file): refused before it is read.
+    let path = f.dir.path().join("big.cfsb");
+    cfs_remote::create_bundle(&f.store, &path, None, &PushOptions::default()).unwrap();
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let len = 64u64 << 20;
+    file.set_len(len).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &20u64.to_le_bytes(), len - 8).unwrap();
+    let err = cfs_remote::open(path.to_str().unwrap()).err().unwrap();
+    assert!(
+        err.to_string().contains("more than a bundle's index"),
+        "{err}"
+    );
+
+    // A manifest re-hashed with chunk sizes of zero: refused when fetched.
+    let (_, manifest) = fetch_manifest(&remote, &PullTarget::default()).unwrap();
+    let mut bad = manifest.clone();
+    bad.chunk = [0, 0, 0];
+    let bytes = bad.encode();
+    let name = cfs_core::hex_encode(blake3::hash(&bytes).as_bytes());
+    remote.put(&format!("objects/{name}"), bytes);
+    let err = fetch_manifest(&remote, &PullTarget::Manifest(name)).unwrap_err();
+    assert!(err.to_string().contains("chunk sizes"), "{err}");
+}
