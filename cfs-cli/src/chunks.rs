@@ -30,10 +30,6 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let bytes = std::fs::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
-    // The name is used for type detection and in errors; it needs no validation here.
-    let name = args.file.to_string_lossy();
     let config = IngestConfig {
         chunk: ChunkParams {
             target_bytes: args.target,
@@ -42,6 +38,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         },
         ..crate::open::ingest_config()
     };
+    let bytes = read_file(&args.file, config.max_file_bytes)?;
+    // The name is used for type detection and in errors; it needs no validation here.
+    let name = args.file.to_string_lossy();
     let parsed = parse_file(&name, &bytes, &config)?;
     let report = ChunksReport {
         path: args.file.display().to_string(),
@@ -147,4 +146,27 @@ pub fn human_bytes(n: u64) -> String {
         n if n >= 10 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
         n => format!("{n} bytes"),
     }
+}
+
+/// The bytes of the regular file at `path`, refused before reading when it is not one
+/// (a FIFO would block, a device never end) or is larger than `limit`, as `cfs index`
+/// refuses it.
+fn read_file(path: &std::path::Path, limit: u64) -> anyhow::Result<Vec<u8>> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot read {shown}"))?;
+    anyhow::ensure!(meta.is_file(), "{shown}: not a regular file");
+    anyhow::ensure!(
+        meta.len() <= limit,
+        "{shown}: {} bytes, more than the {limit} a file may have",
+        meta.len()
+    );
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read {shown}"))?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)
+        .with_context(|| format!("cannot read {shown}"))?;
+    anyhow::ensure!(
+        bytes.len() as u64 <= limit,
+        "{shown}: grew past {limit} bytes"
+    );
+    Ok(bytes)
 }

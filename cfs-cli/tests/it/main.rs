@@ -73,6 +73,25 @@ fn chunks_json_and_errors() {
     let (code, _, err) = cfs(&["chunks", "/no/such/file.txt"]);
     assert_eq!(code, 1);
     assert!(err.contains("/no/such/file.txt"), "{err}");
+    // A FIFO would block the read and a device never end: refused before reading.
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for path in [
+        fifo.to_str().unwrap(),
+        "/dev/zero",
+        dir.path().to_str().unwrap(),
+    ] {
+        let (code, _, err) = cfs(&["chunks", path]);
+        assert_eq!(code, 1, "{path}");
+        assert!(
+            err.contains(path) && err.contains("not a regular file"),
+            "{err}"
+        );
+    }
     // PDFs are extracted by the cfs binary itself, in a child process.
     let pdf = dir.path().join("doc.pdf");
     std::fs::write(
