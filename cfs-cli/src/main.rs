@@ -159,10 +159,14 @@ fn guarded(command: impl FnOnce() -> anyhow::Result<ExitCode>) -> anyhow::Result
             .ok()
             .and_then(|mut p| p.take())
             .unwrap_or_else(|| "no message".into());
-        Err(anyhow::anyhow!(
-            "internal failure ({what}); if it happened reading a store, the store file may \
-             be damaged: cfs verify says where"
-        ))
+        match open::opened_store() {
+            Some(store) => Err(anyhow::anyhow!(
+                "{}: reading failed ({what}); the store file may be damaged: cfs verify \
+                 says where, cfs repair rebuilds it",
+                store.display()
+            )),
+            None => Err(anyhow::anyhow!("internal failure ({what})")),
+        }
     })
 }
 

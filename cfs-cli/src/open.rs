@@ -119,19 +119,42 @@ fn checked(store: &Store, embedder: Box<dyn Embedder>) -> anyhow::Result<Box<dyn
 }
 
 /// Opens the store for a read command: read-only, so it never waits for a writer in
-/// another process, never writes a byte, and works on a read-only mount. A store left
-/// mid-write by a process that stopped is recovered by a writable open first, where the
-/// file can be written.
+/// another process, never writes a byte, and works on a read-only mount. The one
+/// exception: a store left mid-write by a process that stopped is recovered by a
+/// writable open first, where the file can be written (where it cannot, the error says
+/// what recovers it).
 pub fn open_read(common: &Common) -> anyhow::Result<Store> {
     let file = find_store(common.store.as_deref())?;
     open_read_file(&file)
 }
 
+/// The store file this process opened last, for the message of a failure that was not
+/// an error (a panic in a library reading damaged bytes): it names the file.
+static OPENED: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+fn note_opened(file: &Path) {
+    if let Ok(mut slot) = OPENED.lock() {
+        *slot = Some(file.to_path_buf());
+    }
+}
+
+/// The store file this process opened last, if any.
+pub fn opened_store() -> Option<PathBuf> {
+    OPENED.lock().ok()?.clone()
+}
+
 /// [`open_read`] of a known store file.
 pub fn open_read_file(file: &Path) -> anyhow::Result<Store> {
+    note_opened(file);
     match Store::open_read_only(file) {
         Err(StoreError::NeedsRecovery(_)) => {
-            drop(Store::open(file)?);
+            drop(Store::open(file).with_context(|| {
+                format!(
+                    "{}: left mid-write by a process that stopped, and recovering it \
+                     writes: run cfs index where the file can be written",
+                    file.display()
+                )
+            })?);
             Ok(Store::open_read_only(file)?)
         }
         result => Ok(result?),
@@ -141,6 +164,7 @@ pub fn open_read_file(file: &Path) -> anyhow::Result<Store> {
 /// Opens the store for a command that writes (waits for a writer in another process).
 pub fn open_write(common: &Common) -> anyhow::Result<Store> {
     let file = find_store(common.store.as_deref())?;
+    note_opened(&file);
     Store::open(&file).with_context(|| format!("cannot open {} for writing", file.display()))
 }
 
@@ -167,6 +191,7 @@ pub fn open_or_create(
     memory_bytes: usize,
 ) -> anyhow::Result<Opened> {
     let file = tree_store(root, common.store.as_deref());
+    note_opened(&file);
     let options = SyncOptions {
         memory_bytes,
         ..sync_options(root)?

@@ -358,7 +358,16 @@ impl Store {
                 .set_cache_size(READ_ONLY_CACHE)
                 .open_read_only(path)
                 .map_err(|e| read_only_error(e, path))?;
+            // A read the storage engine fails (a truncated file) names the file, as a
+            // writable open's does.
             Self::from_database(Db::ReadOnly(db), path, LogSource::File { read_only: true })
+                .map_err(|e| match e {
+                    StoreError::Storage(reason) => StoreError::Open {
+                        path: path.to_path_buf(),
+                        reason,
+                    },
+                    e => e,
+                })
         })
     }
 

@@ -185,3 +185,38 @@ fn a_store_of_the_previous_schema_is_refused_and_rebuilt_by_repair() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(root_of(root), good);
 }
+
+/// A read command on a damaged store (truncated, or bytes of its pages overwritten, at
+/// many places) answers or fails naming the store file, never with a bare error of the
+/// storage engine or a panic's text alone.
+#[test]
+fn read_commands_on_a_damaged_store_name_it() {
+    let (dir, _) = indexed();
+    let file = dir.path().join(".cfs/store.redb");
+    let good = std::fs::read(&file).unwrap();
+    let mut damages = vec![good[..good.len() / 2].to_vec(), good[..4096].to_vec()];
+    for seed in 0..12u64 {
+        let mut bytes = good.clone();
+        let at = (seed as usize * 7919 + 4096) % (good.len() - 1024);
+        for (i, b) in bytes[at..at + 1024].iter_mut().enumerate() {
+            *b = (i as u64 * 37 + seed * 11) as u8;
+        }
+        damages.push(bytes);
+    }
+    let shown = file.display().to_string();
+    for (n, bytes) in damages.iter().enumerate() {
+        std::fs::write(&file, bytes).unwrap();
+        for args in [
+            &["status"][..],
+            &["log"],
+            &["show", "src/lib.rs"],
+            &["search", "add"],
+        ] {
+            let (code, _, err) = cfs_in(dir.path(), args);
+            if code != 0 {
+                assert!(err.contains(&shown), "damage {n}, {args:?}: {err}");
+                assert!(!err.contains("panicked"), "damage {n}, {args:?}: {err}");
+            }
+        }
+    }
+}
