@@ -316,24 +316,38 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     if let (Some(db), Some(repo)) = (&args.db, &args.repo) {
         return crate::db_cmds::verify_db(db, repo, args.common.json);
     }
-    let store = open_read(&args.common)?;
+    let file = crate::locate::find_store(args.common.store.as_deref())?;
     let started = std::time::Instant::now();
-    let report = store.verify().with_context(|| {
-        format!(
-            "verifying {}: the store is damaged; cfs repair rebuilds it from its tree",
-            store.path().display()
+    // A store too damaged to be read through is verify's answer too: a report that
+    // fails, naming why, not an error without one.
+    let report = verify_file(&file, args.full, started).unwrap_or_else(|e| {
+        VerifyReport::unreadable(
+            format!("{e:#}; cfs repair rebuilds it from its tree"),
+            started,
         )
-    })?;
+    });
+    emit(&report, args.common.json)
+}
+
+/// [`verify`] of the store at `file`; `Err` when it cannot be read through.
+fn verify_file(
+    file: &std::path::Path,
+    full: bool,
+    started: std::time::Instant,
+) -> anyhow::Result<VerifyReport> {
+    let store = open_read_file(file)?;
+    let report = store
+        .verify()
+        .with_context(|| format!("verifying {}: the store is damaged", file.display()))?;
     // The vectors: recomputed from their texts when the store's model is here.
-    let sample = (!args.full).then_some(cfs_store::DEFAULT_VECTOR_SAMPLE);
+    let sample = (!full).then_some(cfs_store::DEFAULT_VECTOR_SAMPLE);
     let vectors = match loaded_embedder_for(&store) {
         Ok(embedder) => VectorsChecked::of(store.check_vectors(&*embedder, sample)?),
         Err(e) => VectorsChecked::Skipped {
             skipped: format!("{e:#}"),
         },
     };
-    let report = VerifyReport::new(&report, vectors, &store, started);
-    emit(&report, args.common.json)
+    Ok(VerifyReport::new(&report, vectors, &store, started))
 }
 
 /// What `cfs verify` answers: the store's rows and roots, its vectors (or why they were
@@ -436,6 +450,25 @@ impl VerifyReport {
         }
     }
 
+    /// The report of a store that could not be read through (`why`): failed, without
+    /// roots (empty), vectors or index file.
+    fn unreadable(why: String, started: std::time::Instant) -> Self {
+        Self {
+            ok: false,
+            stored_root: String::new(),
+            computed_root: String::new(),
+            problems: vec![why],
+            vectors: VectorsChecked::Skipped {
+                skipped: "the store could not be read".into(),
+            },
+            index_file: None,
+            seconds: started.elapsed().as_secs_f64(),
+            rows: 0,
+            rows_sound: false,
+            index_path: String::new(),
+        }
+    }
+
     fn write_vectors(&self, out: &mut dyn Write) -> std::io::Result<()> {
         match &self.vectors {
             VectorsChecked::Checked {
@@ -477,11 +510,14 @@ impl Report for VerifyReport {
                 self.rows, self.computed_root, self.seconds
             )?;
         } else {
-            writeln!(
-                out,
-                "FAILED: stored root {}, computed {}",
-                self.stored_root, self.computed_root
-            )?;
+            match self.stored_root.is_empty() {
+                true => writeln!(out, "FAILED: the store could not be read")?,
+                false => writeln!(
+                    out,
+                    "FAILED: stored root {}, computed {}",
+                    self.stored_root, self.computed_root
+                )?,
+            }
             for p in &self.problems {
                 writeln!(out, "  {p}")?;
             }

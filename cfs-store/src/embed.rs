@@ -14,7 +14,7 @@ use std::panic::resume_unwind;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cfs_core::{Canonical, Chunk, ChunkId, EmbeddingId, ModelHash, StateRoot, Table, TextHash};
+use cfs_core::{Chunk, ChunkId, EmbeddingId, ModelHash, StateRoot, TextHash};
 use cfs_ingest::{Embedder, embedding_text};
 use redb::{ReadableTable, ReadableTableMetadata};
 
@@ -314,7 +314,8 @@ impl Store {
             {
                 continue;
             }
-            let chunk: Chunk = Chunk::decode(&read.encoding(Table::Chunks, value.value())?)?;
+            let payload = tables::split_row(value.value())?.1;
+            let chunk: Chunk = read.log_chunk(tables::Extent::decode(payload)?)?;
             pending.add(id, &chunk);
         }
         Ok(pending)

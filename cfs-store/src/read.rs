@@ -103,9 +103,17 @@ impl ReadTxn {
         self.log.read(extent, self.mark.len)
     }
 
+    /// The chunk a committed `chunks` row's payload places in the chunk log, decoded.
+    pub(crate) fn log_chunk(&self, extent: tables::Extent) -> Result<cfs_core::Chunk> {
+        self.log.read_chunk(extent, self.mark.len)
+    }
+
     /// A committed row decoded.
     fn decode_row<E: Canonical>(&self, table: Table, value: &[u8]) -> Result<E> {
-        Ok(E::decode(&self.encoding(table, value)?)?)
+        E::decode(&self.encoding(table, value)?).map_err(|e| match table {
+            Table::Chunks => self.log.undecodable(&e),
+            _ => e.into(),
+        })
     }
 
     fn get_row<E: Canonical>(&self, table: Table, key: &[u8]) -> Result<Option<E>> {

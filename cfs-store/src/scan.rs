@@ -115,7 +115,7 @@ impl ReadTxn {
     pub fn chunks_by_id(&self, ids: &[ChunkId]) -> Result<Vec<Chunk>> {
         const BATCH: usize = 16_384;
         let t = self.raw().open_table(tables::CHUNKS)?;
-        let decode = |extent: &tables::Extent| Ok(Chunk::decode(&self.log_bytes(*extent)?)?);
+        let decode = |extent: &tables::Extent| self.log_chunk(*extent);
         let mut out = Vec::with_capacity(ids.len());
         for batch in ids.chunks(BATCH) {
             let mut extents = Vec::with_capacity(batch.len());

@@ -220,3 +220,40 @@ fn read_commands_on_a_damaged_store_name_it() {
         }
     }
 }
+
+/// `cfs verify --json` of a store it cannot read through (a truncated store file, a
+/// chunk log overwritten) still answers with its report: not ok, the problem naming the
+/// file and `cfs repair`, exit 1.
+#[test]
+fn verify_reports_a_store_it_cannot_read_through() {
+    let (dir, _) = indexed();
+    let file = dir.path().join(".cfs/store.redb");
+    let log = cfs_store::chunk_log_path(&file);
+    let (good, good_log) = (std::fs::read(&file).unwrap(), std::fs::read(&log).unwrap());
+    let mut scrambled = good_log.clone();
+    for (i, b) in scrambled.iter_mut().enumerate().skip(64) {
+        *b = (i * 31 + 7) as u8;
+    }
+    let damages = [
+        (
+            good[..good.len() / 2].to_vec(),
+            good_log.clone(),
+            file.clone(),
+        ),
+        (good.clone(), scrambled, log.clone()),
+    ];
+    for (store_bytes, log_bytes, named) in damages {
+        std::fs::write(&file, store_bytes).unwrap();
+        std::fs::write(&log, log_bytes).unwrap();
+        let (code, out, err) = cfs_in(dir.path(), &["verify", "--json"]);
+        assert_eq!(code, 1, "{out} {err}");
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"));
+        assert_eq!(v["ok"], false);
+        let problem = v["problems"][0].as_str().unwrap();
+        let shown = named.display().to_string();
+        assert!(
+            problem.contains(&shown) && problem.contains("cfs repair"),
+            "{problem}"
+        );
+    }
+}
