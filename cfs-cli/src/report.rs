@@ -27,7 +27,9 @@ pub fn emit(report: &impl Report, json: bool) -> anyhow::Result<ExitCode> {
     if json {
         print_json(report)?;
     } else {
-        report.write_text(&mut std::io::stdout().lock())?;
+        let mut out = Printable::new(std::io::stdout().lock());
+        report.write_text(&mut out)?;
+        out.flush()?;
     }
     Ok(if report.ok() {
         ExitCode::SUCCESS
@@ -106,5 +108,86 @@ impl CodeFields {
             symbol: symbol.as_ref().map(|s| s.qualified_name()),
             symbol_info: info,
         })
+    }
+}
+
+/// Text written with its control characters shown, not obeyed: paths and chunk texts
+/// come from the files indexed, and an escape sequence in one could move the cursor,
+/// recolour or retitle the terminal that prints it. The C0 controls but tab and
+/// newline, DEL and the C1 controls (U+0080 to U+009F, which some terminals obey) are
+/// written as `\u{..}`; every other byte as it is.
+pub struct Printable<W: Write> {
+    inner: W,
+    /// The last byte given was 0xC2, the first of a C1 control's two in UTF-8.
+    pending: bool,
+}
+
+impl<W: Write> Printable<W> {
+    pub fn new(inner: W) -> Self {
+        Self {
+            inner,
+            pending: false,
+        }
+    }
+}
+
+impl<W: Write> Write for Printable<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut out = Vec::with_capacity(buf.len());
+        let shown = |out: &mut Vec<u8>, b: u8| out.extend(format!("\\u{{{b:x}}}").bytes());
+        for &b in buf {
+            if std::mem::take(&mut self.pending) {
+                if (0x80..=0x9f).contains(&b) {
+                    shown(&mut out, b);
+                    continue;
+                }
+                out.push(0xc2);
+            }
+            match b {
+                0xc2 => self.pending = true,
+                b'\t' | b'\n' => out.push(b),
+                0x00..=0x1f | 0x7f => shown(&mut out, b),
+                _ => out.push(b),
+            }
+        }
+        self.inner.write_all(&out)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if std::mem::take(&mut self.pending) {
+            self.inner.write_all(&[0xc2])?;
+        }
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Escapes, carriage returns and C1 controls are shown; tabs, newlines and every
+    /// other character (two-byte ones beginning 0xC2 among them) pass, also when a
+    /// character is split between two writes.
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        let text = "a\u{1b}[31mred\r\tb\nc\u{9b}2J \u{a0}\u{bf}\u{7f}\u{0}é";
+        let whole = {
+            let mut p = Printable::new(Vec::new());
+            p.write_all(text.as_bytes()).unwrap();
+            p.flush().unwrap();
+            String::from_utf8(p.inner).unwrap()
+        };
+        assert_eq!(
+            whole,
+            "a\\u{1b}[31mred\\u{d}\tb\nc\\u{9b}2J \u{a0}\u{bf}\\u{7f}\\u{0}é"
+        );
+        for cut in 0..text.len() {
+            let mut p = Printable::new(Vec::new());
+            p.write_all(&text.as_bytes()[..cut]).unwrap();
+            p.write_all(&text.as_bytes()[cut..]).unwrap();
+            p.flush().unwrap();
+            assert_eq!(String::from_utf8(p.inner).unwrap(), whole, "cut at {cut}");
+        }
     }
 }
