@@ -795,14 +795,19 @@ impl Report for ShowReport {
     }
 }
 
+/// The proof `text` gives: the hex itself, or a file holding it (named in errors).
 fn read_proof(text: &str) -> anyhow::Result<ChunkProof> {
-    let hex = if Path::new(text).is_file() {
-        std::fs::read_to_string(text).with_context(|| format!("cannot read {text}"))?
+    let path = Path::new(text);
+    let (hex, from) = if path.is_file() {
+        let hex = std::fs::read_to_string(path).with_context(|| format!("cannot read {text}"))?;
+        (hex, format!("{text}: "))
+    } else if path.exists() || !text.trim().bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!("{text}: neither a file holding a proof nor a proof in hex");
     } else {
-        text.to_owned()
+        (text.to_owned(), String::new())
     };
-    let bytes = hex_decode(hex.trim()).context("the proof is not hex")?;
-    ChunkProof::decode(&bytes).context("the proof does not decode")
+    let bytes = hex_decode(hex.trim()).with_context(|| format!("{from}the proof is not hex"))?;
+    ChunkProof::decode(&bytes).with_context(|| format!("{from}the proof does not decode"))
 }
 
 pub fn prove(args: &ProveArgs) -> anyhow::Result<ExitCode> {

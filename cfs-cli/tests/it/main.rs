@@ -270,6 +270,20 @@ fn index_status_verify_log_show_prove() {
         code, 1,
         "a proof of the new state fails against the old root"
     );
+    // A proof given as a file is read from it; a path that is not one is named.
+    let proof_file = elsewhere.path().join("proof.hex");
+    std::fs::write(&proof_file, proof).unwrap();
+    let from_file = proof_file.to_str().unwrap();
+    let (code, _, err) = cfs_in(root, &["prove", "--check", from_file, "--root", current]);
+    assert_eq!(code, 0, "{err}");
+    let missing = elsewhere.path().join("missing.hex");
+    let missing = missing.to_str().unwrap();
+    let (code, _, err) = cfs_in(root, &["prove", "--check", missing, "--root", current]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(missing) && err.contains("neither a file"),
+        "{err}"
+    );
 
     let (code, _, err) = cfs_in(elsewhere.path(), &["status"]);
     assert_eq!(code, 1);
