@@ -506,7 +506,14 @@ impl Report for IndexReport {
             self.seconds
         )?;
         for f in self.failed.iter().take(10) {
-            writeln!(out, "  not indexed: {}: {}", f.path, f.reason)?;
+            // Most reasons begin with the path already: said once.
+            let reason = f.reason.strip_prefix(&format!("{}: ", f.path));
+            writeln!(
+                out,
+                "  not indexed: {}: {}",
+                f.path,
+                reason.unwrap_or(&f.reason)
+            )?;
         }
         if self.failed.len() > 10 {
             writeln!(

@@ -69,7 +69,7 @@ pub fn tree_relative(root: &Path, base: &Path, paths: &[PathBuf]) -> anyhow::Res
             bail!("an empty path names no file or folder (\".\" names the whole tree)");
         }
         let abs = absolute(&base.join(path));
-        let r = abs.strip_prefix(root).with_context(|| {
+        let r = abs.strip_prefix(root).ok().with_context(|| {
             format!(
                 "{}: outside the indexed tree {}",
                 path.display(),
@@ -103,8 +103,20 @@ pub fn check_named_paths(store: &Store, root: &Path, rel: &[String]) -> anyhow::
 
 /// `path` made absolute without touching the file system beyond its longest existing
 /// ancestor (a deleted file has no canonical form): `..` and `.` resolved, symlinks of
-/// the existing part resolved.
+/// the existing part resolved but the last: a symbolic link named is the link (which
+/// the tree holds), not the place it points to (which may lie outside).
 fn absolute(path: &Path) -> PathBuf {
+    let is_link = path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink());
+    if let (true, Some(name), Some(parent)) = (is_link, path.file_name(), path.parent()) {
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        return absolute(parent).join(name);
+    }
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     while !existing.exists() {

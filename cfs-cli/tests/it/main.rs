@@ -652,6 +652,23 @@ fn refresh_and_changed_since() {
     let (code, _, err) = cfs_in(root, &["refresh", "/etc/passwd"]);
     assert_ne!(code, 0);
     assert!(err.contains("outside the indexed tree"), "{err}");
+    assert!(!err.contains("prefix not found"), "{err}");
+    let (code, _, _) = cfs_in(root, &["refresh", ""]);
+    assert_eq!(code, 2, "an empty path is a usage error");
+    // A symbolic link in the tree is the link, though it points outside: named, it is
+    // refreshed (and skipped, links are not followed), not refused as outside.
+    std::os::unix::fs::symlink("/etc/passwd", root.join("link")).unwrap();
+    let (code, out, err) = cfs_in(root, &["refresh", "link", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        r["failed"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("symbolic link"),
+        "{r}"
+    );
+    std::fs::remove_file(root.join("link")).unwrap();
 
     // --changed-since: committed, staged, unstaged and untracked changes since REF.
     git(root, &["add", "-A"]);
