@@ -1016,3 +1016,32 @@ fn store_files_sharing_a_folder_keep_their_own_index_files() {
     assert!(dir.path().join("b.redb.index.cache").is_file());
     assert!(!dir.path().join("index.cache").exists());
 }
+
+/// A store kept inside the tree it indexes, under a folder of its own name: none of its
+/// files (the store, its chunk log, the search index) is taken for a file of the tree.
+#[test]
+fn a_store_inside_its_tree_does_not_index_itself() {
+    let dir = sample_tree();
+    let root = dir.path();
+    let args = [
+        "index",
+        "--store",
+        "mystore",
+        "--embedder",
+        "hash",
+        "--json",
+    ];
+    let (code, _, err) = cfs_in(root, &args);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = cfs_in(root, &["search", "add", "--store", "mystore"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(root.join("mystore/index.cache").is_file());
+    std::fs::write(root.join("more.md"), "# More\n").unwrap();
+    let (code, out, err) = cfs_in(root, &args);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["added"], 1, "{v}");
+    // The sample tree's PNG is its one failure; nothing of the store's is one.
+    assert!(!v["failed"].to_string().contains("mystore/"), "{v}");
+    assert_eq!(v["unchanged"], 3, "{v}");
+}

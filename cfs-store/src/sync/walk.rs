@@ -24,21 +24,15 @@ pub(super) struct Walked {
     pub(super) unread: Scope,
 }
 
-/// The files of `root` in `scope`, less the store file at `store_path` wherever it lives
-/// (only files with its name are resolved, to keep the walk free of per-file path
-/// resolution), the walk's failures, and the paths it could not read (a folder that
-/// cannot be listed does not mean its files are gone).
+/// The files of `root` in `scope`, less the store's own files wherever the store lives
+/// ([`is_store_file`]), the walk's failures, and the paths it could not read (a folder
+/// that cannot be listed does not mean its files are gone).
 pub(super) fn walk_files(store_path: &Path, root: &Path, scope: Option<&Scope>) -> Result<Walked> {
     let walked = walk_scope(root, scope)?;
-    let store_file = store_path.canonicalize().ok();
-    let store_name = store_path.file_name();
     let files = walked
         .files
         .into_iter()
-        .filter(|f| {
-            f.abs_path.file_name() != store_name
-                || store_file.as_deref() != f.abs_path.canonicalize().ok().as_deref()
-        })
+        .filter(|f| !is_store_file(store_path, &f.abs_path))
         .collect();
     let failures = walked
         .errors
@@ -50,6 +44,23 @@ pub(super) fn walk_files(store_path: &Path, root: &Path, scope: Option<&Scope>) 
         failures,
         unread: Scope::new(walked.unread),
     })
+}
+
+/// Whether `file` is one of the store's own files: the store file at `store_path`, the
+/// files named after it beside it (its chunk log, a staged store), or the search index
+/// files beside it. Only files with such a name are resolved, to keep the walk free of
+/// per-file path resolution.
+fn is_store_file(store_path: &Path, file: &Path) -> bool {
+    let (Some(store_name), Some(name)) = (store_path.file_name(), file.file_name()) else {
+        return false;
+    };
+    let named = name
+        .as_encoded_bytes()
+        .starts_with(store_name.as_encoded_bytes())
+        || name == "index.cache"
+        || name == "index.delta";
+    let folder = |p: &Path| p.parent().and_then(|d| d.canonicalize().ok());
+    named && folder(file).is_some_and(|d| Some(d) == folder(store_path))
 }
 
 /// The path an ingestion error names, if any.
