@@ -522,7 +522,13 @@ impl Report for IndexReport {
                 self.failed.len() - 10
             )?;
         }
-        if let Some(v) = &self.vectors {
+        // The embedding after the sync, when it had any (an embedder that runs inside
+        // the sync, as the hash embedder does, leaves it none).
+        if let Some(v) = self
+            .vectors
+            .as_ref()
+            .filter(|v| v.chunks > 0 || v.commits > 0)
+        {
             writeln!(
                 out,
                 "  vectors: {} chunks embedded ({} texts through the model) in {} commits{}",

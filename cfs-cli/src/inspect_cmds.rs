@@ -68,6 +68,7 @@ pub struct ShowArgs {
 #[derive(Debug, clap::Args)]
 pub struct ProveArgs {
     /// The chunk to prove (omit with --check).
+    #[arg(required_unless_present = "check")]
     chunk_id: Option<String>,
     /// Check a proof (hex, or a file holding it) instead of making one.
     #[arg(long, value_name = "PROOF")]
