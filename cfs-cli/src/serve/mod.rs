@@ -9,6 +9,7 @@
 mod admin;
 mod answers;
 mod db;
+mod lines;
 mod served;
 mod tools;
 
@@ -107,14 +108,41 @@ fn serve_with<S: rmcp::ServerHandler>(make: impl FnOnce() -> S) -> anyhow::Resul
         .build()
         .context("cannot start the server's runtime")?;
     runtime.block_on(async {
-        let service = make()
-            .serve(rmcp::transport::stdio())
-            .await
-            .context("the client did not initialize")?;
-        service.waiting().await.context("serving")?;
-        anyhow::Ok(())
+        // Standard input reaches the library through `lines::judge_input`, and the
+        // library's answers and the ones made there reach standard output through
+        // `lines::write_output`.
+        let (to_library, library_reads) = tokio::io::duplex(1 << 16);
+        let (library_writes, from_library) = tokio::io::duplex(1 << 16);
+        let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+        let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+        let reader = tokio::spawn(lines::judge_input(stdin, to_library, answers));
+        let writer = tokio::spawn(lines::write_output(
+            from_library,
+            answered,
+            tokio::io::stdout(),
+        ));
+        let served = serve_lines(make(), (library_reads, library_writes)).await;
+        // The client may still be connected when the session ended: stop reading it,
+        // then let every answer out.
+        reader.abort();
+        let written = writer.await.context("writing the answers")?;
+        served?;
+        written.context("writing to standard output")
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The session of `server` over the library's ends of the lines, until it ends.
+async fn serve_lines<S: rmcp::ServerHandler>(
+    server: S,
+    ends: (tokio::io::DuplexStream, tokio::io::DuplexStream),
+) -> anyhow::Result<()> {
+    let service = server
+        .serve(ends)
+        .await
+        .map_err(|e| anyhow::anyhow!("the client ended the session before it began ({e})"))?;
+    service.waiting().await.context("serving")?;
+    Ok(())
 }
 
 /// Starts the watcher on its own thread: it syncs the tree, and after each commit

@@ -1045,3 +1045,60 @@ fn a_store_inside_its_tree_does_not_index_itself() {
     assert!(!v["failed"].to_string().contains("mystore/"), "{v}");
     assert_eq!(v["unchanged"], 3, "{v}");
 }
+
+/// `cfs serve --mcp` answers what its MCP library would leave unanswered or take for
+/// the end: a notification before the session, a line that is not JSON, a batch,
+/// params of the wrong type, a tools/call without a tool, a last line without its
+/// newline; and serves the rest.
+#[test]
+fn the_mcp_server_answers_malformed_lines() {
+    let dir = sample_tree();
+    let root = dir.path();
+    assert_eq!(cfs_in(root, &["index", "--embedder", "hash"]).0, 0);
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let lines = [
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        "not json",
+        r#"[{"jsonrpc":"2.0","id":9,"method":"ping"}]"#,
+        init,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":5}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call"}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search","arguments":{"query":"merkle","k":1}}}"#,
+    ];
+    let mut input = lines.join("\n") + "\n";
+    input.push_str(r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cfs"))
+        .args(["serve", "--mcp"])
+        .current_dir(root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("ignored a message before the session began"), "{err}");
+    let answers: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let code = |id: Value| {
+        let a = answers.iter().find(|a| a["id"] == id && a["error"].is_object());
+        a.and_then(|a| a["error"]["code"].as_i64())
+    };
+    let nulls: Vec<i64> = answers
+        .iter()
+        .filter(|a| a["id"].is_null())
+        .map(|a| a["error"]["code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(nulls, [-32700, -32600], "{answers:?}");
+    assert_eq!((code(4.into()), code(5.into())), (Some(-32602), Some(-32602)));
+    let result = |id: i64| answers.iter().find(|a| a["id"] == id && a["result"].is_object());
+    assert!(result(0).is_some() && result(7).is_some(), "{answers:?}");
+    let found = &result(6).unwrap()["result"]["structuredContent"]["results"][0]["path"];
+    assert_eq!(found, "README.md", "{answers:?}");
+}
