@@ -1080,14 +1080,19 @@ fn the_mcp_server_answers_malformed_lines() {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("ignored a message before the session began"), "{err}");
+    assert!(
+        err.contains("ignored a message before the session began"),
+        "{err}"
+    );
     let answers: Vec<Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let code = |id: Value| {
-        let a = answers.iter().find(|a| a["id"] == id && a["error"].is_object());
+        let a = answers
+            .iter()
+            .find(|a| a["id"] == id && a["error"].is_object());
         a.and_then(|a| a["error"]["code"].as_i64())
     };
     let nulls: Vec<i64> = answers
@@ -1096,8 +1101,15 @@ fn the_mcp_server_answers_malformed_lines() {
         .map(|a| a["error"]["code"].as_i64().unwrap())
         .collect();
     assert_eq!(nulls, [-32700, -32600], "{answers:?}");
-    assert_eq!((code(4.into()), code(5.into())), (Some(-32602), Some(-32602)));
-    let result = |id: i64| answers.iter().find(|a| a["id"] == id && a["result"].is_object());
+    assert_eq!(
+        (code(4.into()), code(5.into())),
+        (Some(-32602), Some(-32602))
+    );
+    let result = |id: i64| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id && a["result"].is_object())
+    };
     assert!(result(0).is_some() && result(7).is_some(), "{answers:?}");
     let found = &result(6).unwrap()["result"]["structuredContent"]["results"][0]["path"];
     assert_eq!(found, "README.md", "{answers:?}");
