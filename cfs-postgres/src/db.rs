@@ -69,6 +69,19 @@ fn describe(config: &Config) -> String {
     format!("postgresql://{user}@{host}:{port}/{dbname}")
 }
 
+/// Column `i` of `row` as an array without NULL elements, `None` when it is not one (a
+/// NULL element, another dimension): damage to report, never a panic. Array columns
+/// take NULL elements whatever their constraints say of the column.
+pub(crate) fn array<'r, T: postgres::types::FromSql<'r>>(
+    row: &'r postgres::Row,
+    i: usize,
+) -> Option<Vec<T>> {
+    row.try_get::<_, Vec<Option<T>>>(i)
+        .ok()?
+        .into_iter()
+        .collect()
+}
+
 /// Maps a database error to [`DbError::Sql`] naming `database` and `what` was done.
 pub(crate) fn sql_error(database: &str, what: &str) -> impl FnOnce(postgres::Error) -> DbError {
     let (database, what) = (database.to_owned(), what.to_owned());

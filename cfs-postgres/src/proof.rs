@@ -65,10 +65,13 @@ pub(crate) fn prove(
     };
     let (encoding, chunk_leaf) = row(Table::Chunks, &hit.chunk_id.0)?;
     let chunk = checked::<Chunk>(&encoding, &chunk_leaf).map_err(&fail)?;
-    if chunk.text != hit.text
+    // A member's key is not in its leaf: the row found under the answer's id must be
+    // that chunk's own.
+    if chunk.id != hit.chunk_id
+        || chunk.text != hit.text
         || (chunk.start_line, chunk.end_line) != (hit.start_line, hit.end_line)
     {
-        return Err(fail("its lines or text are not its chunk row's".into()));
+        return Err(fail("its id, lines or text are not its chunk row's".into()));
     }
     let (encoding, path_leaf) = row(Table::Paths, &PathId::derive(&hit.path).0)?;
     let path = checked::<PathEntry>(&encoding, &path_leaf).map_err(&fail)?;
@@ -97,7 +100,8 @@ fn head_roots(
             &[&repo],
         )
         .map_err(|e| Err(sql_error(name, "read the head")(e)))?;
-    let held: Vec<Vec<u8>> = row.get(1);
+    let held: Vec<Vec<u8>> = crate::db::array(&row, 1)
+        .ok_or_else(|| Ok("the head's table roots hold a NULL".to_owned()))?;
     let mut roots = Vec::with_capacity(held.len());
     for r in held {
         roots.push(MerkleRoot(

@@ -368,7 +368,11 @@ impl Attempt<'_> {
                 &[repo],
             )
             .map_err(sql_error(name, "read the repository"))?;
-        let (model, held): (String, Vec<i32>) = (row.get(1), row.get(2));
+        let model: String = row.get(1);
+        let held: Vec<i32> = crate::db::array(&row, 2).ok_or_else(|| DbError::Damaged {
+            database: name.to_owned(),
+            what: format!("repository {repo:?}'s chunk sizes hold a NULL"),
+        })?;
         if model != settings.model_id || held != sizes {
             return Err(DbError::Settings {
                 database: name.to_owned(),
@@ -548,13 +552,19 @@ impl Attempt<'_> {
             let root = TopTree::from_bucket_roots(&held[tag])
                 .expect("1,024 roots")
                 .root();
-            assert_eq!(
-                root,
-                self.local.table_roots.get(table),
-                "the {} bucket roots written for {} do not make the store's table root",
-                table.name(),
-                self.report.repo
-            );
+            // Another writer of the bucket roots (one that does not take the
+            // repository's lock) can make them disagree: the publish fails, rolled back.
+            if root != self.local.table_roots.get(table) {
+                return Err(DbError::Damaged {
+                    database: self.name.to_owned(),
+                    what: format!(
+                        "the {} bucket roots written for {} do not make the store's table \
+                         root (did another writer change them?); nothing was published",
+                        table.name(),
+                        self.report.repo
+                    ),
+                });
+            }
         }
         Ok(())
     }

@@ -3,17 +3,16 @@
 //! the candidate documents' vectors, and the texts of the answers.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use cfs_core::{ChunkId, DocumentId, SymbolKind};
 use cfs_ingest::{Markers, Role};
-#[cfg(doc)]
-use cfs_search::FILE_VECTOR_CHUNKS;
-use cfs_search::{ChunkMeta, DocInfo, KINDS, PathInfo};
+use cfs_search::{ChunkMeta, DocInfo, FILE_VECTOR_CHUNKS, KINDS, PathInfo};
 use postgres::Transaction;
 use uuid::Uuid;
 
-use crate::db::sql_error;
+use crate::db::{array, sql_error};
 use crate::error::{DbError, Result};
 use crate::publish::tag_of;
 use crate::search_rows::decode_sum;
@@ -57,10 +56,10 @@ pub(crate) fn chunks(
     let mut out = HashMap::with_capacity(rows.len());
     for row in rows {
         let repo: i32 = row.get(0);
-        let doc = docs
-            .entry((repo, row.get(14)))
-            .or_insert_with(|| doc_info(&row))
-            .clone();
+        let doc = match docs.entry((repo, row.get(14))) {
+            Entry::Occupied(e) => e.get().clone(),
+            Entry::Vacant(e) => e.insert(doc_info(name, &row)?).clone(),
+        };
         let meta = chunk_meta(name, &row, doc)?;
         out.insert((repo, meta.id), Arc::new(meta));
     }
@@ -111,10 +110,14 @@ fn chunk_meta(name: &str, row: &postgres::Row, doc: Arc<DocInfo>) -> Result<Chun
 }
 
 /// A document's info from its search row (columns 14-20 of [`chunks`]).
-fn doc_info(row: &postgres::Row) -> Arc<DocInfo> {
+fn doc_info(name: &str, row: &postgres::Row) -> Result<Arc<DocInfo>> {
     let id: Uuid = row.get(14);
-    let paths: Vec<String> = row.get(16);
-    let chunks: Vec<Uuid> = row.get(17);
+    let (Some(paths), Some(chunks)) = (array::<String>(row, 16), array::<Uuid>(row, 17)) else {
+        return Err(DbError::Damaged {
+            database: name.to_owned(),
+            what: format!("the search row of document {id} holds a path or chunk that is NULL"),
+        });
+    };
     let paths = paths
         .into_iter()
         .map(|p| PathInfo {
@@ -129,13 +132,13 @@ fn doc_info(row: &postgres::Row) -> Arc<DocInfo> {
         minified: row.get(19),
         beside: row.get::<_, String>(20) == Role::Declaration.name(),
     };
-    Arc::new(DocInfo::new(
+    Ok(Arc::new(DocInfo::new(
         DocumentId(*id.as_bytes()),
         row.get::<_, String>(15).into(),
         paths,
         chunks.into_iter().map(|c| ChunkId(*c.as_bytes())).collect(),
         markers,
-    ))
+    )))
 }
 
 /// The texts of the chunks `ids` (repository, chunk), as their repositories hold them.
@@ -148,19 +151,18 @@ pub(crate) fn texts(
     let keys: Vec<&[u8]> = ids.iter().map(|i| &i.1.0[..]).collect();
     let rows = tx
         .query(
-            "SELECT m.repo, c.id, c.text FROM unnest($1::int[], $2::bytea[]) AS k(repo, key) \
+            "SELECT m.repo, m.key, c.text FROM unnest($1::int[], $2::bytea[]) AS k(repo, key) \
              JOIN cfs_members m ON m.repo = k.repo AND m.tag = $3 AND m.key = k.key \
              JOIN cfs_chunks c ON c.leaf = m.leaf",
             &[&repos, &keys, &tag_of(cfs_core::Table::Chunks)],
         )
         .map_err(sql_error(name, "read the answers' texts"))?;
+    // Keyed by the member's key, which its leaf proves, not by a column beside the text.
     Ok(rows
         .iter()
-        .map(|r| {
-            (
-                (r.get(0), ChunkId(*r.get::<_, Uuid>(1).as_bytes())),
-                r.get(2),
-            )
+        .filter_map(|r| {
+            let key = <[u8; 16]>::try_from(r.get::<_, &[u8]>(1)).ok()?;
+            Some(((r.get(0), ChunkId(key)), r.get(2)))
         })
         .collect())
 }
@@ -211,11 +213,14 @@ pub(crate) fn document_counts(
 }
 
 /// The file vectors of `docs` (repository, document) that have one: the sum of the
-/// vectors of each one's first [`FILE_VECTOR_CHUNKS`] chunks, as publish stored it.
+/// vectors of each one's first [`FILE_VECTOR_CHUNKS`] chunks, as publish stored it,
+/// checked to be such a sum: `dim` components, each within what that many `i16`
+/// components can add up to (so that scoring it cannot overflow).
 pub(crate) fn file_vectors(
     tx: &mut Transaction<'_>,
     name: &str,
     docs: Vec<(i32, DocumentId)>,
+    dim: usize,
 ) -> Result<HashMap<(i32, DocumentId), Vec<i64>>> {
     let (repos, ids) = document_columns(docs);
     if repos.is_empty() {
@@ -233,10 +238,16 @@ pub(crate) fn file_vectors(
     let mut out = HashMap::with_capacity(rows.len());
     for row in rows {
         let doc = DocumentId(*row.get::<_, Uuid>(1).as_bytes());
-        let sum = decode_sum(row.get(2)).ok_or_else(|| DbError::Damaged {
-            database: name.to_owned(),
-            what: format!("the file vector of document {doc} is cut short"),
-        })?;
+        let most = i64::from(i16::MAX) * FILE_VECTOR_CHUNKS as i64;
+        let sound = |sum: &Vec<i64>| {
+            sum.len() == dim && sum.iter().all(|x| x.unsigned_abs() <= most.unsigned_abs())
+        };
+        let sum = decode_sum(row.get(2))
+            .filter(sound)
+            .ok_or_else(|| DbError::Damaged {
+                database: name.to_owned(),
+                what: format!("the file vector of document {doc} is not a sum of {dim} components"),
+            })?;
         out.insert((row.get(0), doc), sum);
     }
     Ok(out)

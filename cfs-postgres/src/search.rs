@@ -149,7 +149,16 @@ pub fn search(
     let mut hits = Vec::with_capacity(best.len());
     for (_, place, _, c) in best {
         let repo = &repos[place];
-        let text = texts.remove(&(repo.id, c.meta.id)).unwrap_or_default();
+        // Every answer's chunk is a member of its repository: a text not found is damage.
+        let text = texts
+            .remove(&(repo.id, c.meta.id))
+            .ok_or_else(|| DbError::Damaged {
+                database: name.clone(),
+                what: format!(
+                    "chunk {} of repository {:?} has a search row but no text",
+                    c.meta.id, repo.name
+                ),
+            })?;
         let hit = cfs_search::hit_of(c, text, repo.root, &words);
         let proof = match options.check_answers {
             true => Some(prove(
@@ -198,6 +207,32 @@ pub fn models(db: &mut Database, names: &[String]) -> Result<Vec<String>> {
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
+/// A repository's head and search totals from its row of [`repos`]; a negative count
+/// (only damage makes one) is an error, not a wrapped-around number.
+fn repo_of(name: &str, row: &postgres::Row) -> Result<Repo> {
+    let repo: String = row.get(1);
+    let count = |i: usize, what: &str| {
+        u64::try_from(row.get::<_, i64>(i)).map_err(|_| DbError::Damaged {
+            database: name.to_owned(),
+            what: format!("repository {repo:?} holds a negative {what}"),
+        })
+    };
+    Ok(Repo {
+        id: row.get(0),
+        model_id: row.get(2),
+        root: StateRoot(crate::publish::root_of(
+            name,
+            "a head's state root",
+            row.get(3),
+        )?),
+        sequence: count(4, "sequence")?,
+        chunks: count(5, "chunk count")?,
+        tokens: count(6, "token count")?,
+        rows_version: row.get(7),
+        name: repo,
+    })
+}
+
 /// The repositories named (every one when `names` is empty), by name; an unknown name
 /// is an error listing the known ones.
 fn repos(tx: &mut Transaction<'_>, name: &str, names: &[String]) -> Result<Vec<Repo>> {
@@ -210,22 +245,8 @@ fn repos(tx: &mut Transaction<'_>, name: &str, names: &[String]) -> Result<Vec<R
             &[],
         )
         .map_err(sql_error(name, "read the repositories' heads"))?;
-    let mut all = Vec::with_capacity(rows.len());
-    for row in rows {
-        let root = crate::publish::root_of(name, "a head's state root", row.get(3))?;
-        all.push(Repo {
-            id: row.get(0),
-            name: row.get(1),
-            model_id: row.get(2),
-            root: StateRoot(root),
-            sequence: row.get::<_, i64>(4) as u64,
-            chunks: row.get::<_, i64>(5) as u64,
-            tokens: row.get::<_, i64>(6) as u64,
-            rows_version: row.get(7),
-        });
-    }
-    if let Some(unknown) = names.iter().find(|n| !all.iter().any(|r| &r.name == *n)) {
-        let known: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
+    let known: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
+    if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
         return Err(DbError::Config {
             what: format!(
                 "{name} has no repository {unknown:?}; it has: {}",
@@ -237,7 +258,12 @@ fn repos(tx: &mut Transaction<'_>, name: &str, names: &[String]) -> Result<Vec<R
             ),
         });
     }
-    all.retain(|r| names.is_empty() || names.contains(&r.name));
+    // Only the repositories asked for are read further: damage in another's head is
+    // not this search's.
+    let asked = rows
+        .iter()
+        .filter(|r| names.is_empty() || names.contains(&r.get::<_, String>(1)));
+    let all: Vec<Repo> = asked.map(|row| repo_of(name, row)).collect::<Result<_>>()?;
     if let Some(old) = all.iter().find(|r| r.rows_version != SEARCH_ROWS_VERSION) {
         return Err(DbError::Version {
             database: name.to_owned(),
@@ -375,7 +401,12 @@ fn rank_all(
         .iter()
         .filter(|r| !r.3.query_vector.is_empty())
         .flat_map(|(repo, _, _, lists, _)| candidate_docs(lists).map(move |d| (*repo, d)));
-    let mut sums = resolve::file_vectors(tx, name, docs.collect())?;
+    let dim = ready
+        .iter()
+        .map(|r| r.3.query_vector.len())
+        .max()
+        .unwrap_or(0);
+    let mut sums = resolve::file_vectors(tx, name, docs.collect(), dim)?;
     Ok(ready
         .into_iter()
         .map(|(repo, analysis, weight, mut lists, _)| {

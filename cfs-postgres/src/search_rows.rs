@@ -44,14 +44,16 @@ impl Touched {
         removed: &[(&[u8], &[u8])],
         added: &[RowPayload],
     ) -> Result<()> {
+        // A dropped member's key comes from the database: one that is not an id (only a
+        // damaged member has one) names no search row to refresh.
+        let id = |k: &[u8]| <[u8; 16]>::try_from(k).ok();
         match table {
             Table::Documents => {
                 let keys = removed
                     .iter()
                     .map(|r| r.0)
                     .chain(added.iter().map(|r| &r.key[..]));
-                self.docs
-                    .extend(keys.map(|k| DocumentId(*uuid_of(k).as_bytes())));
+                self.docs.extend(keys.filter_map(id).map(DocumentId));
             }
             Table::Paths => {
                 self.old_paths.extend(removed.iter().map(|r| r.1.to_vec()));
@@ -63,7 +65,7 @@ impl Touched {
             }
             Table::Chunks => {
                 self.chunks
-                    .extend(removed.iter().map(|r| ChunkId(*uuid_of(r.0).as_bytes())));
+                    .extend(removed.iter().filter_map(|r| id(r.0)).map(ChunkId));
                 for row in added {
                     let chunk = decode(table, row, Chunk::decode)?;
                     self.docs.insert(chunk.document_id);
@@ -185,7 +187,11 @@ fn old_postings(t: &mut Target<'_, '_>, ids: &[Uuid]) -> Result<postings::Update
     let mut update = postings::Update::default();
     for row in rows {
         let (chunk, document): (Uuid, Uuid) = (row.get(0), row.get(2));
-        update.drop_chunk((*chunk.as_bytes(), *document.as_bytes()), row.get(1));
+        let terms = crate::db::array(&row, 1).ok_or_else(|| crate::DbError::Damaged {
+            database: t.name.to_owned(),
+            what: format!("the search row of chunk {chunk} holds a NULL term"),
+        })?;
+        update.drop_chunk((*chunk.as_bytes(), *document.as_bytes()), terms);
     }
     Ok(update)
 }

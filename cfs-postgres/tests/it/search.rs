@@ -266,3 +266,81 @@ fn rows_derived_by_other_rules_are_refused_then_written_again() {
         assert_eq!(found, want);
     }
 }
+
+/// Search rows damaged by hand (a NULL in an array, a negative total, a file vector of
+/// the wrong length or out of range, a text gone) make the search an error naming the
+/// damage, never a panic or a silently wrong answer; a bad head of another repository
+/// does not stop a search of this one.
+#[test]
+fn damaged_search_rows_are_errors_not_panics() {
+    let Some(t) = test_db() else { return };
+    let x = Fixture::of(|tree| copy_sources(tree, &["cfs-postgres/src"]));
+    let mut db = t.connect();
+    publish(&x.store, &mut db, &options("x")).unwrap();
+    publish(&x.store, &mut db, &options("y")).unwrap();
+    let embedder = HashEmbedder::default();
+    // Vectors searched (the hash embedder's weigh nothing in a hybrid search), so that
+    // file vectors are read.
+    let q = Query::new("publish the rows of a repository").mode(Mode::Vector);
+    let mut client = t.client();
+    let damages = [
+        (
+            "UPDATE cfs_search_docs SET paths = array_append(paths, NULL) WHERE repo = \
+             (SELECT id FROM cfs_repos WHERE name = 'x')",
+            "NULL",
+        ),
+        (
+            "UPDATE cfs_search_stats SET chunks = -5 WHERE repo = \
+             (SELECT id FROM cfs_repos WHERE name = 'x')",
+            "negative",
+        ),
+        (
+            "UPDATE cfs_search_docs SET file_vector = '\\x0100000000000000'::bytea \
+             WHERE repo = (SELECT id FROM cfs_repos WHERE name = 'x') \
+             AND file_vector IS NOT NULL",
+            "file vector",
+        ),
+        (
+            "UPDATE cfs_search_docs SET file_vector = \
+             decode(repeat('0000000000000080', length(file_vector) / 8), 'hex') \
+             WHERE repo = (SELECT id FROM cfs_repos WHERE name = 'x') \
+             AND file_vector IS NOT NULL",
+            "file vector",
+        ),
+    ];
+    for (damage, says) in damages {
+        let changed = client.execute(damage, &[]).unwrap();
+        assert!(changed > 0, "{damage}: no row changed");
+        let err = match search(&mut db, &q, &embedder, &only("x")) {
+            Ok(_) => panic!("{damage}: answered"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains(says), "{damage}: {err}");
+        // The other repository's search is not this damage's.
+        assert!(
+            search(&mut db, &q, &embedder, &only("y")).is_ok(),
+            "{damage}"
+        );
+        publish(
+            &x.store,
+            &mut db,
+            &PublishOptions {
+                repair: true,
+                ..options("x")
+            },
+        )
+        .unwrap();
+        assert!(
+            search(&mut db, &q, &embedder, &only("x")).is_ok(),
+            "{damage}: repaired"
+        );
+    }
+    // A head that is not a root in another repository: a search of this one answers.
+    client
+        .batch_execute(
+            "UPDATE cfs_heads SET state_root = '\\x00'::bytea WHERE repo = \
+             (SELECT id FROM cfs_repos WHERE name = 'y')",
+        )
+        .unwrap();
+    assert!(search(&mut db, &q, &embedder, &only("x")).is_ok());
+}
