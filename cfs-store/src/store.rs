@@ -169,8 +169,15 @@ impl Store {
             Some(dir) if !dir.as_os_str().is_empty() => dir,
             _ => Path::new("."),
         };
+        // The folders made for the store, deepest first: a creation that fails leaves
+        // none of them behind (each removed only while empty).
+        let made: Vec<PathBuf> = dir
+            .ancestors()
+            .take_while(|d| !d.exists())
+            .map(Path::to_path_buf)
+            .collect();
         std::fs::create_dir_all(dir).map_err(|source| io_error(dir, source))?;
-        let _turn = creation_turn(dir)?;
+        let turn = creation_turn(dir)?;
         // A store made meanwhile by the creation ahead is found, not replaced.
         if path.exists() {
             return Err(StoreError::Exists(path.to_path_buf()).into());
@@ -189,6 +196,10 @@ impl Store {
             Err(e) => {
                 let _ = std::fs::remove_file(chunk_log::log_path(&staged));
                 let _ = std::fs::remove_file(&staged);
+                drop(turn);
+                for folder in &made {
+                    let _ = std::fs::remove_dir(folder);
+                }
                 Err(e)
             }
         }

@@ -36,6 +36,35 @@ fn push_clone_pull_and_index_after() {
     let (code, _, err) = cfs_in(elsewhere.path(), &["clone", remote_arg, "clone"]);
     assert_ne!(code, 0);
     assert!(err.contains("a store is there already"), "{err}");
+    // A clone that fails (its pack damaged) leaves no folder behind, as it leaves no
+    // store.
+    let damaged = tempfile::tempdir().unwrap();
+    let damaged_remote = damaged.path().join("r");
+    let copied = std::process::Command::new("cp")
+        .args(["-r", remote_arg, damaged_remote.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let objects = std::fs::read_dir(damaged_remote.join("objects")).unwrap();
+    let pack = objects
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let half = bytes.len() / 2;
+    for b in &mut bytes[16..half] {
+        *b ^= 0x55;
+    }
+    std::fs::write(&pack, bytes).unwrap();
+    let target = elsewhere.path().join("new/clone");
+    let args = [
+        "clone",
+        damaged_remote.to_str().unwrap(),
+        target.to_str().unwrap(),
+    ];
+    let (code, _, err) = cfs_in(elsewhere.path(), &args);
+    assert_ne!(code, 0, "{err}");
+    assert!(!elsewhere.path().join("new").exists(), "{err}");
 
     let copy = tempfile::tempdir().unwrap();
     for rel in ["README.md", "src/lib.rs", "copy.md"] {
