@@ -212,6 +212,11 @@ impl DbServer {
         }
     }
 
+    /// The tools it serves.
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.tool_router.list_all()
+    }
+
     /// Search the repositories published in the database for where code is: a bare
     /// name finds its definition first; words find the code that implements them (BM25,
     /// vectors and definitions fused, each repository ranked as its own store ranks

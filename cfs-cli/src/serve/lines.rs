@@ -25,13 +25,22 @@ pub enum Verdict {
 }
 
 /// Whether the session began (a request other than `ping` reached the library), after
-/// which notifications and responses are the library's to judge.
+/// which notifications and responses are the library's to judge; and the server's tools.
 #[derive(Debug, Default)]
 pub struct Session {
     began: bool,
+    tools: Vec<String>,
 }
 
 impl Session {
+    /// A session of a server of `tools`.
+    pub fn new(tools: Vec<String>) -> Self {
+        Self {
+            began: false,
+            tools,
+        }
+    }
+
     /// The verdict on `line` (without its newline).
     pub fn judge(&mut self, line: &[u8]) -> Verdict {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -61,7 +70,7 @@ impl Session {
                 )),
             };
         };
-        if let Some(reason) = bad_request(id, method, fields.get("params")) {
+        if let Some(reason) = bad_request(id, method, fields.get("params"), &self.tools) {
             return Verdict::Answer(error(id, reason.0, &reason.1));
         }
         self.began |= method.and_then(Value::as_str) != Some("ping");
@@ -75,6 +84,7 @@ fn bad_request(
     id: &Value,
     method: Option<&Value>,
     params: Option<&Value>,
+    tools: &[String],
 ) -> Option<(i64, String)> {
     if !(id.is_string() || id.is_i64() || id.is_u64()) {
         return Some((-32600, "an id is a string or an integer".into()));
@@ -93,6 +103,13 @@ fn bad_request(
             let arguments = params.and_then(|p| p.get("arguments"));
             match (name, arguments) {
                 (None, _) => Some((-32602, "tools/call: params.name names the tool".into())),
+                (Some(name), _) if !tools.is_empty() && !tools.iter().any(|t| t == name) => {
+                    let known = tools.join(", ");
+                    Some((
+                        -32602,
+                        format!("tools/call: no tool {name:?}; the tools are {known}"),
+                    ))
+                }
                 (_, Some(a)) if !a.is_object() && !a.is_null() => {
                     Some((-32602, "tools/call: params.arguments is an object".into()))
                 }
@@ -154,10 +171,10 @@ fn ok_or_long(length: usize) -> Result<(), usize> {
 /// library then sees.
 pub async fn judge_input<R: AsyncBufRead + Unpin>(
     mut input: R,
+    mut session: Session,
     mut library: DuplexStream,
     answers: mpsc::UnboundedSender<Value>,
 ) -> std::io::Result<()> {
-    let mut session = Session::default();
     let mut line = Vec::new();
     while let Some(read) = read_line(&mut input, &mut line).await? {
         let verdict = match read {
@@ -227,7 +244,7 @@ mod tests {
     /// end before the session began is set aside; what it serves passes.
     #[test]
     fn lines_are_judged_before_the_library_sees_them() {
-        let mut s = Session::default();
+        let mut s = Session::new(vec!["search".into(), "status".into()]);
         let judge = |s: &mut Session, line: &str| s.judge(line.as_bytes());
         assert_eq!(
             code(&judge(&mut s, "not json")),
@@ -270,6 +287,17 @@ mod tests {
         ] {
             assert_eq!(code(&judge(&mut s, call)), Some((-32602, id)), "{call}");
         }
+        let unknown = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"grep"}}"#;
+        let named = judge(&mut s, unknown);
+        assert_eq!(code(&named), Some((-32602, json!(7))));
+        let Verdict::Answer(a) = named else {
+            unreachable!()
+        };
+        let message = a["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("\"grep\"; the tools are search, status"),
+            "{message}"
+        );
         let good = r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search","arguments":{"query":"x"}}}"#;
         assert_eq!(judge(&mut s, good), Verdict::Pass);
         let float_id = r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#;

@@ -99,9 +99,34 @@ fn run_db(url: &str, repos: &[String]) -> anyhow::Result<ExitCode> {
     result
 }
 
+/// A server's tools by name, for the errors of a `tools/call` that names none of them.
+trait Tools {
+    fn tool_names(&self) -> Vec<String>;
+}
+
+impl Tools for tools::CfsServer {
+    fn tool_names(&self) -> Vec<String> {
+        self.tools()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+}
+
+impl Tools for db::DbServer {
+    fn tool_names(&self) -> Vec<String> {
+        self.tools()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+}
+
 /// Runs the MCP server `make` makes on standard input and output until the client
 /// leaves.
-fn serve_with<S: rmcp::ServerHandler>(make: impl FnOnce() -> S) -> anyhow::Result<ExitCode> {
+fn serve_with<S: rmcp::ServerHandler + Tools>(
+    make: impl FnOnce() -> S,
+) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -114,14 +139,16 @@ fn serve_with<S: rmcp::ServerHandler>(make: impl FnOnce() -> S) -> anyhow::Resul
         let (to_library, library_reads) = tokio::io::duplex(1 << 16);
         let (library_writes, from_library) = tokio::io::duplex(1 << 16);
         let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+        let server = make();
+        let session = lines::Session::new(server.tool_names());
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-        let reader = tokio::spawn(lines::judge_input(stdin, to_library, answers));
+        let reader = tokio::spawn(lines::judge_input(stdin, session, to_library, answers));
         let writer = tokio::spawn(lines::write_output(
             from_library,
             answered,
             tokio::io::stdout(),
         ));
-        let served = serve_lines(make(), (library_reads, library_writes)).await;
+        let served = serve_lines(server, (library_reads, library_writes)).await;
         // The client may still be connected when the session ended: stop reading it,
         // then let every answer out.
         reader.abort();

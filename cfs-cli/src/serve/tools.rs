@@ -41,6 +41,11 @@ impl CfsServer {
         }
     }
 
+    /// The tools it serves.
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.tool_router.list_all()
+    }
+
     /// Search the indexed files for where code is: a bare name finds its definition
     /// first; words find the files that implement them (BM25, vectors and definitions
     /// fused; tests, docs and vendored files weigh less unless asked for). files: true

@@ -1064,6 +1064,7 @@ fn the_mcp_server_answers_malformed_lines() {
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":5}"#,
         r#"{"jsonrpc":"2.0","id":5,"method":"tools/call"}"#,
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"grep"}}"#,
         r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search","arguments":{"query":"merkle","k":1}}}"#,
     ];
     let mut input = lines.join("\n") + "\n";
@@ -1104,6 +1105,12 @@ fn the_mcp_server_answers_malformed_lines() {
     assert_eq!(
         (code(4.into()), code(5.into())),
         (Some(-32602), Some(-32602))
+    );
+    let unknown = answers.iter().find(|a| a["id"] == 8).unwrap();
+    let message = unknown["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"grep\"") && message.contains("get_chunk"),
+        "{message}"
     );
     let result = |id: i64| {
         answers
