@@ -238,10 +238,9 @@ pub(crate) fn file_vectors(
     let mut out = HashMap::with_capacity(rows.len());
     for row in rows {
         let doc = DocumentId(*row.get::<_, Uuid>(1).as_bytes());
-        let most = i64::from(i16::MAX) * FILE_VECTOR_CHUNKS as i64;
-        let sound = |sum: &Vec<i64>| {
-            sum.len() == dim && sum.iter().all(|x| x.unsigned_abs() <= most.unsigned_abs())
-        };
+        let most = i16::MAX as u64 * FILE_VECTOR_CHUNKS as u64;
+        let sound =
+            |sum: &Vec<i64>| sum.len() == dim && sum.iter().all(|x| x.unsigned_abs() <= most);
         let sum = decode_sum(row.get(2))
             .filter(sound)
             .ok_or_else(|| DbError::Damaged {

@@ -219,13 +219,6 @@ impl ChunkLog {
         Ok(out)
     }
 
-    /// The chunk at `extent` ([`Self::read`]) decoded; one that does not decode is
-    /// damage of the log, named with the log ([`Self::undecodable`]).
-    pub(crate) fn read_chunk(&self, extent: Extent, committed: u64) -> Result<cfs_core::Chunk> {
-        let bytes = self.read(extent, committed)?;
-        cfs_core::Canonical::decode(&bytes).map_err(|e| self.undecodable(&e))
-    }
-
     /// The error of a chunk of this log that does not decode (`e`): damage of the log.
     pub(crate) fn undecodable(&self, e: &cfs_core::CoreError) -> StoreError {
         let what = format!("a chunk does not decode ({e}); cfs repair rebuilds the store");

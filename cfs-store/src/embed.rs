@@ -14,7 +14,7 @@ use std::panic::resume_unwind;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cfs_core::{Chunk, ChunkId, EmbeddingId, ModelHash, StateRoot, TextHash};
+use cfs_core::{Chunk, ChunkId, EmbeddingId, ModelHash, StateRoot, Table, TextHash};
 use cfs_ingest::{Embedder, embedding_text};
 use redb::{ReadableTable, ReadableTableMetadata};
 
@@ -314,8 +314,7 @@ impl Store {
             {
                 continue;
             }
-            let payload = tables::split_row(value.value())?.1;
-            let chunk: Chunk = read.log_chunk(tables::Extent::decode(payload)?)?;
+            let chunk: Chunk = read.decode_row(Table::Chunks, value.value())?;
             pending.add(id, &chunk);
         }
         Ok(pending)

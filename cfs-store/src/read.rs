@@ -103,13 +103,14 @@ impl ReadTxn {
         self.log.read(extent, self.mark.len)
     }
 
-    /// The chunk a committed `chunks` row's payload places in the chunk log, decoded.
+    /// The chunk a committed `chunks` row's payload places in the chunk log, decoded
+    /// (one that does not decode is damage of the chunk log).
     pub(crate) fn log_chunk(&self, extent: tables::Extent) -> Result<cfs_core::Chunk> {
-        self.log.read_chunk(extent, self.mark.len)
+        cfs_core::Chunk::decode(&self.log_bytes(extent)?).map_err(|e| self.log.undecodable(&e))
     }
 
-    /// A committed row decoded.
-    fn decode_row<E: Canonical>(&self, table: Table, value: &[u8]) -> Result<E> {
+    /// A committed row decoded (a chunk that does not decode is damage of the chunk log).
+    pub(crate) fn decode_row<E: Canonical>(&self, table: Table, value: &[u8]) -> Result<E> {
         E::decode(&self.encoding(table, value)?).map_err(|e| match table {
             Table::Chunks => self.log.undecodable(&e),
             _ => e.into(),

@@ -212,11 +212,6 @@ impl DbServer {
         }
     }
 
-    /// The tools it serves.
-    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
-        self.tool_router.list_all()
-    }
-
     /// Search the repositories published in the database for where code is: a bare
     /// name finds its definition first; words find the code that implements them (BM25,
     /// vectors and definitions fused, each repository ranked as its own store ranks
@@ -247,3 +242,9 @@ impl DbServer {
     instructions = "Search the repositories published in a cfs database. search returns chunks naming repository, path, lines and text; status lists the repositories and their heads; every answer names the state roots it came from."
 )]
 impl ServerHandler for DbServer {}
+
+impl super::Tools for DbServer {
+    fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.tool_router.list_all()
+    }
+}

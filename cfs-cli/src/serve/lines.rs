@@ -26,7 +26,7 @@ pub enum Verdict {
 
 /// Whether the session began (a request other than `ping` reached the library), after
 /// which notifications and responses are the library's to judge; and the server's tools.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Session {
     began: bool,
     tools: Vec<String>,

@@ -99,27 +99,9 @@ fn run_db(url: &str, repos: &[String]) -> anyhow::Result<ExitCode> {
     result
 }
 
-/// A server's tools by name, for the errors of a `tools/call` that names none of them.
+/// A server's tools, for the errors of a `tools/call` that names none of them.
 trait Tools {
-    fn tool_names(&self) -> Vec<String>;
-}
-
-impl Tools for tools::CfsServer {
-    fn tool_names(&self) -> Vec<String> {
-        self.tools()
-            .into_iter()
-            .map(|t| t.name.to_string())
-            .collect()
-    }
-}
-
-impl Tools for db::DbServer {
-    fn tool_names(&self) -> Vec<String> {
-        self.tools()
-            .into_iter()
-            .map(|t| t.name.to_string())
-            .collect()
-    }
+    fn tools(&self) -> Vec<rmcp::model::Tool>;
 }
 
 /// Runs the MCP server `make` makes on standard input and output until the client
@@ -140,7 +122,8 @@ fn serve_with<S: rmcp::ServerHandler + Tools>(
         let (library_writes, from_library) = tokio::io::duplex(1 << 16);
         let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
         let server = make();
-        let session = lines::Session::new(server.tool_names());
+        let names = server.tools().into_iter().map(|t| t.name.to_string());
+        let session = lines::Session::new(names.collect());
         let stdin = tokio::io::BufReader::new(tokio::io::stdin());
         let reader = tokio::spawn(lines::judge_input(stdin, session, to_library, answers));
         let writer = tokio::spawn(lines::write_output(

@@ -41,11 +41,6 @@ impl CfsServer {
         }
     }
 
-    /// The tools it serves.
-    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
-        self.tool_router.list_all()
-    }
-
     /// Search the indexed files for where code is: a bare name finds its definition
     /// first; words find the files that implement them (BM25, vectors and definitions
     /// fused; tests, docs and vendored files weigh less unless asked for). files: true
@@ -146,3 +141,9 @@ fn declared_collections(served: &Served) -> Result<Vec<(String, String)>, String
     instructions = "Search and read the files of one indexed folder. search returns chunks citing path and lines; get_chunk and get_file return text; every answer names the state root it came from."
 )]
 impl ServerHandler for CfsServer {}
+
+impl super::Tools for CfsServer {
+    fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.tool_router.list_all()
+    }
+}
