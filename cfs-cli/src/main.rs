@@ -5,6 +5,7 @@
 
 mod alloc;
 mod chunks;
+mod context_cmd;
 #[cfg(unix)]
 mod crash;
 mod db_cmds;
@@ -70,8 +71,11 @@ enum Command {
     Watch(watch_cmd::WatchArgs),
     /// Search the store: BM25 text and vector similarity, fused by reciprocal rank.
     Search(search_cmds::SearchArgs),
+    /// A query's answer as text for a model, within a budget of tokens: the best files'
+    /// best chunks, joined where they touch, each cited by path and lines.
+    Context(context_cmd::ContextArgs),
     /// Serve the store to coding agents: `--mcp` speaks the Model Context Protocol on
-    /// standard input and output (tools search, get_chunk, get_file, status, refresh,
+    /// standard input and output (tools search, context, get_chunk, get_file, status, refresh,
     /// collections); `--watch` keeps the store in step with the folder meanwhile.
     Serve(serve::ServeArgs),
     /// Rebuild the runtime search index from the committed state and check that it
@@ -189,6 +193,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
             Some(url) => db_search::search_db(&args, url),
             None => search_cmds::search(&args),
         },
+        Command::Context(args) => context_cmd::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),
         Command::Push(args) => remote_cmds::push_cmd(&args),

@@ -29,6 +29,32 @@ pub struct SearchArgs {
     /// matching ones, with its best chunks' line ranges.
     #[arg(long)]
     files: bool,
+    #[command(flatten)]
+    pub(crate) filters: Filters,
+    /// Also say how the query ran: its intent, segments, terms with their weights,
+    /// candidates of each list, fusion weights, and each result's score parts.
+    #[arg(long, conflicts_with = "db")]
+    explain: bool,
+    /// Search the repositories published in this PostgreSQL database (a primary or a
+    /// standby) instead of a store: each ranked as its store would rank it, the answers
+    /// merged by score. TLS as libpq's `sslmode` and `sslrootcert` say.
+    #[arg(long, value_name = "URL", conflicts_with = "files")]
+    pub(crate) db: Option<String>,
+    /// With --db: search this repository (repeatable; default: every one).
+    #[arg(long = "repo", value_name = "NAME", requires = "db")]
+    pub(crate) repos: Vec<String>,
+    /// With --db: prove each result against its repository's head in the same
+    /// snapshot: its chunk's and path's rows re-hashed, their buckets' leaves, the
+    /// bucket roots and the table roots recomputed up to the head's state root.
+    #[arg(long, requires = "db")]
+    pub(crate) check_answers: bool,
+    #[command(flatten)]
+    pub(crate) common: Common,
+}
+
+/// How a query runs and what it may find: shared by `cfs search` and `cfs context`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Filters {
     /// hybrid (text and vectors fused), vector or text.
     #[arg(long, default_value = "hybrid")]
     mode: Mode,
@@ -55,25 +81,25 @@ pub struct SearchArgs {
     /// re-scoring the best candidates.
     #[arg(long)]
     exact: bool,
-    /// Also say how the query ran: its intent, segments, terms with their weights,
-    /// candidates of each list, fusion weights, and each result's score parts.
-    #[arg(long, conflicts_with = "db")]
-    explain: bool,
-    /// Search the repositories published in this PostgreSQL database (a primary or a
-    /// standby) instead of a store: each ranked as its store would rank it, the answers
-    /// merged by score. TLS as libpq's `sslmode` and `sslrootcert` say.
-    #[arg(long, value_name = "URL", conflicts_with = "files")]
-    pub(crate) db: Option<String>,
-    /// With --db: search this repository (repeatable; default: every one).
-    #[arg(long = "repo", value_name = "NAME", requires = "db")]
-    pub(crate) repos: Vec<String>,
-    /// With --db: prove each result against its repository's head in the same
-    /// snapshot: its chunk's and path's rows re-hashed, their buckets' leaves, the
-    /// bucket roots and the table roots recomputed up to the head's state root.
-    #[arg(long, requires = "db")]
-    pub(crate) check_answers: bool,
-    #[command(flatten)]
-    pub(crate) common: Common,
+}
+
+impl Filters {
+    /// A query of `text` for `k` results (files for a file answer or a context) as
+    /// these options say.
+    pub(crate) fn query(&self, text: &str, k: usize) -> Query {
+        Query::new(text)
+            .k(k)
+            .mode(self.mode)
+            .exact(self.exact)
+            .filter(Filter {
+                path_prefix: self.path.clone(),
+                collection: self.collection.clone(),
+                language: self.lang.clone(),
+                kind: self.kind.clone(),
+                mime_type: self.mime.clone(),
+                role: self.role,
+            })
+    }
 }
 
 fn parse_role(name: &str) -> Result<Role, String> {
@@ -84,7 +110,9 @@ fn parse_role(name: &str) -> Result<Role, String> {
 }
 
 /// Opens the store's runtime index for a search command.
-fn load_index(common: &Common) -> anyhow::Result<(Store, SearchIndex, Box<dyn Embedder>)> {
+pub(crate) fn load_index(
+    common: &Common,
+) -> anyhow::Result<(Store, SearchIndex, Box<dyn Embedder>)> {
     let store = open_read(common)?;
     let embedder = embedder_for(&store)?;
     let spinner = spinner(common.json, "loading the search index");
@@ -135,18 +163,7 @@ pub fn search(args: &SearchArgs) -> anyhow::Result<ExitCode> {
 impl SearchArgs {
     /// The query the arguments ask.
     pub(crate) fn query(&self) -> Query {
-        Query::new(self.query.clone())
-            .k(self.k)
-            .mode(self.mode)
-            .exact(self.exact)
-            .filter(Filter {
-                path_prefix: self.path.clone(),
-                collection: self.collection.clone(),
-                language: self.lang.clone(),
-                kind: self.kind.clone(),
-                mime_type: self.mime.clone(),
-                role: self.role,
-            })
+        self.filters.query(&self.query, self.k)
     }
 }
 

@@ -85,8 +85,8 @@ def paths(answer):
 async def basics(session, root):
     tools = (await session.list_tools()).tools
     names = {t.name for t in tools}
-    check("lists the six tools", names == {"search", "get_chunk", "get_file", "status",
-                                            "refresh", "collections"}, names)
+    check("lists the seven tools", names == {"search", "context", "get_chunk", "get_file",
+                                              "status", "refresh", "collections"}, names)
     search_tool = next(t for t in tools if t.name == "search")
     props = set(search_tool.input_schema["properties"])
     check("search schema", {"query", "k", "mode", "path", "collection", "lang", "kind",
@@ -114,6 +114,12 @@ async def basics(session, root):
     file, err, _ = await call(session, "get_file", path="guide.md")
     check("get_file returns chunks in order", not err and len(file["chunks"]) == 2 and
           file["chunks"][0]["start_line"] < file["chunks"][1]["start_line"], file)
+    ctx, err, text = await call(session, "context", query="parse config", tokens=200)
+    check("context cites the function's lines", not err and ctx["root"] == root_hex
+          and ctx["files"][0]["path"] == "src/lib.rs"
+          and ctx["files"][0]["spans"][0]["start_line"] == 1
+          and "parse_config" in ctx["text"] and ctx["text"].startswith("src/lib.rs:1-"), text)
+    check("context keeps to its budget", not err and 0 < ctx["tokens"] <= 200, ctx)
     cols, err, _ = await call(session, "collections")
     backend = [c for c in cols["collections"] if c["name"] == "backend"] if not err else []
     check("collections", backend and backend[0]["files"] == 1
@@ -124,6 +130,8 @@ async def basics(session, root):
     for args, says in [
         (dict(tool="search", query="x", mode="fuzzy"), "mode"),
         (dict(tool="search", query="x", k=0), "k must be"),
+        (dict(tool="context", query="x", tokens=10), "tokens must be 64 to"),
+        (dict(tool="context", query="x", budget=100), "unknown field `budget`"),
         (dict(tool="get_chunk", id="not-an-id"), "not a chunk id"),
         (dict(tool="get_chunk", id="0" * 32), "no chunk"),
         (dict(tool="get_file", path="nowhere.md"), "no file"),

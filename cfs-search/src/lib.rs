@@ -25,6 +25,7 @@ mod bm25;
 mod buckets;
 mod build;
 mod codes;
+mod context;
 mod declared;
 mod definition_terms;
 mod delta;
@@ -56,6 +57,9 @@ use cfs_core::{ChunkId, StateRoot};
 use cfs_ingest::{Embedder, Role};
 
 pub use bm25::{idf, log2_fixed, tf_part};
+pub use context::{
+    Context, ContextFile, MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, Span, estimate_tokens,
+};
 pub use declared::{
     Declared, KEYWORDS, MAX_DECLARATION_LINE_BYTES, MODIFIERS, STATEMENT_WORDS, declared,
     for_each_declared,
@@ -461,6 +465,12 @@ impl SearchIndex {
         search_files(&self.snapshot(), query, embedder)
     }
 
+    /// Runs a query on the current snapshot for context within `budget` tokens (see
+    /// [`context()`]).
+    pub fn context(&self, query: &Query, embedder: &dyn Embedder, budget: u32) -> Result<Context> {
+        context(&self.snapshot(), query, embedder, budget)
+    }
+
     /// How `query` runs on the current snapshot for a chunk answer, or with `files` a
     /// file answer (see [`explain`]).
     pub fn explain(&self, query: &Query, embedder: &dyn Embedder, files: bool) -> Explanation {
@@ -571,6 +581,28 @@ pub fn search_files(
             })
         })
         .collect()
+}
+
+/// Runs a query on a snapshot for context: the best `query.k` files' chunks packed into
+/// at most `budget` tokens ([`context`](mod@context) says how), `budget` within
+/// [`MIN_CONTEXT_TOKENS`]..=[`MAX_CONTEXT_TOKENS`].
+pub fn context(
+    snap: &Snapshot,
+    query: &Query,
+    embedder: &dyn Embedder,
+    budget: u32,
+) -> Result<Context> {
+    if !(MIN_CONTEXT_TOKENS..=MAX_CONTEXT_TOKENS).contains(&budget) {
+        return Err(StoreError::InvalidInput(format!(
+            "a context's budget is {MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS} tokens, not {budget}"
+        )));
+    }
+    let mut files = ranked(snap, query, embedder, query::file_depth(query.k))?;
+    if files.is_empty() {
+        query::check_filter_values(snap, &query.filter)?;
+    }
+    files.truncate(query.k);
+    context::pack(snap, &files, budget)
 }
 
 /// The files of a query's lists (each `depth` deep), ranked.

@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release --bin code_suite -- REPOS --stores DIR [--suite DIR] [--embedder E]
 //!  [--repos a,b] [--split dev|test] [--modes text,vector,hybrid] [--variants V,..]
-//!  [--show N] [--json FILE] [--as-is]`
+//!  [--show N] [--context B,..] [--json FILE] [--as-is]`
 //!
 //! `bench/suite/repos.json` names each repository (its GitHub name, the commit measured,
 //! its main language, and whether it is in the `dev` split, on which ranking may be
@@ -29,6 +29,9 @@
 //! each variant and mode per split, then a table per language, kind and repository of
 //! the first variant; `--json FILE` writes every query's result. `--show N` prints the
 //! N worst dev queries of the first variant in hybrid mode with their first files.
+//! `--context B,..` also packs each query's text into each budget of tokens three ways
+//! (`cfs context`, the chunk answer read in order, the file answer's files read whole)
+//! and prints how often a relevant file is in it and what share of them.
 //! `--embedder` (default `minilm-int`): `hash`, `minilm-int`, or one of two experiments
 //! with their own stores: `minilm-longN` (up to N sequences of a chunk pooled) and
 //! `minilm-split` (identifiers read as their words, `getEncoding` as `get Encoding`).
@@ -260,7 +263,9 @@ fn synced_store(tree: &Path, stores: &Path, embedder: &dyn Embedder, as_is: bool
     let dir = stores.join(model.replace('/', "-"));
     std::fs::create_dir_all(&dir).expect("stores folder");
     let name = tree.file_name().expect("repository folder name");
-    let file = dir.join(name).with_extension("redb");
+    // `http.zig.redb`, not `http.redb`: a folder name's dot is not an extension (it
+    // made http.zig and http share one store).
+    let file = dir.join(format!("{}.redb", name.to_string_lossy()));
     if as_is {
         // Read only: the store is another build's, searched as it is.
         return Store::open_read_only(&file).expect("--as-is: the kept store");
@@ -354,7 +359,7 @@ impl Sum {
 
 const USAGE: &str = "usage: code_suite REPOS --stores DIR [--suite DIR] [--embedder E] \
 [--repos a,b] [--split dev|test] [--modes text,vector,hybrid] [--variants V,..] [--show N] \
-[--json FILE]";
+[--context B,..] [--json FILE]";
 
 /// A group's key: variant, mode, split (`dev`, `test` or `all`), grouping (`all`,
 /// `lang`, `kind`, `repo`) and its value.
@@ -385,6 +390,12 @@ fn main() {
         .collect();
     let show: usize = get("--show").map_or(0, |n| n.parse().expect("--show N"));
     let as_is = args.iter().any(|a| a == "--as-is");
+    let budgets: Vec<u32> = get("--context").map_or_else(Vec::new, |b| {
+        b.split(',')
+            .map(|n| n.parse().expect("--context B,.."))
+            .collect()
+    });
+    let mut packed: BTreeMap<(u32, &str, String), Packed> = BTreeMap::new();
 
     let repos: Vec<Repo> = load_repos(&suite)
         .into_iter()
@@ -400,6 +411,13 @@ fn main() {
         let store = synced_store(&tree, &stores, &*embedder, as_is);
         let index = SearchIndex::open(&store, &*embedder, IndexOptions::exact()).expect("index");
         for q in queries.iter().filter(|q| q.repo == repo.name) {
+            for &budget in &budgets {
+                for (how, got) in contexts(&index, &*embedder, &tree, q, budget) {
+                    for group in ["all".to_owned(), q.kind.clone()] {
+                        packed.entry((budget, how, group)).or_default().add(&got);
+                    }
+                }
+            }
             for (vi, v) in variants.iter().enumerate() {
                 let ranking = variant(v);
                 for &mode in &modes {
@@ -440,6 +458,9 @@ fn main() {
         }
     }
     print_overall(&groups);
+    if !budgets.is_empty() {
+        print_contexts(&packed);
+    }
     if let Some(first) = variants.first() {
         print_table(&groups, first);
     }
@@ -461,6 +482,104 @@ fn main() {
             .collect();
         let mut f = std::fs::File::create(&out).expect("--json FILE");
         writeln!(f, "{}", json!({"groups": groups, "queries": rows})).expect("write");
+    }
+}
+
+/// What a budget of tokens held for one query.
+#[derive(Default, Clone, Copy)]
+struct Packed {
+    n: usize,
+    /// Queries with a relevant file in the text.
+    hits: usize,
+    /// Sum of each query's share of its relevant files in the text.
+    recall: f64,
+    tokens: u64,
+}
+
+impl Packed {
+    fn add(&mut self, o: &Packed) {
+        self.n += o.n;
+        self.hits += o.hits;
+        self.recall += o.recall;
+        self.tokens += o.tokens;
+    }
+}
+
+/// A query's text within `budget` tokens three ways: `cfs context`; the chunk answer's
+/// texts (100 chunks) read in order, each taken if it still fits (cited as a context
+/// cites a span); and the file answer's files read whole in order, each taken if it
+/// still fits. Each scored by the relevant files it holds.
+fn contexts(
+    index: &SearchIndex,
+    e: &dyn Embedder,
+    tree: &Path,
+    q: &Labelled,
+    budget: u32,
+) -> Vec<(&'static str, Packed)> {
+    use cfs_search::estimate_tokens;
+    let query = Query::new(q.query.clone()).k(10).exact(true);
+    let ctx = index.context(&query, e, budget).expect("context");
+    let context_files: Vec<String> = ctx.files.iter().map(|f| f.path.clone()).collect();
+    let fill = |items: Vec<(String, u32)>| {
+        let (mut used, mut files) = (0u32, BTreeSet::new());
+        for (path, cost) in items {
+            if used + cost <= budget {
+                used += cost;
+                files.insert(path);
+            }
+        }
+        (files.into_iter().collect::<Vec<_>>(), used)
+    };
+    let fence = |path: &str, text: &str, lines: &str| {
+        estimate_tokens(&format!("{path}:{lines}\n```\n{text}\n```\n\n"))
+    };
+    let hits = index.search(&query.clone().k(100), e).expect("search");
+    let chunk_items = hits
+        .iter()
+        .map(|h| {
+            let lines = format!("{}-{}", h.start_line, h.end_line);
+            (h.path.clone(), fence(&h.path, &h.text, &lines))
+        })
+        .collect();
+    let files = index.search_files(&query, e).expect("search files");
+    let file_items = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(tree.join(&f.path)).unwrap_or_default();
+            (f.path.clone(), fence(&f.path, &text, "1-"))
+        })
+        .collect();
+    let score = |(files, tokens): (Vec<String>, u32)| {
+        let relevant = q.relevant.iter().filter(|(_, g)| **g > 0);
+        let total = relevant.clone().count().max(1);
+        let found = relevant.filter(|(p, _)| files.contains(p)).count();
+        Packed {
+            n: 1,
+            hits: usize::from(found > 0),
+            recall: found as f64 / total as f64,
+            tokens: u64::from(tokens),
+        }
+    };
+    vec![
+        ("context", score((context_files, ctx.tokens))),
+        ("chunks in order", score(fill(chunk_items))),
+        ("whole files in order", score(fill(file_items))),
+    ]
+}
+
+/// The context table: for each budget and way, over all queries and by kind.
+fn print_contexts(packed: &BTreeMap<(u32, &str, String), Packed>) {
+    println!("\n| budget | way | group | n | a relevant file | relevant files | tokens used |");
+    println!("|---:|---|---|---:|---:|---:|---:|");
+    for ((budget, how, group), p) in packed {
+        let n = p.n.max(1) as f64;
+        println!(
+            "| {budget} | {how} | {group} | {} | {:.3} | {:.3} | {:.0} |",
+            p.n,
+            p.hits as f64 / n,
+            p.recall / n,
+            p.tokens as f64 / n
+        );
     }
 }
 

@@ -8,9 +8,14 @@ use std::str::FromStr;
 use cfs_core::ChunkId;
 use cfs_ingest::Embedder;
 use cfs_ingest::Role;
-use cfs_search::{ChunkMeta, DocInfo, Filter, Hit, Mode, Query, Snapshot, search, search_files};
+use cfs_search::{
+    ChunkMeta, DocInfo, Filter, Hit, MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, Mode, Query, Snapshot,
+    context, search, search_files,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::context_cmd::ContextReport;
 
 /// Most results one search returns.
 pub const MAX_K: u32 = 100;
@@ -201,6 +206,55 @@ pub fn search_answer(
         results,
         files: Vec::new(),
     })
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextParams {
+    /// What the context is for: a question, a description of behaviour, a name.
+    pub query: String,
+    /// The most tokens the context may take, 64 to 1048576 (default 4000; estimated
+    /// from its bytes, never under what common tokenizers count).
+    pub tokens: Option<u32>,
+    /// Files of the file answer the context draws from, 1 to 100 (default 10).
+    pub k: Option<u32>,
+    /// "hybrid" (default), "text" or "vector".
+    pub mode: Option<String>,
+    /// Only files whose path starts with this (relative to the tree).
+    pub path: Option<String>,
+    /// Only chunks in this collection.
+    pub collection: Option<String>,
+    /// Only code chunks of this language (as search takes it).
+    pub lang: Option<String>,
+    /// Only chunks of this kind: text, section, code or page.
+    pub kind: Option<String>,
+    /// Only files of this role (as search takes it).
+    pub role: Option<String>,
+}
+
+/// Runs a context request on `snap`.
+pub fn context_answer(
+    snap: &Snapshot,
+    embedder: &dyn Embedder,
+    params: ContextParams,
+) -> Result<ContextReport, String> {
+    let (k, mode, role) = query_options(params.k, params.mode.as_deref(), params.role.as_deref())?;
+    let tokens = params.tokens.unwrap_or(4000);
+    if !(MIN_CONTEXT_TOKENS..=MAX_CONTEXT_TOKENS).contains(&tokens) {
+        return Err(format!(
+            "tokens must be {MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS}, not {tokens}"
+        ));
+    }
+    let query = Query::new(params.query).k(k).mode(mode).filter(Filter {
+        path_prefix: params.path,
+        collection: params.collection,
+        language: params.lang,
+        kind: params.kind,
+        mime_type: None,
+        role,
+    });
+    let found = context(snap, &query, embedder, tokens).map_err(|e| e.to_string())?;
+    Ok(ContextReport::of(&found))
 }
 
 /// The answer's form of a hit.

@@ -11,10 +11,12 @@ use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 
 use super::admin::{self, RefreshAnswer, RefreshParams, StatusAnswer};
 use super::answers::{
-    ChunkAnswer, ChunkParams, CollectionsAnswer, FileAnswer, FileParams, SearchAnswer,
-    SearchParams, chunk_answer, collections_answer, file_answer, search_answer,
+    ChunkAnswer, ChunkParams, CollectionsAnswer, ContextParams, FileAnswer, FileParams,
+    SearchAnswer, SearchParams, chunk_answer, collections_answer, context_answer, file_answer,
+    search_answer,
 };
 use super::served::Served;
+use crate::context_cmd::ContextReport;
 
 /// The MCP server of one store.
 #[derive(Clone)]
@@ -55,6 +57,24 @@ impl CfsServer {
         blocking(move || {
             let (live, snap) = served.snapshot()?;
             search_answer(&snap, &*live.embedder, params)
+        })
+        .await
+        .map(Json)
+    }
+
+    /// Context for a question within a budget of tokens: the text of the best files'
+    /// best chunks (every file's best before any file's second), joined where they
+    /// touch, as Markdown with each span citing its path and lines. Use it instead of
+    /// search plus get_chunk when the text itself is wanted.
+    #[tool(name = "context")]
+    async fn context(
+        &self,
+        Parameters(params): Parameters<ContextParams>,
+    ) -> Result<Json<ContextReport>, String> {
+        let served = Arc::clone(&self.served);
+        blocking(move || {
+            let (live, snap) = served.snapshot()?;
+            context_answer(&snap, &*live.embedder, params)
         })
         .await
         .map(Json)
@@ -138,7 +158,7 @@ fn declared_collections(served: &Served) -> Result<Vec<(String, String)>, String
 #[tool_handler(
     router = self.tool_router,
     name = "cfs",
-    instructions = "Search and read the files of one indexed folder. search returns chunks citing path and lines; get_chunk and get_file return text; every answer names the state root it came from."
+    instructions = "Search and read the files of one indexed folder. search returns chunks citing path and lines; context returns the best files' text within a budget of tokens; get_chunk and get_file return text; every answer names the state root it came from."
 )]
 impl ServerHandler for CfsServer {}
 

@@ -493,6 +493,41 @@ fn search_answers_files_filters_roles_and_explains_its_ranking() {
 }
 
 #[test]
+fn context_gives_cited_text_within_its_budget() {
+    let dir = sample_tree();
+    let root = dir.path();
+    assert_eq!(cfs_in(root, &["index", "--json"]).0, 0);
+    let (code, out, err) = cfs_in(root, &["context", "add", "--tokens", "200", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let (_, status, _) = cfs_in(root, &["status", "--json"]);
+    let status: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(v["root"], status["state_root"], "{v}");
+    assert_eq!(v["budget"], 200);
+    let tokens = v["tokens"].as_u64().unwrap();
+    assert!(tokens > 0 && tokens <= 200, "{v}");
+    let span = &v["files"][0]["spans"][0];
+    assert_eq!(v["files"][0]["path"], "src/lib.rs", "{v}");
+    assert_eq!(
+        (span["start_line"].as_u64(), span["end_line"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(span["symbols"][0], "add", "{v}");
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("src/lib.rs:1-2\n```rust\n/// Adds.\npub fn add("),
+        "{text}"
+    );
+    // The text form is the rendered context itself.
+    let (_, plain, _) = cfs_in(root, &["context", "add", "--tokens", "200"]);
+    assert_eq!(plain, text);
+    // A budget under the least is refused before anything runs.
+    let (code, _, err) = cfs_in(root, &["context", "add", "--tokens", "10"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("64"), "{err}");
+}
+
+#[test]
 fn search_and_rebuild_index() {
     let dir = sample_tree();
     let root = dir.path();

@@ -3,6 +3,7 @@
 //! reopened, damaged), ranking on small code trees, read-only stores, deferred vectors,
 //! a model of random edits, and watching.
 
+mod context;
 mod deferred;
 mod delta;
 mod model;

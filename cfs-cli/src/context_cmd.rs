@@ -1,0 +1,131 @@
+//! `cfs context`: a query's answer as text for a model, within a budget of tokens (the
+//! MCP tool `context` answers the same report).
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use cfs_search::{Context, ContextFile, MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, Span};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::open::Common;
+use crate::report::{Report, emit};
+use crate::search_cmds::{Filters, load_index};
+
+#[derive(Debug, clap::Args)]
+pub struct ContextArgs {
+    /// What the context is for: a question, a description, a name.
+    query: String,
+    /// The most tokens the context may take (estimated: docs/cli.md says how).
+    #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u32).range(i64::from(MIN_CONTEXT_TOKENS)..=i64::from(MAX_CONTEXT_TOKENS)))]
+    tokens: u32,
+    /// Files of the file answer the context draws from, best first.
+    #[arg(long, short = 'k', default_value_t = 10)]
+    k: usize,
+    #[command(flatten)]
+    filters: Filters,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub fn run(args: &ContextArgs) -> anyhow::Result<ExitCode> {
+    let (_store, index, embedder) = load_index(&args.common)?;
+    let query = args.filters.query(&args.query, args.k);
+    let context = index.context(&query, &*embedder, args.tokens)?;
+    let report = ContextReport::of(&context);
+    let code = emit(&report, args.common.json)?;
+    if !args.common.json && std::io::stderr().is_terminal() {
+        let spans: usize = report.files.iter().map(|f| f.spans.len()).sum();
+        eprintln!(
+            "{} of {} tokens: {spans} spans of {} files; {} chunks did not fit",
+            report.tokens,
+            report.budget,
+            report.files.len(),
+            report.left_out
+        );
+    }
+    // As `cfs search`: the index and the model are left to the process's exit.
+    std::mem::forget((index, embedder));
+    Ok(code)
+}
+
+/// What `cfs context` answers.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ContextReport {
+    /// The state root the text comes from.
+    root: String,
+    budget: u32,
+    /// The estimated tokens of `text`.
+    tokens: u32,
+    /// Chunks the ranking found that did not fit.
+    left_out: usize,
+    files: Vec<ContextFileJson>,
+    /// The context as Markdown: each span a line citing its path and lines, then its
+    /// text fenced.
+    text: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+struct ContextFileJson {
+    path: String,
+    role: &'static str,
+    language: Option<String>,
+    spans: Vec<SpanJson>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+struct SpanJson {
+    start_line: u32,
+    end_line: u32,
+    chunk_ids: Vec<String>,
+    symbols: Vec<String>,
+    /// Whether the text stops before its chunk's end.
+    cut: bool,
+    /// The estimated tokens of its rendering.
+    tokens: u32,
+    text: String,
+}
+
+impl ContextReport {
+    pub(crate) fn of(c: &Context) -> Self {
+        Self {
+            root: c.root.to_hex(),
+            budget: c.budget,
+            tokens: c.tokens,
+            left_out: c.left_out,
+            files: c.files.iter().map(ContextFileJson::of).collect(),
+            text: c.render(),
+        }
+    }
+}
+
+impl ContextFileJson {
+    fn of(f: &ContextFile) -> Self {
+        Self {
+            path: f.path.clone(),
+            role: f.role.name(),
+            language: f.language.clone(),
+            spans: f.spans.iter().map(SpanJson::of).collect(),
+        }
+    }
+}
+
+impl SpanJson {
+    fn of(s: &Span) -> Self {
+        Self {
+            start_line: s.start_line,
+            end_line: s.end_line,
+            chunk_ids: s.chunks.iter().map(ToString::to_string).collect(),
+            symbols: s.symbols.clone(),
+            cut: s.cut,
+            tokens: s.tokens,
+            text: s.text.clone(),
+        }
+    }
+}
+
+impl Report for ContextReport {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(self.text.as_bytes())
+    }
+}
