@@ -4,8 +4,10 @@ Usage: mcp_client.py PATH/TO/cfs
 
 Two servers on one indexed tree: one with --watch (edits, a rename and a delete must
 show within the debounce window), one without (it follows commits of other processes,
-refreshes named files, and survives its store being deleted and made again). Prints
-one line per check and a closing 'N passed, N failed'; exits 1 on any failure.
+refreshes named files, and survives its store being deleted and made again); then one
+over HTTP (`--http 127.0.0.1:0`) on another tree: two sessions at once, a foreign Host
+or an Origin refused, other paths 404, Ctrl-C ends it. Prints one line per check and a
+closing 'N passed, N failed'; exits 1 on any failure.
 """
 
 import asyncio
@@ -20,6 +22,9 @@ import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+import http.client
+import signal
 
 CFS = os.path.abspath(sys.argv[1])
 # Longest wait for an edit to show: the watcher's debounce (50 ms quiet, 1 s at most)
@@ -217,6 +222,71 @@ async def serve(args, cwd, body, root):
         check("nothing but notes on stderr", "panicked" not in err, err)
 
 
+def raw_post(port, headers):
+    """Status of a bare initialize POST to the HTTP server with extra `headers`."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}})
+    conn.request("POST", "/mcp", body, {"Content-Type": "application/json",
+                                        "Accept": "application/json, text/event-stream",
+                                        **headers})
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+async def over_http(tmp):
+    root = os.path.join(tmp, "http-tree")
+    make_tree(root)
+    cfs("index", root, "--embedder", "hash", "--json")
+    out = subprocess.run([CFS, "serve", "--mcp", root, "--http", "0.0.0.0:0"],
+                         capture_output=True, text=True, timeout=30)
+    check("http: a non-loopback address is refused", out.returncode == 1
+          and "loopback" in out.stderr, out.stderr)
+    server = subprocess.Popen([CFS, "serve", "--mcp", root, "--http", "127.0.0.1:0"],
+                              stderr=subprocess.PIPE, text=True)
+    line = server.stderr.readline()
+    found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+    if not check("http: says where it listens", found, line):
+        server.kill()
+        return
+    port = int(found.group(1))
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def one(query):
+        async with streamable_http_client(url) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                init = await session.initialize()
+                answer, err, text = await call(session, "search", query=query, k=1)
+                return init.server_info.name, (answer["results"][0]["path"] if not err else text)
+
+    both = await asyncio.gather(one("parse config"), one("platypus"))
+    check("http: two sessions at once", both == [("cfs", "src/lib.rs"), ("cfs", "guide.md")],
+          both)
+    async with streamable_http_client(url) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            ctx, err, text = await call(session, "context", query="parse config", tokens=300)
+            check("http: context", not err and ctx["files"][0]["path"] == "src/lib.rs", text)
+    check("http: a plain request is answered", raw_post(port, {}) == 200)
+    check("http: a foreign Host is refused", raw_post(port, {"Host": "evil.example"}) >= 400)
+    check("http: a web page's Origin is refused",
+          raw_post(port, {"Origin": "http://evil.example"}) >= 400)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/")
+    check("http: other paths are 404", conn.getresponse().status == 404)
+    conn.close()
+    server.send_signal(signal.SIGINT)
+    try:
+        code = server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        code = None
+    rest = server.stderr.read()
+    check("http: Ctrl-C ends it cleanly", code == 0 and "panicked" not in rest, (code, rest))
+
+
 async def main():
     with tempfile.TemporaryDirectory() as tmp:
         root = os.path.join(tmp, "tree")
@@ -228,6 +298,7 @@ async def main():
 
         await serve([root, "--watch"], tmp, first, root)
         await serve([], root, unwatched, root)
+        await over_http(tmp)
     print(f"mcp: {results['passed']} passed, {results['failed']} failed")
     return 1 if results["failed"] else 0
 

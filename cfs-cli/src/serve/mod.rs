@@ -1,4 +1,5 @@
-//! `cfs serve --mcp`: a Model Context Protocol server over stdio for coding agents.
+//! `cfs serve --mcp`: a Model Context Protocol server for coding agents, over stdio or
+//! (`--http ADDR`) over HTTP on a loopback address.
 //!
 //! Queries read the store through a read-only handle and its runtime index; before each
 //! answer the index is brought forward to the newest commit, whoever made it (this
@@ -9,10 +10,12 @@
 mod admin;
 mod answers;
 mod db;
+mod http;
 mod lines;
 mod served;
 mod tools;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -49,6 +52,11 @@ pub struct ServeArgs {
     /// With --db: serve only this repository (repeatable; default: every one).
     #[arg(long = "repo", value_name = "NAME", requires = "db")]
     repos: Vec<String>,
+    /// Speak MCP over HTTP (Streamable HTTP) at http://ADDR/mcp instead of standard
+    /// input and output, until Ctrl-C; ADDR is a loopback address (127.0.0.1:PORT or
+    /// [::1]:PORT; port 0 picks a free one, said on standard error).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
     #[command(flatten)]
     common: Common,
 }
@@ -57,8 +65,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if !args.mcp {
         bail!("say which protocol to serve: cfs serve --mcp");
     }
+    if let Some(addr) = args.http {
+        http::check_loopback(addr)?;
+    }
     if let Some(url) = &args.db {
-        return run_db(url, &args.repos);
+        return run_db(url, &args.repos, args.http);
     }
     let tree = tree_root(args.path.as_deref())?;
     let file = tree_store(&tree, args.common.store.as_deref());
@@ -75,7 +86,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if let Err(problem) = served.current() {
         eprintln!("cfs serve: {problem} (serving status until it can be read)");
     }
-    let result = serve_with(|| tools::CfsServer::new(Arc::clone(&served)));
+    let shared = Arc::clone(&served);
+    let result = serve_with(args.http, move || {
+        tools::CfsServer::new(Arc::clone(&shared))
+    });
     stop.store(true, Ordering::SeqCst);
     if let Some(handle) = watcher {
         let _ = handle.join();
@@ -83,8 +97,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     result
 }
 
-/// Serves the repositories of the database at `url` until the client leaves.
-fn run_db(url: &str, repos: &[String]) -> anyhow::Result<ExitCode> {
+/// Serves the repositories of the database at `url` until the client leaves (or, over
+/// HTTP, until Ctrl-C).
+fn run_db(url: &str, repos: &[String], http: Option<SocketAddr>) -> anyhow::Result<ExitCode> {
     let mut db = cfs_postgres::Database::connect(url)?;
     let embedder = crate::db_search::embedder_of(&mut db, repos)?;
     let served = Arc::new(db::DbServed {
@@ -92,7 +107,8 @@ fn run_db(url: &str, repos: &[String]) -> anyhow::Result<ExitCode> {
         embedder,
         repos: repos.to_vec(),
     });
-    let result = serve_with(|| db::DbServer::new(Arc::clone(&served)));
+    let shared = Arc::clone(&served);
+    let result = serve_with(http, move || db::DbServer::new(Arc::clone(&shared)));
     // The connection is closed here, outside the server's runtime: its client blocks
     // on a runtime of its own, which cannot start inside another.
     drop(served);
@@ -105,15 +121,20 @@ trait Tools {
 }
 
 /// Runs the MCP server `make` makes on standard input and output until the client
-/// leaves.
-fn serve_with<S: rmcp::ServerHandler + Tools>(
-    make: impl FnOnce() -> S,
+/// leaves, or with `http` one a session at that address until Ctrl-C.
+fn serve_with<S: rmcp::ServerHandler + Tools + Send + 'static>(
+    http: Option<SocketAddr>,
+    make: impl Fn() -> S + Send + Sync + 'static,
 ) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("cannot start the server's runtime")?;
+    if let Some(addr) = http {
+        runtime.block_on(http::serve(make, addr))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     runtime.block_on(async {
         // Standard input reaches the library through `lines::judge_input`, and the
         // library's answers and the ones made there reach standard output through
