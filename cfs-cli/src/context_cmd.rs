@@ -19,9 +19,9 @@ pub struct ContextArgs {
     /// The most tokens the context may take (estimated: docs/cli.md says how).
     #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u32).range(i64::from(MIN_CONTEXT_TOKENS)..=i64::from(MAX_CONTEXT_TOKENS)))]
     tokens: u32,
-    /// Files of the file answer the context draws from, best first.
-    #[arg(long, short = 'k', default_value_t = 10)]
-    k: usize,
+    /// Files of the file answer the context draws from, best first (1 to 100).
+    #[arg(long, short = 'k', default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100))]
+    k: u32,
     #[command(flatten)]
     filters: Filters,
     #[command(flatten)]
@@ -30,7 +30,7 @@ pub struct ContextArgs {
 
 pub fn run(args: &ContextArgs) -> anyhow::Result<ExitCode> {
     let (_store, index, embedder) = load_index(&args.common)?;
-    let query = args.filters.query(&args.query, args.k);
+    let query = args.filters.query(&args.query, args.k as usize);
     let context = index.context(&query, &*embedder, args.tokens)?;
     let report = ContextReport::of(&context);
     let code = emit(&report, args.common.json)?;
@@ -61,8 +61,10 @@ pub struct ContextReport {
     left_out: usize,
     files: Vec<ContextFileJson>,
     /// The context as Markdown: each span a line citing its path and lines, then its
-    /// text fenced.
-    text: String,
+    /// text fenced (left out of the MCP tool's structured answer, whose text block it
+    /// is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -83,7 +85,10 @@ struct SpanJson {
     cut: bool,
     /// The estimated tokens of its rendering.
     tokens: u32,
-    text: String,
+    /// The file's lines `start_line`-`end_line` (left out of the MCP tool's structured
+    /// answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
 }
 
 impl ContextReport {
@@ -94,8 +99,19 @@ impl ContextReport {
             tokens: c.tokens,
             left_out: c.left_out,
             files: c.files.iter().map(ContextFileJson::of).collect(),
-            text: c.render(),
+            text: Some(c.render()),
         }
+    }
+
+    /// The report without its texts, and the rendered context apart: what the MCP tool
+    /// answers as structured content and as its text block, so that the text reaches
+    /// the model once.
+    pub(crate) fn split_text(mut self) -> (Self, String) {
+        for span in self.files.iter_mut().flat_map(|f| &mut f.spans) {
+            span.text = None;
+        }
+        let text = self.text.take().unwrap_or_default();
+        (self, text)
     }
 }
 
@@ -115,17 +131,17 @@ impl SpanJson {
         Self {
             start_line: s.start_line,
             end_line: s.end_line,
-            chunk_ids: s.chunks.iter().map(ToString::to_string).collect(),
-            symbols: s.symbols.clone(),
+            chunk_ids: s.chunks().map(|c| c.to_string()).collect(),
+            symbols: s.symbols(),
             cut: s.cut,
             tokens: s.tokens,
-            text: s.text.clone(),
+            text: Some(s.text.clone()),
         }
     }
 }
 
 impl Report for ContextReport {
     fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        out.write_all(self.text.as_bytes())
+        out.write_all(self.text.as_deref().unwrap_or_default().as_bytes())
     }
 }

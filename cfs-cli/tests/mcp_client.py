@@ -123,7 +123,9 @@ async def basics(session, root):
     check("context cites the function's lines", not err and ctx["root"] == root_hex
           and ctx["files"][0]["path"] == "src/lib.rs"
           and ctx["files"][0]["spans"][0]["start_line"] == 1
-          and "parse_config" in ctx["text"] and ctx["text"].startswith("src/lib.rs:1-"), text)
+          and "parse_config" in text and text.startswith("src/lib.rs:1-"), text)
+    check("context's text reaches the model once", not err and "text" not in ctx
+          and all("text" not in s for f in ctx["files"] for s in f["spans"]), ctx)
     check("context keeps to its budget", not err and 0 < ctx["tokens"] <= 200, ctx)
     cols, err, _ = await call(session, "collections")
     backend = [c for c in cols["collections"] if c["name"] == "backend"] if not err else []
@@ -268,7 +270,8 @@ async def over_http(tmp):
         async with ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
             ctx, err, text = await call(session, "context", query="parse config", tokens=300)
-            check("http: context", not err and ctx["files"][0]["path"] == "src/lib.rs", text)
+            check("http: context", not err and ctx["files"][0]["path"] == "src/lib.rs"
+                  and text.startswith("src/lib.rs:"), text)
     check("http: a plain request is answered", raw_post(port, {}) == 200)
     check("http: a foreign Host is refused", raw_post(port, {"Host": "evil.example"}) >= 400)
     check("http: a web page's Origin is refused",

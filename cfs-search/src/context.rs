@@ -6,14 +6,18 @@
 //! chunk of each, then the second best of each, and so on (every file's best chunk
 //! before any file's second). Each is taken if the answer still fits the budget with it;
 //! one that does not fit is left out and the next is tried. The first chunk taken is cut
-//! to its leading lines when it alone would not fit, so that an answer is never empty
-//! while a file matched. Everything is decided by integers (the ranking's scores and
-//! [`estimate_tokens`]), so the same state and query give the same bytes.
+//! to its leading lines (or inside its first line) when it alone would not fit, so that
+//! an answer is never empty while a file matched. A chunk starting or ending inside a
+//! line takes the rest of the line from the chunk beside it, so spans are whole lines
+//! but where a line is longer than a chunk. Everything is decided by integers (the
+//! ranking's scores and [`estimate_tokens`]), so the same state and query give the
+//! same bytes.
 
 use cfs_core::{ChunkId, StateRoot};
 use cfs_ingest::Role;
 use cfs_store::{Result, StoreError};
 
+use crate::meta::ChunkMeta;
 use crate::rank::{RankedChunk, RankedFile};
 use crate::snapshot::Snapshot;
 
@@ -21,7 +25,7 @@ use crate::snapshot::Snapshot;
 pub const MIN_CONTEXT_TOKENS: u32 = 64;
 
 /// The most tokens a context may be asked for.
-pub const MAX_CONTEXT_TOKENS: u32 = 1 << 20;
+pub const MAX_CONTEXT_TOKENS: u32 = 1 << 18;
 
 /// A query's answer within a budget of tokens.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,19 +63,20 @@ pub struct Span {
     pub start_line: u32,
     /// Last line (1-based), of what `text` holds.
     pub end_line: u32,
-    /// The chunks it holds, in file order.
-    pub chunks: Vec<ChunkId>,
-    /// Their symbols, in file order, each once.
-    pub symbols: Vec<String>,
-    /// Whether the text stops before its chunk's end (the budget did not hold it).
+    /// Whether the text stops before the end of a chunk it holds (the budget did not
+    /// hold it all).
     pub cut: bool,
     /// The text: the document's canonical bytes over the span.
     pub text: String,
     /// The estimated tokens of its rendering ([`Context::render`]).
     pub tokens: u32,
+    /// The chunks it holds, in file order.
+    held: Vec<Held>,
     /// Byte range in the document's canonical text.
     start: u64,
     end: u64,
+    /// The furthest byte of the chunks it holds: past `end` when it was cut.
+    reach: u64,
 }
 
 /// The estimated tokens of `text` for a language model: 2, plus for each run of bytes
@@ -144,6 +149,11 @@ pub(crate) fn pack(snap: &Snapshot, files: &[RankedFile], budget: u32) -> Result
         left_out: 0,
     };
     for (f, chunk) in rounds(files) {
+        let meta = &chunk.meta;
+        // A chunk whose bytes a span already holds costs nothing more.
+        if packed.files[f].attach(meta) {
+            continue;
+        }
         if packed.budget - packed.used < MIN_SPAN_TOKENS {
             packed.left_out += 1;
             continue;
@@ -193,11 +203,17 @@ impl Packer {
     /// Takes `span` into file `f` if the context still fits with it; the first span
     /// taken is cut to fit instead.
     fn offer(&mut self, f: usize, span: Span) -> Result<()> {
-        let file = &self.files[f];
-        let (spans, joined, replaced) = file.joined(span.clone())?;
-        let used = self.used - replaced + spans[joined].tokens;
+        let file = &mut self.files[f];
+        let touched = file.touching(&span);
+        let replaced: u32 = file.spans[touched.clone()].iter().map(|s| s.tokens).sum();
+        let mut joined = file.spans[touched.clone()]
+            .iter()
+            .cloned()
+            .try_fold(span, Span::join)?;
+        joined.tokens = file.cost(&joined);
+        let used = self.used - replaced + joined.tokens;
         if used <= self.budget {
-            self.files[f].spans = spans;
+            file.spans.splice(touched, [joined]);
             self.used = used;
             self.taken += 1;
             return Ok(());
@@ -207,11 +223,11 @@ impl Packer {
             return Ok(());
         }
         let room = self.budget - self.used;
-        match span.cut_to(|s| file.cost(s) <= room) {
+        match joined.cut_to(|s| file.cost(s) <= room) {
             Some(mut cut) => {
                 cut.tokens = file.cost(&cut);
                 self.used += cut.tokens;
-                self.files[f].spans = vec![cut];
+                file.spans = vec![cut];
                 self.taken += 1;
             }
             None => self.left_out += 1,
@@ -239,36 +255,47 @@ impl ContextFile {
         }
     }
 
-    /// The file's spans with `span` joined in (with every span it touches or overlaps),
-    /// where the joined one is among them, and the tokens of the spans it replaced.
-    fn joined(&self, mut span: Span) -> Result<(Vec<Span>, usize, u32)> {
-        let mut spans = Vec::with_capacity(self.spans.len() + 1);
-        let mut replaced = 0;
-        for s in &self.spans {
-            if s.end < span.start || span.end < s.start {
-                spans.push(s.clone());
-            } else {
-                replaced += s.tokens;
-                span = s.clone().join(span)?;
+    /// The spans `span` touches or overlaps: a run of them, as the spans are in file
+    /// order and no two touch.
+    fn touching(&self, span: &Span) -> std::ops::Range<usize> {
+        let first = self.spans.partition_point(|s| s.end < span.start);
+        let last = self.spans.partition_point(|s| s.start <= span.end);
+        first..last.max(first)
+    }
+
+    /// Notes the chunk of `meta` in the span that holds all its bytes, if one does.
+    fn attach(&mut self, meta: &ChunkMeta) -> bool {
+        let start = meta.byte_offset;
+        let end = start.saturating_add(u64::from(meta.byte_length));
+        let at = self.spans.partition_point(|s| s.end < end);
+        match self.spans.get_mut(at) {
+            Some(s) if s.start <= start && end <= s.end => {
+                s.hold(Held::of(meta));
+                true
             }
+            _ => false,
         }
-        span.tokens = self.cost(&span);
-        let at = spans.partition_point(|s| s.start < span.start);
-        spans.insert(at, span);
-        Ok((spans, at, replaced))
     }
 
-    /// The estimated tokens of a span as rendered in this file.
+    /// The estimated tokens of a span as rendered in this file: its frame's and its
+    /// text's, estimated apart (no run of one class crosses where they meet, since the
+    /// frame's head ends and its tail begins with a newline or a backtick next to one).
     fn cost(&self, span: &Span) -> u32 {
-        let mut out = String::new();
-        self.render_span(span, &mut out);
-        estimate_tokens(&out)
+        let (head, tail) = self.frame(span);
+        let sum = u64::from(estimate_tokens(&head))
+            + u64::from(estimate_tokens(&span.text))
+            + u64::from(estimate_tokens(&tail));
+        (sum - 4).min(u64::from(u32::MAX)) as u32
     }
 
-    /// Appends `span` as Markdown: a line citing the path and lines, then the text
-    /// fenced by more backticks than any run in it.
-    fn render_span(&self, span: &Span, out: &mut String) {
-        use std::fmt::Write;
+    /// What goes before and after a span's text: a line citing the path and lines (the
+    /// path's control characters escaped), then a fence of more backticks than any run
+    /// in the text.
+    fn frame(&self, span: &Span) -> (String, String) {
+        let path: String = match self.path.chars().any(char::is_control) {
+            true => self.path.escape_debug().collect(),
+            false => self.path.clone(),
+        };
         let role = match self.role {
             Role::Source => String::new(),
             role => format!(" [{}]", role.name()),
@@ -276,12 +303,22 @@ impl ContextFile {
         let cut = if span.cut { " (cut)" } else { "" };
         let fence = "`".repeat(longest_run(&span.text, b'`').max(2) + 1);
         let lang = self.language.as_deref().unwrap_or("");
-        let newline = if span.text.ends_with('\n') { "" } else { "\n" };
-        let _ = write!(
-            out,
-            "{}:{}-{}{role}{cut}\n{fence}{lang}\n{}{newline}{fence}\n\n",
-            self.path, span.start_line, span.end_line, span.text
-        );
+        let (a, b) = (span.start_line, span.end_line);
+        let head = format!("{path}:{a}-{b}{role}{cut}\n{fence}{lang}\n");
+        let newline = if span.text.ends_with('\n') || span.text.is_empty() {
+            ""
+        } else {
+            "\n"
+        };
+        (head, format!("{newline}{fence}\n\n"))
+    }
+
+    /// Appends `span` as Markdown.
+    fn render_span(&self, span: &Span, out: &mut String) {
+        let (head, tail) = self.frame(span);
+        out.push_str(&head);
+        out.push_str(&span.text);
+        out.push_str(&tail);
     }
 }
 
@@ -299,84 +336,135 @@ impl Context {
     }
 }
 
+/// A chunk a span holds.
+#[derive(Clone, Debug, PartialEq)]
+struct Held {
+    start: u64,
+    id: ChunkId,
+    symbol: Option<String>,
+}
+
+impl Held {
+    fn of(meta: &ChunkMeta) -> Self {
+        Self {
+            start: meta.byte_offset,
+            id: meta.id,
+            symbol: meta.symbol.as_deref().map(str::to_owned),
+        }
+    }
+}
+
 impl Span {
-    /// The span of one ranked chunk, made whole lines: a chunk that begins or ends
-    /// inside a line (a window of a long symbol or paragraph) takes the rest of that
-    /// line from the chunks beside it.
+    /// The chunks it holds, in file order.
+    pub fn chunks(&self) -> impl Iterator<Item = ChunkId> + '_ {
+        self.held.iter().map(|h| h.id)
+    }
+
+    /// The symbols of the chunks it holds, in file order, each once.
+    pub fn symbols(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in self.held.iter().filter_map(|h| h.symbol.as_ref()) {
+            if !out.contains(s) {
+                out.push(s.clone());
+            }
+        }
+        out
+    }
+
+    /// Notes one more chunk it holds, in file order.
+    fn hold(&mut self, held: Held) {
+        if self.held.iter().any(|h| h.id == held.id) {
+            return;
+        }
+        let at = self
+            .held
+            .partition_point(|h| (h.start, h.id) < (held.start, held.id));
+        self.held.insert(at, held);
+    }
+
+    /// The span of one ranked chunk, made whole lines where its neighbours allow: a
+    /// chunk that begins or ends inside a line (a window of a long symbol) takes the
+    /// rest of that line from the chunk before or after it, if that chunk holds it.
     fn of(snap: &Snapshot, chunk: &RankedChunk) -> Result<Self> {
         let meta = &chunk.meta;
         let text = text_of(snap, &meta.id)?;
+        let end = meta
+            .byte_offset
+            .checked_add(text.len() as u64)
+            .ok_or_else(|| damaged(&meta.id))?;
         let mut span = Self {
             start_line: meta.start_line,
             end_line: meta.end_line,
-            chunks: vec![meta.id],
-            symbols: meta.symbol.iter().map(|s| s.to_string()).collect(),
             cut: false,
-            tokens: 0,
-            start: meta.byte_offset,
-            end: meta.byte_offset + text.len() as u64,
             text,
+            tokens: 0,
+            held: vec![Held::of(meta)],
+            start: meta.byte_offset,
+            end,
+            reach: end,
         };
         let order = &meta.doc.chunks;
         let at = meta.sequence as usize;
-        for before in order[..at.min(order.len())].iter().rev() {
-            if !span.take_line_start(snap, before)? {
-                break;
-            }
+        if let Some(before) = at.checked_sub(1).and_then(|i| order.get(i)) {
+            span.take_line_start(snap, before)?;
         }
-        for after in order.iter().skip(at + 1) {
-            if !span.take_line_end(snap, after)? {
-                break;
-            }
+        if let Some(after) = order.get(at.saturating_add(1)) {
+            span.take_line_end(snap, after)?;
         }
+        span.reach = span.end;
         Ok(span)
     }
 
-    /// Prepends the part of the first line that chunk `id` (one before the span) holds;
-    /// true if the line may begin further back still.
-    fn take_line_start(&mut self, snap: &Snapshot, id: &ChunkId) -> Result<bool> {
+    /// Prepends the start of the span's first line from chunk `id`, the one before it,
+    /// when that chunk holds the line's start.
+    fn take_line_start(&mut self, snap: &Snapshot, id: &ChunkId) -> Result<()> {
         let Some(meta) = snap.chunk(id) else {
-            return Ok(false);
+            return Ok(());
         };
-        let reaches = meta.byte_offset < self.start
-            && self.start <= meta.byte_offset + u64::from(meta.byte_length);
-        if !reaches || meta.end_line < self.start_line {
-            return Ok(false);
+        let reach = meta.byte_offset.saturating_add(u64::from(meta.byte_length));
+        let inside = meta.byte_offset < self.start && self.start <= reach;
+        if !inside || meta.end_line < self.start_line {
+            return Ok(());
         }
         let text = text_of(snap, id)?;
         let before = text
             .get(..(self.start - meta.byte_offset) as usize)
-            .ok_or_else(|| disagree(id, &self.chunks[0]))?;
-        let from = before.rfind('\n').map_or(0, |i| i + 1);
-        self.text.insert_str(0, &before[from..]);
-        self.start -= (before.len() - from) as u64;
-        Ok(from == 0)
+            .ok_or_else(|| disagree(id, &self.held[0].id))?;
+        if let Some(newline) = before.rfind('\n') {
+            let line = &before[newline + 1..];
+            self.text.insert_str(0, line);
+            self.start -= line.len() as u64;
+        }
+        Ok(())
     }
 
-    /// Appends the part of the last line that chunk `id` (one after the span) holds;
-    /// true if the line may end further on still.
-    fn take_line_end(&mut self, snap: &Snapshot, id: &ChunkId) -> Result<bool> {
+    /// Appends the end of the span's last line from chunk `id`, the one after it, when
+    /// that chunk holds the line's end.
+    fn take_line_end(&mut self, snap: &Snapshot, id: &ChunkId) -> Result<()> {
         if self.text.ends_with('\n') {
-            return Ok(false);
+            return Ok(());
         }
         let Some(meta) = snap.chunk(id) else {
-            return Ok(false);
+            return Ok(());
         };
-        let end = meta.byte_offset + u64::from(meta.byte_length);
-        if !(meta.byte_offset <= self.end && self.end < end) {
-            return Ok(false);
+        let reach = meta.byte_offset.saturating_add(u64::from(meta.byte_length));
+        if !(meta.byte_offset <= self.end && self.end < reach) {
+            return Ok(());
         }
         let text = text_of(snap, id)?;
         let after = text
             .get((self.end - meta.byte_offset) as usize..)
-            .ok_or_else(|| disagree(id, &self.chunks[0]))?;
-        let to = after.find('\n').map_or(after.len(), |i| i + 1);
-        self.text.push_str(&after[..to]);
-        self.end += to as u64;
-        Ok(to == after.len() && !after.ends_with('\n'))
+            .ok_or_else(|| disagree(id, &self.held[0].id))?;
+        if let Some(newline) = after.find('\n') {
+            self.text.push_str(&after[..=newline]);
+            self.end += newline as u64 + 1;
+        }
+        Ok(())
     }
 
-    /// Two spans of one document that touch or overlap, as one.
+    /// Two spans of one document that touch or overlap, as one. Their texts are the
+    /// same bytes where they overlap (both are the document's), so the second's text
+    /// past the first's end is what the first lacks.
     fn join(self, other: Span) -> Result<Span> {
         let (first, second) = match (self.start, self.end) <= (other.start, other.end) {
             true => (self, other),
@@ -384,68 +472,89 @@ impl Span {
         };
         let mut text = first.text;
         if second.end > first.end {
+            // `second` starts at or before `first` ends (they touch), and both end on a
+            // character boundary of the same text.
             let from = (first.end - second.start) as usize;
-            let tail = second
-                .text
-                .get(from..)
-                .ok_or_else(|| disagree(&first.chunks[0], &second.chunks[0]))?;
-            text.push_str(tail);
+            let tail = second.text.get(from..);
+            text.push_str(tail.ok_or_else(|| disagree(&first.held[0].id, &second.held[0].id))?);
         }
-        let mut chunks = first.chunks;
-        chunks.extend(second.chunks);
-        let mut symbols = first.symbols;
-        for s in second.symbols {
-            if !symbols.contains(&s) {
-                symbols.push(s);
-            }
-        }
-        Ok(Span {
+        let mut joined = Span {
             start_line: first.start_line.min(second.start_line),
             end_line: first.end_line.max(second.end_line),
-            chunks,
-            symbols,
-            // The end is the further span's, and so is whether it stops short.
-            cut: if second.end > first.end {
-                second.cut
-            } else {
-                first.cut
-            },
+            cut: false,
+            text,
             tokens: 0,
+            held: first.held,
             start: first.start,
             end: first.end.max(second.end),
-            text,
-        })
+            reach: first.reach.max(second.reach),
+        };
+        for h in second.held {
+            joined.hold(h);
+        }
+        joined.cut = joined.reach > joined.end;
+        Ok(joined)
     }
 
-    /// The span cut to its longest run of leading whole lines that `fits` accepts, or
-    /// `None` if not even its first line fits.
-    fn cut_to(self, fits: impl Fn(&Span) -> bool) -> Option<Span> {
+    /// The span cut to its longest run of leading whole lines that `fits` accepts, or,
+    /// when not even its first line fits, to the longest start of that line that does;
+    /// `None` if nothing does.
+    fn cut_to(&self, fits: impl Fn(&Span) -> bool) -> Option<Span> {
+        let cut_at = |bytes: usize, lines: u32| Span {
+            end_line: self.start_line.saturating_add(lines.saturating_sub(1)),
+            cut: true,
+            text: self.text[..bytes].to_owned(),
+            end: self.start + bytes as u64,
+            ..self.clone()
+        };
         let mut best = None;
-        let mut end = 0;
-        let mut lines = 0;
+        let (mut end, mut lines) = (0, 0u32);
         for line in self.text.split_inclusive('\n') {
             end += line.len();
             lines += 1;
-            let cut = Span {
-                end_line: self.start_line + lines - 1,
-                cut: true,
-                text: self.text[..end].to_owned(),
-                end: self.start + end as u64,
-                ..self.clone()
-            };
+            let cut = cut_at(end, lines);
             if !fits(&cut) {
                 break;
             }
             best = Some(cut);
         }
-        best
+        if best.is_some() {
+            return best;
+        }
+        // Not one whole line fits: the longest start of the first line that does (the
+        // estimate never falls as text is added, so a binary search finds it).
+        let first = self.text.split_inclusive('\n').next().unwrap_or("");
+        let (mut lo, mut hi) = (0, first.len());
+        while lo < hi {
+            let mid = floor_boundary(first, (lo + hi).div_ceil(2));
+            if mid > lo && fits(&cut_at(mid, 1)) {
+                lo = mid;
+            } else {
+                hi = if mid > lo { mid - 1 } else { lo };
+            }
+        }
+        (lo > 0).then(|| cut_at(lo, 1))
     }
+}
+
+/// The largest character boundary of `text` at or before `at`.
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// The text of a chunk the snapshot holds.
 fn text_of(snap: &Snapshot, id: &ChunkId) -> Result<String> {
     snap.chunk_text(id)?
         .ok_or_else(|| StoreError::Corrupted(format!("chunk {id} missing from its snapshot")))
+}
+
+/// A chunk whose place in its document cannot be (a damaged store).
+fn damaged(id: &ChunkId) -> StoreError {
+    StoreError::Corrupted(format!("chunk {id} lies past the end of any document"))
 }
 
 /// Two chunks of one document whose byte ranges do not agree with their texts.
@@ -487,23 +596,79 @@ mod tests {
     }
 
     #[test]
-    fn a_span_is_cut_at_whole_lines() {
+    fn a_span_is_cut_at_whole_lines_or_inside_its_first() {
         let span = Span {
             start_line: 10,
             end_line: 13,
-            chunks: Vec::new(),
-            symbols: Vec::new(),
             cut: false,
             text: "one\ntwo\nthree\nfour\n".into(),
             tokens: 0,
+            held: Vec::new(),
             start: 100,
             end: 119,
+            reach: 119,
         };
-        let cut = span.clone().cut_to(|s| s.text.len() <= 9).unwrap();
+        let cut = span.cut_to(|s| s.text.len() <= 9).unwrap();
         assert_eq!(
             (cut.text.as_str(), cut.end_line, cut.end, cut.cut),
             ("one\ntwo\n", 11, 108, true)
         );
-        assert!(span.cut_to(|s| s.text.len() < 4).is_none());
+        let part = span.cut_to(|s| s.text.len() <= 2).unwrap();
+        assert_eq!(
+            (part.text.as_str(), part.end_line, part.end),
+            ("on", 10, 102)
+        );
+        assert!(span.cut_to(|s| s.text.is_empty()).is_none());
+        // A first line of multi-byte characters is cut at a character boundary.
+        let wide = Span {
+            text: "ééé\n".into(),
+            ..span.clone()
+        };
+        assert_eq!(wide.cut_to(|s| s.text.len() <= 3).unwrap().text, "é");
+    }
+
+    fn held(start: u64, n: u8) -> Held {
+        Held {
+            start,
+            id: ChunkId([n; 16]),
+            symbol: Some(format!("s{n}")),
+        }
+    }
+
+    /// A span of the bytes `start..end` of a document whose every line is `"abcd\n"`.
+    fn lines(start: u64, end: u64, n: u8) -> Span {
+        let doc = "abcd\n".repeat(100);
+        Span {
+            start_line: start as u32 / 5 + 1,
+            end_line: (end as u32 - 1) / 5 + 1,
+            cut: false,
+            text: doc[start as usize..end as usize].to_owned(),
+            tokens: 0,
+            held: vec![held(start, n)],
+            start,
+            end,
+            reach: end,
+        }
+    }
+
+    #[test]
+    fn a_join_keeps_its_chunks_in_file_order_and_a_cut_end() {
+        let (a, b, c) = (lines(0, 300, 1), lines(250, 500, 3), lines(200, 275, 2));
+        let joined = a.join(b).unwrap().join(c).unwrap();
+        let ids: Vec<u8> = joined.chunks().map(|id| id.0[0]).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        assert_eq!(joined.symbols(), ["s1", "s2", "s3"]);
+        assert_eq!(
+            (joined.start_line, joined.end_line, joined.text.len()),
+            (1, 100, 500)
+        );
+        // A cut span keeps its mark when what joins it ends inside it, and loses it when
+        // what joins it reaches past its chunk's end.
+        let cut = lines(0, 300, 1).cut_to(|s| s.text.len() <= 100).unwrap();
+        assert!(cut.cut && cut.end == 100 && cut.reach == 300);
+        let inside = cut.clone().join(lines(50, 100, 2)).unwrap();
+        assert!(inside.cut && inside.end_line == 20);
+        let past = cut.join(lines(95, 400, 3)).unwrap();
+        assert!(!past.cut && past.end == 400, "{past:?}");
     }
 }

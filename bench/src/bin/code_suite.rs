@@ -508,7 +508,8 @@ impl Packed {
 /// A query's text within `budget` tokens three ways: `cfs context`; the chunk answer's
 /// texts (100 chunks) read in order, each taken if it still fits (cited as a context
 /// cites a span); and the file answer's files read whole in order, each taken if it
-/// still fits. Each scored by the relevant files it holds.
+/// still fits. The two others take their first item cut to fit when it does not, as a
+/// context does. Each scored by the relevant files it holds.
 fn contexts(
     index: &SearchIndex,
     e: &dyn Embedder,
@@ -520,11 +521,16 @@ fn contexts(
     let query = Query::new(q.query.clone()).k(10).exact(true);
     let ctx = index.context(&query, e, budget).expect("context");
     let context_files: Vec<String> = ctx.files.iter().map(|f| f.path.clone()).collect();
+    // Each item taken if it still fits; the first one cut to fit when it does not, as
+    // a context cuts its first chunk.
     let fill = |items: Vec<(String, u32)>| {
         let (mut used, mut files) = (0u32, BTreeSet::new());
         for (path, cost) in items {
             if used + cost <= budget {
                 used += cost;
+                files.insert(path);
+            } else if files.is_empty() {
+                used = budget;
                 files.insert(path);
             }
         }
@@ -542,11 +548,12 @@ fn contexts(
         })
         .collect();
     let files = index.search_files(&query, e).expect("search files");
+    // A file that cannot be read as text is not one an agent could read whole.
     let file_items = files
         .iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(tree.join(&f.path)).unwrap_or_default();
-            (f.path.clone(), fence(&f.path, &text, "1-"))
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(tree.join(&f.path)).ok()?;
+            Some((f.path.clone(), fence(&f.path, &text, "1-")))
         })
         .collect();
     let score = |(files, tokens): (Vec<String>, u32)| {

@@ -230,6 +230,8 @@ pub struct ContextParams {
     pub kind: Option<String>,
     /// Only files of this role (as search takes it).
     pub role: Option<String>,
+    /// Search vectors exactly (the reference) instead of through the ANN graph.
+    pub exact: Option<bool>,
 }
 
 /// Runs a context request on `snap`.
@@ -245,14 +247,18 @@ pub fn context_answer(
             "tokens must be {MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS}, not {tokens}"
         ));
     }
-    let query = Query::new(params.query).k(k).mode(mode).filter(Filter {
-        path_prefix: params.path,
-        collection: params.collection,
-        language: params.lang,
-        kind: params.kind,
-        mime_type: None,
-        role,
-    });
+    let query = Query::new(params.query)
+        .k(k)
+        .mode(mode)
+        .exact(params.exact.unwrap_or(false))
+        .filter(Filter {
+            path_prefix: params.path,
+            collection: params.collection,
+            language: params.lang,
+            kind: params.kind,
+            mime_type: None,
+            role,
+        });
     let found = context(snap, &query, embedder, tokens).map_err(|e| e.to_string())?;
     Ok(ContextReport::of(&found))
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock};
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 
 use super::admin::{self, RefreshAnswer, RefreshParams, StatusAnswer};
@@ -16,7 +17,6 @@ use super::answers::{
     search_answer,
 };
 use super::served::Served;
-use crate::context_cmd::ContextReport;
 
 /// The MCP server of one store.
 #[derive(Clone)]
@@ -64,20 +64,27 @@ impl CfsServer {
 
     /// Context for a question within a budget of tokens: the text of the best files'
     /// best chunks (every file's best before any file's second), joined where they
-    /// touch, as Markdown with each span citing its path and lines. Use it instead of
+    /// touch, as Markdown with each span citing its path and lines (the text block;
+    /// the structured answer lists the spans without their text). Use it instead of
     /// search plus get_chunk when the text itself is wanted.
     #[tool(name = "context")]
     async fn context(
         &self,
         Parameters(params): Parameters<ContextParams>,
-    ) -> Result<Json<ContextReport>, String> {
+    ) -> Result<CallToolResult, String> {
         let served = Arc::clone(&self.served);
-        blocking(move || {
+        let report = blocking(move || {
             let (live, snap) = served.snapshot()?;
             context_answer(&snap, &*live.embedder, params)
         })
-        .await
-        .map(Json)
+        .await?;
+        // The Markdown is the text block (what a model reads) and the structured answer
+        // cites it without repeating it.
+        let (cited, text) = report.split_text();
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        let cited = serde_json::to_value(&cited).map_err(|e| e.to_string())?;
+        result.structured_content = Some(cited);
+        Ok(result)
     }
 
     /// One chunk by id: its text, file, line range, symbol, and the ids of the chunks
