@@ -224,9 +224,9 @@ async def serve(args, cwd, body, root):
         check("nothing but notes on stderr", "panicked" not in err, err)
 
 
-def raw_post(port, headers):
+def raw_post(port, headers, host="127.0.0.1"):
     """Status of a bare initialize POST to the HTTP server with extra `headers`."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn = http.client.HTTPConnection(host, port, timeout=10)
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "raw", "version": "0"}}})
@@ -288,6 +288,17 @@ async def over_http(tmp):
         code = None
     rest = server.stderr.read()
     check("http: Ctrl-C ends it cleanly", code == 0 and "panicked" not in rest, (code, rest))
+    # Another loopback address answers at its own name.
+    other = subprocess.Popen([CFS, "serve", "--mcp", root, "--http", "127.0.0.2:0"],
+                             stderr=subprocess.PIPE, text=True)
+    found = re.search(r"http://127\.0\.0\.2:(\d+)/mcp", other.stderr.readline())
+    status = raw_post(int(found.group(1)), {}, host="127.0.0.2") if found else None
+    check("http: 127.0.0.2 answers at its own address", status == 200, status)
+    other.send_signal(signal.SIGINT)
+    try:
+        other.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        other.kill()
 
 
 async def main():

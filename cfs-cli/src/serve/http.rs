@@ -7,13 +7,15 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tower_service::Service;
@@ -33,7 +35,8 @@ pub fn check_loopback(addr: SocketAddr) -> anyhow::Result<()> {
     )
 }
 
-/// Serves the servers `make` makes, a session each, at `http://addr/mcp` until Ctrl-C.
+/// Serves the servers `make` makes, a session each, at `http://addr/mcp` until Ctrl-C
+/// (a second Ctrl-C ends the process at once, whatever it is finishing).
 pub async fn serve<S>(
     make: impl Fn() -> S + Send + Sync + 'static,
     addr: SocketAddr,
@@ -41,9 +44,20 @@ pub async fn serve<S>(
 where
     S: rmcp::ServerHandler + Send + 'static,
 {
-    // The library's defaults accept the Host names localhost, 127.0.0.1 and ::1 only.
-    let config = StreamableHttpServerConfig::default().enforce_origin_validation();
+    // The library's defaults accept the Host names localhost, 127.0.0.1 and ::1; the
+    // address listened on is added, so that 127.0.0.2 answers at its own address.
+    let hosts = [
+        "localhost".to_owned(),
+        "127.0.0.1".into(),
+        "::1".into(),
+        addr.ip().to_string(),
+    ];
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .enforce_origin_validation();
     let cancel = config.cancellation_token.clone();
+    let stop = cancel.clone();
+    stop_on_ctrl_c(move || stop.cancel())?;
     let mcp = StreamableHttpService::new(
         move || Ok(make()),
         Arc::new(LocalSessionManager::default()),
@@ -55,31 +69,49 @@ where
     let local = listener.local_addr().context("the listening address")?;
     eprintln!("cfs serve: MCP over HTTP at http://{local}{PATH}");
     loop {
+        // Cancellation is a state, not an event: a new future each turn misses nothing.
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            _ = tokio::signal::ctrl_c() => break,
+            () = cancel.cancelled() => break,
         };
         let stream = match accepted {
             Ok((stream, _)) => stream,
-            // Out of descriptors, a connection reset before it was taken: the next
-            // connection may well be served.
+            // Out of descriptors, say: the connection waits in the backlog, so pause
+            // rather than spin on it.
             Err(e) => {
                 eprintln!("cfs serve: a connection could not be accepted: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
         };
         let mcp = mcp.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| route(mcp.clone(), req));
+            // With a timer, a client that does not send its headers within 30 s is let go.
             let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
                 .serve_connection(TokioIo::new(stream), service);
-            if let Err(e) = connection.await {
-                eprintln!("cfs serve: a connection ended with an error: {e}");
-            }
+            // A client that goes away mid-request is not worth a line.
+            let _ = connection.await;
         });
     }
-    cancel.cancel();
     Ok(())
+}
+
+/// The first Ctrl-C calls `stop` (the server stops taking connections and ends its
+/// sessions; a sync under way finishes); the second ends the process at once, with
+/// 130. On a thread of its own, so it is heard while the runtime shuts down too.
+fn stop_on_ctrl_c(stop: impl Fn() + Send + 'static) -> anyhow::Result<()> {
+    let presses = AtomicUsize::new(0);
+    ctrlc::set_handler(move || {
+        if presses.fetch_add(1, Ordering::SeqCst) == 0 {
+            eprintln!("cfs serve: stopping (Ctrl-C again to stop at once)");
+            stop();
+        } else {
+            std::process::exit(130);
+        }
+    })
+    .context("cannot take Ctrl-C")
 }
 
 /// The MCP service's answer at [`PATH`], 404 elsewhere.

@@ -132,7 +132,11 @@ fn serve_with<S: rmcp::ServerHandler + Tools + Send + 'static>(
         .build()
         .context("cannot start the server's runtime")?;
     if let Some(addr) = http {
-        runtime.block_on(http::serve(make, addr))?;
+        let served = runtime.block_on(http::serve(make, addr));
+        // Sessions' searches and refreshes still running get a moment to finish; a
+        // second Ctrl-C ends the process meanwhile.
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        served?;
         return Ok(ExitCode::SUCCESS);
     }
     runtime.block_on(async {
