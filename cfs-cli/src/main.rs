@@ -5,6 +5,7 @@
 
 mod alloc;
 mod chunks;
+mod connect_cmd;
 mod context_cmd;
 #[cfg(unix)]
 mod crash;
@@ -78,6 +79,10 @@ enum Command {
     /// standard input and output (tools search, context, get_chunk, get_file, status, refresh,
     /// collections); `--watch` keeps the store in step with the folder meanwhile.
     Serve(serve::ServeArgs),
+    /// Register the folder's MCP server with a coding agent (claude-code, cursor,
+    /// vscode, claude-desktop) by adding it to the agent's configuration file;
+    /// `--remove` takes it out.
+    Connect(connect_cmd::ConnectArgs),
     /// Rebuild the runtime search index from the committed state and check that it
     /// agrees with it.
     RebuildIndex(open::Common),
@@ -195,6 +200,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         },
         Command::Context(args) => context_cmd::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Connect(args) => connect_cmd::run(&args),
         Command::RebuildIndex(args) => search_cmds::rebuild_index(&args),
         Command::Push(args) => remote_cmds::push_cmd(&args),
         Command::Publish(args) => db_cmds::publish_cmd(&args),

@@ -118,8 +118,8 @@ fn shorthand_names(snippet: &str) -> Vec<String> {
 #[test]
 fn the_manual_documents_every_json_field_and_no_other() {
     use crate::{
-        chunks, context_cmd, db_cmds, db_search, demo, index_cmds, inspect_cmds, maintain_cmds,
-        remote_cmds, search_cmds, watch_cmd,
+        chunks, connect_cmd, context_cmd, db_cmds, db_search, demo, index_cmds, inspect_cmds,
+        maintain_cmds, remote_cmds, search_cmds, watch_cmd,
     };
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/cli.md");
     let doc = std::fs::read_to_string(path).expect("docs/cli.md");
@@ -176,6 +176,7 @@ fn the_manual_documents_every_json_field_and_no_other() {
                 .collect(),
         ),
         ("context", fields::<context_cmd::ContextReport>()),
+        ("connect", fields::<connect_cmd::ConnectReport>()),
         ("rebuild-index", fields::<search_cmds::RebuildReport>()),
     ];
     let mut wrong = Vec::new();

@@ -5,6 +5,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod concurrent;
+mod connect;
 mod first_hour;
 mod idle;
 mod link;
