@@ -1,9 +1,10 @@
 """Load test of `cfs serve --mcp`: several server processes on one store, each driven by
 its own client process (the official Python MCP client) issuing searches, while a
-writer commits edits with `cfs refresh` in another process.
+writer commits edits with `cfs refresh` in another process. With `--http`, one server
+(`--http 127.0.0.1:0`) serves every client, a session each, over HTTP.
 
     bench/mcp_load.py CFS TREE [--clients 4] [--searches 1000] [--edits 100]
-                      [--sample 24] [--embedder minilm-int|hash]
+                      [--sample 24] [--embedder minilm-int|hash] [--http]
 
 TREE is copied first (the edits go to the copy). Prints one JSON object: search
 latency p50/p99 per client and overall (client-side, one call at a time), the writer's
@@ -30,6 +31,7 @@ import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 
 def cfs(binary, *args, cwd=None):
@@ -73,11 +75,17 @@ def edit(tree, files, i):
     return rel
 
 
-async def drive(binary, tree, queries, searches, k, start, out):
-    params = StdioServerParameters(command=binary, args=["serve", "--mcp", tree])
+def connect(binary, tree, url):
+    """The client's transport: its own server on stdio, or the shared one at `url`."""
+    if url:
+        return streamable_http_client(url)
+    return stdio_client(StdioServerParameters(command=binary, args=["serve", "--mcp", tree]))
+
+
+async def drive(binary, tree, url, queries, searches, k, start, out):
     answers = []
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+    async with connect(binary, tree, url) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
             await session.call_tool("search", {"query": "warm up", "k": k})
             start.wait()
@@ -94,8 +102,8 @@ async def drive(binary, tree, queries, searches, k, start, out):
     out.put(answers)
 
 
-def client(binary, tree, queries, searches, k, start, out):
-    asyncio.run(drive(binary, tree, queries, searches, k, start, out))
+def client(binary, tree, url, queries, searches, k, start, out):
+    asyncio.run(drive(binary, tree, url, queries, searches, k, start, out))
 
 
 def pct(xs, p):
@@ -134,6 +142,7 @@ def main():
     ap.add_argument("--sample", type=int, default=24)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--embedder", default="minilm-int")
+    ap.add_argument("--http", action="store_true")
     args = ap.parse_args()
     binary = os.path.abspath(args.cfs)
     work = tempfile.mkdtemp(prefix="cfs-mcp-load-")
@@ -146,9 +155,15 @@ def main():
     files = text_files(tree, 20)
     queries = queries_of(tree, files, 200)
 
+    server, url = None, None
+    if args.http:
+        server = subprocess.Popen([binary, "serve", "--mcp", tree, "--http", "127.0.0.1:0"],
+                                  stderr=subprocess.PIPE, text=True)
+        url = re.search(r"http://\S+/mcp", server.stderr.readline()).group(0)
     start, out = mp.Event(), mp.Queue()
-    procs = [mp.Process(target=client, args=(binary, tree, queries, args.searches, args.k,
-                                             start, out)) for _ in range(args.clients)]
+    procs = [mp.Process(target=client, args=(binary, tree, url, queries, args.searches,
+                                             args.k, start, out))
+             for _ in range(args.clients)]
     for p in procs:
         p.start()
     time.sleep(3)  # servers up and warmed (each waits on `start` after its first search)
@@ -163,6 +178,9 @@ def main():
     for p in procs:
         p.join()
     wall_s = time.perf_counter() - t0
+    if server:
+        server.send_signal(2)
+        server.wait(timeout=30)
 
     flat = [a for r in results for a in r]
     committed = set(roots)
@@ -173,6 +191,7 @@ def main():
         "chunks": chunks,
         "embedder": args.embedder,
         "clients": args.clients,
+        "transport": "http" if args.http else "stdio",
         "searches_per_client": args.searches,
         "p50_ms": pct([a[0] for a in flat], 50),
         "p99_ms": pct([a[0] for a in flat], 99),

@@ -87,28 +87,18 @@ impl Client {
         }
     }
 
-    /// The entry that starts the server: `command` with `args` on standard input and
-    /// output (VS Code and Claude Code name the transport; the others assume it).
-    fn entry<'a>(self, command: &'a str, args: &'a [String]) -> Entry<'a> {
-        let transport = match self {
-            Client::ClaudeCode | Client::Vscode => Some("stdio"),
-            Client::Cursor | Client::ClaudeDesktop => None,
-        };
-        Entry {
-            transport,
-            command,
-            args,
+    /// The members of the entry that starts the server: `command` with `args` on
+    /// standard input and output (VS Code and Claude Code name the transport; the
+    /// others assume it), in the order clients show them.
+    fn entry(self, command: &str, args: &[String]) -> Vec<(&'static str, Value)> {
+        let mut members = Vec::new();
+        if matches!(self, Client::ClaudeCode | Client::Vscode) {
+            members.push(("type", Value::from("stdio")));
         }
+        members.push(("command", Value::from(command)));
+        members.push(("args", Value::from(args.to_vec())));
+        members
     }
-}
-
-/// A server's entry in a client's file, its members in the order clients show them.
-#[derive(Serialize)]
-struct Entry<'a> {
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    transport: Option<&'static str>,
-    command: &'a str,
-    args: &'a [String],
 }
 
 /// Claude Desktop's file: under Application Support on macOS, `%APPDATA%` on Windows,
@@ -136,28 +126,29 @@ fn desktop_file() -> anyhow::Result<PathBuf> {
 pub fn run(args: &ConnectArgs) -> anyhow::Result<ExitCode> {
     let tree = tree_root(args.path.as_deref())?;
     let store = absolute_store(&tree_store(&tree, args.common.store.as_deref()))?;
-    let file = args.client.file(&tree)?;
+    let file = through_link(args.client.file(&tree)?)?;
     let name = match (&args.name, args.client) {
         (Some(name), _) => name.clone(),
         (None, Client::ClaudeDesktop) => format!("cfs-{}", folder_name(&tree)),
         (None, _) => "cfs".into(),
     };
-    let command = std::env::current_exe()
-        .and_then(|p| p.canonicalize())
-        .context("cannot find the cfs executable's path")?
-        .to_string_lossy()
-        .into_owned();
+    let command = executable()?;
     let mut server_args: Vec<String> = vec!["serve".into(), "--mcp".into()];
-    server_args.push(tree.to_string_lossy().into_owned());
+    server_args.push(utf8(&tree)?.to_owned());
     server_args.push("--watch".into());
     if args.common.store.is_some() {
         server_args.push("--store".into());
-        server_args.push(store.to_string_lossy().into_owned());
+        server_args.push(utf8(&store)?.to_owned());
     }
-    let entry = args.client.entry(&command, &server_args);
     let edit = match args.remove {
         true => Edit::Remove,
-        false => Edit::Put(serde_json::to_string_pretty(&entry)?),
+        false => Edit::Put {
+            members: args.client.entry(&command, &server_args),
+            // Claude Desktop's file serves every folder: a default name that already
+            // serves another folder is not taken over.
+            tree: (args.name.is_none() && args.client == Client::ClaudeDesktop)
+                .then(|| server_args[2].clone()),
+        },
     };
     let action = edit_file(&file, args.client.servers_key(), &name, edit)?;
     let report = ConnectReport {
@@ -172,6 +163,46 @@ pub fn run(args: &ConnectArgs) -> anyhow::Result<ExitCode> {
         store_exists: store.is_file(),
     };
     emit(&report, args.common.json)
+}
+
+/// The path of this cfs as the user ran it, where that names this same file (a link on
+/// PATH, as a package manager makes, outlives the versioned file it points at), else
+/// the running executable's.
+fn executable() -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("cannot find the cfs executable's path")?;
+    let invoked = std::env::args_os().next().map(PathBuf::from);
+    let named = invoked.and_then(|a| match a.components().count() > 1 {
+        true => std::path::absolute(&a).ok(),
+        false => std::env::var_os("PATH").and_then(|dirs| {
+            std::env::split_paths(&dirs)
+                .map(|d| d.join(&a))
+                .find(|p| p.is_file())
+        }),
+    });
+    let same = |p: &PathBuf| p.canonicalize().ok() == exe.canonicalize().ok();
+    Ok(utf8(&named.filter(same).unwrap_or(exe))?.to_owned())
+}
+
+/// A path as text, for a JSON file: one that is not UTF-8 is refused rather than
+/// written changed.
+fn utf8(path: &Path) -> anyhow::Result<&str> {
+    path.to_str().with_context(|| {
+        format!(
+            "{}: not UTF-8, so a client's JSON file cannot name it",
+            path.display()
+        )
+    })
+}
+
+/// The file a configuration path names: a link's target, so that the link (a dotfile
+/// manager's) stays a link.
+fn through_link(file: PathBuf) -> anyhow::Result<PathBuf> {
+    match std::fs::symlink_metadata(&file) {
+        Ok(meta) if meta.file_type().is_symlink() => file
+            .canonicalize()
+            .with_context(|| format!("{}: a link to nothing", file.display())),
+        _ => Ok(file),
+    }
 }
 
 /// The store file's absolute path, its folder resolved where it exists (so that
@@ -194,20 +225,57 @@ fn folder_name(tree: &Path) -> String {
         .unwrap_or_else(|| "root".into())
 }
 
-/// What to do with the named entry: put this JSON there, or take it out.
+/// What to do with the named entry: set these members of it (its others kept), or
+/// take it out. With `tree`, an entry that serves another folder is left alone.
 enum Edit {
-    Put(String),
+    Put {
+        members: Vec<(&'static str, Value)>,
+        tree: Option<String>,
+    },
     Remove,
+}
+
+/// A configuration file's text: its byte order mark and line ends, kept for writing it
+/// back, and the JSON between.
+struct Text {
+    bom: bool,
+    crlf: bool,
+    json: String,
+}
+
+impl Text {
+    fn read(file: &Path) -> anyhow::Result<Self> {
+        let text = match std::fs::read_to_string(file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+        };
+        let json = text.strip_prefix('\u{feff}');
+        Ok(Self {
+            bom: json.is_some(),
+            crlf: text.contains("\r\n"),
+            json: json.unwrap_or(&text).to_owned(),
+        })
+    }
+
+    /// `json` written as the file was: its line ends (JSON strings hold no raw line
+    /// break, so every one is layout) and its mark.
+    fn write(&self, file: &Path, json: &str) -> anyhow::Result<()> {
+        let lf = json.replace("\r\n", "\n");
+        let body = if self.crlf {
+            lf.replace('\n', "\r\n")
+        } else {
+            lf
+        };
+        let bom = if self.bom { "\u{feff}" } else { "" };
+        replace_file(file, &format!("{bom}{body}"))
+    }
 }
 
 /// Applies `edit` to the entry `name` of the object `key` of the JSON file `file`;
 /// writes the file only when it changes. Returns what was done.
 fn edit_file(file: &Path, key: &str, name: &str, edit: Edit) -> anyhow::Result<Action> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
-    };
+    let text = Text::read(file)?;
     let not_object = |what: &str| {
         anyhow::anyhow!(
             "{}: {what}; cfs leaves the file as it is (add the entry by hand, or move the \
@@ -215,29 +283,52 @@ fn edit_file(file: &Path, key: &str, name: &str, edit: Edit) -> anyhow::Result<A
             file.display()
         )
     };
-    let mut top = match text.trim().is_empty() {
-        true => Members::default(),
-        false => {
-            Members::parse(&text).map_err(|e| not_object(&format!("not a JSON object ({e})")))?
-        }
+    let object = |raw: &str, what: &str| match raw.trim() {
+        "" | "null" => Ok(Members::default()),
+        raw => Members::parse(raw).map_err(|e| not_object(&format!("{what} ({e})"))),
     };
+    let mut top = object(&text.json, "not a JSON object")?;
     let mut servers = match top.get(key) {
-        Some(raw) => Members::parse(raw.get())
-            .map_err(|e| not_object(&format!("its {key:?} is not an object ({e})")))?,
+        Some(raw) => object(raw.get(), &format!("its {key:?} is not an object"))?,
         None => Members::default(),
     };
     let action = match edit {
-        Edit::Put(entry) => {
-            let value = |text: &str| serde_json::from_str::<Value>(text).ok();
-            let current = servers.get(name).map(|raw| value(raw.get()));
-            match current {
-                Some(Some(v)) if value(&entry).as_ref() == Some(&v) => Action::Unchanged,
-                found => {
-                    servers.set(name, indented(&entry, 2)?);
-                    match found {
-                        Some(_) => Action::Updated,
-                        None => Action::Added,
-                    }
+        Edit::Put { members, tree } => {
+            let current = match servers.get(name) {
+                Some(raw) => Some(object(
+                    raw.get(),
+                    &format!("its entry {name:?} is not an object"),
+                )?),
+                None => None,
+            };
+            if let (Some(current), Some(tree)) = (&current, &tree) {
+                let serves = current
+                    .get("args")
+                    .and_then(|a| serde_json::from_str::<Vec<Value>>(a.get()).ok());
+                let other = serves
+                    .as_ref()
+                    .and_then(|a| a.get(2))
+                    .and_then(Value::as_str);
+                if other.is_some_and(|other| other != tree) {
+                    anyhow::bail!(
+                        "{}: {name:?} already serves {}; pass --name to add this folder beside it",
+                        file.display(),
+                        other.unwrap_or_default()
+                    );
+                }
+            }
+            let added = current.is_none();
+            let mut entry = current.unwrap_or_default();
+            let changed = entry.put(members)?;
+            match (added, changed) {
+                (_, false) => Action::Unchanged,
+                (true, true) => {
+                    servers.set(name, entry.to_raw(2)?);
+                    Action::Added
+                }
+                (false, true) => {
+                    servers.set(name, entry.to_raw(2)?);
+                    Action::Updated
                 }
             }
         }
@@ -248,7 +339,7 @@ fn edit_file(file: &Path, key: &str, name: &str, edit: Edit) -> anyhow::Result<A
     };
     if matches!(action, Action::Added | Action::Updated | Action::Removed) {
         top.set(key, servers.to_raw(1)?);
-        replace_file(file, &top.to_text(0))?;
+        text.write(file, &top.to_text(0))?;
     }
     Ok(action)
 }
@@ -298,6 +389,22 @@ impl Members {
             Some(member) => member.1 = value,
             None => self.0.push((key.to_owned(), value)),
         }
+    }
+
+    /// Sets each of `members` that differs from its value here (each value pretty and
+    /// indented for an entry's place); whether any did.
+    fn put(&mut self, members: Vec<(&'static str, Value)>) -> anyhow::Result<bool> {
+        let mut changed = false;
+        for (key, value) in members {
+            let now = self
+                .get(key)
+                .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+            if now.as_ref() != Some(&value) {
+                self.set(key, indented(&serde_json::to_string_pretty(&value)?, 3)?);
+                changed = true;
+            }
+        }
+        Ok(changed)
     }
 
     fn remove(&mut self, key: &str) -> bool {
@@ -362,23 +469,22 @@ impl<'de> serde::Deserialize<'de> for Ordered {
     }
 }
 
-/// Writes `text` to `file` through a new file beside it renamed over it, so that a
-/// reader sees the old file or the new one; makes the file's folder if needed.
+/// Writes `text` to `file` through a new file beside it (made with a name of its own)
+/// renamed over it, so that a reader sees the old file or the new one; the new file
+/// takes the old one's permissions (a file holding tokens stays private). Makes the
+/// file's folder if needed.
 fn replace_file(file: &Path, text: &str) -> anyhow::Result<()> {
     let dir = file.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("cannot make {}", dir.display()))?;
-    let name = file.file_name().unwrap_or_default().to_string_lossy();
-    let new = dir.join(format!(".{name}.cfs-new"));
-    let write = || -> std::io::Result<()> {
-        let mut out = std::fs::File::create(&new)?;
-        out.write_all(text.as_bytes())?;
-        out.sync_all()?;
-        std::fs::rename(&new, file)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&new);
-        anyhow::anyhow!("cannot write {}: {e}", file.display())
-    })
+    let failed = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", file.display());
+    let mut new = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
+    new.write_all(text.as_bytes()).map_err(failed)?;
+    new.as_file().sync_all().map_err(failed)?;
+    if let Ok(old) = std::fs::metadata(file) {
+        std::fs::set_permissions(new.path(), old.permissions()).map_err(failed)?;
+    }
+    new.persist(file).map_err(|e| failed(e.error))?;
+    Ok(())
 }
 
 /// What `cfs connect` answers.

@@ -12,13 +12,9 @@ fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// The cfs executable as the entry names it.
+/// The cfs executable as the entry names it: as it was run.
 fn exe() -> String {
-    Path::new(env!("CARGO_BIN_EXE_cfs"))
-        .canonicalize()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned()
+    env!("CARGO_BIN_EXE_cfs").to_owned()
 }
 
 #[test]
@@ -84,18 +80,36 @@ fn connect_writes_each_clients_own_shape() {
     let v = json(&tree.join(".vscode/mcp.json"));
     assert_eq!(v["servers"]["cfs"]["type"], "stdio", "{v}");
     assert!(v.get("mcpServers").is_none());
-    // Claude Desktop's file is the user's; its entry is named after the folder.
+    // Claude Desktop's file is the user's (here, in the test's folder on every system);
+    // its entry is named after the folder.
     let config = dir.path().join("config");
-    let (code, _, err) = cfs_env(
-        &tree,
-        &[("XDG_CONFIG_HOME", config.to_str().unwrap())],
-        &["connect", "claude-desktop"],
-    );
+    let home = dir.path().join("home");
+    let env = [
+        ("XDG_CONFIG_HOME", config.to_str().unwrap()),
+        ("HOME", home.to_str().unwrap()),
+        ("APPDATA", config.to_str().unwrap()),
+    ];
+    let (code, _, err) = cfs_env(&tree, &env, &["connect", "claude-desktop"]);
+    assert_eq!(code, 0, "{err}");
     if cfg!(target_os = "linux") {
-        assert_eq!(code, 0, "{err}");
         let v = json(&config.join("Claude/claude_desktop_config.json"));
         assert_eq!(v["mcpServers"]["cfs-my-project"]["command"], exe(), "{v}");
     }
+    // Another folder of the same name does not take that entry over.
+    let twin = dir.path().join("elsewhere/my-project");
+    std::fs::create_dir_all(&twin).unwrap();
+    let (code, _, err) = cfs_env(&twin, &env, &["connect", "claude-desktop"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("already serves") && err.contains("--name"),
+        "{err}"
+    );
+    let (code, _, err) = cfs_env(
+        &twin,
+        &env,
+        &["connect", "claude-desktop", "--name", "cfs-twin"],
+    );
+    assert_eq!(code, 0, "{err}");
     // A store kept elsewhere is passed on, absolute.
     let store = dir.path().join("stores/p");
     std::fs::create_dir_all(&store).unwrap();
@@ -128,4 +142,47 @@ fn connect_leaves_a_file_it_cannot_edit_as_it_is() {
         );
         assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     }
+}
+
+#[test]
+fn connect_keeps_what_the_user_added_and_how_the_file_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().canonicalize().unwrap();
+    let real = tree.join("dotfiles/mcp.json");
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    // An entry with a field the user added, CRLF line ends and a byte order mark.
+    let before = "\u{feff}{\r\n  \"mcpServers\": {\r\n    \"cfs\": {\"command\": \"old\", \"env\": {\"A\": \"1\"}}\r\n  }\r\n}\r\n";
+    std::fs::write(&real, before).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::os::unix::fs::symlink(&real, tree.join(".mcp.json")).unwrap();
+    }
+    #[cfg(not(unix))]
+    std::fs::copy(&real, tree.join(".mcp.json")).unwrap();
+    let (code, out, err) = cfs_in(&tree, &["connect", "claude-code", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"action\": \"updated\""), "{out}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let link = std::fs::symlink_metadata(tree.join(".mcp.json")).unwrap();
+        assert!(link.file_type().is_symlink(), "the link stays a link");
+        let mode = std::fs::metadata(&real).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the file stays private");
+    }
+    let file = if cfg!(unix) {
+        real
+    } else {
+        tree.join(".mcp.json")
+    };
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with('\u{feff}'), "{text:?}");
+    assert!(!text.replace("\r\n", "").contains('\n'), "{text:?}");
+    let v: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).unwrap();
+    let entry = &v["mcpServers"]["cfs"];
+    assert_eq!(entry["env"]["A"], "1", "{v}");
+    assert_eq!(entry["command"], exe(), "{v}");
+    assert_eq!(entry["type"], "stdio", "{v}");
 }
