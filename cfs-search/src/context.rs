@@ -167,6 +167,11 @@ pub(crate) fn pack(snap: &Snapshot, files: &[RankedFile], budget: u32) -> Result
         left_out,
         ..
     } = packed;
+    let spans = files.iter().flat_map(|f| &f.spans);
+    assert!(
+        used <= budget && spans.map(|s| u64::from(s.tokens)).sum::<u64>() == u64::from(used),
+        "a context's tokens are its spans' and within its budget"
+    );
     Ok(Context {
         root: snap.state_root(),
         budget,
