@@ -47,6 +47,10 @@ enum Client {
     Vscode,
     /// Claude Desktop: the user's `claude_desktop_config.json`.
     ClaudeDesktop,
+    /// Gemini CLI: the project's `.gemini/settings.json`.
+    Gemini,
+    /// Windsurf: the user's `~/.codeium/windsurf/mcp_config.json`.
+    Windsurf,
 }
 
 impl Client {
@@ -56,7 +60,15 @@ impl Client {
             Client::Cursor => "cursor",
             Client::Vscode => "vscode",
             Client::ClaudeDesktop => "claude-desktop",
+            Client::Gemini => "gemini",
+            Client::Windsurf => "windsurf",
         }
+    }
+
+    /// Whether its file is the user's, serving every folder (so an entry is named after
+    /// its folder, and one serving another folder is not taken over).
+    fn users(self) -> bool {
+        matches!(self, Client::ClaudeDesktop | Client::Windsurf)
     }
 
     /// The client as people call it.
@@ -66,6 +78,8 @@ impl Client {
             Client::Cursor => "Cursor",
             Client::Vscode => "VS Code",
             Client::ClaudeDesktop => "Claude Desktop",
+            Client::Gemini => "Gemini CLI",
+            Client::Windsurf => "Windsurf",
         }
     }
 
@@ -76,6 +90,8 @@ impl Client {
             Client::Cursor => tree.join(".cursor").join("mcp.json"),
             Client::Vscode => tree.join(".vscode").join("mcp.json"),
             Client::ClaudeDesktop => desktop_file()?,
+            Client::Gemini => tree.join(".gemini").join("settings.json"),
+            Client::Windsurf => home()?.join(".codeium/windsurf/mcp_config.json"),
         })
     }
 
@@ -101,15 +117,23 @@ impl Client {
     }
 }
 
+/// An environment variable's path, when it is set and not empty.
+fn var(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The user's home folder (`HOME`, or `USERPROFILE` on Windows).
+fn home() -> anyhow::Result<PathBuf> {
+    var("HOME")
+        .or_else(|| var("USERPROFILE"))
+        .context("HOME is not set: cannot find the user's configuration files")
+}
+
 /// Claude Desktop's file: under Application Support on macOS, `%APPDATA%` on Windows,
 /// and `$XDG_CONFIG_HOME` (or `~/.config`) elsewhere.
 fn desktop_file() -> anyhow::Result<PathBuf> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let home = || var("HOME").context("HOME is not set: cannot find Claude Desktop's file");
     let dir = if cfg!(target_os = "macos") {
         home()?.join("Library/Application Support")
     } else if cfg!(windows) {
@@ -127,10 +151,10 @@ pub fn run(args: &ConnectArgs) -> anyhow::Result<ExitCode> {
     let tree = tree_root(args.path.as_deref())?;
     let store = absolute_store(&tree_store(&tree, args.common.store.as_deref()))?;
     let file = through_link(args.client.file(&tree)?)?;
-    let name = match (&args.name, args.client) {
+    let name = match (&args.name, args.client.users()) {
         (Some(name), _) => name.clone(),
-        (None, Client::ClaudeDesktop) => format!("cfs-{}", folder_name(&tree)),
-        (None, _) => "cfs".into(),
+        (None, true) => format!("cfs-{}", folder_name(&tree)),
+        (None, false) => "cfs".into(),
     };
     let command = executable()?;
     let mut server_args: Vec<String> = vec!["serve".into(), "--mcp".into()];
@@ -144,10 +168,9 @@ pub fn run(args: &ConnectArgs) -> anyhow::Result<ExitCode> {
         true => Edit::Remove,
         false => Edit::Put {
             members: args.client.entry(&command, &server_args),
-            // Claude Desktop's file serves every folder: a default name that already
-            // serves another folder is not taken over.
-            tree: (args.name.is_none() && args.client == Client::ClaudeDesktop)
-                .then(|| server_args[2].clone()),
+            // A user's file serves every folder: a default name that already serves
+            // another folder is not taken over.
+            tree: (args.name.is_none() && args.client.users()).then(|| server_args[2].clone()),
         },
     };
     let action = edit_file(&file, args.client.servers_key(), &name, edit)?;

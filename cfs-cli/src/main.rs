@@ -80,8 +80,8 @@ enum Command {
     /// collections); `--watch` keeps the store in step with the folder meanwhile.
     Serve(serve::ServeArgs),
     /// Register the folder's MCP server with a coding agent (claude-code, cursor,
-    /// vscode, claude-desktop) by adding it to the agent's configuration file;
-    /// `--remove` takes it out.
+    /// vscode, claude-desktop, gemini, windsurf) by adding it to the agent's
+    /// configuration file; `--remove` takes it out.
     Connect(connect_cmd::ConnectArgs),
     /// Rebuild the runtime search index from the committed state and check that it
     /// agrees with it.

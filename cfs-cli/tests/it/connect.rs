@@ -95,6 +95,15 @@ fn connect_writes_each_clients_own_shape() {
         let v = json(&config.join("Claude/claude_desktop_config.json"));
         assert_eq!(v["mcpServers"]["cfs-my-project"]["command"], exe(), "{v}");
     }
+    // Gemini CLI's project settings; Windsurf's file is the user's, as Claude Desktop's.
+    assert_eq!(cfs_in(&tree, &["connect", "gemini"]).0, 0);
+    let v = json(&tree.join(".gemini/settings.json"));
+    assert_eq!(v["mcpServers"]["cfs"]["command"], exe(), "{v}");
+    assert!(v["mcpServers"]["cfs"].get("type").is_none(), "{v}");
+    let (code, _, err) = cfs_env(&tree, &env, &["connect", "windsurf"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&home.join(".codeium/windsurf/mcp_config.json"));
+    assert_eq!(v["mcpServers"]["cfs-my-project"]["command"], exe(), "{v}");
     // Another folder of the same name does not take that entry over.
     let twin = dir.path().join("elsewhere/my-project");
     std::fs::create_dir_all(&twin).unwrap();
