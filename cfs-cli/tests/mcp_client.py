@@ -12,6 +12,7 @@ closing 'N passed, N failed'; exits 1 on any failure.
 
 import asyncio
 import json
+import logging
 import os
 import re
 import shutil
@@ -263,6 +264,16 @@ async def over_http(tmp):
                 answer, err, text = await call(session, "search", query=query, k=1)
                 return init.server_info.name, (answer["results"][0]["path"] if not err else text)
 
+    # The client warns when a session's end is not answered as a DELETE done.
+    warned = []
+
+    class Catch(logging.Handler):
+        def emit(self, record):
+            if "Session termination failed" in record.getMessage():
+                warned.append(record.getMessage())
+
+    catch = Catch()
+    logging.getLogger("mcp").addHandler(catch)
     both = await asyncio.gather(one("parse config"), one("platypus"))
     check("http: two sessions at once", both == [("cfs", "src/lib.rs"), ("cfs", "guide.md")],
           both)
@@ -272,6 +283,8 @@ async def over_http(tmp):
             ctx, err, text = await call(session, "context", query="parse config", tokens=300)
             check("http: context", not err and ctx["files"][0]["path"] == "src/lib.rs"
                   and text.startswith("src/lib.rs:"), text)
+    logging.getLogger("mcp").removeHandler(catch)
+    check("http: sessions end as a DELETE done", not warned, warned)
     check("http: a plain request is answered", raw_post(port, {}) == 200)
     check("http: a foreign Host is refused", raw_post(port, {"Host": "evil.example"}) >= 400)
     check("http: a web page's Origin is refused",

@@ -14,7 +14,7 @@ use anyhow::{Context, bail};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response, StatusCode};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -123,8 +123,16 @@ where
     S: rmcp::ServerHandler + Send + 'static,
 {
     if req.uri().path() == PATH {
+        let ends_session = req.method() == Method::DELETE;
         let mut mcp = mcp;
-        return mcp.call(req).await;
+        let mut response = mcp.call(req).await?;
+        // The library accepts a session's end with 202; the official clients expect the
+        // 200 or 204 of a DELETE done (and warn otherwise). The session is ended either way.
+        if ends_session && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            *response.body_mut() = Full::new(Bytes::new()).boxed();
+        }
+        return Ok(response);
     }
     let body = Full::new(Bytes::from_static(b"cfs serves MCP at /mcp\n")).boxed();
     let mut response = Response::new(body);
