@@ -18,6 +18,8 @@ use crate::locate::{STORE_DIR, tree_store};
 use crate::open::{Common, tree_root};
 use crate::report::{Report, emit};
 
+mod toml_file;
+
 #[derive(Debug, clap::Args)]
 pub struct ConnectArgs {
     /// The agent whose configuration file to edit.
@@ -51,6 +53,8 @@ enum Client {
     Gemini,
     /// Windsurf: the user's `~/.codeium/windsurf/mcp_config.json`.
     Windsurf,
+    /// Codex: the user's `~/.codex/config.toml` (`$CODEX_HOME/config.toml`).
+    Codex,
 }
 
 impl Client {
@@ -62,13 +66,17 @@ impl Client {
             Client::ClaudeDesktop => "claude-desktop",
             Client::Gemini => "gemini",
             Client::Windsurf => "windsurf",
+            Client::Codex => "codex",
         }
     }
 
     /// Whether its file is the user's, serving every folder (so an entry is named after
     /// its folder, and one serving another folder is not taken over).
     fn users(self) -> bool {
-        matches!(self, Client::ClaudeDesktop | Client::Windsurf)
+        matches!(
+            self,
+            Client::ClaudeDesktop | Client::Windsurf | Client::Codex
+        )
     }
 
     /// The client as people call it.
@@ -80,6 +88,7 @@ impl Client {
             Client::ClaudeDesktop => "Claude Desktop",
             Client::Gemini => "Gemini CLI",
             Client::Windsurf => "Windsurf",
+            Client::Codex => "Codex",
         }
     }
 
@@ -92,6 +101,10 @@ impl Client {
             Client::ClaudeDesktop => desktop_file()?,
             Client::Gemini => tree.join(".gemini").join("settings.json"),
             Client::Windsurf => home()?.join(".codeium/windsurf/mcp_config.json"),
+            Client::Codex => match var("CODEX_HOME") {
+                Some(dir) => dir.join("config.toml"),
+                None => home()?.join(".codex").join("config.toml"),
+            },
         })
     }
 
@@ -99,6 +112,7 @@ impl Client {
     fn servers_key(self) -> &'static str {
         match self {
             Client::Vscode => "servers",
+            Client::Codex => "mcp_servers",
             _ => "mcpServers",
         }
     }
@@ -173,7 +187,11 @@ pub fn run(args: &ConnectArgs) -> anyhow::Result<ExitCode> {
             tree: (args.name.is_none() && args.client.users()).then(|| server_args[2].clone()),
         },
     };
-    let action = edit_file(&file, args.client.servers_key(), &name, edit)?;
+    let key = args.client.servers_key();
+    let action = match args.client {
+        Client::Codex => toml_file::edit(&file, key, &name, edit)?,
+        _ => edit_file(&file, key, &name, edit)?,
+    };
     let report = ConnectReport {
         client: args.client.name(),
         title: args.client.title(),
@@ -240,17 +258,27 @@ fn absolute_store(store: &Path) -> anyhow::Result<PathBuf> {
     Ok(canonical.unwrap_or(store))
 }
 
-/// The last part of a folder's path, for a server's name.
+/// The last part of a folder's path, for a server's name: letters, digits, `_` and
+/// `-` kept, anything else `-` (some clients take no other character in a name).
 fn folder_name(tree: &Path) -> String {
-    tree.file_name()
+    let name = tree
+        .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .filter(|n| !n.is_empty() && n != STORE_DIR)
-        .unwrap_or_else(|| "root".into())
+        .unwrap_or_else(|| "root".into());
+    name.chars()
+        .map(
+            |c| match c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                true => c,
+                false => '-',
+            },
+        )
+        .collect()
 }
 
 /// What to do with the named entry: set these members of it (its others kept), or
 /// take it out. With `tree`, an entry that serves another folder is left alone.
-enum Edit {
+pub(crate) enum Edit {
     Put {
         members: Vec<(&'static str, Value)>,
         tree: Option<String>,
@@ -260,14 +288,14 @@ enum Edit {
 
 /// A configuration file's text: its byte order mark and line ends, kept for writing it
 /// back, and the JSON between.
-struct Text {
+pub(crate) struct Text {
     bom: bool,
     crlf: bool,
     json: String,
 }
 
 impl Text {
-    fn read(file: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn read(file: &Path) -> anyhow::Result<Self> {
         let text = match std::fs::read_to_string(file) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -283,7 +311,7 @@ impl Text {
 
     /// `json` written as the file was: its line ends (JSON strings hold no raw line
     /// break, so every one is layout) and its mark.
-    fn write(&self, file: &Path, json: &str) -> anyhow::Result<()> {
+    pub(crate) fn write(&self, file: &Path, json: &str) -> anyhow::Result<()> {
         let lf = json.replace("\r\n", "\n");
         let body = if self.crlf {
             lf.replace('\n', "\r\n")
@@ -370,7 +398,7 @@ fn edit_file(file: &Path, key: &str, name: &str, edit: Edit) -> anyhow::Result<A
 /// What `cfs connect` did to the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-enum Action {
+pub(crate) enum Action {
     /// The entry was not there and is now.
     Added,
     /// The entry was there with other values and now has these.

@@ -80,7 +80,7 @@ enum Command {
     /// collections); `--watch` keeps the store in step with the folder meanwhile.
     Serve(serve::ServeArgs),
     /// Register the folder's MCP server with a coding agent (claude-code, cursor,
-    /// vscode, claude-desktop, gemini, windsurf) by adding it to the agent's
+    /// vscode, claude-desktop, gemini, windsurf, codex) by adding it to the agent's
     /// configuration file; `--remove` takes it out.
     Connect(connect_cmd::ConnectArgs),
     /// Rebuild the runtime search index from the committed state and check that it

@@ -195,3 +195,42 @@ fn connect_keeps_what_the_user_added_and_how_the_file_is_kept() {
     assert_eq!(entry["command"], exe(), "{v}");
     assert_eq!(entry["type"], "stdio", "{v}");
 }
+
+#[test]
+fn connect_edits_codex_toml_keeping_its_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("lazy.nvim");
+    let codex = dir.path().join("codex");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::create_dir_all(&codex).unwrap();
+    let before = "# mine\nmodel = \"o4\"\n\n[mcp_servers.other]\ncommand = \"x\" # keep\n";
+    std::fs::write(codex.join("config.toml"), before).unwrap();
+    let env = [("CODEX_HOME", codex.to_str().unwrap())];
+    let (code, out, err) = cfs_env(&tree, &env, &["connect", "codex", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"name\": \"cfs-lazy-nvim\""), "{out}");
+    let text = std::fs::read_to_string(codex.join("config.toml")).unwrap();
+    assert!(text.starts_with(before), "{text}");
+    let tree = tree.canonicalize().unwrap();
+    let want = format!(
+        "[mcp_servers.cfs-lazy-nvim]\ncommand = \"{}\"\nargs = [\"serve\", \"--mcp\", \"{}\", \"--watch\"]\n",
+        exe(),
+        tree.display()
+    );
+    assert!(text.ends_with(&want), "{text}");
+    let (_, out, _) = cfs_env(&tree, &env, &["connect", "codex", "--json"]);
+    assert!(out.contains("\"action\": \"unchanged\""), "{out}");
+    let (code, _, _) = cfs_env(&tree, &env, &["connect", "codex", "--remove"]);
+    assert_eq!(code, 0);
+    let text = std::fs::read_to_string(codex.join("config.toml")).unwrap();
+    assert_eq!(text.trim_end(), before.trim_end());
+    // Not TOML: left as it is.
+    std::fs::write(codex.join("config.toml"), "[[[").unwrap();
+    let (code, _, err) = cfs_env(&tree, &env, &["connect", "codex"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not TOML"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(codex.join("config.toml")).unwrap(),
+        "[[["
+    );
+}
