@@ -68,7 +68,10 @@ pub struct ContextReport {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
-struct ContextFileJson {
+pub(crate) struct ContextFileJson {
+    /// The repository, in a context of a database's repositories.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repo: Option<String>,
     path: String,
     role: &'static str,
     language: Option<String>,
@@ -107,22 +110,31 @@ impl ContextReport {
     /// answers as structured content and as its text block, so that the text reaches
     /// the model once.
     pub(crate) fn split_text(mut self) -> (Self, String) {
-        for span in self.files.iter_mut().flat_map(|f| &mut f.spans) {
-            span.text = None;
-        }
+        self.files = self.files.into_iter().map(ContextFileJson::cited).collect();
         let text = self.text.take().unwrap_or_default();
         (self, text)
     }
 }
 
 impl ContextFileJson {
-    fn of(f: &ContextFile) -> Self {
+    pub(crate) fn of(f: &ContextFile) -> Self {
         Self {
+            repo: f.repo.clone(),
             path: f.path.clone(),
             role: f.role.name(),
             language: f.language.clone(),
             spans: f.spans.iter().map(SpanJson::of).collect(),
         }
+    }
+}
+
+impl ContextFileJson {
+    /// The file without its spans' texts (an MCP answer's structured part).
+    pub(crate) fn cited(mut self) -> Self {
+        for span in &mut self.spans {
+            span.text = None;
+        }
+        self
     }
 }
 

@@ -119,6 +119,23 @@ async def checks(session, url, api, web):
     _, err, text = await call(session, "search", query=query, k=0)
     check("a bad k is an error", err and "k must be" in text, text)
 
+    ctx, err, text = await call(session, "context", query=query, tokens=300)
+    check("context answers from both repositories", not err
+          and {f["repo"] for f in ctx["files"]} == {"api", "web"}
+          and 0 < ctx["tokens"] <= 300 and "text" not in ctx, text)
+    check("context cites REPO/PATH:LINES", not err
+          and text.split("\n")[0].split("/")[0] in ("api", "web"), text)
+    # One repository's context from the database is its store's, cited under its name.
+    one, err, text = await call(session, "context", query=query, tokens=300, repos=["api"])
+    local = cfs("context", query, "--tokens", "300", "--json", cwd=api)
+    spans = lambda files: [(f["path"], s["start_line"], s["end_line"], s["chunk_ids"])
+                           for f in files for s in f["spans"]]
+    check("a repository's context is its store's", not err
+          and spans(one["files"]) == spans(local["files"])
+          and text.replace("api/", "") == local["text"], (one, local))
+    _, err, text = await call(session, "context", query=query, tokens=10)
+    check("a bad budget is an error", err and "budget" in text, text)
+
 
 async def main():
     primary = sys.argv[2]

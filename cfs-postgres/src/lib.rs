@@ -22,6 +22,7 @@
 //! ```
 
 mod content;
+mod context;
 mod db;
 mod error;
 mod filter_sql;
@@ -37,6 +38,7 @@ mod status;
 mod tls;
 mod verify;
 
+pub use context::{DbContext, context};
 pub use db::Database;
 pub use error::{DbError, Result};
 pub use gc::{GcReport, gc};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use cfs_core::{ChunkId, DocumentId, StateRoot};
 use cfs_ingest::Embedder;
 use cfs_search::{
-    Analysis, ChunkMeta, ExternalLists, FileText, Found, Hit, Mode, Query, QueryTerm,
+    Analysis, ChunkMeta, ExternalLists, FileText, Found, Hit, Mode, Query, QueryTerm, RankedFile,
     SEARCH_ROWS_VERSION, analyze, chunk_list, definition_found, file_text_score_of, lookup_terms,
     tokens,
 };
@@ -74,12 +74,12 @@ pub struct DbSearchReport {
 }
 
 /// A repository's head and BM25 totals, as the snapshot read them.
-struct Repo {
-    id: i32,
-    name: String,
+pub(crate) struct Repo {
+    pub(crate) id: i32,
+    pub(crate) name: String,
     model_id: String,
-    root: StateRoot,
-    sequence: u64,
+    pub(crate) root: StateRoot,
+    pub(crate) sequence: u64,
     chunks: u64,
     tokens: u64,
     /// The version of the rules its search rows were derived by.
@@ -96,46 +96,9 @@ pub fn search(
     options: &DbSearchOptions,
 ) -> Result<DbSearchReport> {
     let (name, mut tx) = schema::read_snapshot(db)?;
-    let standby: bool = tx
-        .query_one("SELECT pg_is_in_recovery()", &[])
-        .map_err(sql_error(&name, "ask whether it is a standby"))?
-        .get(0);
-    let repos = repos(&mut tx, &name, &options.repos)?;
-    let filter = FilterSql::new(&query.filter)?;
-    let ids: Vec<i32> = repos.iter().map(|r| r.id).collect();
-    let terms = posting_terms(query, &analyze(&query.text));
-    let mut postings = postings::read(&mut tx, &name, &ids, &terms)?;
-    let mut pending = Vec::with_capacity(repos.len());
-    for repo in &repos {
-        if repo.model_id != embedder.model_id() && query.mode != Mode::Text {
-            return Err(DbError::Store(StoreError::ModelMismatch {
-                store: format!("repository {:?}'s {}", repo.name, repo.model_id),
-                embedder: embedder.model_id().to_owned(),
-            }));
-        }
-        let mut r = RepoSearch {
-            tx: &mut tx,
-            name: &name,
-            repo,
-            filter: &filter,
-            postings: terms
-                .iter()
-                .filter_map(|t| Some((t.clone(), postings.remove(&(repo.id, t.clone()))?)))
-                .collect(),
-        };
-        pending.push(r.lists(query, embedder)?);
-    }
-    vector_lists(
-        &mut tx,
-        (&name, &filter),
-        &repos,
-        query,
-        embedder,
-        &mut pending,
-    )?;
-    let ids = pending.iter().flat_map(|p| p.ids().map(|id| (p.repo, id)));
-    let metas = resolve::chunks(&mut tx, &name, ids.collect())?;
-    let ranked = rank_all(&mut tx, &name, query, pending, &metas)?;
+    let standby = is_standby(&mut tx, &name)?;
+    let (repos, ranked) = rank_repos(&mut tx, (&name, &options.repos), query, embedder, false)?;
+    let ranked = ranked.into_iter().map(|files| chunk_list(files, query.k));
     let mut best: Vec<(u64, usize, usize, cfs_search::RankedChunk)> = Vec::new();
     for (place, chunks) in ranked.into_iter().enumerate() {
         let chunks = chunks.into_iter().enumerate();
@@ -180,16 +143,71 @@ pub fn search(
     Ok(DbSearchReport {
         database: name,
         standby,
-        repos: repos
-            .into_iter()
-            .map(|r| SearchedRepo {
-                name: r.name,
-                root: r.root,
-                sequence: r.sequence,
-            })
-            .collect(),
+        repos: repos.into_iter().map(SearchedRepo::from).collect(),
         hits,
     })
+}
+
+/// Whether the database of the snapshot `tx` is a standby.
+pub(crate) fn is_standby(tx: &mut Transaction<'_>, name: &str) -> Result<bool> {
+    Ok(tx
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .map_err(sql_error(name, "ask whether it is a standby"))?
+        .get(0))
+}
+
+impl From<Repo> for SearchedRepo {
+    fn from(r: Repo) -> Self {
+        Self {
+            name: r.name,
+            root: r.root,
+            sequence: r.sequence,
+        }
+    }
+}
+
+/// The repositories `names` (every one when empty) of the database `name`, each ranked
+/// for `query` in the snapshot `tx` as a local search of its store ranks it: its
+/// files, best first, from lists as deep as a chunk answer takes them or, with
+/// `files`, a file answer.
+pub(crate) fn rank_repos(
+    tx: &mut Transaction<'_>,
+    (name, names): (&str, &[String]),
+    query: &Query,
+    embedder: &dyn Embedder,
+    files: bool,
+) -> Result<(Vec<Repo>, Vec<Vec<RankedFile>>)> {
+    let repos = repos(tx, name, names)?;
+    let filter = FilterSql::new(&query.filter)?;
+    let ids: Vec<i32> = repos.iter().map(|r| r.id).collect();
+    let terms = posting_terms(query, &analyze(&query.text));
+    let mut postings = postings::read(tx, name, &ids, &terms)?;
+    let mut pending = Vec::with_capacity(repos.len());
+    for repo in &repos {
+        if repo.model_id != embedder.model_id() && query.mode != Mode::Text {
+            return Err(DbError::Store(StoreError::ModelMismatch {
+                store: format!("repository {:?}'s {}", repo.name, repo.model_id),
+                embedder: embedder.model_id().to_owned(),
+            }));
+        }
+        let mut r = RepoSearch {
+            tx,
+            name,
+            repo,
+            filter: &filter,
+            depth: cfs_search::list_depth(query, files),
+            postings: terms
+                .iter()
+                .filter_map(|t| Some((t.clone(), postings.remove(&(repo.id, t.clone()))?)))
+                .collect(),
+        };
+        pending.push(r.lists(query, embedder)?);
+    }
+    vector_lists(tx, (name, &filter), &repos, query, embedder, &mut pending)?;
+    let ids = pending.iter().flat_map(|p| p.ids().map(|id| (p.repo, id)));
+    let metas = resolve::chunks(tx, name, ids.collect())?;
+    let ranked = rank_all(tx, name, query, pending, &metas)?;
+    Ok((repos, ranked))
 }
 
 /// The embedders of the repositories `names` (every one when empty), distinct and
@@ -286,6 +304,8 @@ struct RepoSearch<'a, 't> {
     filter: &'a FilterSql,
     /// The posting lists of the query's terms in the repository, by term.
     postings: HashMap<String, Vec<Posting>>,
+    /// How deep each list is taken ([`cfs_search::list_depth`]).
+    depth: usize,
 }
 
 /// One repository's lists, found, before their chunks are read.
@@ -348,7 +368,8 @@ fn vector_lists(
         .filter(|p| p.needs_vectors)
         .map(|p| p.repo)
         .collect();
-    let depth = cfs_search::list_depth(query, false);
+    // Every repository's lists are taken equally deep.
+    let depth = pending.iter().map(|p| p.depth).max().unwrap_or(0);
     let fetch = depth * 2 + 50;
     let searched = !q.iter().all(|&x| x == 0) && depth > 0;
     let mut found = match searched {
@@ -370,6 +391,7 @@ fn vector_lists(
             repo,
             filter,
             postings: HashMap::new(),
+            depth,
         };
         let nearest = found.remove(&repo.id).unwrap_or_default();
         p.vector = r.vector_list(&q, depth, nearest, fetch)?;
@@ -377,8 +399,7 @@ fn vector_lists(
     Ok(())
 }
 
-/// Each repository's chunks ranked, its best `query.k` as a chunk list: its lists
-/// resolved by `metas` (by repository and chunk), the definitions scored, the file
+/// Each repository's files ranked, best first: its lists resolved by `metas` (by repository and chunk), the definitions scored, the file
 /// vectors of every repository's candidate documents summed in one statement.
 fn rank_all(
     tx: &mut Transaction<'_>,
@@ -386,7 +407,7 @@ fn rank_all(
     query: &Query,
     pending: Vec<Pending>,
     metas: &HashMap<(i32, ChunkId), Arc<ChunkMeta>>,
-) -> Result<Vec<Vec<cfs_search::RankedChunk>>> {
+) -> Result<Vec<Vec<RankedFile>>> {
     let mut ready: Vec<Ready> = Vec::with_capacity(pending.len());
     for p in pending {
         let mut lists = p.lists;
@@ -417,8 +438,7 @@ fn rank_all(
                     .filter_map(|d| Some((d, sums.remove(&(repo, d))?)))
                     .collect();
             }
-            let files = cfs_search::rank_external(lists, query, &analysis, weight);
-            chunk_list(files, query.k)
+            cfs_search::rank_external(lists, query, &analysis, weight)
         })
         .collect())
 }
@@ -502,7 +522,7 @@ impl RepoSearch<'_, '_> {
         // The vector list is found afterwards, for every repository that needs one at
         // once (vector_lists).
         let analysis = analyze(&query.text);
-        let depth = cfs_search::list_depth(query, false);
+        let depth = self.depth;
         let weight = cfs_search::vector_weight(query, &analysis, embedder);
         let mut lists = ExternalLists::default();
         let mut terms = Vec::new();

@@ -13,6 +13,8 @@
 //! ranking's scores and [`estimate_tokens`]), so the same state and query give the
 //! same bytes.
 
+use std::sync::Arc;
+
 use cfs_core::{ChunkId, StateRoot};
 use cfs_ingest::Role;
 use cfs_store::{Result, StoreError};
@@ -46,6 +48,9 @@ pub struct Context {
 /// A file's part of a context.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContextFile {
+    /// The repository it belongs to, in a context of a database's repositories (its
+    /// spans are then cited `REPO/PATH:LINES`).
+    pub repo: Option<String>,
     /// The first of its document's paths.
     pub path: String,
     /// Its role.
@@ -138,11 +143,48 @@ impl ByteClass {
     }
 }
 
-/// Packs the chunks of `files` (ranked, best first) into a context of at most `budget`
-/// tokens.
-pub(crate) fn pack(snap: &Snapshot, files: &[RankedFile], budget: u32) -> Result<Context> {
+/// Where a context reads what it packs: each chunk's text, and the metadata of a chunk
+/// beside one, to widen it to whole lines (`None`: it is left as it is).
+pub trait ChunkSource {
+    /// The text of a chunk the ranked files hold.
+    fn text(&self, id: &ChunkId) -> Result<String>;
+    /// The metadata of the chunk `id`, a neighbour of a ranked one.
+    fn neighbour(&self, id: &ChunkId) -> Option<Arc<ChunkMeta>>;
+}
+
+impl ChunkSource for Snapshot {
+    fn text(&self, id: &ChunkId) -> Result<String> {
+        text_of(self, id)
+    }
+
+    fn neighbour(&self, id: &ChunkId) -> Option<Arc<ChunkMeta>> {
+        self.chunk(id)
+    }
+}
+
+/// What packing gives before it is a [`Context`]: the files in the order given (those
+/// with no span too), the tokens used and the ranked chunks left out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Packed {
+    pub files: Vec<ContextFile>,
+    pub tokens: u32,
+    pub left_out: usize,
+}
+
+/// Packs the chunks of `files` (ranked, best first; from the repositories `repos`,
+/// one a file, or none for a store) into at most `budget` tokens.
+pub fn pack(
+    source: &dyn ChunkSource,
+    files: &[RankedFile],
+    repos: &[&str],
+    budget: u32,
+) -> Result<Packed> {
+    let mut contexts: Vec<ContextFile> = files.iter().map(ContextFile::of).collect();
+    for (file, repo) in contexts.iter_mut().zip(repos) {
+        file.repo = Some((*repo).to_owned());
+    }
     let mut packed = Packer {
-        files: files.iter().map(ContextFile::of).collect(),
+        files: contexts,
         budget,
         used: 0,
         taken: 0,
@@ -158,7 +200,7 @@ pub(crate) fn pack(snap: &Snapshot, files: &[RankedFile], budget: u32) -> Result
             packed.left_out += 1;
             continue;
         }
-        let span = Span::of(snap, chunk)?;
+        let span = Span::of(source, chunk)?;
         packed.offer(f, span)?;
     }
     let Packer {
@@ -172,13 +214,33 @@ pub(crate) fn pack(snap: &Snapshot, files: &[RankedFile], budget: u32) -> Result
         used <= budget && spans.map(|s| u64::from(s.tokens)).sum::<u64>() == u64::from(used),
         "a context's tokens are its spans' and within its budget"
     );
-    Ok(Context {
-        root: snap.state_root(),
-        budget,
+    Ok(Packed {
+        files,
         tokens: used,
-        files: files.into_iter().filter(|f| !f.spans.is_empty()).collect(),
         left_out,
     })
+}
+
+impl Packed {
+    /// The context of the state `root`, of `budget` tokens: the files with a span.
+    pub fn into_context(self, root: StateRoot, budget: u32) -> Context {
+        Context {
+            root,
+            budget,
+            tokens: self.tokens,
+            files: self
+                .files
+                .into_iter()
+                .filter(|f| !f.spans.is_empty())
+                .collect(),
+            left_out: self.left_out,
+        }
+    }
+
+    /// The packed files as Markdown (see [`Context::render`]).
+    pub fn render(&self) -> String {
+        render(&self.files)
+    }
 }
 
 /// Below this many tokens left, no span is tried: its header alone would not fit.
@@ -253,6 +315,7 @@ impl ContextFile {
             .iter()
             .find_map(|c| c.meta.language.as_deref().map(str::to_owned));
         Self {
+            repo: None,
             path,
             role: best.map_or(Role::Source, |m| m.doc.role),
             language,
@@ -297,9 +360,13 @@ impl ContextFile {
     /// path's control characters escaped), then a fence of more backticks than any run
     /// in the text.
     fn frame(&self, span: &Span) -> (String, String) {
-        let path: String = match self.path.chars().any(char::is_control) {
-            true => self.path.escape_debug().collect(),
-            false => self.path.clone(),
+        let cited = match &self.repo {
+            Some(repo) => format!("{repo}/{}", self.path),
+            None => self.path.clone(),
+        };
+        let path: String = match cited.chars().any(char::is_control) {
+            true => cited.escape_debug().collect(),
+            false => cited,
         };
         let role = match self.role {
             Role::Source => String::new(),
@@ -331,14 +398,19 @@ impl Context {
     /// The context as Markdown: each span a line citing its path and lines, then its
     /// text fenced.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        for file in &self.files {
-            for span in &file.spans {
-                file.render_span(span, &mut out);
-            }
-        }
-        out
+        render(&self.files)
     }
+}
+
+/// Files' spans as Markdown, in order.
+fn render(files: &[ContextFile]) -> String {
+    let mut out = String::new();
+    for file in files {
+        for span in &file.spans {
+            file.render_span(span, &mut out);
+        }
+    }
+    out
 }
 
 /// A chunk a span holds.
@@ -390,9 +462,9 @@ impl Span {
     /// The span of one ranked chunk, made whole lines where its neighbours allow: a
     /// chunk that begins or ends inside a line (a window of a long symbol) takes the
     /// rest of that line from the chunk before or after it, if that chunk holds it.
-    fn of(snap: &Snapshot, chunk: &RankedChunk) -> Result<Self> {
+    fn of(source: &dyn ChunkSource, chunk: &RankedChunk) -> Result<Self> {
         let meta = &chunk.meta;
-        let text = text_of(snap, &meta.id)?;
+        let text = source.text(&meta.id)?;
         let end = meta
             .byte_offset
             .checked_add(text.len() as u64)
@@ -411,10 +483,10 @@ impl Span {
         let order = &meta.doc.chunks;
         let at = meta.sequence as usize;
         if let Some(before) = at.checked_sub(1).and_then(|i| order.get(i)) {
-            span.take_line_start(snap, before)?;
+            span.take_line_start(source, before)?;
         }
         if let Some(after) = order.get(at.saturating_add(1)) {
-            span.take_line_end(snap, after)?;
+            span.take_line_end(source, after)?;
         }
         span.reach = span.end;
         Ok(span)
@@ -422,8 +494,8 @@ impl Span {
 
     /// Prepends the start of the span's first line from chunk `id`, the one before it,
     /// when that chunk holds the line's start.
-    fn take_line_start(&mut self, snap: &Snapshot, id: &ChunkId) -> Result<()> {
-        let Some(meta) = snap.chunk(id) else {
+    fn take_line_start(&mut self, source: &dyn ChunkSource, id: &ChunkId) -> Result<()> {
+        let Some(meta) = source.neighbour(id) else {
             return Ok(());
         };
         let reach = meta.byte_offset.saturating_add(u64::from(meta.byte_length));
@@ -431,7 +503,7 @@ impl Span {
         if !inside || meta.end_line < self.start_line {
             return Ok(());
         }
-        let text = text_of(snap, id)?;
+        let text = source.text(id)?;
         let before = text
             .get(..(self.start - meta.byte_offset) as usize)
             .ok_or_else(|| disagree(id, &self.held[0].id))?;
@@ -445,18 +517,18 @@ impl Span {
 
     /// Appends the end of the span's last line from chunk `id`, the one after it, when
     /// that chunk holds the line's end.
-    fn take_line_end(&mut self, snap: &Snapshot, id: &ChunkId) -> Result<()> {
+    fn take_line_end(&mut self, source: &dyn ChunkSource, id: &ChunkId) -> Result<()> {
         if self.text.ends_with('\n') {
             return Ok(());
         }
-        let Some(meta) = snap.chunk(id) else {
+        let Some(meta) = source.neighbour(id) else {
             return Ok(());
         };
         let reach = meta.byte_offset.saturating_add(u64::from(meta.byte_length));
         if !(meta.byte_offset <= self.end && self.end < reach) {
             return Ok(());
         }
-        let text = text_of(snap, id)?;
+        let text = source.text(id)?;
         let after = text
             .get((self.end - meta.byte_offset) as usize..)
             .ok_or_else(|| disagree(id, &self.held[0].id))?;

@@ -58,7 +58,8 @@ use cfs_ingest::{Embedder, Role};
 
 pub use bm25::{idf, log2_fixed, tf_part};
 pub use context::{
-    Context, ContextFile, MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, Span, estimate_tokens,
+    ChunkSource, Context, ContextFile, MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, Packed, Span,
+    estimate_tokens, pack,
 };
 pub use declared::{
     Declared, KEYWORDS, MAX_DECLARATION_LINE_BYTES, MODIFIERS, STATEMENT_WORDS, declared,
@@ -602,7 +603,7 @@ pub fn context(
         query::check_filter_values(snap, &query.filter)?;
     }
     files.truncate(query.k);
-    context::pack(snap, &files, budget)
+    Ok(pack(snap, &files, &[], budget)?.into_context(snap.state_root(), budget))
 }
 
 /// The files of a query's lists (each `depth` deep), ranked.

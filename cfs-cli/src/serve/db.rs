@@ -12,12 +12,14 @@ use cfs_postgres::{Database, DbSearchOptions};
 use cfs_search::{Filter, Query};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock};
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::answers::query_options;
 use super::tools::blocking;
+use crate::context_cmd::ContextFileJson;
 
 /// What the server holds: the connection, the repositories' embedder, the
 /// repositories served (none: every one).
@@ -108,6 +110,48 @@ pub struct RepoLine {
     pub embedder: String,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DbContextParams {
+    /// What the context is for: a question, a description of behaviour, a name.
+    pub query: String,
+    /// The most tokens the context may take, 64 to 262144 (default 4000; estimated
+    /// from its bytes as `cfs context` does).
+    pub tokens: Option<u32>,
+    /// Files drawn from, across the repositories, 1 to 100 (default 10).
+    pub k: Option<u32>,
+    /// Only these repositories (default: every one served).
+    pub repos: Option<Vec<String>>,
+    /// "hybrid" (default), "text" or "vector".
+    pub mode: Option<String>,
+    /// Only files whose path starts with this.
+    pub path: Option<String>,
+    /// Only code chunks of this language.
+    pub lang: Option<String>,
+    /// Only chunks of this kind: text, section, code or page.
+    pub kind: Option<String>,
+    /// Only files of this role (as search takes it).
+    pub role: Option<String>,
+}
+
+/// What the `context` tool answers besides its text block (the context as Markdown,
+/// each span cited `REPO/PATH:LINES`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DbContextAnswer {
+    /// Whether the database answered as a standby.
+    pub standby: bool,
+    /// The repositories read, each with the state root of the head read.
+    pub heads: Vec<Head>,
+    pub budget: u32,
+    /// The estimated tokens of the text block: at most `budget`.
+    pub tokens: u32,
+    /// Ranked chunks that did not fit.
+    pub left_out: usize,
+    /// The files in the answer's order, each naming its repository, with its spans'
+    /// lines, chunks, symbols and tokens.
+    pub files: Vec<ContextFileJson>,
+}
+
 /// The query `params` ask.
 fn query_of(params: &DbSearchParams) -> Result<Query, String> {
     let (k, mode, role) = query_options(params.k, params.mode.as_deref(), params.role.as_deref())?;
@@ -123,10 +167,9 @@ fn query_of(params: &DbSearchParams) -> Result<Query, String> {
         }))
 }
 
-/// Runs `params` on the database.
-fn search_answer(served: &DbServed, params: DbSearchParams) -> Result<DbSearchAnswer, String> {
-    let query = query_of(&params)?;
-    if params.repos.as_ref().is_some_and(Vec::is_empty) {
+/// The repositories a request names (`None`: every one served), checked.
+fn repos_asked(served: &DbServed, asked: Option<Vec<String>>) -> Result<Vec<String>, String> {
+    if asked.as_ref().is_some_and(Vec::is_empty) {
         // An empty list must not read as "every repository" (the database's default).
         return Err(
             "repos names no repository: name one, or leave repos out for every \
@@ -134,15 +177,21 @@ fn search_answer(served: &DbServed, params: DbSearchParams) -> Result<DbSearchAn
                 .into(),
         );
     }
-    let repos = params.repos.unwrap_or_else(|| served.repos.clone());
+    let repos = asked.unwrap_or_else(|| served.repos.clone());
     if let Some(r) = repos
         .iter()
         .find(|r| !served.repos.is_empty() && !served.repos.contains(r))
     {
         return Err(format!("repository {r:?} is not served here"));
     }
+    Ok(repos)
+}
+
+/// Runs `params` on the database.
+fn search_answer(served: &DbServed, params: DbSearchParams) -> Result<DbSearchAnswer, String> {
+    let query = query_of(&params)?;
     let options = DbSearchOptions {
-        repos,
+        repos: repos_asked(served, params.repos)?,
         check_answers: params.check_answers.unwrap_or(false),
     };
     let mut db = served.db.lock().unwrap_or_else(|e| e.into_inner());
@@ -175,6 +224,50 @@ fn search_answer(served: &DbServed, params: DbSearchParams) -> Result<DbSearchAn
             })
             .collect(),
     })
+}
+
+/// Runs a context request on the database: the answer, and the context as Markdown.
+fn context_answer(
+    served: &DbServed,
+    params: DbContextParams,
+) -> Result<(DbContextAnswer, String), String> {
+    let tokens = params.tokens.unwrap_or(4000);
+    let asked = DbSearchParams {
+        query: params.query,
+        k: params.k,
+        repos: None,
+        mode: params.mode,
+        path: params.path,
+        lang: params.lang,
+        kind: params.kind,
+        role: params.role,
+        check_answers: None,
+    };
+    let query = query_of(&asked)?;
+    let repos = repos_asked(served, params.repos)?;
+    let mut db = served.db.lock().unwrap_or_else(|e| e.into_inner());
+    let found = cfs_postgres::context(&mut db, &query, &*served.embedder, &repos, tokens)
+        .map_err(|e| e.to_string())?;
+    let text = found.packed.render();
+    let files = found.packed.files.iter().filter(|f| !f.spans.is_empty());
+    Ok((
+        DbContextAnswer {
+            standby: found.standby,
+            heads: found
+                .repos
+                .into_iter()
+                .map(|r| Head {
+                    repo: r.name,
+                    root: r.root.to_hex(),
+                })
+                .collect(),
+            budget: found.budget,
+            tokens: found.packed.tokens,
+            left_out: found.packed.left_out,
+            files: files.map(|f| ContextFileJson::of(f).cited()).collect(),
+        },
+        text,
+    ))
 }
 
 /// The repositories served and their heads.
@@ -227,6 +320,23 @@ impl DbServer {
             .map(Json)
     }
 
+    /// Context for a question within a budget of tokens, from every repository served:
+    /// the text of the best files' best chunks (every file's best before any file's
+    /// second), joined where they touch, as Markdown with each span cited
+    /// REPO/PATH:LINES (the text block; the structured answer lists the spans without
+    /// their text, and the heads read).
+    #[tool(name = "context")]
+    async fn context(
+        &self,
+        Parameters(params): Parameters<DbContextParams>,
+    ) -> Result<CallToolResult, String> {
+        let served = Arc::clone(&self.served);
+        let (answer, text) = blocking(move || context_answer(&served, params)).await?;
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(serde_json::to_value(&answer).map_err(|e| e.to_string())?);
+        Ok(result)
+    }
+
     /// The repositories served, each with its head: sequence, state root, when it was
     /// published, and its embedder.
     #[tool(name = "status")]
@@ -239,7 +349,7 @@ impl DbServer {
 #[tool_handler(
     router = self.tool_router,
     name = "cfs",
-    instructions = "Search the repositories published in a cfs database. search returns chunks naming repository, path, lines and text; status lists the repositories and their heads; every answer names the state roots it came from."
+    instructions = "Search the repositories published in a cfs database. search returns chunks naming repository, path, lines and text; context returns the best files' text within a budget of tokens; status lists the repositories and their heads; every answer names the state roots it came from."
 )]
 impl ServerHandler for DbServer {}
 
