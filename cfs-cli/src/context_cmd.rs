@@ -8,6 +8,7 @@ use cfs_search::{Context, ContextFile, MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, S
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::db_search::RepoHead;
 use crate::open::Common;
 use crate::report::{Report, emit};
 use crate::search_cmds::{Filters, load_index};
@@ -24,11 +25,21 @@ pub struct ContextArgs {
     k: u32,
     #[command(flatten)]
     filters: Filters,
+    /// Pack the best files of the repositories published in this PostgreSQL database
+    /// instead of a store's (each ranked as its store would rank it, merged by score).
+    #[arg(long, value_name = "URL")]
+    db: Option<String>,
+    /// With --db: only this repository (repeatable; default: every one).
+    #[arg(long = "repo", value_name = "NAME", requires = "db")]
+    repos: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
 
 pub fn run(args: &ContextArgs) -> anyhow::Result<ExitCode> {
+    if let Some(url) = &args.db {
+        return run_db(args, url);
+    }
     let (_store, index, embedder) = load_index(&args.common)?;
     let query = args.filters.query(&args.query, args.k as usize);
     let context = index.context(&query, &*embedder, args.tokens)?;
@@ -47,6 +58,57 @@ pub fn run(args: &ContextArgs) -> anyhow::Result<ExitCode> {
     // As `cfs search`: the index and the model are left to the process's exit.
     std::mem::forget((index, embedder));
     Ok(code)
+}
+
+/// `cfs context --db URL`: the context of the database's repositories.
+fn run_db(args: &ContextArgs, url: &str) -> anyhow::Result<ExitCode> {
+    let mut db = cfs_postgres::Database::connect(url)?;
+    let embedder = crate::db_search::embedder_of(&mut db, &args.repos)?;
+    let query = args.filters.query(&args.query, args.k as usize);
+    let found = cfs_postgres::context(&mut db, &query, &*embedder, &args.repos, args.tokens)?;
+    let files = found.packed.files.iter().filter(|f| !f.spans.is_empty());
+    let report = DbContextReport {
+        database: found.database,
+        standby: found.standby,
+        heads: found
+            .repos
+            .into_iter()
+            .map(|r| RepoHead {
+                repo: r.name,
+                sequence: r.sequence,
+                root: r.root.to_hex(),
+            })
+            .collect(),
+        budget: found.budget,
+        tokens: found.packed.tokens,
+        left_out: found.packed.left_out,
+        files: files.map(ContextFileJson::of).collect(),
+        text: found.packed.render(),
+    };
+    emit(&report, args.common.json)
+}
+
+/// What `cfs context --db` answers: the context, and the database and heads it was read
+/// from.
+#[derive(Serialize, JsonSchema)]
+pub struct DbContextReport {
+    database: String,
+    standby: bool,
+    /// The repositories read, each at its head.
+    heads: Vec<RepoHead>,
+    budget: u32,
+    tokens: u32,
+    left_out: usize,
+    /// Each naming its repository.
+    files: Vec<ContextFileJson>,
+    /// The context as Markdown, each span cited `REPO/PATH:LINES`.
+    text: String,
+}
+
+impl Report for DbContextReport {
+    fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(self.text.as_bytes())
+    }
 }
 
 /// What `cfs context` answers.

@@ -93,10 +93,10 @@ pub struct DbSearchAnswer {
 
 /// A repository searched and the head read.
 #[derive(Serialize, JsonSchema)]
-struct RepoHead {
-    repo: String,
-    sequence: u64,
-    root: String,
+pub(crate) struct RepoHead {
+    pub(crate) repo: String,
+    pub(crate) sequence: u64,
+    pub(crate) root: String,
 }
 
 /// One result: a chunk of a repository (`root`: its head's state root).

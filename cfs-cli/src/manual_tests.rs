@@ -175,7 +175,13 @@ fn the_manual_documents_every_json_field_and_no_other() {
                 .chain(fields::<db_search::DbSearchAnswer>())
                 .collect(),
         ),
-        ("context", fields::<context_cmd::ContextReport>()),
+        (
+            "context",
+            fields::<context_cmd::ContextReport>()
+                .into_iter()
+                .chain(fields::<context_cmd::DbContextReport>())
+                .collect(),
+        ),
         ("connect", fields::<connect_cmd::ConnectReport>()),
         ("rebuild-index", fields::<search_cmds::RebuildReport>()),
     ];

@@ -125,6 +125,9 @@ async def checks(session, url, api, web):
           and 0 < ctx["tokens"] <= 300 and "text" not in ctx, text)
     check("context cites REPO/PATH:LINES", not err
           and text.split("\n")[0].split("/")[0] in ("api", "web"), text)
+    cli = cfs("context", query, "--db", url, "--tokens", "300", "--json")
+    check("context equals cfs context --db", cli["text"] == text
+          and cli["tokens"] == ctx["tokens"], (cli, ctx))
     # One repository's context from the database is its store's, cited under its name.
     one, err, text = await call(session, "context", query=query, tokens=300, repos=["api"])
     local = cfs("context", query, "--tokens", "300", "--json", cwd=api)
