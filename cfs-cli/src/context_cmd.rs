@@ -70,15 +70,7 @@ fn run_db(args: &ContextArgs, url: &str) -> anyhow::Result<ExitCode> {
     let report = DbContextReport {
         database: found.database,
         standby: found.standby,
-        heads: found
-            .repos
-            .into_iter()
-            .map(|r| RepoHead {
-                repo: r.name,
-                sequence: r.sequence,
-                root: r.root.to_hex(),
-            })
-            .collect(),
+        heads: found.repos.into_iter().map(RepoHead::from).collect(),
         budget: found.budget,
         tokens: found.packed.tokens,
         left_out: found.packed.left_out,

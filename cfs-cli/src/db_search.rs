@@ -29,15 +29,7 @@ pub fn search_db(args: &SearchArgs, url: &str) -> anyhow::Result<ExitCode> {
     let answer = DbSearchAnswer {
         database: report.database,
         standby: report.standby,
-        repos: report
-            .repos
-            .into_iter()
-            .map(|r| RepoHead {
-                repo: r.name,
-                sequence: r.sequence,
-                root: r.root.to_hex(),
-            })
-            .collect(),
+        repos: report.repos.into_iter().map(RepoHead::from).collect(),
         hits: report
             .hits
             .iter()
@@ -97,6 +89,16 @@ pub(crate) struct RepoHead {
     pub(crate) repo: String,
     pub(crate) sequence: u64,
     pub(crate) root: String,
+}
+
+impl From<cfs_postgres::SearchedRepo> for RepoHead {
+    fn from(r: cfs_postgres::SearchedRepo) -> Self {
+        Self {
+            repo: r.name,
+            sequence: r.sequence,
+            root: r.root.to_hex(),
+        }
+    }
 }
 
 /// One result: a chunk of a repository (`root`: its head's state root).
