@@ -46,18 +46,21 @@ pub fn run(args: &ContextArgs) -> anyhow::Result<ExitCode> {
     let report = ContextReport::of(&context);
     let code = emit(&report, args.common.json)?;
     if !args.common.json && std::io::stderr().is_terminal() {
-        let spans: usize = report.files.iter().map(|f| f.spans.len()).sum();
-        eprintln!(
-            "{} of {} tokens: {spans} spans of {} files; {} chunks did not fit",
-            report.tokens,
-            report.budget,
-            report.files.len(),
-            report.left_out
-        );
+        say_summary(&report.files, report.tokens, report.budget, report.left_out);
     }
     // As `cfs search`: the index and the model are left to the process's exit.
     std::mem::forget((index, embedder));
     Ok(code)
+}
+
+/// The line a terminal gets on standard error: tokens used of the budget, spans, files
+/// and chunks left out.
+fn say_summary(files: &[ContextFileJson], tokens: u32, budget: u32, left_out: usize) {
+    let spans: usize = files.iter().map(|f| f.spans.len()).sum();
+    eprintln!(
+        "{tokens} of {budget} tokens: {spans} spans of {} files; {left_out} chunks did not fit",
+        files.len()
+    );
 }
 
 /// `cfs context --db URL`: the context of the database's repositories.
@@ -77,7 +80,11 @@ fn run_db(args: &ContextArgs, url: &str) -> anyhow::Result<ExitCode> {
         files: files.map(ContextFileJson::of).collect(),
         text: found.packed.render(),
     };
-    emit(&report, args.common.json)
+    let code = emit(&report, args.common.json)?;
+    if !args.common.json && std::io::stderr().is_terminal() {
+        say_summary(&report.files, report.tokens, report.budget, report.left_out);
+    }
+    Ok(code)
 }
 
 /// What `cfs context --db` answers: the context, and the database and heads it was read
@@ -93,7 +100,7 @@ pub struct DbContextReport {
     left_out: usize,
     /// Each naming its repository.
     files: Vec<ContextFileJson>,
-    /// The context as Markdown, each span cited `REPO/PATH:LINES`.
+    /// The context as Markdown, each span cited `[REPO] PATH:LINES`.
     text: String,
 }
 

@@ -11,6 +11,7 @@ check and a closing 'N passed, N failed'; exits 1 on any failure.
 
 import asyncio
 import json
+import re
 import os
 import subprocess
 import sys
@@ -123,8 +124,8 @@ async def checks(session, url, api, web):
     check("context answers from both repositories", not err
           and {f["repo"] for f in ctx["files"]} == {"api", "web"}
           and 0 < ctx["tokens"] <= 300 and "text" not in ctx, text)
-    check("context cites REPO/PATH:LINES", not err
-          and text.split("\n")[0].split("/")[0] in ("api", "web"), text)
+    check("context cites [REPO] PATH:LINES", not err
+          and text.split(" ")[0] in ("[api]", "[web]"), text)
     cli = cfs("context", query, "--db", url, "--tokens", "300", "--json")
     check("context equals cfs context --db", cli["text"] == text
           and cli["tokens"] == ctx["tokens"], (cli, ctx))
@@ -135,7 +136,7 @@ async def checks(session, url, api, web):
                            for f in files for s in f["spans"]]
     check("a repository's context is its store's", not err
           and spans(one["files"]) == spans(local["files"])
-          and text.replace("api/", "") == local["text"], (one, local))
+          and re.sub(r"(?m)^\[api\] (?=\S+:\d+-\d+)", "", text) == local["text"], (one, local))
     _, err, text = await call(session, "context", query=query, tokens=10)
     check("a bad budget is an error", err and "budget" in text, text)
 

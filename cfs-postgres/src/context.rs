@@ -1,22 +1,26 @@
 //! A query's answer from a database's repositories as context for a model, within a
 //! budget of tokens (`cfs_search::pack`, as a store's): the best files of all of them,
 //! each repository ranked as its store would rank it and the files merged by score, each
-//! span cited `REPO/PATH:LINES`. Read in one snapshot. Chunks are not widened to whole
-//! lines here (their neighbours are not read): a window of a long symbol keeps its ends.
+//! span cited `[REPO] PATH:LINES`. Read in one snapshot, with each ranked chunk's
+//! neighbours, so that chunks are widened to whole lines as a store's context widens
+//! them: one repository's context is its store's.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use cfs_core::ChunkId;
 use cfs_ingest::Embedder;
-use cfs_search::{ChunkMeta, ChunkSource, MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, Packed, Query};
+use cfs_search::{
+    ChunkMeta, ChunkSource, MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, Packed, Query, RankedFile,
+};
 use cfs_store::StoreError;
+use postgres::Transaction;
 
 use crate::db::{Database, sql_error};
-use crate::error::Result;
+use crate::error::{DbError, Result};
 use crate::resolve;
 use crate::schema;
-use crate::search::{SearchedRepo, is_standby, rank_repos};
+use crate::search::{Repo, SearchedRepo, is_standby, rank_repos};
 
 /// What a context from the database holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,26 +56,16 @@ pub fn context(
     let standby = is_standby(&mut tx, &name)?;
     let (read, ranked) = rank_repos(&mut tx, (&name, repos), query, embedder, true)?;
     // The best files of all the repositories: by score, ties by repository, then rank.
-    let mut best: Vec<(u64, usize, usize, cfs_search::RankedFile)> = Vec::new();
+    let mut best: Vec<(u64, usize, usize, RankedFile)> = Vec::new();
     for (place, files) in ranked.into_iter().enumerate() {
         let files = files.into_iter().enumerate();
         best.extend(files.map(|(rank, f)| (f.score, place, rank, f)));
     }
     best.sort_by_key(|e| (std::cmp::Reverse(e.0), e.1, e.2));
     best.truncate(query.k);
-    let ids: Vec<(i32, ChunkId)> = best
-        .iter()
-        .flat_map(|(_, place, _, f)| f.chunks.iter().map(|c| (read[*place].id, c.meta.id)))
-        .collect();
-    let texts = resolve::texts(&mut tx, &name, &ids)?;
-    let source = Texts {
-        texts: texts
-            .into_iter()
-            .map(|((_, id), text)| (id, text))
-            .collect(),
-    };
+    let source = read_chunks(&mut tx, &name, &best, &read)?;
     let labels: Vec<&str> = best.iter().map(|e| read[e.1].name.as_str()).collect();
-    let files: Vec<cfs_search::RankedFile> = best.iter().map(|e| e.3.clone()).collect();
+    let files: Vec<RankedFile> = best.into_iter().map(|e| e.3).collect();
     let packed = cfs_search::pack(&source, &files, &labels, budget)?;
     tx.commit().map_err(sql_error(&name, "end the snapshot"))?;
     Ok(DbContext {
@@ -83,20 +77,76 @@ pub fn context(
     })
 }
 
-/// The texts of the ranked files' chunks, read at once. A chunk id names the same text
-/// in every repository that holds it (ids are of content), so one map serves them all.
-struct Texts {
+/// The ranked files' chunks and each one's neighbours (to widen a chunk to whole lines,
+/// as a store's context does), read at once: their texts, and the neighbours' metadata.
+/// A chunk id names the same text and place in every repository that holds it (ids are
+/// of the document and the text), so one map serves them all.
+struct Chunks {
     texts: HashMap<ChunkId, String>,
+    neighbours: HashMap<ChunkId, Arc<ChunkMeta>>,
 }
 
-impl ChunkSource for Texts {
+/// The best files' chunks of `best` (of the repositories `read`), with their neighbours;
+/// a chunk without its text is damage, named with its repository.
+fn read_chunks(
+    tx: &mut Transaction<'_>,
+    name: &str,
+    best: &[(u64, usize, usize, RankedFile)],
+    read: &[Repo],
+) -> Result<Chunks> {
+    let mut ranked: Vec<(i32, ChunkId)> = Vec::new();
+    let mut beside: Vec<(i32, ChunkId)> = Vec::new();
+    for (_, place, _, file) in best {
+        let repo = read[*place].id;
+        for c in &file.chunks {
+            ranked.push((repo, c.meta.id));
+            let order = &c.meta.doc.chunks;
+            let at = c.meta.sequence as usize;
+            let near = [at.checked_sub(1), at.checked_add(1)];
+            beside.extend(
+                near.into_iter()
+                    .flatten()
+                    .filter_map(|i| order.get(i))
+                    .map(|id| (repo, *id)),
+            );
+        }
+    }
+    let neighbours = resolve::chunks(tx, name, beside.clone())?;
+    let mut wanted = ranked.clone();
+    wanted.extend(beside.into_iter().filter(|k| neighbours.contains_key(k)));
+    wanted.sort_unstable();
+    wanted.dedup();
+    let texts = resolve::texts(tx, name, &wanted)?;
+    if let Some((repo, id)) = ranked.iter().find(|k| !texts.contains_key(k)) {
+        let repo = read
+            .iter()
+            .find(|r| r.id == *repo)
+            .map_or("?", |r| r.name.as_str());
+        return Err(DbError::Damaged {
+            database: name.to_owned(),
+            what: format!("chunk {id} of repository {repo:?} has a search row but no text"),
+        });
+    }
+    Ok(Chunks {
+        texts: texts
+            .into_iter()
+            .map(|((_, id), text)| (id, text))
+            .collect(),
+        neighbours: neighbours
+            .into_iter()
+            .map(|((_, id), meta)| (id, meta))
+            .collect(),
+    })
+}
+
+impl ChunkSource for Chunks {
     fn text(&self, id: &ChunkId) -> cfs_store::Result<String> {
         self.texts.get(id).cloned().ok_or_else(|| {
             StoreError::Corrupted(format!("chunk {id} has a search row but no text"))
         })
     }
 
-    fn neighbour(&self, _: &ChunkId) -> Option<Arc<ChunkMeta>> {
-        None
+    fn neighbour(&self, id: &ChunkId) -> Option<Arc<ChunkMeta>> {
+        self.neighbours.get(id).cloned()
     }
 }

@@ -49,7 +49,7 @@ pub struct Context {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContextFile {
     /// The repository it belongs to, in a context of a database's repositories (its
-    /// spans are then cited `REPO/PATH:LINES`).
+    /// spans are then cited `[REPO] PATH:LINES`).
     pub repo: Option<String>,
     /// The first of its document's paths.
     pub path: String,
@@ -360,8 +360,9 @@ impl ContextFile {
     /// path's control characters escaped), then a fence of more backticks than any run
     /// in the text.
     fn frame(&self, span: &Span) -> (String, String) {
+        // A repository's name holds no bracket, so `[REPO] PATH` reads one way only.
         let cited = match &self.repo {
-            Some(repo) => format!("{repo}/{}", self.path),
+            Some(repo) => format!("[{repo}] {}", self.path),
             None => self.path.clone(),
         };
         let path: String = match cited.chars().any(char::is_control) {

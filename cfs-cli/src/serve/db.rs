@@ -135,7 +135,7 @@ pub struct DbContextParams {
 }
 
 /// What the `context` tool answers besides its text block (the context as Markdown,
-/// each span cited `REPO/PATH:LINES`).
+/// each span cited `[REPO] PATH:LINES`).
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct DbContextAnswer {
     /// Whether the database answered as a standby.
@@ -323,7 +323,7 @@ impl DbServer {
     /// Context for a question within a budget of tokens, from every repository served:
     /// the text of the best files' best chunks (every file's best before any file's
     /// second), joined where they touch, as Markdown with each span cited
-    /// REPO/PATH:LINES (the text block; the structured answer lists the spans without
+    /// [REPO] PATH:LINES (the text block; the structured answer lists the spans without
     /// their text, and the heads read).
     #[tool(name = "context")]
     async fn context(
