@@ -60,6 +60,11 @@ def make_trees(tmp):
     api, web = os.path.join(tmp, "api"), os.path.join(tmp, "web")
     write(api, "src/config.rs", "/// Parses a config file.\npub fn parse_config() {}\n")
     write(api, "src/net.rs", "/// Opens a socket and listens.\npub fn open_socket() {}\n")
+    # A function long enough to be chunked in windows, which begin and end inside lines.
+    # Its one rare word sits in a middle window, so that window alone answers it.
+    lines = "".join(f"    let ledger_row_{i} = tally(ledger, {i});\n" if i != 230
+                    else "    let zebra_quota = tally(ledger, 230);\n" for i in range(400))
+    write(api, "src/ledger.rs", f"pub fn tally_ledger_rows() {{\n{lines}}}\n")
     write(web, "app/router.py", "def route(request):\n    \"\"\"Send a request to its handler.\"\"\"\n"
           "    return request\n")
     write(web, "docs/guide.md", "# Guide\n\nParse the config file before you open a socket.\n")
@@ -130,10 +135,16 @@ async def checks(session, url, api, web):
     check("context equals cfs context --db", cli["text"] == text
           and cli["tokens"] == ctx["tokens"], (cli, ctx))
     # One repository's context from the database is its store's, cited under its name.
-    one, err, text = await call(session, "context", query=query, tokens=300, repos=["api"])
-    local = cfs("context", query, "--tokens", "300", "--json", cwd=api)
+    # One repository's context from the database is its store's, windows of a long
+    # function (which begin and end inside lines) included.
+    rare = "zebra quota"
+    one, err, text = await call(session, "context", query=rare, tokens=2500, repos=["api"])
+    local = cfs("context", rare, "--tokens", "2500", "--json", cwd=api)
     spans = lambda files: [(f["path"], s["start_line"], s["end_line"], s["chunk_ids"])
                            for f in files for s in f["spans"]]
+    windows = [s for f in local["files"] if f["path"] == "src/ledger.rs" for s in f["spans"]
+               if s["start_line"] > 1 and s["text"].startswith("    let ")]
+    check("the store's context holds a middle window, widened to whole lines", windows, local)
     check("a repository's context is its store's", not err
           and spans(one["files"]) == spans(local["files"])
           and re.sub(r"(?m)^\[api\] (?=\S+:\d+-\d+)", "", text) == local["text"], (one, local))
