@@ -3,6 +3,7 @@ across 20 repositories on the primary and on the standby, several clients at onc
 
     bench/postgres_search.py TREE CFS [--embedder hash|minilm-int] [--clients 4]
                              [--rounds 2] [--repos 20] [--stores DIR]
+                             [--tool search|context]
 
 TREE holds projects (folders); their largest subfolders (by bytes of files, at most
 `--repos`) become repositories of their own, each indexed with EMBEDDER and published
@@ -14,7 +15,8 @@ one call at a time, every query `--rounds` times in its own order after one unme
 pass: once searching every repository (k 10), once searching the one repository that
 holds the most of the query's relevant files. Prints one JSON object: repositories and
 chunks, publish times, storage per chunk, and latency p50/p99 (ms, client-side) per
-target and scope, with the searches a second.
+target and scope, with the searches a second. `--tool context` calls the `context`
+tool (4,000 tokens) instead of `search`.
 
 Needs the project's .venv (scripts/python-env installs `mcp`).
 """
@@ -106,7 +108,7 @@ def percentile(values, p):
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
-async def client_session(cfs_bin, url, work, rounds, scope, seed):
+async def client_session(cfs_bin, url, work, rounds, scope, seed, tool):
     params = StdioServerParameters(command=cfs_bin, args=["serve", "--mcp", "--db", url])
     latencies = []
     async with stdio_client(params) as (read, write):
@@ -117,28 +119,31 @@ async def client_session(cfs_bin, url, work, rounds, scope, seed):
                 random.Random(seed * 100 + r).shuffle(order)
                 for query, repo in order:
                     args = {"query": query, "k": 10}
+                    if tool == "context":
+                        args["tokens"] = 4000
                     if scope == "one":
                         args["repos"] = [repo]
                     started = time.perf_counter()
-                    answer = await session.call_tool("search", args)
+                    answer = await session.call_tool(tool, args)
                     elapsed = time.perf_counter() - started
                     if answer.is_error:
-                        raise RuntimeError(f"search {args}: {answer.content}")
+                        raise RuntimeError(f"{tool} {args}: {answer.content}")
                     if r > 0:
                         latencies.append(elapsed * 1e3)
     return latencies
 
 
 def client(args):
-    cfs_bin, url, work, rounds, scope, seed, out = args
-    lat = asyncio.run(client_session(cfs_bin, url, work, rounds, scope, seed))
+    cfs_bin, url, work, rounds, scope, seed, tool, out = args
+    lat = asyncio.run(client_session(cfs_bin, url, work, rounds, scope, seed, tool))
     out.put(lat)
 
 
-def load(cfs_bin, url, queries, clients, rounds, scope):
+def load(cfs_bin, url, queries, clients, rounds, scope, tool):
     work = [(q, r) for q, r in queries if scope == "all" or r is not None]
     out = mp.Queue()
-    procs = [mp.Process(target=client, args=((cfs_bin, url, work, rounds, scope, i, out),))
+    procs = [mp.Process(target=client,
+                        args=((cfs_bin, url, work, rounds, scope, i, tool, out),))
              for i in range(clients)]
     started = time.perf_counter()
     for p in procs:
@@ -166,6 +171,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--repos", type=int, default=20)
     ap.add_argument("--stores", help="keep the indexed repositories here and reuse them")
+    ap.add_argument("--tool", default="search", choices=["search", "context"])
     a = ap.parse_args()
     cfs_bin = os.path.abspath(a.cfs)
     work = tempfile.mkdtemp()
@@ -179,7 +185,7 @@ def main():
         run(psql, urls["primary"], "-qc", "CREATE DATABASE search")
         primary, standby = with_db(urls["primary"], "search"), with_db(urls["standby"], "search")
         repos = repositories(a.tree, a.repos)
-        result = {"embedder": a.embedder, "repositories": len(repos), "chunks": 0,
+        result = {"embedder": a.embedder, "tool": a.tool, "repositories": len(repos), "chunks": 0,
                   "index_s": 0.0, "publish_s": 0.0}
         for name, _, path in repos:
             copy = os.path.join(stores, name)
@@ -215,7 +221,7 @@ def main():
         for target, url in (("primary", primary), ("standby", standby)):
             for scope in ("all", "one"):
                 result[f"{target}_{scope}"] = load(cfs_bin, url, queries, a.clients,
-                                                   a.rounds, scope)
+                                                   a.rounds, scope, a.tool)
                 print(target, scope, json.dumps(result[f"{target}_{scope}"]),
                       file=sys.stderr, flush=True)
         print(json.dumps(result, indent=1))
