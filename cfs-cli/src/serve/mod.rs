@@ -46,7 +46,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 50)]
     quiet_ms: u64,
     /// Serve the repositories published in this PostgreSQL database (a primary or a
-    /// standby) instead of a store: tools `search` and `status`.
+    /// standby) instead of a store: tools `search`, `context` and `status`.
     #[arg(long, value_name = "URL", conflicts_with_all = ["watch", "path"])]
     db: Option<String>,
     /// With --db: serve only this repository (repeatable; default: every one).
