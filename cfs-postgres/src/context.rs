@@ -10,9 +10,7 @@ use std::sync::Arc;
 
 use cfs_core::ChunkId;
 use cfs_ingest::Embedder;
-use cfs_search::{
-    ChunkMeta, ChunkSource, MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, Packed, Query, RankedFile,
-};
+use cfs_search::{ChunkMeta, ChunkSource, Packed, Query, RankedFile};
 use cfs_store::StoreError;
 use postgres::Transaction;
 
@@ -46,12 +44,7 @@ pub fn context(
     repos: &[String],
     budget: u32,
 ) -> Result<DbContext> {
-    if !(MIN_CONTEXT_TOKENS..=MAX_CONTEXT_TOKENS).contains(&budget) {
-        return Err(StoreError::InvalidInput(format!(
-            "a context's budget is {MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS} tokens, not {budget}"
-        ))
-        .into());
-    }
+    cfs_search::check_budget(budget)?;
     let (name, mut tx) = schema::read_snapshot(db)?;
     let standby = is_standby(&mut tx, &name)?;
     let (read, ranked) = rank_repos(&mut tx, (&name, repos), query, embedder, true)?;

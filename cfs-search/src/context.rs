@@ -29,6 +29,18 @@ pub const MIN_CONTEXT_TOKENS: u32 = 64;
 /// The most tokens a context may be asked for.
 pub const MAX_CONTEXT_TOKENS: u32 = 1 << 18;
 
+/// Refuses a budget outside [`MIN_CONTEXT_TOKENS`]..=[`MAX_CONTEXT_TOKENS`], for every
+/// way a context is asked for (a store's, a database's, the tools').
+pub fn check_budget(budget: u32) -> Result<()> {
+    if (MIN_CONTEXT_TOKENS..=MAX_CONTEXT_TOKENS).contains(&budget) {
+        return Ok(());
+    }
+    Err(StoreError::InvalidInput(format!(
+        "a context's budget: tokens must be {MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS}, not \
+         {budget}"
+    )))
+}
+
 /// A query's answer within a budget of tokens.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Context {

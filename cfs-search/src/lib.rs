@@ -59,7 +59,7 @@ use cfs_ingest::{Embedder, Role};
 pub use bm25::{idf, log2_fixed, tf_part};
 pub use context::{
     ChunkSource, Context, ContextFile, MAX_CONTEXT_TOKENS, MIN_CONTEXT_TOKENS, Packed, Span,
-    estimate_tokens, pack,
+    check_budget, estimate_tokens, pack,
 };
 pub use declared::{
     Declared, KEYWORDS, MAX_DECLARATION_LINE_BYTES, MODIFIERS, STATEMENT_WORDS, declared,
@@ -593,11 +593,7 @@ pub fn context(
     embedder: &dyn Embedder,
     budget: u32,
 ) -> Result<Context> {
-    if !(MIN_CONTEXT_TOKENS..=MAX_CONTEXT_TOKENS).contains(&budget) {
-        return Err(StoreError::InvalidInput(format!(
-            "a context's budget is {MIN_CONTEXT_TOKENS} to {MAX_CONTEXT_TOKENS} tokens, not {budget}"
-        )));
-    }
+    check_budget(budget)?;
     let mut files = ranked(snap, query, embedder, query::file_depth(query.k))?;
     if files.is_empty() {
         query::check_filter_values(snap, &query.filter)?;
