@@ -12,13 +12,13 @@ use cfs_postgres::{Database, DbSearchOptions};
 use cfs_search::{Filter, Query};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::CallToolResult;
 use rmcp::{Json, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::answers::query_options;
-use super::tools::blocking;
+use super::tools::{blocking, text_and_cited};
 use crate::context_cmd::ContextFileJson;
 
 /// What the server holds: the connection, the repositories' embedder, the
@@ -332,9 +332,7 @@ impl DbServer {
     ) -> Result<CallToolResult, String> {
         let served = Arc::clone(&self.served);
         let (answer, text) = blocking(move || context_answer(&served, params)).await?;
-        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-        result.structured_content = Some(serde_json::to_value(&answer).map_err(|e| e.to_string())?);
-        Ok(result)
+        text_and_cited(text, &answer)
     }
 
     /// The repositories served, each with its head: sequence, state root, when it was

@@ -25,6 +25,17 @@ pub struct CfsServer {
     tool_router: ToolRouter<Self>,
 }
 
+/// A context tool's result: the Markdown as the text block (what a model reads), and
+/// the answer citing it, without repeating it, as structured content.
+pub(super) fn text_and_cited(
+    text: String,
+    cited: &impl serde::Serialize,
+) -> Result<CallToolResult, String> {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(serde_json::to_value(cited).map_err(|e| e.to_string())?);
+    Ok(result)
+}
+
 /// Runs `work` on a blocking thread (store reads and syncs block).
 pub(super) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
@@ -78,13 +89,8 @@ impl CfsServer {
             context_answer(&snap, &*live.embedder, params)
         })
         .await?;
-        // The Markdown is the text block (what a model reads) and the structured answer
-        // cites it without repeating it.
         let (cited, text) = report.split_text();
-        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-        let cited = serde_json::to_value(&cited).map_err(|e| e.to_string())?;
-        result.structured_content = Some(cited);
-        Ok(result)
+        text_and_cited(text, &cited)
     }
 
     /// One chunk by id: its text, file, line range, symbol, and the ids of the chunks
