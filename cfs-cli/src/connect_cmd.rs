@@ -287,11 +287,11 @@ pub(crate) enum Edit {
 }
 
 /// A configuration file's text: its byte order mark and line ends, kept for writing it
-/// back, and the JSON between.
+/// back, and the JSON or TOML between.
 pub(crate) struct Text {
     bom: bool,
     crlf: bool,
-    json: String,
+    body: String,
 }
 
 impl Text {
@@ -301,18 +301,18 @@ impl Text {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
         };
-        let json = text.strip_prefix('\u{feff}');
+        let body = text.strip_prefix('\u{feff}');
         Ok(Self {
-            bom: json.is_some(),
+            bom: body.is_some(),
             crlf: text.contains("\r\n"),
-            json: json.unwrap_or(&text).to_owned(),
+            body: body.unwrap_or(&text).to_owned(),
         })
     }
 
-    /// `json` written as the file was: its line ends (JSON strings hold no raw line
-    /// break, so every one is layout) and its mark.
-    pub(crate) fn write(&self, file: &Path, json: &str) -> anyhow::Result<()> {
-        let lf = json.replace("\r\n", "\n");
+    /// `body` written as the file was: its line ends (JSON strings and TOML basic
+    /// strings hold no raw line break, so every one is layout) and its mark.
+    pub(crate) fn write(&self, file: &Path, body: &str) -> anyhow::Result<()> {
+        let lf = body.replace("\r\n", "\n");
         let body = if self.crlf {
             lf.replace('\n', "\r\n")
         } else {
@@ -323,22 +323,42 @@ impl Text {
     }
 }
 
+/// The error for a file cfs will not edit: what is wrong with it, and that it is left
+/// as it is.
+fn left_as_it_is(file: &Path, what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: {what}; cfs leaves the file as it is (add the entry by hand, or move the file \
+         away)",
+        file.display()
+    )
+}
+
+/// Refuses to take over the entry `name` when it serves a folder (`serves`) other than
+/// `tree` (`None`: the file is a project's own, whose entry follows the folder).
+fn check_takeover(
+    file: &Path,
+    name: &str,
+    serves: Option<&str>,
+    tree: Option<&str>,
+) -> anyhow::Result<()> {
+    match (serves, tree) {
+        (Some(other), Some(tree)) if other != tree => anyhow::bail!(
+            "{}: {name:?} already serves {other}; pass --name to add this folder beside it",
+            file.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Applies `edit` to the entry `name` of the object `key` of the JSON file `file`;
 /// writes the file only when it changes. Returns what was done.
 fn edit_file(file: &Path, key: &str, name: &str, edit: Edit) -> anyhow::Result<Action> {
     let text = Text::read(file)?;
-    let not_object = |what: &str| {
-        anyhow::anyhow!(
-            "{}: {what}; cfs leaves the file as it is (add the entry by hand, or move the \
-             file away)",
-            file.display()
-        )
-    };
     let object = |raw: &str, what: &str| match raw.trim() {
         "" | "null" => Ok(Members::default()),
-        raw => Members::parse(raw).map_err(|e| not_object(&format!("{what} ({e})"))),
+        raw => Members::parse(raw).map_err(|e| left_as_it_is(file, &format!("{what} ({e})"))),
     };
-    let mut top = object(&text.json, "not a JSON object")?;
+    let mut top = object(&text.body, "not a JSON object")?;
     let mut servers = match top.get(key) {
         Some(raw) => object(raw.get(), &format!("its {key:?} is not an object"))?,
         None => Members::default(),
@@ -352,22 +372,15 @@ fn edit_file(file: &Path, key: &str, name: &str, edit: Edit) -> anyhow::Result<A
                 )?),
                 None => None,
             };
-            if let (Some(current), Some(tree)) = (&current, &tree) {
-                let serves = current
-                    .get("args")
-                    .and_then(|a| serde_json::from_str::<Vec<Value>>(a.get()).ok());
-                let other = serves
-                    .as_ref()
-                    .and_then(|a| a.get(2))
-                    .and_then(Value::as_str);
-                if other.is_some_and(|other| other != tree) {
-                    anyhow::bail!(
-                        "{}: {name:?} already serves {}; pass --name to add this folder beside it",
-                        file.display(),
-                        other.unwrap_or_default()
-                    );
-                }
-            }
+            let serves = current
+                .as_ref()
+                .and_then(|c| c.get("args"))
+                .and_then(|a| serde_json::from_str::<Vec<Value>>(a.get()).ok());
+            let other = serves
+                .as_ref()
+                .and_then(|a| a.get(2))
+                .and_then(Value::as_str);
+            check_takeover(file, name, other, tree.as_deref())?;
             let added = current.is_none();
             let mut entry = current.unwrap_or_default();
             let changed = entry.put(members)?;

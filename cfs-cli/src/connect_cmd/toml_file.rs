@@ -8,21 +8,15 @@ use anyhow::Context;
 use serde_json::Value;
 use toml_edit::{Array, DocumentMut, Item, Table};
 
-use super::{Action, Edit, Text};
+use super::{Action, Edit, Text, check_takeover, left_as_it_is};
 
 /// Applies `edit` to the table `key.name` of the TOML file `file`; writes the file only
 /// when it changes.
 pub(super) fn edit(file: &Path, key: &str, name: &str, edit: Edit) -> anyhow::Result<Action> {
     let text = Text::read(file)?;
-    let refuse = |what: String| {
-        anyhow::anyhow!(
-            "{}: {what}; cfs leaves the file as it is (add the entry by hand, or move the \
-             file away)",
-            file.display()
-        )
-    };
+    let refuse = |what: String| left_as_it_is(file, &what);
     let mut doc: DocumentMut = text
-        .json
+        .body
         .parse()
         .map_err(|e| refuse(format!("not TOML ({e})")))?;
     if doc.get(key).is_some_and(|item| !item.is_table()) {
@@ -41,18 +35,10 @@ pub(super) fn edit(file: &Path, key: &str, name: &str, edit: Edit) -> anyhow::Re
                 .or_insert_with(|| Item::Table(Table::new()))
                 .as_table_mut()
                 .ok_or_else(|| refuse(format!("its entry {name:?} is not a table")))?;
-            if let Some(tree) = &tree {
-                let other = entry
-                    .get("args")
-                    .and_then(|a| strings(a)?.into_iter().nth(2));
-                if other.as_ref().is_some_and(|other| other != tree) && !added {
-                    anyhow::bail!(
-                        "{}: {name:?} already serves {}; pass --name to add this folder beside it",
-                        file.display(),
-                        other.unwrap_or_default()
-                    );
-                }
-            }
+            let other = entry
+                .get("args")
+                .and_then(|a| strings(a)?.into_iter().nth(2));
+            check_takeover(file, name, other.as_deref(), tree.as_deref())?;
             let changed = put(entry, members);
             match (added, changed) {
                 (_, false) => Action::Unchanged,
