@@ -69,7 +69,6 @@ fn run_db(args: &ContextArgs, url: &str) -> anyhow::Result<ExitCode> {
     let embedder = crate::db_search::embedder_of(&mut db, &args.repos)?;
     let query = args.filters.query(&args.query, args.k as usize);
     let found = cfs_postgres::context(&mut db, &query, &*embedder, &args.repos, args.tokens)?;
-    let files = found.packed.files.iter().filter(|f| !f.spans.is_empty());
     let report = DbContextReport {
         database: found.database,
         standby: found.standby,
@@ -77,7 +76,7 @@ fn run_db(args: &ContextArgs, url: &str) -> anyhow::Result<ExitCode> {
         budget: found.budget,
         tokens: found.packed.tokens,
         left_out: found.packed.left_out,
-        files: files.map(ContextFileJson::of).collect(),
+        files: found.packed.files.iter().map(ContextFileJson::of).collect(),
         text: found.packed.render(),
     };
     let code = emit(&report, args.common.json)?;

@@ -174,8 +174,8 @@ impl ChunkSource for Snapshot {
     }
 }
 
-/// What packing gives before it is a [`Context`]: the files in the order given (those
-/// with no span too), the tokens used and the ranked chunks left out.
+/// What packing gives before it is a [`Context`]: the files that got a span, in the
+/// order given, the tokens used and the ranked chunks left out.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Packed {
     pub files: Vec<ContextFile>,
@@ -227,24 +227,20 @@ pub fn pack(
         "a context's tokens are its spans' and within its budget"
     );
     Ok(Packed {
-        files,
+        files: files.into_iter().filter(|f| !f.spans.is_empty()).collect(),
         tokens: used,
         left_out,
     })
 }
 
 impl Packed {
-    /// The context of the state `root`, of `budget` tokens: the files with a span.
+    /// The context of the state `root`, of `budget` tokens.
     pub fn into_context(self, root: StateRoot, budget: u32) -> Context {
         Context {
             root,
             budget,
             tokens: self.tokens,
-            files: self
-                .files
-                .into_iter()
-                .filter(|f| !f.spans.is_empty())
-                .collect(),
+            files: self.files,
             left_out: self.left_out,
         }
     }

@@ -249,7 +249,6 @@ fn context_answer(
     let found = cfs_postgres::context(&mut db, &query, &*served.embedder, &repos, tokens)
         .map_err(|e| e.to_string())?;
     let text = found.packed.render();
-    let files = found.packed.files.iter().filter(|f| !f.spans.is_empty());
     Ok((
         DbContextAnswer {
             standby: found.standby,
@@ -264,7 +263,12 @@ fn context_answer(
             budget: found.budget,
             tokens: found.packed.tokens,
             left_out: found.packed.left_out,
-            files: files.map(|f| ContextFileJson::of(f).cited()).collect(),
+            files: found
+                .packed
+                .files
+                .iter()
+                .map(|f| ContextFileJson::of(f).cited())
+                .collect(),
         },
         text,
     ))
