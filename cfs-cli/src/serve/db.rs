@@ -70,6 +70,15 @@ pub struct Head {
     pub root: String,
 }
 
+impl From<cfs_postgres::SearchedRepo> for Head {
+    fn from(r: cfs_postgres::SearchedRepo) -> Self {
+        Self {
+            repo: r.name,
+            root: r.root.to_hex(),
+        }
+    }
+}
+
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct DbFound {
     /// The repository.
@@ -199,14 +208,7 @@ fn search_answer(served: &DbServed, params: DbSearchParams) -> Result<DbSearchAn
         .map_err(|e| e.to_string())?;
     Ok(DbSearchAnswer {
         standby: report.standby,
-        heads: report
-            .repos
-            .into_iter()
-            .map(|r| Head {
-                repo: r.name,
-                root: r.root.to_hex(),
-            })
-            .collect(),
+        heads: report.repos.into_iter().map(Head::from).collect(),
         results: report
             .hits
             .into_iter()
@@ -252,14 +254,7 @@ fn context_answer(
     Ok((
         DbContextAnswer {
             standby: found.standby,
-            heads: found
-                .repos
-                .into_iter()
-                .map(|r| Head {
-                    repo: r.name,
-                    root: r.root.to_hex(),
-                })
-                .collect(),
+            heads: found.repos.into_iter().map(Head::from).collect(),
             budget: found.budget,
             tokens: found.packed.tokens,
             left_out: found.packed.left_out,
