@@ -155,25 +155,30 @@ pub fn query_options(
     Ok((k as usize, mode, role))
 }
 
+/// The query `params` ask (a context's too, by the same fields).
+fn query_of(params: &SearchParams) -> Result<Query, String> {
+    let (k, mode, role) = query_options(params.k, params.mode.as_deref(), params.role.as_deref())?;
+    Ok(Query::new(params.query.clone())
+        .k(k)
+        .mode(mode)
+        .exact(params.exact.unwrap_or(false))
+        .filter(Filter {
+            path_prefix: params.path.clone(),
+            collection: params.collection.clone(),
+            language: params.lang.clone(),
+            kind: params.kind.clone(),
+            mime_type: None,
+            role,
+        }))
+}
+
 /// Runs `params` on `snap`.
 pub fn search_answer(
     snap: &Snapshot,
     embedder: &dyn Embedder,
     params: SearchParams,
 ) -> Result<SearchAnswer, String> {
-    let (k, mode, role) = query_options(params.k, params.mode.as_deref(), params.role.as_deref())?;
-    let query = Query::new(params.query)
-        .k(k)
-        .mode(mode)
-        .exact(params.exact.unwrap_or(false))
-        .filter(Filter {
-            path_prefix: params.path,
-            collection: params.collection,
-            language: params.lang,
-            kind: params.kind,
-            mime_type: None,
-            role,
-        });
+    let query = query_of(&params)?;
     let root = snap.state_root().to_hex();
     if params.files.unwrap_or(false) {
         let files = search_files(snap, &query, embedder).map_err(|e| e.to_string())?;
@@ -239,20 +244,19 @@ pub fn context_answer(
     embedder: &dyn Embedder,
     params: ContextParams,
 ) -> Result<ContextReport, String> {
-    let (k, mode, role) = query_options(params.k, params.mode.as_deref(), params.role.as_deref())?;
     let tokens = params.tokens.unwrap_or(4000);
-    let query = Query::new(params.query)
-        .k(k)
-        .mode(mode)
-        .exact(params.exact.unwrap_or(false))
-        .filter(Filter {
-            path_prefix: params.path,
-            collection: params.collection,
-            language: params.lang,
-            kind: params.kind,
-            mime_type: None,
-            role,
-        });
+    let query = query_of(&SearchParams {
+        query: params.query,
+        k: params.k,
+        mode: params.mode,
+        path: params.path,
+        collection: params.collection,
+        lang: params.lang,
+        kind: params.kind,
+        role: params.role,
+        files: None,
+        exact: params.exact,
+    })?;
     let found = context(snap, &query, embedder, tokens).map_err(|e| e.to_string())?;
     Ok(ContextReport::of(&found))
 }
